@@ -1,0 +1,32 @@
+# Two entry points: `make demo` and `make test`. Both create the virtual environment first.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+OUT ?= out
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[notebooks,batch,test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	@mkdir -p $(OUT)
+	$(VENV)/bin/workbench show lenet5 --batch 8
+	$(VENV)/bin/workbench platforms
+	@echo "(the HTML report arrives with the tiling engine: this demo prints the summaries)"
+
+lint: $(STAMP)
+	$(PY) -m ruff check workbench tests benchmarks
+
+test: lint
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_explore.py
+
+clean:
+	rm -rf $(VENV) $(OUT) .pytest_cache .hypothesis

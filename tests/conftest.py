@@ -1,0 +1,17 @@
+"""Shared test helpers."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import settings
+
+settings.register_profile("ci", deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def within_print(value: float, printed: str) -> bool:
+    """True when `value` rounds to the number printed: within half a unit of its last digit."""
+    decimals = len(printed.split(".")[1]) if "." in printed else 0
+    return abs(value - float(printed)) <= 0.5 * 10 ** -decimals + 1e-12

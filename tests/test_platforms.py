@@ -1,0 +1,60 @@
+"""Platform presets, overrides and the access-energy table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbench import platforms
+from workbench.errors import FileFormatError, UnknownNameError, WorkbenchError
+
+
+def test_idsp_is_seed000_table_7_2() -> None:
+    p = platforms.load_platform("idsp")
+    assert (p.clock_mhz, p.bus_elems_per_cycle, p.macs_per_cycle, p.elem_bytes,
+            p.dma_setup_cycles, p.local_mem_bytes, p.register_file_bytes) == (
+        450, 32, 32, 2, 150, 128 * 1024, 4 * 1024)
+    assert p.peak_gops == pytest.approx(28.8)  # table 7.1
+    assert (p.core_pj_per_cycle, p.local_access_pj, p.ext_access_pj) == (60, 66.6, 2600)
+
+
+def test_other_presets() -> None:
+    nve = platforms.load_platform("nve")
+    assert (nve.simd_lanes, nve.clock_mhz, nve.in_bits, nve.w_bits, nve.acc_bits) == (
+        16, 100, 8, 16, 32)
+    shave = platforms.load_platform("shave")
+    assert (shave.cores, shave.clock_mhz, shave.simd_lanes, shave.local_mem_bytes) == (
+        12, 600, 8, 128 * 1024)
+    hwc = platforms.load_platform("hwc")
+    assert (hwc.macs_per_cycle, hwc.local_mem_bytes) == (16, 1024)
+    assert set(platforms.list_platforms()) >= {"idsp", "nve", "shave", "hwc"}
+
+
+def test_overrides_and_errors(tmp_path: Path) -> None:
+    p = platforms.load_platform("idsp", local_mem_bytes=64 * 1024, acc_bits=24)
+    assert (p.local_mem_bytes, p.acc_bits, p.clock_mhz) == (65536, 24, 450)
+    with pytest.raises(UnknownNameError, match="unknown platform 'tpu'; presets: hwc, idsp"):
+        platforms.load_platform("tpu")
+    with pytest.raises(WorkbenchError, match="unknown field"):
+        platforms.load_platform("idsp", lanes=3)
+    with pytest.raises(WorkbenchError, match="local_mem_bytes must be positive"):
+        platforms.load_platform("idsp", local_mem_bytes=0)
+    with pytest.raises(WorkbenchError, match="overflow must be one of"):
+        platforms.load_platform("idsp", overflow="clip")
+    bad = tmp_path / "p.yaml"
+    bad.write_text("name: x\nclock_mhz: [1,\n")
+    with pytest.raises(FileFormatError, match="malformed YAML at line"):
+        platforms.load_platform(bad)
+    bad.write_text("name: x\nclock_mhz: 100\n")
+    with pytest.raises(FileFormatError, match="missing platform field"):
+        platforms.load_platform(bad)
+
+
+def test_yang_memory_energy_table() -> None:
+    # seed 001 table 3 entries
+    assert platforms.memory_energy_pj_per_16b(1024, 64) == 1.20
+    assert platforms.memory_energy_pj_per_16b(100 * 1024, 256) == 8.46  # 128 KB row
+    assert platforms.memory_energy_pj_per_16b(2**30, 512) == 320
+    with pytest.raises(WorkbenchError, match="not tabulated"):
+        platforms.memory_energy_pj_per_16b(4 * 2**20, 64)

@@ -1,0 +1,97 @@
+"""The `workbench` command line: tables by default, --json for scripts, one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+import pandas as pd
+
+from workbench import layers, platforms
+from workbench.errors import WorkbenchError
+
+
+def _emit(args: argparse.Namespace, table: pd.DataFrame, title: str = "",
+          extra: dict | None = None) -> None:
+    if args.json:
+        doc = {"rows": json.loads(table.to_json(orient="records")), **(extra or {})}
+        print(json.dumps(doc, indent=1))
+        return
+    if title:
+        print(title)
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        print(table.to_string(index=False))
+
+
+def cmd_networks(args: argparse.Namespace) -> None:
+    rows = []
+    for name in layers.list_networks():
+        net = layers.load_network(name)
+        rows.append({"network": name, "title": net.title, "layers": len(net),
+                     "tiled": len(net.tiled_layers()), "macs_M": round(net.macs / 1e6, 2),
+                     "params_M": round(net.params / 1e6, 3)})
+    _emit(args, pd.DataFrame(rows))
+
+
+def cmd_show(args: argparse.Namespace) -> None:
+    net = layers.load_network(args.network, batch=args.batch)
+    table = net.summary(elem_bytes=args.elem_bytes)
+    title = (f"{net.name}: {net.title} [{net.source}]  batch {net.batch}, "
+             f"{net.macs / 1e6:.2f} M MACs, {net.params / 1e6:.3f} M params "
+             f"(footprints at {args.elem_bytes} B/element)")
+    _emit(args, table, title, {"network": net.name, "batch": net.batch, "macs": net.macs,
+                               "params": net.params})
+
+
+def cmd_platforms(args: argparse.Namespace) -> None:
+    rows = []
+    for name in platforms.list_platforms():
+        p = platforms.load_platform(name)
+        rows.append({"platform": name, "clock_MHz": p.clock_mhz, "MAC/cycle": p.macs_per_cycle,
+                     "bus_elem/cycle": p.bus_elems_per_cycle, "elem_B": p.elem_bytes,
+                     "dma_setup": p.dma_setup_cycles, "local_KB": p.local_mem_bytes / 1024,
+                     "lanes": p.simd_lanes, "acc_bits": p.acc_bits, "cores": p.cores,
+                     "peak_GOps": round(p.peak_gops, 1), "title": p.title})
+    _emit(args, pd.DataFrame(rows))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="workbench", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="one JSON document on stdout")
+
+    p = sub.add_parser("networks", parents=[common], help="list the zoo networks")
+    p.set_defaults(func=cmd_networks)
+    p = sub.add_parser("show", parents=[common], help="per-layer table of a network")
+    p.add_argument("network", help="zoo name or a .yaml/.onnx/.prototxt file")
+    p.add_argument("--batch", type=int, default=None, help="images per batch (On)")
+    p.add_argument("--elem-bytes", type=int, default=2, help="bytes per element for footprints")
+    p.set_defaults(func=cmd_show)
+    p = sub.add_parser("platforms", parents=[common], help="list the platform presets")
+    p.set_defaults(func=cmd_platforms)
+    for register in EXTRA_COMMANDS:
+        register(sub, common)
+    return parser
+
+
+EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None]] = []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except WorkbenchError as exc:
+        print(f"workbench {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"workbench {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

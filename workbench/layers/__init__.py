@@ -1,0 +1,22 @@
+"""Layer specs, networks, the zoo and model importers."""
+
+from workbench.layers.builder import LAYER_TYPES, build_layers, network_from_dict
+from workbench.layers.network import Network
+from workbench.layers.spec import (
+    ActivationLayer,
+    ConvLayer,
+    Layer,
+    LRNLayer,
+    MapLayer,
+    PoolLayer,
+    SoftmaxLayer,
+    in_size,
+    out_size,
+)
+from workbench.layers.zoo import list_networks, load_network
+
+__all__ = [
+    "LAYER_TYPES", "ActivationLayer", "ConvLayer", "LRNLayer", "Layer", "MapLayer", "Network",
+    "PoolLayer", "SoftmaxLayer", "build_layers", "in_size", "list_networks", "load_network",
+    "network_from_dict", "out_size",
+]

@@ -1,0 +1,207 @@
+"""Import a Caffe deploy .prototxt as a Network, deriving shapes the way Caffe does.
+
+A small reader of the protobuf text format (no Caffe needed). Layer types: Input (or the
+legacy `input`/`input_shape`/`input_dim` fields), Convolution, InnerProduct, Pooling (Caffe's
+round-up output), LRN, ReLU, Sigmoid, TanH, Softmax; Dropout, Flatten, Split, Concat and
+Eltwise carry no MACs and are passed over. Legacy V1 `layers { type: CONVOLUTION }` also reads.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import FileFormatError, SpecError
+from workbench.layers.network import Network
+from workbench.layers.spec import (
+    ActivationLayer,
+    ConvLayer,
+    Layer,
+    LRNLayer,
+    PoolLayer,
+    Shape,
+    SoftmaxLayer,
+    conv_from_input,
+)
+
+_TOKEN = re.compile(r'\s*(?:#[^\n]*|"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\''
+                    r'|([{}:])|([^\s{}:"\']+))')
+_V1_TYPES = {"CONVOLUTION": "Convolution", "INNER_PRODUCT": "InnerProduct", "POOLING": "Pooling",
+             "LRN": "LRN", "RELU": "ReLU", "SIGMOID": "Sigmoid", "TANH": "TanH",
+             "SOFTMAX": "Softmax", "DROPOUT": "Dropout", "FLATTEN": "Flatten", "SPLIT": "Split",
+             "CONCAT": "Concat", "ELTWISE": "Eltwise", "SOFTMAX_LOSS": "SoftmaxWithLoss"}
+PASSED_OVER = ("Dropout", "Flatten", "Split", "Concat", "Eltwise", "Input")
+ACTIVATIONS = {"ReLU": "relu", "Sigmoid": "sigmoid", "TanH": "tanh"}
+
+
+def _tokens(text: str, origin: str) -> list[tuple[str, str]]:
+    out, pos = [], 0
+    while pos < len(text):
+        match = _TOKEN.match(text, pos)
+        if match is None or match.end() == pos:
+            if text[pos:].strip():
+                line = text.count("\n", 0, pos) + 1
+                raise FileFormatError(f"prototxt {origin!r}: cannot read line {line}")
+            break
+        pos = match.end()
+        dq, sq, punct, word = match.groups()
+        if dq is not None or sq is not None:
+            out.append(("str", dq if dq is not None else sq))
+        elif punct:
+            out.append(("punct", punct))
+        elif word:
+            out.append(("word", word))
+    return out
+
+
+def parse_prototxt(text: str, origin: str = "<text>") -> dict[str, list[Any]]:
+    """Protobuf text format as nested dicts; every field maps to a list of its values."""
+    tokens, pos = _tokens(text, origin), 0
+
+    def message(closing: bool) -> dict[str, list[Any]]:
+        nonlocal pos
+        fields: dict[str, list[Any]] = {}
+        while pos < len(tokens):
+            kind, value = tokens[pos]
+            if kind == "punct" and value == "}":
+                if not closing:
+                    raise FileFormatError(f"prototxt {origin!r}: unbalanced '}}'")
+                pos += 1
+                return fields
+            if kind != "word":
+                raise FileFormatError(f"prototxt {origin!r}: expected a field name, got {value!r}")
+            pos += 1
+            if pos < len(tokens) and tokens[pos] == ("punct", ":"):
+                pos += 1
+            if pos >= len(tokens):
+                raise FileFormatError(f"prototxt {origin!r}: field {value!r} has no value")
+            if tokens[pos] == ("punct", "{"):
+                pos += 1
+                fields.setdefault(value, []).append(message(True))
+            else:
+                vkind, raw = tokens[pos]
+                if vkind == "punct":
+                    raise FileFormatError(f"prototxt {origin!r}: field {value!r} has no value")
+                pos += 1
+                fields.setdefault(value, []).append(raw if vkind == "str" else _scalar(raw))
+        if closing:
+            raise FileFormatError(f"prototxt {origin!r}: missing '}}' at end of file")
+        return fields
+
+    return message(False)
+
+
+def _scalar(raw: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(raw)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(raw, raw)
+
+
+def _one(msg: dict[str, list[Any]], key: str, default: Any = None) -> Any:
+    values = msg.get(key)
+    return values[0] if values else default
+
+
+def _hw(param: dict[str, list[Any]], key: str, default: int) -> tuple[int, int]:
+    """(h, w) from Caffe's `key_size`/`key` (repeated or single) or `key_h`/`key_w` fields."""
+    values = param.get(f"{key}_size", param.get(key, []))
+    h = _one(param, f"{key}_h", values[0] if values else default)
+    w = _one(param, f"{key}_w", values[-1] if values else default)
+    return (h, w)
+
+
+def _input_shape(net: dict[str, list[Any]], origin: str) -> Shape | None:
+    dims = None
+    if "input_shape" in net:
+        dims = net["input_shape"][0].get("dim", [])
+    elif "input_dim" in net:
+        dims = net["input_dim"]
+    if dims is None:
+        return None
+    if len(dims) != 4:
+        raise FileFormatError(f"prototxt {origin!r}: input needs 4 dims (N, C, H, W), got {dims}")
+    return (dims[1], dims[2], dims[3])
+
+
+def _layer(kind: str, name: str, msg: dict[str, list[Any]], shape: Shape, batch: int) -> Layer:
+    c, h, w = shape
+    if kind == "Convolution":
+        p = _one(msg, "convolution_param", {})
+        return conv_from_input(name, shape, _one(p, "num_output"), _hw(p, "kernel", 1),
+                               _hw(p, "stride", 1), _hw(p, "pad", 0),
+                               groups=_one(p, "group", 1), On=batch)
+    if kind == "InnerProduct":
+        return ConvLayer.fc(name, c * h * w, _one(_one(msg, "inner_product_param", {}),
+                                                  "num_output"), On=batch)
+    if kind == "Pooling":
+        p = _one(msg, "pooling_param", {})
+        mode = {"MAX": "max", "AVE": "avg", 0: "max", 1: "avg"}.get(_one(p, "pool", "MAX"))
+        if mode is None:
+            raise SpecError(f"layer {name!r}: pooling method {_one(p, 'pool')!r} not supported")
+        if _one(p, "global_pooling", False):
+            return PoolLayer(name, c, w, h, w, h, 1, 1, On=batch, mode=mode)
+        (ky, kx), (sy, sx), (py, px) = _hw(p, "kernel", 1), _hw(p, "stride", 1), _hw(p, "pad", 0)
+        return PoolLayer(name, c, w, h, kx, ky, sx, sy, px, py, On=batch, mode=mode,
+                         ceil_mode=True)
+    if kind == "LRN":
+        p = _one(msg, "lrn_param", {})
+        return LRNLayer(name, c, h, w, batch, size=_one(p, "local_size", 5),
+                        alpha=float(_one(p, "alpha", 1.0)), beta=float(_one(p, "beta", 0.75)),
+                        k=float(_one(p, "k", 1.0)))
+    if kind in ACTIVATIONS:
+        return ActivationLayer(name, c, h, w, batch, func=ACTIVATIONS[kind])
+    return SoftmaxLayer(name, c, h, w, batch)
+
+
+def network_from_prototxt(path: str | Path) -> Network:
+    """A Network from a Caffe deploy prototxt (N of the input shape becomes the batch)."""
+    path = Path(path)
+    net = parse_prototxt(path.read_text(), str(path))
+    blobs: dict[str, Shape] = {}
+    batch = 1
+    shape = _input_shape(net, str(path))
+    if shape is not None:
+        blobs[str(_one(net, "input", "data"))] = shape
+        batch = (net.get("input_shape", [{}])[0].get("dim") or net.get("input_dim"))[0]
+    layers: list[Layer] = []
+    for msg in net.get("layer", []) + net.get("layers", []):
+        name = str(_one(msg, "name", f"layer{len(layers)}"))
+        kind = str(_one(msg, "type", ""))
+        kind = _V1_TYPES.get(kind, kind)
+        tops = [str(t) for t in msg.get("top", [])]
+        bottoms = [str(b) for b in msg.get("bottom", [])]
+        if kind == "Input":
+            dims = _one(_one(msg, "input_param", {}), "shape", {}).get("dim", [])
+            if len(dims) != 4:
+                raise FileFormatError(f"prototxt {str(path)!r}: Input layer {name!r} needs 4 dims")
+            batch, blobs[tops[0]] = dims[0], (dims[1], dims[2], dims[3])
+            continue
+        if kind in ("Data", "ImageData", "HDF5Data", "MemoryData", "SoftmaxWithLoss", "Accuracy"):
+            continue  # training-only layers of a train_test definition
+        known = ("Convolution", "InnerProduct", "Pooling", "LRN", "Softmax", *ACTIVATIONS)
+        if kind not in known + PASSED_OVER:
+            raise SpecError(f"prototxt layer {name!r}: unknown layer type {kind!r}; supported: "
+                            + ", ".join(known + PASSED_OVER))
+        if not bottoms or bottoms[0] not in blobs:
+            raise FileFormatError(f"prototxt {str(path)!r}: layer {name!r} reads blob "
+                                  f"{bottoms[0] if bottoms else None!r} that no layer produced "
+                                  "(deploy prototxts need an input shape)")
+        if kind in PASSED_OVER:
+            c, h, w = blobs[bottoms[0]]
+            if kind == "Flatten":
+                c, h, w = c * h * w, 1, 1
+            elif kind == "Concat":
+                c = sum(blobs[b][0] for b in bottoms if b in blobs)
+            for top in tops:
+                blobs[top] = (c, h, w)
+            continue
+        layer = _layer(kind, name, msg, blobs[bottoms[0]], batch)
+        layers.append(layer)
+        for top in tops:
+            blobs[top] = layer.out_shape
+    return Network(str(_one(net, "name", path.stem)), tuple(layers),
+                   title=str(_one(net, "name", "")), source=f"Caffe {path.name}")

@@ -1,0 +1,93 @@
+"""Network: an ordered, named sequence of layer specs with whole-network counts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pandas as pd
+
+from workbench.errors import SpecError, UnknownNameError
+from workbench.layers.spec import ConvLayer, Layer
+
+
+@dataclass(frozen=True)
+class Network:
+    """Layers in execution order; counts are for the batch each layer carries (On)."""
+
+    name: str
+    layers: tuple[Layer, ...]
+    title: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.layers:
+            raise SpecError(f"network {self.name!r}: has no layers")
+        seen: set[str] = set()
+        for layer in self.layers:
+            if layer.name in seen:
+                raise SpecError(f"network {self.name!r}: layer name {layer.name!r} used twice")
+            seen.add(layer.name)
+
+    def __getitem__(self, name: str) -> Layer:
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise UnknownNameError(f"network {self.name!r} has no layer {name!r}; layers: "
+                               + ", ".join(layer.name for layer in self.layers))
+
+    def __iter__(self) -> Iterator[Layer]:
+        return iter(self.layers)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    @property
+    def batch(self) -> int:
+        return self.layers[0].On
+
+    @property
+    def macs(self) -> int:
+        return sum(layer.macs for layer in self.layers)
+
+    @property
+    def params(self) -> int:
+        """Weights of all layers (biases excluded, see `biases`)."""
+        return sum(layer.params for layer in self.layers)
+
+    @property
+    def biases(self) -> int:
+        return sum(layer.biases for layer in self.layers)
+
+    def tiled_layers(self) -> list[ConvLayer]:
+        """The conv and fully connected layers: the ones the tiling engine maps."""
+        return [layer for layer in self.layers if layer.tiled]
+
+    def with_batch(self, n: int) -> Network:
+        """The same network processing n images at once (On = n in every layer)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise SpecError(f"network {self.name!r}: batch must be a positive integer, got {n!r}")
+        return Network(self.name, tuple(layer.with_batch(n) for layer in self.layers),
+                       self.title, self.source)
+
+    def summary(self, elem_bytes: int = 2) -> pd.DataFrame:
+        """One row per layer: shapes, MACs, params, footprints of inputs/weights/outputs (bytes)."""
+        rows = []
+        for layer in self.layers:
+            c_in, h_in, w_in = layer.in_shape
+            c_out, h_out, w_out = layer.out_shape
+            rows.append({
+                "layer": layer.name,
+                "kind": layer.kind,
+                "input": f"{h_in}x{w_in}x{c_in}",
+                "output": f"{h_out}x{w_out}x{c_out}",
+                "kernel": f"{layer.Ky}x{layer.Kx}/{layer.Sy}" if hasattr(layer, "Kx") else "",
+                "groups": getattr(layer, "groups", 1),
+                "macs": layer.macs,
+                "params": layer.params,
+                "biases": layer.biases,
+                "input_bytes": c_in * h_in * w_in * layer.On * elem_bytes,
+                "weight_bytes": layer.params * elem_bytes,
+                "output_bytes": c_out * h_out * w_out * layer.On * elem_bytes,
+            })
+        return pd.DataFrame(rows)

@@ -1,0 +1,360 @@
+"""Layer specifications: frozen dataclasses with sizes in elements, counts per layer.
+
+Convolution dimensions follow seed 000: output Ox × Oy × Oc for On images, kernel Kx × Ky over
+Kc input maps per group, stride Sx, Sy and zero padding Px, Py. A fully connected layer is a
+convolution with Ox = Oy = Kx = Ky = 1 and Kc = input features.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from workbench.errors import SpecError
+
+Shape = tuple[int, int, int]  # (channels, height, width) of one image
+
+
+def out_size(in_size: int, kernel: int, stride: int, pad: int, ceil_mode: bool = False) -> int:
+    """Output extent from input extent (seed 000 eq. 2.1).
+
+    ceil_mode rounds up as Caffe pools do, dropping a last window that would start in the
+    right padding (the Caffe/ONNX rule).
+    """
+    span = in_size + 2 * pad - kernel
+    if span < 0:
+        return 0
+    if not ceil_mode:
+        return span // stride + 1
+    steps = -(-span // stride)
+    if pad > 0 and steps * stride >= in_size + pad:
+        steps -= 1
+    return steps + 1
+
+
+def in_size(out: int, kernel: int, stride: int, pad: int) -> int:
+    """Smallest input extent that yields `out` outputs: (O − 1)·S + K − 2·P."""
+    return (out - 1) * stride + kernel - 2 * pad
+
+
+def _check_ints(owner: str, **values: int) -> None:
+    for field, value in values.items():
+        minimum = 0 if field.startswith("P") or field in {"pad"} else 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            rule = "a non-negative integer" if minimum == 0 else "a positive integer"
+            raise SpecError(f"layer {owner!r}: {field} must be {rule}, got {value!r}")
+
+
+def _check_name(name: object) -> None:
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"layer name must be a non-empty string, got {name!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ConvLayer:
+    """Convolution (or fully connected, kind="fc") layer; sizes in elements.
+
+    `connections`, when given, is a sparse connection table (seed 003): for every output map the
+    tuple of input maps it reads; Kc is then the number of input maps and groups must be 1.
+    """
+
+    name: str
+    Ox: int
+    Oy: int
+    Oc: int
+    On: int = 1
+    Kx: int = 1
+    Ky: int = 1
+    Kc: int = 1
+    Sx: int = 1
+    Sy: int = 1
+    Px: int = 0
+    Py: int = 0
+    groups: int = 1
+    connections: tuple[tuple[int, ...], ...] | None = None
+    kind: str = "conv"
+
+    tiled: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        _check_name(self.name)
+        _check_ints(self.name, Ox=self.Ox, Oy=self.Oy, Oc=self.Oc, On=self.On, Kx=self.Kx,
+                    Ky=self.Ky, Kc=self.Kc, Sx=self.Sx, Sy=self.Sy, Px=self.Px, Py=self.Py,
+                    groups=self.groups)
+        if self.kind not in ("conv", "fc"):
+            raise SpecError(f"layer {self.name!r}: kind must be 'conv' or 'fc', got {self.kind!r}")
+        if self.kind == "fc" and (self.Ox, self.Oy, self.Kx, self.Ky, self.Sx, self.Sy,
+                                  self.Px, self.Py) != (1, 1, 1, 1, 1, 1, 0, 0):
+            raise SpecError(f"layer {self.name!r}: a fully connected layer needs "
+                            "Ox = Oy = Kx = Ky = Sx = Sy = 1 and no padding")
+        if self.Oc % self.groups:
+            raise SpecError(f"layer {self.name!r}: output maps {self.Oc} not divisible by "
+                            f"groups {self.groups}")
+        if self.Ix < 1 or self.Iy < 1:
+            raise SpecError(f"layer {self.name!r}: padding {self.Px}x{self.Py} leaves no input "
+                            f"data for kernel {self.Kx}x{self.Ky} (input {self.Ix}x{self.Iy})")
+        if self.connections is not None:
+            self._check_connections()
+
+    def _check_connections(self) -> None:
+        table = self.connections
+        if self.groups != 1:
+            raise SpecError(f"layer {self.name!r}: a connection table needs groups = 1")
+        if len(table) != self.Oc:
+            raise SpecError(f"layer {self.name!r}: connection table has {len(table)} rows, "
+                            f"expected one per output map ({self.Oc})")
+        for oc, row in enumerate(table):
+            if not row or len(set(row)) != len(row) or not all(0 <= i < self.Kc for i in row):
+                raise SpecError(f"layer {self.name!r}: connection row {oc} must list distinct "
+                                f"input maps in 0..{self.Kc - 1}, got {list(row)}")
+
+    @classmethod
+    def fc(cls, name: str, in_features: int, out_features: int, On: int = 1) -> ConvLayer:
+        """A fully connected layer: in_features × out_features weights per image."""
+        return cls(name=name, Ox=1, Oy=1, Oc=out_features, On=On, Kc=in_features, kind="fc")
+
+    @property
+    def Ix(self) -> int:
+        """Input width read by the layer (elements, padding excluded)."""
+        return in_size(self.Ox, self.Kx, self.Sx, self.Px)
+
+    @property
+    def Iy(self) -> int:
+        """Input height read by the layer (elements, padding excluded)."""
+        return in_size(self.Oy, self.Ky, self.Sy, self.Py)
+
+    @property
+    def in_maps(self) -> int:
+        return self.Kc if self.connections is not None else self.Kc * self.groups
+
+    @property
+    def in_shape(self) -> Shape:
+        return (self.in_maps, self.Iy, self.Ix)
+
+    @property
+    def out_shape(self) -> Shape:
+        return (self.Oc, self.Oy, self.Ox)
+
+    @property
+    def connection_count(self) -> int:
+        """Number of (output map, input map) pairs that carry a kernel."""
+        if self.connections is not None:
+            return sum(len(row) for row in self.connections)
+        return self.Kc * self.Oc
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates for the whole batch."""
+        return self.Kx * self.Ky * self.connection_count * self.Ox * self.Oy * self.On
+
+    @property
+    def params(self) -> int:
+        """Weights (biases excluded, see `biases`)."""
+        return self.Kx * self.Ky * self.connection_count
+
+    @property
+    def biases(self) -> int:
+        return self.Oc
+
+    @property
+    def ops(self) -> int:
+        """Operations, 1 MAC = 2 ops."""
+        return 2 * self.macs
+
+    def with_batch(self, n: int) -> ConvLayer:
+        return dataclasses.replace(self, On=n)
+
+
+@dataclass(frozen=True, slots=True)
+class PoolLayer:
+    """Max or average pooling over Kx × Ky windows of C maps; sizes in elements.
+
+    ceil_mode (Caffe's rounding) is kept only where it changes the output size, so the same
+    pooling imported from Caffe or ONNX compares equal.
+    """
+
+    name: str
+    C: int
+    Ix: int
+    Iy: int
+    Kx: int
+    Ky: int
+    Sx: int
+    Sy: int
+    Px: int = 0
+    Py: int = 0
+    On: int = 1
+    mode: str = "max"
+    ceil_mode: bool = False
+
+    kind: ClassVar[str] = "pool"
+    tiled: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        _check_name(self.name)
+        _check_ints(self.name, C=self.C, Ix=self.Ix, Iy=self.Iy, Kx=self.Kx, Ky=self.Ky,
+                    Sx=self.Sx, Sy=self.Sy, Px=self.Px, Py=self.Py, On=self.On)
+        if self.mode not in ("max", "avg"):
+            raise SpecError(f"layer {self.name!r}: pooling mode must be 'max' or 'avg', "
+                            f"got {self.mode!r}")
+        if self.Kx > self.Ix + 2 * self.Px or self.Ky > self.Iy + 2 * self.Py:
+            raise SpecError(f"layer {self.name!r}: kernel {self.Kx}x{self.Ky} larger than padded "
+                            f"input {self.Ix + 2 * self.Px}x{self.Iy + 2 * self.Py}")
+        if self.ceil_mode and all(
+                out_size(i, k, s, p, True) == out_size(i, k, s, p)
+                for i, k, s, p in ((self.Ix, self.Kx, self.Sx, self.Px),
+                                   (self.Iy, self.Ky, self.Sy, self.Py))):
+            object.__setattr__(self, "ceil_mode", False)
+
+    @property
+    def Ox(self) -> int:
+        return out_size(self.Ix, self.Kx, self.Sx, self.Px, self.ceil_mode)
+
+    @property
+    def Oy(self) -> int:
+        return out_size(self.Iy, self.Ky, self.Sy, self.Py, self.ceil_mode)
+
+    @property
+    def in_shape(self) -> Shape:
+        return (self.C, self.Iy, self.Ix)
+
+    @property
+    def out_shape(self) -> Shape:
+        return (self.C, self.Oy, self.Ox)
+
+    macs = property(lambda self: 0, doc="Pooling has no MACs.")
+    params = property(lambda self: 0)
+    biases = property(lambda self: 0)
+
+    @property
+    def ops(self) -> int:
+        """One compare (max) or add (avg) per window element per output."""
+        return self.Kx * self.Ky * self.C * self.Ox * self.Oy * self.On
+
+    def with_batch(self, n: int) -> PoolLayer:
+        return dataclasses.replace(self, On=n)
+
+
+@dataclass(frozen=True, slots=True)
+class MapLayer:
+    """Base of the shape-preserving layers (activation, LRN, softmax) on C × H × W maps."""
+
+    name: str
+    C: int
+    H: int
+    W: int
+    On: int = 1
+
+    kind: ClassVar[str] = "map"
+    tiled: ClassVar[bool] = False
+    ops_per_element: ClassVar[int] = 1
+
+    def __post_init__(self) -> None:
+        _check_name(self.name)
+        _check_ints(self.name, C=self.C, H=self.H, W=self.W, On=self.On)
+
+    @property
+    def in_shape(self) -> Shape:
+        return (self.C, self.H, self.W)
+
+    out_shape = in_shape
+    macs = property(lambda self: 0)
+    params = property(lambda self: 0)
+    biases = property(lambda self: 0)
+
+    @property
+    def elements(self) -> int:
+        return self.C * self.H * self.W * self.On
+
+    @property
+    def ops(self) -> int:
+        return self.ops_per_element * self.elements
+
+    def with_batch(self, n: int) -> MapLayer:
+        return dataclasses.replace(self, On=n)
+
+
+ACTIVATIONS = ("relu", "sigmoid", "tanh")
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationLayer(MapLayer):
+    """Element-wise activation: one op per element."""
+
+    func: str = "relu"
+    kind: ClassVar[str] = "activation"
+
+    def __post_init__(self) -> None:
+        MapLayer.__post_init__(self)
+        if self.func not in ACTIVATIONS:
+            raise SpecError(f"layer {self.name!r}: activation must be one of {ACTIVATIONS}, "
+                            f"got {self.func!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class LRNLayer(MapLayer):
+    """Local response normalization across `size` neighbouring maps (Krizhevsky et al.).
+
+    Ops per element: `size` multiply-adds for the window sum of squares plus scale, power and
+    divide.
+    """
+
+    size: int = 5
+    alpha: float = 1e-4
+    beta: float = 0.75
+    k: float = 1.0
+    kind: ClassVar[str] = "lrn"
+
+    def __post_init__(self) -> None:
+        MapLayer.__post_init__(self)
+        _check_ints(self.name, size=self.size)
+        if self.size % 2 == 0:
+            raise SpecError(f"layer {self.name!r}: LRN size must be odd, got {self.size}")
+
+    @property
+    def ops(self) -> int:
+        return (2 * self.size + 3) * self.elements
+
+
+@dataclass(frozen=True, slots=True)
+class SoftmaxLayer(MapLayer):
+    """Softmax over the maps: exponent, sum and divide per element."""
+
+    kind: ClassVar[str] = "softmax"
+    ops_per_element: ClassVar[int] = 3
+
+
+Layer = ConvLayer | PoolLayer | ActivationLayer | LRNLayer | SoftmaxLayer
+
+
+def conv_from_input(name: str, in_shape: Shape, maps: int, kernel: tuple[int, int],
+                    stride: tuple[int, int], pad: tuple[int, int], groups: int = 1,
+                    out: tuple[int, int] | None = None, On: int = 1,
+                    connections: tuple[tuple[int, ...], ...] | None = None) -> ConvLayer:
+    """Build a conv layer from its input shape (C, H, W); `out` (Oy, Ox) may crop the output."""
+    c, h, w = in_shape
+    (ky, kx), (sy, sx), (py, px) = kernel, stride, pad
+    _check_ints(name, Kx=kx, Ky=ky, Sx=sx, Sy=sy, Px=px, Py=py, groups=groups, maps=maps)
+    if kx > w + 2 * px or ky > h + 2 * py:
+        raise SpecError(f"layer {name!r}: kernel {ky}x{kx} larger than padded input "
+                        f"{h + 2 * py}x{w + 2 * px}")
+    if connections is None and c % groups:
+        raise SpecError(f"layer {name!r}: input maps {c} not divisible by groups {groups}")
+    oy, ox = out_size(h, ky, sy, py), out_size(w, kx, sx, px)
+    if out is not None:
+        if not (1 <= out[0] <= oy and 1 <= out[1] <= ox):
+            raise SpecError(f"layer {name!r}: output {out[0]}x{out[1]} not reachable from input "
+                            f"{h}x{w} with kernel {ky}x{kx}, stride {sy}x{sx}, pad {py}x{px} "
+                            f"(at most {oy}x{ox})")
+        oy, ox = out
+    kc = c if connections is not None else c // groups
+    return ConvLayer(name=name, Ox=ox, Oy=oy, Oc=maps, On=On, Kx=kx, Ky=ky, Kc=kc, Sx=sx, Sy=sy,
+                     Px=px, Py=py, groups=groups, connections=connections)
+
+
+def pad_for_output(in_extent: int, out: int, kernel: int, stride: int) -> int:
+    """Smallest padding P ≥ 0 with out_size(in, K, S, P) ≥ out (used when a table gives only O)."""
+    need = (out - 1) * stride + kernel - in_extent
+    return max(0, math.ceil(need / 2))

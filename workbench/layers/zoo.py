@@ -1,0 +1,62 @@
+"""Network zoo (data/networks/*.yaml) and loading a network from a name or a file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from workbench.errors import FileFormatError, UnknownNameError
+from workbench.layers.builder import network_from_dict
+from workbench.layers.network import Network
+from workbench.paths import data_dir
+
+
+def _zoo_dir() -> Path:
+    return data_dir() / "networks"
+
+
+def list_networks() -> list[str]:
+    """Names of the zoo networks."""
+    return sorted(p.stem for p in _zoo_dir().glob("*.yaml"))
+
+
+def read_yaml(path: Path, what: str) -> object:
+    """Parse a YAML file; a syntax error becomes a one-line FileFormatError."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise FileFormatError(f"{what} file {str(path)!r}: cannot read ({exc.strerror})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise FileFormatError(f"{what} file {str(path)!r}: malformed YAML{where}: {problem}") \
+            from None
+
+
+def load_network(name_or_path: str | Path, batch: int | None = None) -> Network:
+    """A zoo network by name, or a network file (.yaml/.yml, .onnx, .prototxt)."""
+    path = Path(name_or_path)
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml", ".onnx", ".prototxt") or path.exists():
+        if not path.exists():
+            raise FileFormatError(f"network file {str(path)!r} does not exist")
+        if suffix == ".onnx":
+            from workbench.layers.onnx_import import network_from_onnx
+            net = network_from_onnx(path)
+        elif suffix == ".prototxt":
+            from workbench.layers.caffe_import import network_from_prototxt
+            net = network_from_prototxt(path)
+        else:
+            net = network_from_dict(read_yaml(path, "network"), str(path))
+    else:
+        zoo_file = _zoo_dir() / f"{name_or_path}.yaml"
+        if not zoo_file.exists():
+            raise UnknownNameError(f"unknown network {str(name_or_path)!r}; zoo networks: "
+                                   + ", ".join(list_networks())
+                                   + " (or a .yaml/.onnx/.prototxt path)")
+        net = network_from_dict(read_yaml(zoo_file, "network"), str(zoo_file))
+    return net.with_batch(batch) if batch is not None else net
