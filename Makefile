@@ -17,7 +17,8 @@ demo: $(STAMP)
 	@mkdir -p $(OUT)
 	$(VENV)/bin/workbench show lenet5 --batch 8
 	$(VENV)/bin/workbench platforms
-	@echo "(the HTML report arrives with the tiling engine: this demo prints the summaries)"
+	$(VENV)/bin/workbench explore lenet5 --platform idsp --batch 8 --jobs 2 --html $(OUT)/demo.html
+	@echo "HTML summary written to $(OUT)/demo.html"
 
 lint: $(STAMP)
 	$(PY) -m ruff check workbench tests benchmarks

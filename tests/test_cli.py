@@ -45,3 +45,36 @@ def test_bad_inputs_exit_nonzero_without_traceback(tmp_path: Path) -> None:
         assert out.returncode != 0, args
         assert message in out.stderr and "Traceback" not in out.stderr, out.stderr
         assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_explore_prints_best_per_layer_and_writes_files(tmp_path: Path) -> None:
+    csv, page = tmp_path / "best.csv", tmp_path / "demo.html"
+    out = run("explore", "lenet5", "--platform", "idsp", "--batch", "8", "--memory", "64KB",
+              "--csv", str(csv), "--html", str(page))
+    assert out.returncode == 0, out.stderr
+    assert "conv2" in out.stdout and "64 KB local memory" in out.stdout
+    import pandas as pd
+
+    table = pd.read_csv(csv)
+    assert list(table["layer"]) == ["conv1", "conv2", "fc3", "fc4"]
+    assert (table["footprint_bytes"] <= 64 * 1024).all()
+    text = page.read_text()
+    assert "<table" in text and "http" not in text and "<script" not in text
+
+
+def test_explore_json_and_schedule_filter() -> None:
+    out = run("explore", "lenet5", "--schedule", "inter_kc", "--json")
+    doc = json.loads(out.stdout)
+    assert {row["schedule"] for row in doc["rows"]} == {"inter_kc"}
+    assert doc["totals"]["cycles"] == sum(row["cycles"] for row in doc["rows"])
+
+
+def test_explore_bad_inputs() -> None:
+    cases = [(("explore", "lenet5", "--memory", "100B"), "smallest tile (1x1x1x1x1) needs"),
+             (("explore", "lenet5", "--memory", "lots"), "memory size 'lots' not understood"),
+             (("explore", "lenet5", "--platform", "gpu"), "unknown platform 'gpu'"),
+             (("explore", "lenet5", "--schedule", "zigzag"), "invalid choice: 'zigzag'")]
+    for args, message in cases:
+        out = run(*args)
+        assert out.returncode != 0 and message in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr

@@ -72,12 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_show)
     p = sub.add_parser("platforms", parents=[common], help="list the platform presets")
     p.set_defaults(func=cmd_platforms)
-    for register in EXTRA_COMMANDS:
+    for register in _extra_commands():
         register(sub, common)
     return parser
 
 
-EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None]] = []
+def _extra_commands() -> list[Callable[[argparse._SubParsersAction,
+                                       argparse.ArgumentParser], None]]:
+    from workbench import cli_explore
+
+    return [cli_explore.register]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

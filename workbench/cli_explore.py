@@ -1,0 +1,100 @@
+"""`workbench explore`: per-layer best schedule and tile of a network on a platform."""
+
+from __future__ import annotations
+
+import argparse
+import html
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from workbench import explore, layers, platforms
+from workbench.errors import WorkbenchError
+from workbench.tiling import SCHEDULES
+
+_UNITS = {"": 1, "B": 1, "KB": 1024, "K": 1024, "MB": 1 << 20, "M": 1 << 20, "GB": 1 << 30}
+
+
+def parse_bytes(text: str) -> int:
+    """'64KB', '1MB', '512', '0.5KB' → bytes (K = 1024)."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMG]?B?)\s*", text, flags=re.IGNORECASE)
+    if not match:
+        raise WorkbenchError(f"memory size {text!r} not understood; use e.g. 64KB, 1MB or 4096")
+    value = float(match.group(1)) * _UNITS[match.group(2).upper()]
+    if value < 1:
+        raise WorkbenchError(f"memory size {text!r} must be at least 1 byte")
+    return int(value)
+
+
+def best_per_layer(args: argparse.Namespace) -> tuple[pd.DataFrame, dict, str]:
+    net = layers.load_network(args.network, batch=args.batch)
+    overrides = {"local_mem_bytes": parse_bytes(args.memory)} if args.memory else {}
+    plat = platforms.load_platform(args.platform, **overrides)
+    per_layer = explore.explore_layers(net.tiled_layers(), plat, args.schedule or SCHEDULES,
+                                       [plat.local_mem_bytes], keep="best", jobs=args.jobs)
+    per_layer = (per_layer.sort_values(list(explore.BEST_ORDER)).groupby("layer", sort=False)
+                 .head(1).set_index("layer").loc[[lay.name for lay in net.tiled_layers()]]
+                 .reset_index())
+    totals = explore.network_totals(per_layer, plat)
+    title = (f"{net.name} (batch {net.batch}) on {plat.name}: {plat.local_mem_bytes / 1024:g} KB "
+             f"local memory, {'double' if plat.double_buffer else 'single'} buffered")
+    return per_layer, totals, title
+
+
+def _table(per_layer: pd.DataFrame) -> pd.DataFrame:
+    tile = per_layer[["TOx", "TOy", "TOc", "TOn", "TKc"]].astype(str).agg("x".join, axis=1)
+    return pd.DataFrame({
+        "layer": per_layer["layer"], "schedule": per_layer["schedule"], "tile": tile,
+        "footprint_KB": (per_layer["footprint_bytes"] / 1024).round(1),
+        "ext_accesses": per_layer["ext_accesses"], "dma": per_layer["dma_transfers"],
+        "cycles": per_layer["cycles"].round(0).astype("int64"),
+        "GOps/s": per_layer["throughput_gops"].round(2), "CTC": per_layer["ctc"].round(1),
+        "util": per_layer["utilization"].round(3),
+        "energy_uJ": (per_layer["energy_pj"] / 1e6).round(1)})
+
+
+def write_html(path: Path, title: str, table: pd.DataFrame, totals: dict) -> None:
+    """A self-contained static HTML page (no scripts, no external references)."""
+    rows = "".join(f"<li>{html.escape(k)}: {v:,.4g}</li>" for k, v in totals.items())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>" + html.escape(title)
+        + "</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:"
+        "collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}</style>"
+        "</head><body><h1>Tiling exploration</h1><p>" + html.escape(title) + "</p>"
+        + table.to_html(index=False, border=0) + "<h2>Network totals</h2><ul>" + rows
+        + "</ul></body></html>\n")
+
+
+def cmd_explore(args: argparse.Namespace) -> None:
+    per_layer, totals, title = best_per_layer(args)
+    table = _table(per_layer)
+    if args.csv:
+        per_layer.to_csv(args.csv, index=False)
+    if args.html:
+        write_html(Path(args.html), title, table, totals)
+    if args.json:
+        import json
+
+        print(json.dumps({"title": title, "rows": json.loads(per_layer.to_json(orient="records")),
+                          "totals": totals}, indent=1))
+        return
+    print(title)
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        print(table.to_string(index=False))
+    print("total: " + ", ".join(f"{k} {v:,.4g}" for k, v in totals.items()))
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("explore", parents=[common], help="best tile and schedule per layer")
+    p.add_argument("network", help="zoo name or a .yaml/.onnx/.prototxt file")
+    p.add_argument("--platform", default="idsp", help="preset name or platform .yaml")
+    p.add_argument("--memory", help="local memory size, e.g. 64KB (default: the platform's)")
+    p.add_argument("--schedule", action="append", choices=SCHEDULES,
+                   help="schedule to consider (repeat; default all five)")
+    p.add_argument("--batch", type=int, default=None, help="images per batch (On)")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes")
+    p.add_argument("--csv", help="write every column of the per-layer table to this CSV")
+    p.add_argument("--html", help="write a static HTML summary to this file")
+    p.set_defaults(func=cmd_explore)

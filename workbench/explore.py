@@ -1,0 +1,251 @@
+"""Exploration: every candidate tile × schedule × buffer size, Pareto fronts, best tiles.
+
+Exact: candidates come from `tiling.gen_tiles` (reduced per dimension by an argument that
+loses no optimum, see `tiling.tile_candidates`), and every candidate that fits is evaluated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from workbench.errors import WorkbenchError
+from workbench.layers.network import Network
+from workbench.layers.spec import ConvLayer
+from workbench.perf import estimate_array
+from workbench.platforms import Platform
+from workbench.tiling.model import (
+    SCHEDULES,
+    TILE_DIMS,
+    Tile,
+    buffers,
+    check_schedule,
+    counts_array,
+    gen_tiles,
+)
+
+DEFAULT_OBJECTIVES = {"throughput_gops": "max", "ctc": "max"}
+BEST_ORDER = ("cycles", "ext_accesses", "footprint_bytes")
+
+
+def _footprint_bytes(footprint_elems: np.ndarray, elem_bytes: int, double: bool) -> np.ndarray:
+    return footprint_elems * elem_bytes * (2 if double else 1)
+
+
+def smallest_footprint_bytes(layer: ConvLayer, elem_bytes: int, double_buffer: bool) -> int:
+    """Footprint of the 1×1×1×1×1 tile: the least memory any tile needs (bytes)."""
+    b_in, b_w, b_out = buffers(layer, np.ones((1, 5), dtype=np.int64))
+    return int(_footprint_bytes(b_in + b_w + b_out, elem_bytes, double_buffer)[0])
+
+
+def _too_small(layer: ConvLayer, memory: float, elem_bytes: int, double: bool) -> WorkbenchError:
+    need = smallest_footprint_bytes(layer, elem_bytes, double)
+    return WorkbenchError(f"layer {layer.name!r}: memory of {memory:g} bytes is too small for any "
+                          f"tile; the smallest tile (1x1x1x1x1) needs {need} bytes")
+
+
+def evaluate_arrays(layer: ConvLayer, platform: Platform, schedule: str, max_bytes: float,
+                    local_traffic: bool = True) -> dict[str, np.ndarray]:
+    """Every candidate tile fitting `max_bytes`: tile columns, counts and metrics as arrays."""
+    check_schedule(schedule)
+    scale = platform.elem_bytes * (2 if platform.double_buffer else 1)
+    chunks = []
+    for tiles in gen_tiles(layer, max_footprint_elems=max_bytes / scale):
+        c = counts_array(layer, tiles, schedule)
+        cols = {name: tiles[:, i] for i, name in enumerate(TILE_DIMS)} | c
+        cols["ext_accesses"] = c["in_accesses"] + c["w_accesses"] + c["out_accesses"]
+        cols["footprint_bytes"] = (c["bin"] + c["bw"] + c["bout"]) * scale
+        chunks.append(cols | estimate_array(layer, tiles, schedule, platform, local_traffic,
+                                            counted=c))
+    if not chunks:
+        raise _too_small(layer, max_bytes, platform.elem_bytes, platform.double_buffer)
+    return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in chunks[0]}
+
+
+def _frame(layer: ConvLayer, schedule: str, arrays: dict[str, np.ndarray],
+           rows: np.ndarray | slice = slice(None)) -> pd.DataFrame:
+    df = pd.DataFrame({key: value[rows] for key, value in arrays.items()})
+    df.insert(0, "schedule", schedule)
+    df.insert(0, "layer", layer.name)
+    return df
+
+
+def evaluate(layer: ConvLayer, platform: Platform, schedule: str, max_bytes: float,
+             local_traffic: bool = True) -> pd.DataFrame:
+    """Every candidate tile fitting `max_bytes`, with all counts and metrics (one row each)."""
+    return _frame(layer, schedule, evaluate_arrays(layer, platform, schedule, max_bytes,
+                                                   local_traffic))
+
+
+def _front_per_size(values: np.ndarray, maximize: Sequence[bool], footprint: np.ndarray,
+                    sizes: Sequence[int]) -> list[np.ndarray]:
+    """Row indices of the 2-objective Pareto front among rows with footprint ≤ size, per size.
+
+    One sort for all sizes; per size a staircase sweep over the fitting rows in sorted order.
+    """
+    v = np.where(np.asarray(maximize), -values, values).astype(np.float64)
+    order = np.lexsort((v[:, 1], v[:, 0]))
+    fronts = []
+    for size in sizes:
+        idx = order[footprint[order] <= size]
+        a, b = v[idx, 0], v[idx, 1]
+        prev = np.concatenate([[np.inf], np.minimum.accumulate(b)[:-1]])
+        strict = b < prev
+        same = np.zeros(len(idx), dtype=bool)
+        same[1:] = (a[1:] == a[:-1]) & (b[1:] == b[:-1])
+        run_start = np.maximum.accumulate(np.where(same, 0, np.arange(len(idx))))
+        fronts.append(idx[strict[run_start]])
+    return fronts
+
+
+def pareto_mask(values: np.ndarray, maximize: Sequence[bool]) -> np.ndarray:
+    """Boolean mask of the non-dominated rows of an (N, k) array (seed 000 eq. 5.24).
+
+    A row is dominated when another is at least as good in every objective and better in one;
+    of rows with identical objective values all are kept.
+    """
+    v = np.where(np.asarray(maximize), -values, values).astype(np.float64)  # minimize all
+    n = len(v)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    if v.shape[1] == 2:  # staircase: sorted by the first objective, keep strict new minima
+        uniq, inverse = np.unique(v, axis=0, return_inverse=True)
+        prev = np.concatenate([[np.inf], np.minimum.accumulate(uniq[:, 1])[:-1]])
+        return (uniq[:, 1] < prev)[inverse.reshape(-1)]
+    order = np.lexsort(v.T[::-1])
+    keep = np.zeros(n, dtype=bool)
+    front = np.empty((0, v.shape[1]))
+    for idx in order:
+        row = v[idx]
+        dominated = np.any(np.all(front <= row, axis=1) & np.any(front < row, axis=1))
+        if not dominated:
+            keep[idx] = True
+            front = np.vstack([front, row])
+    return keep
+
+
+def pareto(df: pd.DataFrame, objectives: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The non-dominated rows of `df` for objectives {column: "max" | "min"}."""
+    objectives = dict(objectives or DEFAULT_OBJECTIVES)
+    bad = {k: v for k, v in objectives.items() if v not in ("max", "min") or k not in df}
+    if bad:
+        raise WorkbenchError(f"pareto: objectives must name columns with 'max' or 'min', got {bad}")
+    mask = pareto_mask(df[list(objectives)].to_numpy(), [v == "max" for v in objectives.values()])
+    return df[mask]
+
+
+def explore_layer(layer: ConvLayer, platform: Platform, schedules: Iterable[str] = SCHEDULES,
+                  buffer_sizes: Iterable[int] | None = None, keep: str = "pareto",
+                  objectives: Mapping[str, str] | None = None,
+                  local_traffic: bool = True) -> pd.DataFrame:
+    """Tidy DataFrame of solutions per (schedule, buffer size in bytes).
+
+    keep="all": every fitting candidate; "pareto": the non-dominated ones for `objectives`
+    (default max throughput, max CTC); "best": one row, least cycles, then accesses, then
+    footprint. Buffer sizes no tile fits are listed in df.attrs["infeasible_buffer_sizes"];
+    an error is raised only when no size fits.
+    """
+    if keep not in ("all", "pareto", "best"):
+        raise WorkbenchError(f"keep must be 'all', 'pareto' or 'best', got {keep!r}")
+    sizes = sorted(set(buffer_sizes or [platform.local_mem_bytes]))
+    schedules = list(schedules)
+    for schedule in schedules:
+        check_schedule(schedule)
+    need = smallest_footprint_bytes(layer, platform.elem_bytes, platform.double_buffer)
+    feasible = [m for m in sizes if m >= need]
+    if not feasible:
+        raise _too_small(layer, sizes[-1], platform.elem_bytes, platform.double_buffer)
+    objectives = dict(objectives or DEFAULT_OBJECTIVES)
+    parts = []
+    for schedule in schedules:
+        arrays = evaluate_arrays(layer, platform, schedule, feasible[-1], local_traffic)
+        fp = arrays["footprint_bytes"]
+        if keep == "pareto" and len(objectives) == 2 and all(k in arrays for k in objectives):
+            values = np.column_stack([arrays[k] for k in objectives])
+            maximize = [v == "max" for v in objectives.values()]
+            picks = _front_per_size(values, maximize, fp, feasible)
+        elif keep == "best":
+            order = np.lexsort(tuple(arrays[k] for k in reversed(BEST_ORDER)))
+            picks = [order[np.argmax(fp[order] <= size)][None] for size in feasible]
+        else:
+            picks = [np.flatnonzero(fp <= size) for size in feasible]
+        if keep == "pareto" and not (len(objectives) == 2
+                                     and all(k in arrays for k in objectives)):
+            for size, rows in zip(feasible, picks, strict=True):
+                parts.append(pareto(_frame(layer, schedule, arrays, rows), objectives)
+                             .assign(buffer_bytes=size))
+            continue
+        rows = np.concatenate(picks)
+        frame = _frame(layer, schedule, arrays, rows)
+        frame["buffer_bytes"] = np.repeat(np.asarray(feasible, dtype=np.int64),
+                                          [len(p) for p in picks])
+        parts.append(frame)
+    df = pd.concat(parts, ignore_index=True)
+    df.attrs["infeasible_buffer_sizes"] = [m for m in sizes if m < need]
+    return df
+
+
+def best_tiles(layer: ConvLayer, schedule: str, memory_bytes: float | None = None,
+               elem_bytes: int = 2, double_buffer: bool = False) -> tuple[Tile, int, int]:
+    """Seed 000 appendix C: the tile with least external accesses under a memory size, ties
+    to the smaller footprint. Returns (tile, accesses in elements, footprint in bytes)."""
+    check_schedule(schedule)
+    scale = elem_bytes * (2 if double_buffer else 1)
+    limit = np.inf if memory_bytes is None else memory_bytes / scale
+    best: tuple[int, int, tuple] | None = None
+    for tiles in gen_tiles(layer, max_footprint_elems=limit):
+        c = counts_array(layer, tiles, schedule)
+        acc = c["in_accesses"] + c["w_accesses"] + c["out_accesses"]
+        fp = c["bin"] + c["bw"] + c["bout"]
+        i = np.lexsort((fp, acc))[0]
+        cand = (int(acc[i]), int(fp[i]), tuple(int(v) for v in tiles[i]))
+        if best is None or cand[:2] < best[:2]:
+            best = cand
+    if best is None:
+        raise _too_small(layer, memory_bytes, elem_bytes, double_buffer)
+    return Tile(*best[2]), best[0], best[1] * scale
+
+
+def _explore_one(args: tuple) -> pd.DataFrame:
+    layer, platform, schedules, sizes, keep, objectives, local_traffic = args
+    return explore_layer(layer, platform, schedules, sizes, keep, objectives, local_traffic)
+
+
+def explore_layers(layer_list: Sequence[ConvLayer], platform: Platform,
+                   schedules: Iterable[str] = SCHEDULES,
+                   buffer_sizes: Iterable[int] | None = None, keep: str = "best",
+                   objectives: Mapping[str, str] | None = None, local_traffic: bool = True,
+                   jobs: int = 1) -> pd.DataFrame:
+    """`explore_layer` for several layers, in `jobs` worker processes; one DataFrame."""
+    tasks = [(layer, platform, tuple(schedules), tuple(buffer_sizes or ()) or None, keep,
+              objectives, local_traffic) for layer in layer_list]
+    if jobs > 1 and len(tasks) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+            frames = list(pool.map(_explore_one, tasks))
+    else:
+        frames = [_explore_one(task) for task in tasks]
+    return pd.concat(frames, ignore_index=True)
+
+
+def explore_network(net: Network, platform: Platform, schedules: Iterable[str] = SCHEDULES,
+                    memory_bytes: int | None = None, local_traffic: bool = True) -> pd.DataFrame:
+    """Per tiled layer the best solution (least cycles) under one shared memory size."""
+    memory = memory_bytes or platform.local_mem_bytes
+    rows = [explore_layer(layer, platform, schedules, [memory], keep="best",
+                          local_traffic=local_traffic).sort_values(list(BEST_ORDER)).head(1)
+            for layer in net.tiled_layers()]
+    return pd.concat(rows, ignore_index=True)
+
+
+def network_totals(per_layer: pd.DataFrame, platform: Platform) -> dict[str, float]:
+    """Whole-network sums of a per-layer table: cycles, accesses, energy, and throughput."""
+    cycles = float(per_layer["cycles"].sum())
+    ops = float((per_layer["throughput_gops"] * per_layer["cycles"]).sum())  # ∝ ops per layer
+    return {"cycles": cycles, "ext_accesses": int(per_layer["ext_accesses"].sum()),
+            "dma_transfers": int(per_layer["dma_transfers"].sum()),
+            "energy_pj": float(per_layer["energy_pj"].sum()),
+            "throughput_gops": ops / cycles, "time_ms": cycles / (platform.clock_mhz * 1e3)}

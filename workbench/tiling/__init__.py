@@ -1,0 +1,19 @@
+"""Tiling: tile space, the five reuse schedules of seed 000, and the exact loop-nest trace."""
+
+from workbench.tiling.model import (
+    SCHEDULES,
+    TILE_DIMS,
+    Counts,
+    Tile,
+    buffers,
+    check_schedule,
+    counts,
+    counts_array,
+    dims,
+    gen_tiles,
+    tile_candidates,
+)
+from workbench.tiling.trace import trace
+
+__all__ = ["SCHEDULES", "TILE_DIMS", "Counts", "Tile", "buffers", "check_schedule", "counts",
+           "counts_array", "dims", "gen_tiles", "tile_candidates", "trace"]

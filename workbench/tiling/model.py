@@ -1,0 +1,166 @@
+"""Analytical access counts of the five seed 000 schedules (§5.2), vectorized over tiles.
+
+All counts are in elements (accesses) or transfers, per layer, with every tile counted at full
+size and halos including padding ("model" counts). A grouped convolution is `groups`
+independent convolutions of Oc/groups maps; a sparse connection table is tiled as the dense
+layer (an upper bound). `tiling.trace` executes the loop nests and must agree exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from workbench.errors import SpecError, UnknownNameError
+from workbench.layers.spec import ConvLayer
+
+SCHEDULES = ("intra", "inter_kc", "inter_oc", "inter_oxoyon", "inter_oxoyon_dirx")
+TILE_DIMS = ("TOx", "TOy", "TOc", "TOn", "TKc")
+
+
+@dataclass(frozen=True, slots=True)
+class Tile:
+    """Tile sizes in elements: output columns, rows, maps, images, and input maps per group."""
+
+    TOx: int
+    TOy: int
+    TOc: int
+    TOn: int
+    TKc: int
+
+    def as_tuple(self) -> tuple[int, int, int, int, int]:
+        return (self.TOx, self.TOy, self.TOc, self.TOn, self.TKc)
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """External traffic of one layer under one schedule; accesses split by array (elements)."""
+
+    in_accesses: int
+    w_accesses: int
+    out_accesses: int
+    dma_transfers: int
+    n_tiles: int
+    bin: int
+    bw: int
+    bout: int
+
+    @property
+    def ext_accesses(self) -> int:
+        return self.in_accesses + self.w_accesses + self.out_accesses
+
+    @property
+    def footprint_elems(self) -> int:
+        """Bin + Bw + Bout (single-buffered)."""
+        return self.bin + self.bw + self.bout
+
+
+def dims(layer: ConvLayer) -> tuple[int, int, int, int, int]:
+    """(Ox, Oy, Oc per group, On, Kc): the extents a tile is cut from."""
+    if not getattr(layer, "tiled", False):
+        raise SpecError(f"layer {layer.name!r}: only conv and fc layers are tiled, "
+                        f"not {layer.kind!r}")
+    return (layer.Ox, layer.Oy, layer.Oc // layer.groups, layer.On, layer.Kc)
+
+
+def check_schedule(schedule: str) -> None:
+    if schedule not in SCHEDULES:
+        raise UnknownNameError(f"unknown schedule {schedule!r}; valid: " + ", ".join(SCHEDULES))
+
+
+def check_tile(layer: ConvLayer, tile: Tile) -> None:
+    for name, size, limit in zip(TILE_DIMS, tile.as_tuple(), dims(layer), strict=True):
+        if isinstance(size, bool) or not isinstance(size, int | np.integer) or not (
+                1 <= size <= limit):
+            raise SpecError(f"layer {layer.name!r}: tile {name}={size} must be an integer in "
+                            f"1..{limit}")
+
+
+def buffers(layer: ConvLayer, tiles: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bin, Bw, Bout in elements for tiles given as an (N, 5) integer array."""
+    tox, toy, toc, ton, tkc = tiles.T
+    b_in = ((tox - 1) * layer.Sx + layer.Kx) * ((toy - 1) * layer.Sy + layer.Ky) * tkc * ton
+    return b_in, layer.Kx * layer.Ky * tkc * toc, tox * toy * toc * ton
+
+
+def counts_array(layer: ConvLayer, tiles: np.ndarray, schedule: str) -> dict[str, np.ndarray]:
+    """Counts for many tiles at once: arrays keyed like the `Counts` fields (int64)."""
+    check_schedule(schedule)
+    tiles = np.asarray(tiles, dtype=np.int64).reshape(-1, 5)
+    b_in, b_w, b_out = buffers(layer, tiles)
+    nx, ny, nc, nn, nk = (-(-np.asarray(d, dtype=np.int64) // tiles[:, i])
+                          for i, d in enumerate(dims(layer)))
+    out_tiles = nx * ny * nc * nn
+    one = np.ones_like(b_in)
+    if schedule == "inter_oxoyon_dirx":
+        rows = ((tiles[:, 1] - 1) * layer.Sy + layer.Ky) * tiles[:, 4] * tiles[:, 3]
+        overlap = max(layer.Kx - layer.Sx, 0)
+        b_ol = overlap * rows
+        b_nol = b_in - b_ol
+    out_mult = 2 * nk - 1  # puts of every kc step plus reloads of all but the first
+    g = layer.groups
+
+    def traffic(b_i, b_w_, b_o, b_ol_=None, b_nol_=None) -> tuple:
+        if schedule == "intra":
+            return out_tiles * nk * b_i, out_tiles * nk * b_w_, out_tiles * out_mult * b_o
+        if schedule == "inter_kc":
+            return out_tiles * nk * b_i, out_tiles * nk * b_w_, out_tiles * b_o
+        if schedule == "inter_oc":
+            return nx * ny * nn * nk * b_i, out_tiles * nk * b_w_, out_tiles * out_mult * b_o
+        if schedule == "inter_oxoyon":
+            return out_tiles * nk * b_i, nc * nk * b_w_, out_tiles * out_mult * b_o
+        return (nc * nk * nn * ny * (nx * b_nol_ + b_ol_), nc * nk * b_w_,
+                out_tiles * out_mult * b_o)
+
+    if schedule == "inter_oxoyon_dirx":
+        acc = traffic(b_in, b_w, b_out, b_ol, b_nol)
+        dma = traffic(one, one, one, one if overlap else 0 * one, one)
+    else:
+        acc = traffic(b_in, b_w, b_out)
+        dma = traffic(one, one, one)
+    return {"in_accesses": g * acc[0], "w_accesses": g * acc[1], "out_accesses": g * acc[2],
+            "dma_transfers": g * (dma[0] + dma[1] + dma[2]),
+            "n_tiles": g * out_tiles * nk, "bin": b_in, "bw": b_w, "bout": b_out}
+
+
+def counts(layer: ConvLayer, tile: Tile, schedule: str) -> Counts:
+    """External accesses and DMA transfers of one layer, one tile, one schedule (model)."""
+    check_tile(layer, tile)
+    arrays = counts_array(layer, np.array([tile.as_tuple()]), schedule)
+    return Counts(**{key: int(value[0]) for key, value in arrays.items()})
+
+
+def tile_candidates(extent: int) -> np.ndarray:
+    """Tile sizes of one dimension that can be optimal: the smallest T for each ⌈O/T⌉.
+
+    Every count depends on T only through n = ⌈O/T⌉ and through buffer sizes that grow with T
+    (with non-negative coefficients), and the footprint grows with T; so for equal n the
+    smallest T = ⌈O/n⌉ is no worse in accesses, transfers, cycles, energy and footprint. There
+    are at most 2·√O distinct values of n, hence of these T.
+    """
+    n = np.arange(1, extent + 1, dtype=np.int64)
+    return np.unique(-(-extent // n))
+
+
+def gen_tiles(layer: ConvLayer, max_footprint_elems: float = np.inf, reduced: bool = True,
+              batch: int = 1 << 20):
+    """Yield (N, 5) int64 arrays of candidate tiles whose single-buffered footprint fits.
+
+    reduced=True enumerates only `tile_candidates` per dimension (exact, see there);
+    reduced=False enumerates every tile (brute force).
+    """
+    axes = [tile_candidates(d) if reduced else np.arange(1, d + 1, dtype=np.int64)
+            for d in dims(layer)]
+    head = np.stack(np.meshgrid(*axes[:4], indexing="ij"), axis=-1).reshape(-1, 4)
+    kc = axes[4]
+    step = max(1, batch // max(1, len(kc)))
+    for start in range(0, len(head), step):
+        part = head[start:start + step]
+        tiles = np.empty((len(part) * len(kc), 5), dtype=np.int64)
+        tiles[:, :4] = np.repeat(part, len(kc), axis=0)
+        tiles[:, 4] = np.tile(kc, len(part))
+        b_in, b_w, b_out = buffers(layer, tiles)
+        keep = (b_in + b_w + b_out) <= max_footprint_elems
+        if keep.any():
+            yield tiles[keep]

@@ -1,0 +1,243 @@
+"""Literal execution of the tiled loop nests of seed 000 listings 2–6, counting DMA traffic.
+
+Every DMA get/put moves a box of array coordinates into or out of a local buffer. Before each
+tile's compute the trace checks that B_in, B_w and B_out hold exactly what the tile reads (so a
+schedule that claimed reuse it does not have would fail), and at the end that every output
+element received all Kc contributions. `model` mode moves full tiles with padding (must equal
+`counts`); `physical` mode clips edge tiles and padding to real data (never more than `counts`).
+The output buffer starts from the bias on chip: the first Kc step of an output tile loads
+nothing (listing 2), so listing 3's initial `get out` is not a transfer here.
+"""
+
+from __future__ import annotations
+
+from workbench.errors import WorkbenchError
+from workbench.layers.spec import ConvLayer
+from workbench.tiling.model import Counts, Tile, buffers, check_schedule, check_tile, dims
+
+Box = tuple[tuple[int, int], ...]
+
+
+class _Machine:
+    """Local buffers and external-memory state of one traced layer execution."""
+
+    def __init__(self, layer: ConvLayer, tile: Tile, physical: bool) -> None:
+        self.layer, self.tile, self.physical = layer, tile, physical
+        self.Ox, self.Oy, self.Oc, self.On, self.Kc = dims(layer)
+        self.traffic = {"in": 0, "w": 0, "out": 0}
+        self.transfers = 0
+        self.b_in: Box | None = None
+        self.b_w: Box | None = None
+        self.b_out: tuple[Box, frozenset] | None = None
+        self.stored: dict[Box, frozenset] = {}
+        self.n_tiles = 0
+        self.peak = (0, 0, 0)
+
+    def extent(self, start: int, size: int, limit: int) -> int:
+        return min(size, limit - start) if self.physical else size
+
+    def _move(self, array: str, box: Box, real: Box, scale: int = 1) -> None:
+        moved = _volume(tuple(_clip(b, r) for b, r in zip(box, real, strict=True))) \
+            if self.physical else _volume(box)
+        if moved or not self.physical:
+            self.transfers += 1
+        self.traffic[array] += moved * scale
+
+    # boxes in array coordinates: input (n, c, y, x), weights (oc, kc), outputs (n, oc, y, x)
+    def in_box(self, on: int, kc: int, oy: int, ox: int, tx: int | None = None) -> Box:
+        layer, t = self.layer, self.tile
+        tn, tk = self.extent(on, t.TOn, self.On), self.extent(kc, t.TKc, self.Kc)
+        ty = self.extent(oy, t.TOy, self.Oy)
+        tx = self.extent(ox, t.TOx, self.Ox) if tx is None else tx
+        y0, x0 = oy * layer.Sy - layer.Py, ox * layer.Sx - layer.Px
+        return ((on, on + tn), (kc, kc + tk), (y0, y0 + (ty - 1) * layer.Sy + layer.Ky),
+                (x0, x0 + (tx - 1) * layer.Sx + layer.Kx))
+
+    def in_real(self) -> Box:
+        big = 1 << 60
+        return ((0, big), (0, big), (0, self.layer.Iy), (0, self.layer.Ix))
+
+    def w_box(self, oc: int, kc: int) -> Box:
+        t = self.tile
+        return ((oc, oc + self.extent(oc, t.TOc, self.Oc)), (kc, kc + self.extent(kc, t.TKc,
+                                                                                     self.Kc)))
+
+    def out_box(self, on: int, oc: int, oy: int, ox: int) -> Box:
+        t = self.tile
+        return ((on, on + self.extent(on, t.TOn, self.On)),
+                (oc, oc + self.extent(oc, t.TOc, self.Oc)),
+                (oy, oy + self.extent(oy, t.TOy, self.Oy)),
+                (ox, ox + self.extent(ox, t.TOx, self.Ox)))
+
+    # DMA operations
+    def get_in(self, box: Box) -> None:
+        self._move("in", box, self.in_real())
+        self.b_in = box
+
+    def get_in_columns(self, box: Box, keep_columns: int) -> None:
+        """Append columns to B_in (direction-x reuse), keeping only the last keep_columns."""
+        self._move("in", box, self.in_real())
+        if self.b_in is None or self.b_in[:3] != box[:3] or self.b_in[3][1] != box[3][0]:
+            self.b_in = box
+        else:
+            hi = box[3][1]
+            self.b_in = (*box[:3], (max(self.b_in[3][0], hi - keep_columns), hi))
+
+    def get_w(self, oc: int, kc: int) -> None:
+        box = self.w_box(oc, kc)
+        self._move("w", box, box, scale=self.layer.Kx * self.layer.Ky)
+        self.b_w = box
+
+    def start_out(self, key: Box) -> None:
+        self.b_out = (key, frozenset())
+
+    def get_out(self, key: Box) -> None:
+        self._move("out", key, key)
+        self.b_out = (key, self.stored.get(key, frozenset()))
+
+    def put_out(self) -> None:
+        key, state = self.b_out
+        self._move("out", key, key)
+        self.stored[key] = state
+
+    def compute(self, on: int, oc: int, oy: int, ox: int, kc: int) -> None:
+        need_in, need_w = self.in_box(on, kc, oy, ox), self.w_box(oc, kc)
+        key = self.out_box(on, oc, oy, ox)
+        if self.b_in is None or not _inside(need_in, self.b_in):
+            raise WorkbenchError(f"trace: input {need_in} not in B_in {self.b_in}")
+        if self.b_w != need_w:
+            raise WorkbenchError(f"trace: weights {need_w} not in B_w {self.b_w}")
+        if self.b_out is None or self.b_out[0] != key or kc in self.b_out[1]:
+            raise WorkbenchError(f"trace: B_out does not hold partial sums of {key}")
+        self.b_out = (key, self.b_out[1] | {kc})
+        self.n_tiles += 1
+        live = (_volume(self.b_in), _volume(self.b_w) * self.layer.Kx * self.layer.Ky,
+                _volume(key))
+        self.peak = tuple(max(a, b) for a, b in zip(self.peak, live, strict=True))
+
+    def finish(self) -> None:
+        """Every output element must have received every Kc step."""
+        all_kc = frozenset(range(0, self.Kc, self.tile.TKc))
+        done = [key for key, state in self.stored.items() if state == all_kc]
+        if sum(_volume(key) for key in done) != _volume(
+                ((0, self.On), (0, self.Oc), (0, self.Oy), (0, self.Ox))) and self.physical:
+            raise WorkbenchError("trace: some outputs were not completed")
+        if len(done) != len(self.stored):
+            raise WorkbenchError("trace: an output tile was stored without all Kc steps")
+
+
+def _volume(box: Box) -> int:
+    volume = 1
+    for lo, hi in box:
+        volume *= max(0, hi - lo)
+    return volume
+
+
+def _clip(box: tuple[int, int], real: tuple[int, int]) -> tuple[int, int]:
+    return (max(box[0], real[0]), min(box[1], real[1]))
+
+
+def _inside(inner: Box, outer: Box) -> bool:
+    return all(o[0] <= i[0] and i[1] <= o[1] for i, o in zip(inner, outer, strict=True))
+
+
+def _run(m: _Machine, schedule: str) -> None:
+    t = m.tile
+    xs, ys = range(0, m.Ox, t.TOx), range(0, m.Oy, t.TOy)
+    cs, ns, ks = range(0, m.Oc, t.TOc), range(0, m.On, t.TOn), range(0, m.Kc, t.TKc)
+
+    def step(on: int, oc: int, oy: int, ox: int, kc: int, load_out: bool = True) -> None:
+        key = m.out_box(on, oc, oy, ox)
+        if load_out and kc != 0:
+            m.get_out(key)
+        elif load_out:
+            m.start_out(key)
+        m.compute(on, oc, oy, ox, kc)
+
+    if schedule == "intra":  # listing 2
+        for on in ns:
+            for oc in cs:
+                for oy in ys:
+                    for ox in xs:
+                        for kc in ks:
+                            m.get_in(m.in_box(on, kc, oy, ox))
+                            m.get_w(oc, kc)
+                            step(on, oc, oy, ox, kc)
+                            m.put_out()
+    elif schedule == "inter_kc":  # listing 3
+        for on in ns:
+            for oc in cs:
+                for oy in ys:
+                    for ox in xs:
+                        m.start_out(m.out_box(on, oc, oy, ox))
+                        for kc in ks:
+                            m.get_in(m.in_box(on, kc, oy, ox))
+                            m.get_w(oc, kc)
+                            step(on, oc, oy, ox, kc, load_out=False)
+                        m.put_out()
+    elif schedule == "inter_oc":  # listing 4
+        for on in ns:
+            for oy in ys:
+                for ox in xs:
+                    for kc in ks:
+                        m.get_in(m.in_box(on, kc, oy, ox))
+                        for oc in cs:
+                            m.get_w(oc, kc)
+                            step(on, oc, oy, ox, kc)
+                            m.put_out()
+    else:  # listings 5 and 6
+        _run_weight_stationary(m, schedule, xs, ys, cs, ns, ks, step)
+
+
+def _run_weight_stationary(m: _Machine, schedule: str, xs, ys, cs, ns, ks, step) -> None:
+    layer = m.layer
+    overlap = max(layer.Kx - layer.Sx, 0)
+    window = (m.tile.TOx - 1) * layer.Sx + layer.Kx
+    for oc in cs:
+        for kc in ks:
+            m.get_w(oc, kc)
+            for on in ns:
+                for oy in ys:
+                    if schedule == "inter_oxoyon_dirx" and overlap:
+                        first = m.in_box(on, kc, oy, 0)
+                        x0 = first[3][0]
+                        m.get_in_columns((*first[:3], (x0, x0 + overlap)), window)
+                    for ox in xs:
+                        box = m.in_box(on, kc, oy, ox)
+                        if schedule == "inter_oxoyon_dirx" and overlap:
+                            lo, hi = box[3]
+                            m.get_in_columns((*box[:3], (lo + overlap, hi)), window)
+                        else:
+                            m.get_in(box)
+                        step(on, oc, oy, ox, kc)
+                        m.put_out()
+
+
+def trace(layer: ConvLayer, tile: Tile, schedule: str, mode: str = "model") -> Counts:
+    """Execute the schedule's loop nest; Counts with the peak live buffer volumes as bin/bw/bout."""
+    check_schedule(schedule)
+    check_tile(layer, tile)
+    if mode not in ("model", "physical"):
+        raise WorkbenchError(f"trace mode must be 'model' or 'physical', got {mode!r}")
+    totals = {"in": 0, "w": 0, "out": 0}
+    transfers = n_tiles = 0
+    peak = (0, 0, 0)
+    for _group in range(layer.groups):
+        machine = _Machine(layer, tile, physical=(mode == "physical"))
+        _run(machine, schedule)
+        machine.finish()
+        for key in totals:
+            totals[key] += machine.traffic[key]
+        transfers += machine.transfers
+        n_tiles += machine.n_tiles
+        peak = machine.peak
+    if mode == "model":
+        import numpy as np
+
+        expected = tuple(int(b[0]) for b in buffers(layer, np.array([tile.as_tuple()])))
+        if peak != expected:
+            raise WorkbenchError(f"trace: live buffers {peak} differ from Bin, Bw, Bout "
+                                 f"{expected}")
+    return Counts(in_accesses=totals["in"], w_accesses=totals["w"], out_accesses=totals["out"],
+                  dma_transfers=transfers, n_tiles=n_tiles, bin=peak[0], bw=peak[1],
+                  bout=peak[2])
