@@ -185,3 +185,14 @@ def test_network_exploration_parallel_equals_serial() -> None:
     totals = explore.network_totals(per_layer, p)
     assert totals["cycles"] == pytest.approx(per_layer["cycles"].sum())
     assert 0 < totals["throughput_gops"] <= p.peak_gops
+
+
+def test_three_objective_pareto_and_bad_objective() -> None:
+    p = platforms.load_platform("idsp")
+    objectives = {"throughput_gops": "max", "ctc": "max", "footprint_bytes": "min"}
+    df = explore.explore_layer(LENET8["fc4"], p, ["inter_kc"], [4096], objectives=objectives)
+    everything = explore.explore_layer(LENET8["fc4"], p, ["inter_kc"], [4096], keep="all")
+    assert len(df) == len(explore.pareto(everything, objectives)) > 0
+    with pytest.raises(WorkbenchError, match="unknown objective"):
+        explore.explore_layer(LENET8["fc4"], p, ["inter_kc"], [4096], objectives={"speed": "max",
+                                                                                   "ctc": "max"})

@@ -31,11 +31,7 @@ def best_per_layer(args: argparse.Namespace) -> tuple[pd.DataFrame, dict, str]:
     net = layers.load_network(args.network, batch=args.batch)
     overrides = {"local_mem_bytes": parse_bytes(args.memory)} if args.memory else {}
     plat = platforms.load_platform(args.platform, **overrides)
-    per_layer = explore.explore_layers(net.tiled_layers(), plat, args.schedule or SCHEDULES,
-                                       [plat.local_mem_bytes], keep="best", jobs=args.jobs)
-    per_layer = (per_layer.sort_values(list(explore.BEST_ORDER)).groupby("layer", sort=False)
-                 .head(1).set_index("layer").loc[[lay.name for lay in net.tiled_layers()]]
-                 .reset_index())
+    per_layer = explore.explore_network(net, plat, args.schedule or SCHEDULES, jobs=args.jobs)
     totals = explore.network_totals(per_layer, plat)
     title = (f"{net.name} (batch {net.batch}) on {plat.name}: {plat.local_mem_bytes / 1024:g} KB "
              f"local memory, {'double' if plat.double_buffer else 'single'} buffered")

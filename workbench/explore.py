@@ -158,25 +158,29 @@ def explore_layer(layer: ConvLayer, platform: Platform, schedules: Iterable[str]
     if not feasible:
         raise _too_small(layer, sizes[-1], platform.elem_bytes, platform.double_buffer)
     objectives = dict(objectives or DEFAULT_OBJECTIVES)
+    two_objectives = len(objectives) == 2 and all(v in ("max", "min")
+                                                  for v in objectives.values())
     parts = []
     for schedule in schedules:
         arrays = evaluate_arrays(layer, platform, schedule, feasible[-1], local_traffic)
         fp = arrays["footprint_bytes"]
-        if keep == "pareto" and len(objectives) == 2 and all(k in arrays for k in objectives):
+        unknown = [k for k in objectives if k not in arrays]
+        if keep == "pareto" and unknown:
+            raise WorkbenchError(f"pareto: unknown objective column(s) {unknown}")
+        if keep == "pareto" and not two_objectives:  # general case: per size on a frame
+            for size in feasible:
+                rows = _frame(layer, schedule, arrays, np.flatnonzero(fp <= size))
+                parts.append(pareto(rows, objectives).assign(buffer_bytes=size))
+            continue
+        if keep == "pareto":
             values = np.column_stack([arrays[k] for k in objectives])
-            maximize = [v == "max" for v in objectives.values()]
-            picks = _front_per_size(values, maximize, fp, feasible)
+            picks = _front_per_size(values, [v == "max" for v in objectives.values()], fp,
+                                    feasible)
         elif keep == "best":
             order = np.lexsort(tuple(arrays[k] for k in reversed(BEST_ORDER)))
             picks = [order[np.argmax(fp[order] <= size)][None] for size in feasible]
         else:
             picks = [np.flatnonzero(fp <= size) for size in feasible]
-        if keep == "pareto" and not (len(objectives) == 2
-                                     and all(k in arrays for k in objectives)):
-            for size, rows in zip(feasible, picks, strict=True):
-                parts.append(pareto(_frame(layer, schedule, arrays, rows), objectives)
-                             .assign(buffer_bytes=size))
-            continue
         rows = np.concatenate(picks)
         frame = _frame(layer, schedule, arrays, rows)
         frame["buffer_bytes"] = np.repeat(np.asarray(feasible, dtype=np.int64),
@@ -232,13 +236,15 @@ def explore_layers(layer_list: Sequence[ConvLayer], platform: Platform,
 
 
 def explore_network(net: Network, platform: Platform, schedules: Iterable[str] = SCHEDULES,
-                    memory_bytes: int | None = None, local_traffic: bool = True) -> pd.DataFrame:
-    """Per tiled layer the best solution (least cycles) under one shared memory size."""
+                    memory_bytes: int | None = None, local_traffic: bool = True,
+                    jobs: int = 1) -> pd.DataFrame:
+    """Per tiled layer, in network order, the best solution (least cycles, then accesses, then
+    footprint) over the schedules under one shared memory size (bytes)."""
     memory = memory_bytes or platform.local_mem_bytes
-    rows = [explore_layer(layer, platform, schedules, [memory], keep="best",
-                          local_traffic=local_traffic).sort_values(list(BEST_ORDER)).head(1)
-            for layer in net.tiled_layers()]
-    return pd.concat(rows, ignore_index=True)
+    rows = explore_layers(net.tiled_layers(), platform, schedules, [memory], keep="best",
+                          local_traffic=local_traffic, jobs=jobs)
+    best = rows.sort_values(list(BEST_ORDER), kind="stable").groupby("layer", sort=False).head(1)
+    return best.set_index("layer").loc[[layer.name for layer in net.tiled_layers()]].reset_index()
 
 
 def network_totals(per_layer: pd.DataFrame, platform: Platform) -> dict[str, float]:
