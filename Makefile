@@ -21,13 +21,14 @@ demo: $(STAMP)
 	@echo "HTML summary written to $(OUT)/demo.html"
 
 lint: $(STAMP)
-	$(PY) -m ruff check workbench tests benchmarks
+	$(PY) -m ruff check workbench tests benchmarks data
 
 test: lint
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_explore.py
+	$(PY) benchmarks/bench_quant.py
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .hypothesis

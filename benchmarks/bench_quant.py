@@ -1,0 +1,74 @@
+"""Benchmark: the greedy narrow-accumulator search on the real LeNet5-clone and MNIST digits.
+
+Prints figures (no timed assertions):
+- float inference time for 1,000 images;
+- the full greedy search on 1,000 calibration images (16-bit accumulators, data bound, wrap),
+  its time, and float vs fixed accuracy on the 1,000 held-out test images;
+- accuracy versus accumulator width (12 … 32 bits) for the three bounds and both overflow
+  modes, each searched on `--search-images` digits and scored on the held-out ones; written to
+  out/quant_accuracy_vs_acc_bits_full.csv.
+Run: .venv/bin/python benchmarks/bench_quant.py [--search-images 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from workbench import layers, quant
+from workbench.errors import WorkbenchError
+from workbench.quant import mnist
+
+OUT = Path(__file__).resolve().parents[1] / "out"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--search-images", type=int, default=300)
+    parser.add_argument("--widths", type=int, nargs="+", default=[12, 14, 16, 18, 20, 24, 28, 32])
+    args = parser.parse_args()
+    net = layers.load_network("lenet5")
+    params = quant.load_weights("lenet5_mnist.npz", net)
+    (cx, cy), (tx, ty) = mnist.load("calib"), mnist.load("test")
+
+    start = time.perf_counter()
+    float_test = quant.accuracy(net, params, tx, ty)
+    print(f"float inference, 1000 images: {time.perf_counter() - start:.2f} s, "
+          f"accuracy {float_test:.2%}")
+    start = time.perf_counter()
+    res = quant.search(net, params, cx, cx, cy, acc_bits=16, bound="data", overflow="wrap")
+    seconds = time.perf_counter() - start
+    fixed_test = quant.accuracy(net, params, tx, ty, res.config)
+    print(f"greedy search, 1000 images, {len(res.space)} splits: {seconds:.1f} s; held-out "
+          f"accuracy float {float_test:.2%} -> fixed {fixed_test:.2%} "
+          f"(drop {100 * (float_test - fixed_test):.2f} points)")
+
+    rows = []
+    n = args.search_images
+    for acc_bits in args.widths:
+        for bound in quant.BOUNDS:
+            for overflow in ("wrap", "saturate"):
+                start = time.perf_counter()
+                try:
+                    r = quant.search(net, params, cx, cx[:n], cy[:n], acc_bits=acc_bits,
+                                     bound=bound, overflow=overflow)
+                    acc = quant.accuracy(net, params, tx, ty, r.config)
+                except WorkbenchError:
+                    acc = float("nan")
+                rows.append({"acc_bits": acc_bits, "bound": bound, "overflow": overflow,
+                             "test_accuracy": acc, "seconds": time.perf_counter() - start})
+    table = pd.DataFrame(rows)
+    OUT.mkdir(exist_ok=True)
+    table.to_csv(OUT / "quant_accuracy_vs_acc_bits_full.csv", index=False)
+    pivot = table.pivot_table(index="acc_bits", columns=["bound", "overflow"],
+                              values="test_accuracy", dropna=False)
+    print(f"held-out accuracy (float {float_test:.2%}) by accumulator bits, bound and overflow "
+          f"mode (search on {n} digits; NaN: accumulator too narrow):")
+    print((100 * pivot).round(1).to_string())
+
+
+if __name__ == "__main__":
+    main()

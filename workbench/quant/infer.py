@@ -1,0 +1,291 @@
+"""Float and bit-true integer inference of a network (conv, fc, pooling, ReLU, LRN).
+
+Images come in NCHW; inside, activations are channel-major, (C, N, H, W) or (F, N), so a
+layer is one matrix product W·P per chunk of images (`logits` returns N × outputs). A
+quantized conv/fc layer takes integer codes in its input format, multiplies them with weight
+codes, and accumulates in a BW(acc)-bit two's-complement register that starts at the bias (in
+the accumulator's format) and then either
+- wraps: the register is reduced modulo 2^BW(acc); only the final value matters, so the sum is
+  computed exactly (float32 or float64 BLAS while every partial sum is an integer the type
+  holds exactly, else int64, whose own wrap-around modulo 2^64 keeps the result) and wrapped;
+- saturates: after adding each product, in the order (input map, kernel row, kernel column),
+  the register is clipped. Outputs whose sum of |products| cannot leave the range take the
+  exact sum; the others are accumulated step by step in that order.
+The register is then requantized (shift, round, saturate) to the layer's output format.
+LRN runs on the dequantized values and is kept in 32-bit fixed point; softmax is left out
+(inference reports the arg-max class).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from workbench.errors import WorkbenchError
+from workbench.layers.network import Network
+from workbench.layers.spec import ConvLayer, Layer
+from workbench.quant.fixed import FixedFormat, requantize, to_fixed, to_float, wrap
+
+OVERFLOW_MODES = ("wrap", "saturate")
+
+
+@dataclass(frozen=True, slots=True)
+class LayerFormat:
+    """Fixed-point formats of one conv/fc layer and the accumulator it runs in."""
+
+    in_fmt: FixedFormat
+    w_fmt: FixedFormat
+    out_fmt: FixedFormat
+    acc_bits: int
+    overflow: str = "wrap"
+
+    def __post_init__(self) -> None:
+        if self.overflow not in OVERFLOW_MODES:
+            raise WorkbenchError(f"overflow must be one of {OVERFLOW_MODES}, "
+                                 f"got {self.overflow!r}")
+
+    @property
+    def acc_fmt(self) -> FixedFormat:
+        return FixedFormat(self.acc_bits, self.in_fmt.fl + self.w_fmt.fl)
+
+
+@dataclass(frozen=True, slots=True)
+class Act:
+    """An activation tensor: float values (fmt None) or integer codes in a format."""
+
+    values: np.ndarray
+    fmt: FixedFormat | None = None
+
+    def as_float(self, dtype: type = np.float32) -> np.ndarray:
+        return self.values.astype(dtype) if self.fmt is None else \
+            to_float(self.values, self.fmt).astype(dtype)
+
+
+CHUNK_ELEMENTS = 1 << 22  # patch-matrix entries per matrix product (a cache-sized chunk)
+
+
+def patches(x: np.ndarray, layer: ConvLayer) -> np.ndarray:
+    """Padded channel-major input (C, n, H, W) → (C·Ky·Kx, n·Oy·Ox) patch matrix, rows in
+    (input map, kernel row, kernel column) order."""
+    c, n = x.shape[:2]
+    out = np.empty((c, layer.Ky, layer.Kx, n, layer.Oy, layer.Ox), dtype=x.dtype)
+    for ky in range(layer.Ky):
+        for kx in range(layer.Kx):
+            out[:, ky, kx] = x[:, :, ky:ky + (layer.Oy - 1) * layer.Sy + 1:layer.Sy,
+                               kx:kx + (layer.Ox - 1) * layer.Sx + 1:layer.Sx]
+    return out.reshape(c * layer.Ky * layer.Kx, n * layer.Oy * layer.Ox)
+
+
+def _dense_weights(layer: ConvLayer, w: np.ndarray) -> np.ndarray:
+    """Weights as (Oc, Kc, Ky, Kx), expanding a sparse connection table."""
+    if layer.connections is None:
+        return w
+    dense = np.zeros((layer.Oc, layer.Kc, layer.Ky, layer.Kx), dtype=w.dtype)
+    for oc, row in enumerate(layer.connections):
+        dense[oc, list(row)] = w[oc, : len(row)]
+    return dense
+
+
+def _matmuls(layer: ConvLayer, x: np.ndarray, w: np.ndarray, product) -> np.ndarray:
+    """product(weight matrix (Oc/g, K), patches (K, M), group slice) → (Oc/g, M), over groups
+    and chunks of images. x and the result are channel-major: (C, n, H, W) or (F, n)."""
+    if layer.kind == "fc":
+        return product(w.reshape(w.shape[0], -1), x.reshape(-1, x.shape[-1]), slice(None))
+    w = _dense_weights(layer, w)
+    per, n = layer.Oc // layer.groups, x.shape[1]
+    out = None
+    images = max(1, CHUNK_ELEMENTS // (layer.Kc * layer.Ky * layer.Kx * layer.Oy * layer.Ox))
+    pads = ((0, 0), (0, 0), (layer.Py, layer.Py), (layer.Px, layer.Px))
+    for lo in range(0, n, images):
+        part = x[:, lo:lo + images]
+        part = np.pad(part, pads) if layer.Px or layer.Py else part
+        for g in range(layer.groups):
+            cols = patches(part[g * layer.Kc:(g + 1) * layer.Kc], layer)
+            sl = slice(g * per, (g + 1) * per)
+            res = product(w[sl].reshape(per, -1), cols, sl)
+            if out is None:
+                out = np.empty((layer.Oc, n, layer.Oy, layer.Ox), dtype=res.dtype)
+            out[sl, lo:lo + images] = res.reshape(per, -1, layer.Oy, layer.Ox)
+    return out
+
+
+def conv_float(layer: ConvLayer, x: np.ndarray, w: np.ndarray, b: np.ndarray,
+               dtype: type = np.float32) -> np.ndarray:
+    """Float convolution / fully connected layer (pre-activation, channel-major)."""
+    bias = b.astype(dtype)
+
+    def product(mat: np.ndarray, cols: np.ndarray, sl: slice) -> np.ndarray:
+        return mat @ cols + bias[sl, None]
+
+    return _matmuls(layer, np.asarray(x, dtype=dtype), w.astype(dtype), product)
+
+
+def _saturating_dot(mat: np.ndarray, cols: np.ndarray, bias: np.ndarray, bits: int,
+                    exact: type = np.float64) -> np.ndarray:
+    """Sequential saturating accumulation: bias, then the products in patch-row order,
+    (input map, kernel row, kernel column); exact integers. Outputs whose sum of |products|
+    cannot leave the register take the exact sum."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    bias = bias[:, None]
+    if exact is np.int64:  # too wide for floats: every output is accumulated step by step
+        acc = np.zeros((mat.shape[0], cols.shape[1]), dtype=np.int64)
+        risky = np.arange(cols.shape[1])
+    else:
+        acc = (mat.astype(exact) @ cols.astype(exact)).astype(np.int64) + bias
+        reach = np.abs(mat).astype(np.float64) @ np.abs(cols).astype(np.float64) + np.abs(bias)
+        risky = np.flatnonzero((reach > hi).any(axis=0))
+    if len(risky):
+        part = np.broadcast_to(bias, (mat.shape[0], len(risky))).astype(np.int64)
+        sub = cols[:, risky].astype(np.int64)
+        m64 = mat.astype(np.int64)
+        for k in range(mat.shape[1]):
+            part = np.clip(part + m64[:, k, None] * sub[None, k, :], lo, hi)
+        acc[:, risky] = part
+    return acc
+
+
+def conv_fixed(layer: ConvLayer, q_in: np.ndarray, q_w: np.ndarray, q_b: np.ndarray,
+               fmt: LayerFormat) -> np.ndarray:
+    """Accumulator codes (format fmt.acc_fmt, BW(acc) bits) of a quantized layer."""
+    # |partial sums| ≤ K · 2^(BW(in)−1) · 2^(BW(w)−1): the float type that holds them exactly
+    sum_bits = fmt.in_fmt.bw + fmt.w_fmt.bw - 2 + int(np.ceil(np.log2(layer.Kx * layer.Ky
+                                                                       * layer.Kc)))
+    exact = np.float32 if sum_bits <= 24 else np.float64 if sum_bits <= 53 else None
+    q_in = q_in.astype(exact or np.int64)
+
+    def product(mat: np.ndarray, cols: np.ndarray, sl: slice) -> np.ndarray:
+        bias = q_b[sl, None]
+        if fmt.overflow == "saturate":
+            return _saturating_dot(mat, cols, q_b[sl], fmt.acc_bits, exact or np.int64)
+        if exact is not None:  # every partial sum is an integer the float type holds exactly
+            total = (mat.astype(exact) @ cols).astype(np.int64)
+        else:  # int64 arithmetic wraps modulo 2^64, which 2^BW(acc) divides: still exact
+            total = mat.astype(np.int64) @ cols
+        total += bias
+        return wrap(total, fmt.acc_bits)
+
+    return _matmuls(layer, q_in, q_w, product)
+
+
+def quantized_params(w: np.ndarray, b: np.ndarray, fmt: LayerFormat) -> tuple[np.ndarray,
+                                                                              np.ndarray]:
+    """Weight codes in fmt.w_fmt and bias codes in the accumulator format."""
+    return to_fixed(w, fmt.w_fmt), to_fixed(b, fmt.acc_fmt)
+
+
+def _pool(layer, act: Act) -> Act:
+    """Max or average pooling: the window maximum, or the window mean (integer codes: rounded
+    to nearest). Windows reaching into padding see −∞ (max) or 0 (average, divided by the full
+    window as Caffe does)."""
+    x = act.values
+    fill = (np.iinfo(x.dtype).min if act.fmt is not None else -np.inf) \
+        if layer.mode == "max" else 0
+    # pad only what the windows reach: the padding, and beyond it for round-up (ceil) pools
+    extra_y = max(0, (layer.Oy - 1) * layer.Sy + layer.Ky - x.shape[2] - 2 * layer.Py)
+    extra_x = max(0, (layer.Ox - 1) * layer.Sx + layer.Kx - x.shape[3] - 2 * layer.Px)
+    pads = ((0, 0), (0, 0), (layer.Py, layer.Py + extra_y), (layer.Px, layer.Px + extra_x))
+    if any(p for pair in pads for p in pair):
+        x = np.pad(x, pads, constant_values=fill)
+    out = None
+    for ky in range(layer.Ky):
+        for kx in range(layer.Kx):
+            part = x[:, :, ky:ky + (layer.Oy - 1) * layer.Sy + 1:layer.Sy,
+                     kx:kx + (layer.Ox - 1) * layer.Sx + 1:layer.Sx]
+            if out is None:
+                out = part.astype(np.float64 if act.fmt is not None and layer.mode == "avg"
+                                  else part.dtype, copy=True)
+            elif layer.mode == "max":
+                np.maximum(out, part, out=out)
+            else:
+                out += part
+    if layer.mode == "max":
+        return Act(out, act.fmt)
+    mean = out / (layer.Kx * layer.Ky)
+    if act.fmt is None:
+        return Act(mean.astype(act.values.dtype), None)
+    return Act(to_fixed(mean, FixedFormat(act.fmt.bw, 0)), act.fmt)
+
+
+def _lrn(layer, act: Act) -> Act:
+    x = act.as_float(np.float64)
+    sq = np.pad(x * x, ((layer.size // 2, layer.size // 2), (0, 0), (0, 0), (0, 0)))
+    window = sum(sq[i:i + x.shape[0]] for i in range(layer.size))
+    y = x / (layer.k + layer.alpha / layer.size * window) ** layer.beta
+    if act.fmt is None:
+        return Act(y.astype(act.values.dtype), None)
+    wide = FixedFormat(32, act.fmt.fl + 32 - act.fmt.bw)  # |y| <= |x| when k >= 1
+    return Act(to_fixed(y, wide), wide)
+
+
+def apply_layer(layer: Layer, act: Act, params: dict, fmt: LayerFormat | None,
+                cache: dict | None = None, owned: bool = False) -> Act:
+    """One layer on an activation; conv/fc use `fmt` when given, float otherwise.
+
+    owned: the caller will not use `act` again, so element-wise layers may work in place."""
+    kind = layer.kind
+    if kind in ("conv", "fc"):
+        w, b = params[layer.name]
+        x = act.values
+        if kind == "fc" and x.ndim == 4:  # (C, n, H, W) → (C·H·W, n), features in (c, h, w)
+            x = x.transpose(0, 2, 3, 1).reshape(-1, x.shape[1])
+        if fmt is None:
+            return Act(conv_float(layer, Act(x, act.fmt).as_float(), w, b))
+        q_in = to_fixed(x, fmt.in_fmt) if act.fmt is None else requantize(x, act.fmt,
+                                                                         fmt.in_fmt)
+        key = (layer.name, fmt)
+        if cache is None or key not in cache:
+            qp = quantized_params(w, b, fmt)
+            if cache is not None:
+                cache[key] = qp
+        else:
+            qp = cache[key]
+        acc = conv_fixed(layer, q_in, qp[0], qp[1], fmt)
+        out = requantize(acc, fmt.acc_fmt, fmt.out_fmt)
+        return Act(out.astype(np.int32) if fmt.out_fmt.bw <= 32 else out, fmt.out_fmt)
+    if kind == "activation":
+        if layer.func != "relu":
+            return Act(getattr(np, layer.func)(act.as_float()), None)
+        return Act(np.maximum(act.values, 0, out=act.values if owned else None), act.fmt)
+    if kind == "pool":
+        return _pool(layer, act)
+    if kind == "lrn":
+        return _lrn(layer, act)
+    return act  # softmax: monotone, the arg-max is unchanged
+
+
+def to_channel_major(x: np.ndarray) -> np.ndarray:
+    """NCHW → (C, N, H, W); N×F → (F, N)."""
+    return np.ascontiguousarray(np.swapaxes(x, 0, 1))
+
+
+def forward(net: Network, params: dict, x: np.ndarray | Act,
+            formats: dict[str, LayerFormat] | None = None, start: int = 0,
+            stop: int | None = None, cache: dict | None = None) -> Act:
+    """Run layers start..stop−1; layers named in `formats` run bit-true in fixed point.
+
+    x: NCHW images, or an Act already in the channel-major layout (as returned here)."""
+    act = x if isinstance(x, Act) else Act(to_channel_major(np.asarray(x, dtype=np.float32)))
+    formats = formats or {}
+    for number, layer in enumerate(net.layers[start:stop]):
+        act = apply_layer(layer, act, params, formats.get(layer.name), cache,
+                          owned=number > 0 or not isinstance(x, Act))
+    return act
+
+
+def logits(net: Network, params: dict, x: np.ndarray,
+           formats: dict[str, LayerFormat] | None = None) -> np.ndarray:
+    """Network outputs for NCHW images as an N × outputs float64 array."""
+    out = forward(net, params, x, formats).as_float(np.float64)
+    return np.swapaxes(out, 0, 1).reshape(out.shape[1], -1)
+
+
+def accuracy(net: Network, params: dict, x: np.ndarray | Act, y: np.ndarray,
+             formats: dict[str, LayerFormat] | None = None, start: int = 0,
+             cache: dict | None = None) -> float:
+    """Top-1 accuracy (0..1) of the network's arg-max output."""
+    out = forward(net, params, x, formats, start, cache=cache).as_float(np.float64)
+    out = out.reshape(out.shape[0], -1) if out.ndim == 2 else out.reshape(out.shape[0],
+                                                                          out.shape[1], -1)
+    scores = out if out.ndim == 2 else out.max(axis=2)
+    return float((scores.argmax(axis=0) == y).mean())

@@ -1,0 +1,167 @@
+"""Range analysis and the greedy layer-wise quantization search of seed 000 appendix B.
+
+1. Ranges: forward calibration batches in float; per conv/fc layer record max|input|,
+   max|weight|, the largest per-output Σ|w| and max|accumulator| (the pre-activation output).
+2. Integer lengths from the ranges (eq. 4.6).
+3. In network order, for each conv/fc layer: the bound gives the available bits
+   BW(in) + BW(w) = BW(acc) + 1 − Δ; every split with at least `min_bits` per group is run
+   bit-true with the earlier layers at their chosen formats and the later layers in float; the
+   most accurate split is kept (ties: the first, i.e. the fewest input bits). The output format
+   is at accumulator width: FL(out) = BW(acc) − 1 − IL(out).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from workbench.errors import FileFormatError, WorkbenchError
+from workbench.layers.network import Network
+from workbench.quant.bounds import BOUNDS, delta_bits
+from workbench.quant.fixed import FixedFormat, integer_length
+from workbench.quant.infer import (
+    OVERFLOW_MODES,
+    Act,
+    LayerFormat,
+    accuracy,
+    apply_layer,
+    to_channel_major,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LayerRange:
+    """Calibration ranges of one conv/fc layer (absolute maxima, float units)."""
+
+    in_abs_max: float
+    w_abs_max: float
+    w_abs_sum: float
+    acc_abs_max: float
+    K: int
+
+
+def ranges(net: Network, params: dict, calib_x: np.ndarray, n_batches: int = 10,
+           batch_size: int = 100) -> dict[str, LayerRange]:
+    """Range analysis on the first n_batches × batch_size calibration images."""
+    x = np.asarray(calib_x, dtype=np.float32)[: n_batches * batch_size]
+    if len(x) == 0:
+        raise WorkbenchError("range analysis needs at least one calibration image")
+    act = Act(to_channel_major(x))
+    found: dict[str, LayerRange] = {}
+    for layer in net.layers:
+        out = apply_layer(layer, act, params, None)
+        if layer.tiled:
+            w, _ = params[layer.name]
+            per_output = np.abs(w.reshape(w.shape[0], -1)).sum(axis=1)
+            found[layer.name] = LayerRange(
+                in_abs_max=float(np.abs(act.values).max()), w_abs_max=float(np.abs(w).max()),
+                w_abs_sum=float(per_output.max()), acc_abs_max=float(np.abs(out.values).max()),
+                K=layer.Kx * layer.Ky * layer.Kc)
+        act = out
+    return found
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Per-layer formats, accuracies (0..1) on the evaluation set, and every tested split."""
+
+    config: dict[str, LayerFormat]
+    float_accuracy: float
+    accuracy: float
+    space: pd.DataFrame = field(repr=False)
+    bound: str = "data"
+    acc_bits: int = 16
+    overflow: str = "wrap"
+
+    def to_yaml(self) -> str:
+        return config_to_yaml(self.config, bound=self.bound, float_accuracy=self.float_accuracy,
+                              accuracy=self.accuracy)
+
+
+def config_to_yaml(config: dict[str, LayerFormat], **meta: object) -> str:
+    layers = {name: {"bw_in": f.in_fmt.bw, "fl_in": f.in_fmt.fl, "bw_w": f.w_fmt.bw,
+                     "fl_w": f.w_fmt.fl, "bw_out": f.out_fmt.bw, "fl_out": f.out_fmt.fl,
+                     "acc_bits": f.acc_bits, "overflow": f.overflow}
+              for name, f in config.items()}
+    return yaml.safe_dump({**{k: v for k, v in meta.items()}, "layers": layers}, sort_keys=False)
+
+
+def config_from_yaml(text: str, origin: str = "<text>") -> dict[str, LayerFormat]:
+    """Per-layer formats from `config_to_yaml` output."""
+    try:
+        doc = yaml.safe_load(text)
+        return {name: LayerFormat(FixedFormat(d["bw_in"], d["fl_in"]),
+                                  FixedFormat(d["bw_w"], d["fl_w"]),
+                                  FixedFormat(d["bw_out"], d["fl_out"]), d["acc_bits"],
+                                  d.get("overflow", "wrap"))
+                for name, d in doc["layers"].items()}
+    except (yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
+        raise FileFormatError(f"quantization config {origin}: malformed ({exc!s})") from None
+
+
+def _progress(enabled: bool, text: str) -> None:
+    """One status line on stderr, rewritten in place; text "" clears it."""
+    if enabled:
+        print(f"\r{text:<72}" + ("" if text else "\r"), end="", file=sys.stderr, flush=True)
+
+
+def search(net: Network, params: dict, calib_x: np.ndarray, eval_x: np.ndarray,
+           eval_y: np.ndarray, acc_bits: int = 16, bound: str = "data", overflow: str = "wrap",
+           min_bits: int = 2, n_batches: int = 10, batch_size: int = 100,
+           progress: bool = False) -> SearchResult:
+    """The greedy layer-wise search (module docstring); accuracies on eval_x/eval_y."""
+    if bound not in BOUNDS:
+        raise WorkbenchError(f"unknown bound {bound!r}; valid: " + ", ".join(BOUNDS))
+    if overflow not in OVERFLOW_MODES:
+        raise WorkbenchError(f"unknown overflow mode {overflow!r}; valid: "
+                             + ", ".join(OVERFLOW_MODES))
+    found = ranges(net, params, calib_x, n_batches, batch_size)
+    config: dict[str, LayerFormat] = {}
+    cache: dict = {}
+    rows = []
+    prefix, start = Act(to_channel_major(np.asarray(eval_x, dtype=np.float32))), 0
+    float_acc = accuracy(net, params, prefix, eval_y)
+    tiled = net.tiled_layers()
+    for number, layer in enumerate(tiled, 1):
+        r = found[layer.name]
+        il_in, il_w, il_out = (integer_length(v) for v in (r.in_abs_max, r.w_abs_max,
+                                                           r.acc_abs_max))
+        delta = delta_bits(bound, K=r.K, w_abs_sum=r.w_abs_sum, w_abs_max=r.w_abs_max,
+                           in_abs_max=r.in_abs_max, acc_abs_max=r.acc_abs_max)
+        avail = acc_bits + 1 - delta  # = available_bits(acc_bits, bound, ...)
+        if avail < 2 * min_bits:
+            _progress(progress, "")
+            raise WorkbenchError(
+                f"layer {layer.name!r}: a {acc_bits}-bit accumulator leaves {avail} bits for "
+                f"BW(in) + BW(w) under the {bound!r} bound (Δ = {delta}); at least "
+                f"{2 * min_bits - 1 + delta} accumulator bits are needed for {min_bits} bits "
+                "per group")
+        index = net.layers.index(layer)
+        # run everything before this layer once: earlier layers at their chosen formats
+        for earlier in net.layers[start:index]:
+            prefix = apply_layer(earlier, prefix, params, config.get(earlier.name), cache)
+        start = index
+        out_fmt = FixedFormat(acc_bits, acc_bits - 1 - il_out)
+        splits = [LayerFormat(FixedFormat(bw_in, bw_in - 1 - il_in),
+                              FixedFormat(avail - bw_in, avail - bw_in - 1 - il_w), out_fmt,
+                              acc_bits, overflow)
+                  for bw_in in range(min_bits, avail - min_bits + 1)]
+        accs = []
+        for fmt in splits:
+            _progress(progress, f"layer {number}/{len(tiled)} {layer.name}: "
+                                f"BW(in)={fmt.in_fmt.bw:2d} BW(w)={fmt.w_fmt.bw:2d}")
+            accs.append(accuracy(net, params, prefix, eval_y, {**config, layer.name: fmt},
+                                 start=index, cache=cache))
+        for fmt, acc in zip(splits, accs, strict=True):
+            rows.append({"layer": layer.name, "bw_in": fmt.in_fmt.bw, "bw_w": fmt.w_fmt.bw,
+                         "accuracy": acc, "available_bits": avail, "delta": delta})
+        best = (max(accs), splits[accs.index(max(accs))])  # ties: the fewest input bits
+        config[layer.name] = best[1]
+    _progress(progress, "")
+    final = accuracy(net, params, np.asarray(eval_x, dtype=np.float32), eval_y, config,
+                     cache=cache)
+    return SearchResult(config, float_acc, final, pd.DataFrame(rows), bound, acc_bits, overflow)
