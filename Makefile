@@ -17,8 +17,8 @@ demo: $(STAMP)
 	@mkdir -p $(OUT)
 	$(VENV)/bin/workbench show lenet5 --batch 8
 	$(VENV)/bin/workbench platforms
-	$(VENV)/bin/workbench explore lenet5 --platform idsp --batch 8 --jobs 2 --html $(OUT)/demo.html
-	@echo "HTML summary written to $(OUT)/demo.html"
+	$(VENV)/bin/workbench explore lenet5 --platform idsp --batch 8 --jobs 2
+	$(VENV)/bin/workbench report lenet5 --platform idsp --params batch=8 --out $(OUT)/report.html
 
 lint: $(STAMP)
 	$(PY) -m ruff check workbench tests benchmarks data

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from workbench import explore, layers, platforms
+from workbench import explore, layers, platforms, reporting
 from workbench.errors import WorkbenchError
 from workbench.tiling import SCHEDULES
 
@@ -38,18 +38,6 @@ def best_per_layer(args: argparse.Namespace) -> tuple[pd.DataFrame, dict, str]:
     return per_layer, totals, title
 
 
-def _table(per_layer: pd.DataFrame) -> pd.DataFrame:
-    tile = per_layer[["TOx", "TOy", "TOc", "TOn", "TKc"]].astype(str).agg("x".join, axis=1)
-    return pd.DataFrame({
-        "layer": per_layer["layer"], "schedule": per_layer["schedule"], "tile": tile,
-        "footprint_KB": (per_layer["footprint_bytes"] / 1024).round(1),
-        "ext_accesses": per_layer["ext_accesses"], "dma": per_layer["dma_transfers"],
-        "cycles": per_layer["cycles"].round(0).astype("int64"),
-        "GOps/s": per_layer["throughput_gops"].round(2), "CTC": per_layer["ctc"].round(1),
-        "util": per_layer["utilization"].round(3),
-        "energy_uJ": (per_layer["energy_pj"] / 1e6).round(1)})
-
-
 def write_html(path: Path, title: str, table: pd.DataFrame, totals: dict) -> None:
     """A self-contained static HTML page (no scripts, no external references)."""
     rows = "".join(f"<li>{html.escape(k)}: {v:,.4g}</li>" for k, v in totals.items())
@@ -65,7 +53,7 @@ def write_html(path: Path, title: str, table: pd.DataFrame, totals: dict) -> Non
 
 def cmd_explore(args: argparse.Namespace) -> None:
     per_layer, totals, title = best_per_layer(args)
-    table = _table(per_layer)
+    table = reporting.per_layer_table(per_layer)
     if args.csv:
         per_layer.to_csv(args.csv, index=False)
     if args.html:

@@ -255,3 +255,16 @@ def network_totals(per_layer: pd.DataFrame, platform: Platform) -> dict[str, flo
             "dma_transfers": int(per_layer["dma_transfers"].sum()),
             "energy_pj": float(per_layer["energy_pj"].sum()),
             "throughput_gops": ops / cycles, "time_ms": cycles / (platform.clock_mhz * 1e3)}
+
+
+def sweep_summary(layer: ConvLayer, df: pd.DataFrame) -> pd.DataFrame:
+    """Per (schedule, buffer size) the fastest row, with accesses relative to the compulsory
+    minimum and cycles relative to compute-only cycles (seed 000 fig. 5.5–5.10 axes)."""
+    from workbench.tiling.listing import compulsory_accesses
+
+    best = (df.sort_values(list(BEST_ORDER), kind="stable")
+            .groupby(["schedule", "buffer_bytes"], sort=True).head(1)
+            .sort_values(["schedule", "buffer_bytes"]).reset_index(drop=True))
+    best["accesses_rel"] = best["ext_accesses"] / compulsory_accesses(layer)
+    best["cycles_rel"] = 1.0 / best["utilization"]
+    return best

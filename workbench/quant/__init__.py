@@ -16,6 +16,7 @@ from workbench.quant.infer import Act, LayerFormat, accuracy, forward
 from workbench.quant.search import (
     LayerRange,
     SearchResult,
+    accuracy_table,
     config_from_yaml,
     config_to_yaml,
     ranges,
@@ -23,7 +24,8 @@ from workbench.quant.search import (
 )
 from workbench.quant.weights import check_params, load_weights
 
-__all__ = ["Act", "LayerFormat", "LayerRange", "SearchResult", "accuracy", "check_params",
+__all__ = ["Act", "LayerFormat", "LayerRange", "SearchResult", "accuracy", "accuracy_table",
+           "check_params",
            "config_from_yaml", "config_to_yaml", "forward", "load_weights", "ranges", "search",
            "BOUNDS", "FixedFormat", "available_bits", "delta_bits", "format_for",
            "integer_length", "quantize", "requantize", "saturate", "to_fixed", "to_float", "wrap"]

@@ -165,3 +165,25 @@ def search(net: Network, params: dict, calib_x: np.ndarray, eval_x: np.ndarray,
     final = accuracy(net, params, np.asarray(eval_x, dtype=np.float32), eval_y, config,
                      cache=cache)
     return SearchResult(config, float_acc, final, pd.DataFrame(rows), bound, acc_bits, overflow)
+
+
+def accuracy_table(net: Network, params: dict, search_x: np.ndarray, search_y: np.ndarray,
+                   test_x: np.ndarray, test_y: np.ndarray, widths: list[int],
+                   bounds: tuple[str, ...] = BOUNDS,
+                   overflows: tuple[str, ...] = ("wrap", "saturate")) -> pd.DataFrame:
+    """Held-out accuracy after the search, per accumulator width, bound and overflow mode
+    (NaN where the accumulator is too narrow for the bound). Ranges come from search_x."""
+    rows = []
+    for acc_bits in widths:
+        for bound in bounds:
+            for overflow in overflows:
+                try:
+                    res = search(net, params, search_x, search_x, search_y, acc_bits=acc_bits,
+                                 bound=bound, overflow=overflow, n_batches=1,
+                                 batch_size=len(search_x))
+                    acc = accuracy(net, params, test_x, test_y, res.config)
+                except WorkbenchError:
+                    acc = float("nan")
+                rows.append({"acc_bits": acc_bits, "bound": bound, "overflow": overflow,
+                             "test_accuracy": acc})
+    return pd.DataFrame(rows)

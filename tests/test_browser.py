@@ -1,0 +1,135 @@
+"""Real-browser tests (Playwright driving Debian's chromium): the exported report offline, and
+notebook 03 in JupyterLab with a slider that changes a plot."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists() and not os.environ.get("CI"),
+                                reason="Debian chromium not installed (.ci/run installs it)")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield instance
+        instance.close()
+
+
+POINTS_JS = """() => { for (const d of Bokeh.documents) {
+  const m = d.get_model_by_name(NAME); if (m) return m.data.layer ?? m.data.footprint_kb; }
+  return null; }"""
+
+
+def test_report_offline_renders_and_reacts(browser, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    run = subprocess.run([sys.executable, "-m", "workbench.cli", "report", "lenet5",
+                          "--platform", "idsp", "--params", "batch=8", "--out", str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    page = browser.new_page()
+    requested, errors = [], []
+
+    def block(route) -> None:
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            requested.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", block)
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(out.as_uri())
+    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length >= 3", timeout=30000)
+    page.wait_for_timeout(1000)
+    assert page.locator("canvas").count() >= 10  # every plot drew
+    assert requested == [] and errors == []
+    js = POINTS_JS.replace("NAME", "'report_points'")
+    assert set(page.evaluate(js)) == {"conv1"}
+    page.locator("select").first.select_option("fc3")
+    page.wait_for_timeout(300)
+    assert set(page.evaluate(js)) == {"fc3"}
+    page.locator("label", has_text="inter_kc").locator("input").uncheck()
+    page.wait_for_timeout(300)
+    schedules = page.evaluate(js.replace("m.data.layer", "m.data.schedule"))
+    assert "inter_kc" not in schedules and schedules
+    page.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def jupyterlab(tmp_path: Path):
+    shutil.copy(ROOT / "notebooks" / "03_tile_explorer.ipynb", tmp_path)
+    port = _free_port()
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"),
+               JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "ws"),
+               JUPYTER_CONFIG_DIR=str(tmp_path / "cfg"))
+    args = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+            "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password=",
+            f"--ServerApp.root_dir={tmp_path}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        args.append("--allow-root")
+    with open(tmp_path / "lab.log", "w") as log:
+        lab = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.time() + 90
+            while time.time() < deadline:
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=1)
+                    break
+                except OSError:
+                    time.sleep(0.3)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            lab.terminate()
+            lab.wait(20)
+
+
+def test_jupyterlab_notebook_03_slider_changes_the_plot(browser, jupyterlab: str) -> None:
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{jupyterlab}/lab/tree/03_tile_explorer.ipynb")
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90000)
+    page.click("div.lm-MenuBar-itemLabel:text-is('Run')")
+    page.click("li.lm-Menu-item:has-text('Run All Cells')")
+    page.wait_for_selector(".widget-slider", timeout=120000)
+    page.wait_for_selector(".jp-OutputArea canvas", timeout=120000)
+    assert page.locator("text=Click to show javascript error").count() == 0
+    js = POINTS_JS.replace("NAME", "'explorer_points'").replace("m.data.layer ?? ", "")
+    page.wait_for_function(f"() => ({js})() !== null", timeout=60000)
+    before = page.evaluate(js)
+    assert max(before) > 8
+    handle = page.locator(".widget-slider", has_text="memory 2^").first.locator(".noUi-handle")
+    handle.focus()
+    for _ in range(4):
+        handle.press("ArrowLeft")  # 128 KB -> 8 KB of local memory
+    # the kernel re-explores and the plotted footprints (KB) follow the new memory size
+    page.wait_for_function(f"() => Math.max(...({js})()) <= 8", timeout=120000)
+    assert page.locator(".widget-slider", has_text="memory 2^").first.inner_text().strip() \
+        .endswith("13")
+    assert errors == []
+    page.close()

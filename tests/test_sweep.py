@@ -1,0 +1,88 @@
+"""Sweeps: grid files, a real process kill and resume, failing cases and reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from workbench import sweep
+from workbench.errors import FileFormatError
+
+GRID = """networks: [lenet5, cifar10_quick]
+platforms: [idsp, nve]
+batch: 4
+buffer_kb: [4, 16, 64, 256]
+acc_bits: [16]
+overrides: {simd_lanes: [8, 16, 32]}
+"""
+
+
+def _sweep(args: list[str], **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "workbench.cli", "sweep", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_killed_sweep_resumes_without_losing_or_duplicating_rows(tmp_path: Path) -> None:
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(GRID)
+    total = len(sweep.cases(sweep.Grid.from_yaml(grid)))
+    proc = _sweep([str(grid), "--out", str(tmp_path / "killed")])
+    rows = tmp_path / "killed" / "rows"
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(rows.glob("*.parquet"))) < 5:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)  # a real kill, mid-run
+    proc.wait()
+    done = len(list(rows.glob("*.parquet")))
+    assert 0 < done < total
+    resumed = _sweep([str(grid), "--out", str(tmp_path / "killed"), "--json"])
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err
+    whole = _sweep([str(grid), "--out", str(tmp_path / "whole"), "--json", "--jobs", "2"])
+    whole.communicate(timeout=600)
+    a = pd.read_parquet(tmp_path / "killed" / "results.parquet")
+    b = pd.read_parquet(tmp_path / "whole" / "results.parquet")
+    assert len(a) == total and a["case_id"].is_unique
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_failing_case_is_reported_and_the_others_kept(tmp_path: Path) -> None:
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2, buffer_kb=[0.1, 64])
+    frame = sweep.run(grid, tmp_path)
+    assert len(frame) == 1 and frame["local_mem_kb"].iloc[0] == 64
+    (error,) = frame.attrs["failures"]
+    assert "too small for any tile" in error and "\n" not in error
+    assert json.loads((tmp_path / "failures.json").read_text()) == [error]
+
+
+def test_grid_file_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("networks: [lenet5]\nplatforms: [idsp]\nbufer_kb: [4]\n")
+    with pytest.raises(FileFormatError, match=r"unknown key\(s\) \['bufer_kb'\]"):
+        sweep.Grid.from_yaml(bad)
+    run = subprocess.run([sys.executable, "-m", "workbench.cli", "sweep", str(bad), "--out",
+                          str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+
+
+def test_per_case_reports_with_a_failure(tmp_path: Path) -> None:
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2, buffer_kb=[64],
+                      reports=True, report_timeout_s=300, report_retries=0)
+    sweep.run(grid, tmp_path)
+    failures = sweep.run_reports(grid, tmp_path, jobs=2)
+    assert failures == {}
+    (page,) = (tmp_path / "reports").glob("*.html")
+    assert "lenet5" in page.read_text()
+    bad = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2, buffer_kb=[0.1],
+                     reports=True, report_retries=1)
+    failures = sweep.run_reports(bad, tmp_path / "bad", jobs=1)
+    (message,) = failures.values()
+    assert "too small for any tile" in message

@@ -1,0 +1,59 @@
+"""The widget apps, driven from pytest without a browser: controls update the bokeh sources."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench import platforms, ui
+
+
+def _app() -> ui.TileExplorer:
+    return ui.tile_explorer(network="lenet5", layer="conv2", platform="idsp", batch=8,
+                            buffer_range_log2=(10, 14))
+
+
+def test_memory_slider_updates_the_roofline_source() -> None:
+    app = _app()
+    before = list(app.points.data["footprint_kb"])
+    app.memory_log2.value = 13  # 8 KB
+    after = app.points.data["footprint_kb"]
+    assert after != before and max(after) <= 8
+    assert app.panel.fields["local_mem_bytes"].value == 8192
+
+
+def test_platform_panel_updates_sources_and_roofs() -> None:
+    app = _app()
+    cycles = list(app.points.data["cycles"])
+    roofs = app.roofline.select_one({"name": "roofs"}).data_source
+    peak = max(roofs.data["y"])
+    app.panel.fields["dma_setup_cycles"].value = 2000
+    assert app.points.data["cycles"] != cycles
+    app.panel.fields["macs_per_cycle"].value = 64
+    assert max(roofs.data["y"]) == pytest.approx(2 * peak)
+    app.panel.preset.value = "nve"
+    assert app.panel.platform().simd_lanes == 16 and app.panel.fields["acc_bits"].value == 32
+
+
+def test_buffer_range_updates_the_sweep_figure() -> None:
+    app = _app()
+    xs = app.sweep_figure.renderers[0].data_source.data["x"]
+    assert list(xs) == [1024, 2048, 4096, 8192, 16384]
+    app.buffer_range.value = (12, 18)
+    xs = app.sweep_figure.renderers[0].data_source.data["x"]
+    assert min(xs) == 4096 and max(xs) == 262144
+
+
+def test_selecting_a_point_shows_its_loop_nest_and_breakdown() -> None:
+    app = _app()
+    index = len(app.points.data["cycles"]) - 1
+    app.points.selected.indices = [index]
+    schedule = app.points.data["schedule"][index]
+    assert f"schedule {schedule}" in app.listing.value and "DMA get" in app.listing.value
+    assert "dma_setup" in app.breakdown.value and "external" in app.breakdown.value
+
+
+def test_invalid_platform_value_shows_a_message_not_a_traceback() -> None:
+    app = _app()
+    app.panel.fields["bus_elems_per_cycle"].value = 0
+    assert "bus_elems_per_cycle must be positive" in app.status.value
+    assert platforms.load_platform("idsp").bus_elems_per_cycle == 32

@@ -1,0 +1,57 @@
+"""Build a self-contained HTML report: papermill runs notebooks/report.ipynb with parameters,
+nbconvert exports it without code cells; BokehJS is inline and nothing refers to the network."""
+
+from __future__ import annotations
+
+import html
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import WorkbenchError
+from workbench.paths import data_dir
+
+REPORT_NOTEBOOK = data_dir().parent / "notebooks" / "report.ipynb"
+_STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;
+text-align:right}h1,h2{font-weight:600}.jp-OutputPrompt,.jp-InputPrompt{display:none}"""
+
+
+def execute(notebook: Path, parameters: dict[str, Any], timeout_s: int = 600) -> Any:
+    """Run a notebook with papermill; returns the executed nbformat notebook."""
+    import nbformat
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "executed.ipynb"
+        try:
+            pm.execute_notebook(str(notebook), str(out), parameters=parameters,
+                                kernel_name="python3", progress_bar=False,
+                                execution_timeout=timeout_s, cwd=str(notebook.parent))
+        except PapermillExecutionError as exc:
+            raise WorkbenchError(f"notebook {notebook.name} failed in cell "
+                                 f"{exc.exec_count}: {exc.ename}: {exc.evalue}") from None
+        return nbformat.read(str(out), as_version=4)
+
+
+def to_html(executed: Any, title: str) -> str:
+    """The executed notebook's outputs (no code) as one HTML page without external references."""
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="basic", exclude_input=True,
+                            exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(executed)
+    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>" + html.escape(title)
+            + f"</title><style>{_STYLE}</style></head><body>" + body + "</body></html>\n")
+
+
+def build_report(network: str, platform: str, out: str | Path, timeout_s: int = 600,
+                 **params: Any) -> Path:
+    """Execute the report notebook for one network and platform and write the HTML file."""
+    executed = execute(REPORT_NOTEBOOK, {"network": network, "platform": platform, **params},
+                       timeout_s)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(to_html(executed, f"{network} on {platform}"))
+    return out

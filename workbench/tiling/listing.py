@@ -1,0 +1,76 @@
+"""The tiled loop nest of a schedule as text, in the style of seed 000 listings 2–6, with the
+tile sizes, trip counts and the size of every DMA transfer filled in."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.layers.spec import ConvLayer
+from workbench.tiling.model import Tile, buffers, check_schedule, check_tile, dims
+
+_LOOPS = {
+    "intra": ["n", "c", "y", "x", "k"],
+    "inter_kc": ["n", "c", "y", "x", "k"],
+    "inter_oc": ["n", "y", "x", "k", "c"],
+    "inter_oxoyon": ["c", "k", "n", "y", "x"],
+    "inter_oxoyon_dirx": ["c", "k", "n", "y", "x"],
+}
+_NAMES = {"x": ("o_x", "TOx", "map columns"), "y": ("o_y", "TOy", "map rows"),
+          "c": ("o_c", "TOc", "output maps"), "n": ("o_n", "TOn", "batch"),
+          "k": ("k_c", "TKc", "input maps")}
+
+
+def compulsory_accesses(layer: ConvLayer) -> int:
+    """Each input, weight and output element moved once (elements): the traffic floor."""
+    c, h, w = layer.in_shape
+    return c * h * w * layer.On + layer.params + layer.Oc * layer.Oy * layer.Ox * layer.On
+
+
+def listing(layer: ConvLayer, tile: Tile, schedule: str) -> str:
+    """Pseudo-C loop nest of one layer under one schedule and tile (sizes in elements)."""
+    check_schedule(schedule)
+    check_tile(layer, tile)
+    b_in, b_w, b_out = (int(v[0]) for v in buffers(layer, np.array([tile.as_tuple()])))
+    extent = dict(zip("xycnk", dims(layer), strict=True))
+    size = dict(zip("xycnk", tile.as_tuple(), strict=True))
+    ti_x = (tile.TOx - 1) * layer.Sx + layer.Kx
+    ti_y = (tile.TOy - 1) * layer.Sy + layer.Ky
+    get_in = (f"DMA get in[o_n:{tile.TOn}][k_c:{tile.TKc}][i_y:{ti_y}][i_x:{ti_x}] to B_in;"
+              f"  // {b_in} elements")
+    get_w = (f"DMA get w[o_c:{tile.TOc}][k_c:{tile.TKc}][0:{layer.Ky}][0:{layer.Kx}] to B_w;"
+             f"  // {b_w} elements")
+    out_box = f"out[o_n:{tile.TOn}][o_c:{tile.TOc}][o_y:{tile.TOy}][o_x:{tile.TOx}]"
+    get_out = f"if (k_c != 0) DMA get {out_box} to B_out;  // {b_out} elements"
+    put_out = f"DMA put B_out to {out_box};  // {b_out} elements"
+    compute = (f"compute tile: {tile.TOx}x{tile.TOy}x{tile.TOc}x{tile.TOn} outputs x "
+               f"{layer.Kx}x{layer.Ky}x{tile.TKc} taps  // "
+               f"{np.prod(tile.as_tuple()) * layer.Kx * layer.Ky} MACs")
+    halo = max(layer.Kx - layer.Sx, 0)
+    fresh = tile.TOx * layer.Sx * ti_y * tile.TKc * tile.TOn
+    in_box = f"in[o_n:{tile.TOn}][k_c:{tile.TKc}][i_y:{ti_y}]"
+    body = {
+        "intra": {4: [get_in, get_w, get_out, compute, put_out]},
+        "inter_kc": {3: ["B_out = bias;"], 4: [get_in, get_w, compute], -3: [put_out]},
+        "inter_oc": {3: [get_in], 4: [get_w, get_out, compute, put_out]},
+        "inter_oxoyon": {1: [get_w], 4: [get_in, get_out, compute, put_out]},
+        "inter_oxoyon_dirx": {
+            1: [get_w],
+            3: [f"DMA get {in_box}[i_x:{halo}] to B_in;  // halo, {b_in - fresh} elements"]
+            if halo else [],
+            4: [f"DMA get {in_box}[i_x+{halo}:{tile.TOx * layer.Sx}] to B_in;  // {fresh} new "
+                "elements", get_out, compute, put_out]},
+    }[schedule]
+    lines = [f"// {layer.name}, schedule {schedule}: Bin {b_in}, Bw {b_w}, Bout {b_out} elements"]
+    for depth, dim in enumerate(_LOOPS[schedule]):
+        var, step, what = _NAMES[dim]
+        trips = -(-extent[dim] // size[dim])
+        lines.append("  " * depth + f"for ({var} = 0; {var} < {extent[dim]}; {var} += "
+                     f"{size[dim]}) {{  // {what}, {trips} tiles")
+        if depth in body and depth < 4:
+            lines += ["  " * (depth + 1) + text for text in body[depth]]
+    lines += ["  " * 5 + text for text in body.get(4, [])]
+    for depth in range(4, -1, -1):
+        lines.append("  " * depth + "}")
+        if depth == 4 and -3 in body:  # after the input-map loop, inside the tile loops
+            lines += ["  " * 4 + text for text in body[-3]]
+    return "\n".join(lines)

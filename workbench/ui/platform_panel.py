@@ -1,0 +1,73 @@
+"""A platform panel: a preset picker and one editable widget per Platform field."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import ipywidgets as widgets
+
+from workbench import platforms
+from workbench.errors import WorkbenchError
+
+_SKIP = ("name", "title", "source")
+
+
+class PlatformPanel:
+    """Widgets for every Platform field; `platform()` returns the edited Platform."""
+
+    def __init__(self, preset: str = "idsp") -> None:
+        self.preset = widgets.Dropdown(options=platforms.list_platforms(), value=preset,
+                                       description="preset")
+        self.fields: dict[str, widgets.Widget] = {}
+        base = platforms.load_platform(preset)
+        for field in dataclasses.fields(base):
+            if field.name in _SKIP:
+                continue
+            value = getattr(base, field.name)
+            if isinstance(value, bool):
+                w = widgets.Checkbox(value=value, description=field.name)
+            elif field.name == "overflow":
+                w = widgets.Dropdown(options=list(platforms.OVERFLOW_MODES), value=value,
+                                     description=field.name)
+            elif field.type == "int":
+                w = widgets.IntText(value=value, description=field.name)
+            else:
+                w = widgets.FloatText(value=float(value), description=field.name)
+            w.style.description_width = "150px"
+            self.fields[field.name] = w
+        self.message = widgets.HTML()
+        self.preset.observe(self._load_preset, names="value")
+        self.view = widgets.VBox([self.preset, *self.fields.values(), self.message])
+        self._listeners: list[Callable[[], None]] = []
+        for w in self.fields.values():
+            w.observe(lambda change: self._changed(), names="value")
+        self._loading = False
+
+    def _load_preset(self, change) -> None:
+        base = platforms.load_platform(change["new"])
+        self._loading = True
+        try:
+            for name, w in self.fields.items():
+                w.value = getattr(base, name)
+        finally:
+            self._loading = False
+        self._changed()
+
+    def _changed(self) -> None:
+        if not self._loading:
+            for listener in self._listeners:
+                listener()
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        """Call `callback()` whenever the preset or a field changes."""
+        self._listeners.append(callback)
+
+    def platform(self) -> platforms.Platform:
+        """The preset with the edited fields; invalid values raise a one-line WorkbenchError."""
+        overrides = {name: w.value for name, w in self.fields.items()}
+        try:
+            return platforms.load_platform(self.preset.value, **overrides)
+        except WorkbenchError as exc:
+            self.message.value = f"<span style='color:#b00'>{exc}</span>"
+            raise

@@ -1,0 +1,147 @@
+"""The tile explorer app: one layer's solutions on an editable platform, with linked views.
+
+Moving a control re-runs the exact exploration and updates the bokeh sources; selecting a
+point on the roofline shows that solution's loop nest and its cycle and energy breakdown.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+import pandas as pd
+from bokeh.models import ColumnDataSource
+
+from workbench import explore, layers, perf, tiling, viz
+from workbench.errors import WorkbenchError
+from workbench.ui.platform_panel import PlatformPanel
+
+MAX_POINTS = 20000  # larger solution sets are drawn as their per-schedule Pareto fronts
+
+
+def _bokeh_widget(layout) -> widgets.Widget:
+    from jupyter_bokeh.widgets import BokehModel
+
+    return BokehModel(layout)
+
+
+class TileExplorer:
+    """Widgets, bokeh sources and callbacks of the tile explorer (see the module docstring)."""
+
+    def __init__(self, network: str = "lenet5", layer: str | None = None,
+                 platform: str = "idsp", batch: int | None = 8,
+                 buffer_range_log2: tuple[int, int] = (10, 19)) -> None:
+        self.net = layers.load_network(network, batch=batch)
+        names = [lay.name for lay in self.net.tiled_layers()]
+        self.panel = PlatformPanel(platform)
+        self.layer = widgets.Dropdown(options=names, value=layer or names[0],
+                                      description="layer")
+        self.schedules = widgets.SelectMultiple(options=tiling.SCHEDULES,
+                                                value=tiling.SCHEDULES, description="schedules")
+        self.memory_log2 = widgets.IntSlider(
+            value=int(self.panel.fields["local_mem_bytes"].value).bit_length() - 1, min=7,
+            max=24, description="memory 2^")
+        self.buffer_range = widgets.IntRangeSlider(value=buffer_range_log2, min=7, max=24,
+                                                   description="sweep 2^")
+        self.status = widgets.HTML()
+        self.listing = widgets.HTML("<i>select a point on the roofline</i>")
+        self.breakdown = widgets.HTML()
+        empty = {k: [] for k in viz.explore_plots.ROOFLINE_COLUMNS}
+        self.points = ColumnDataSource(dict(empty), name="explorer_points")
+        self.front = ColumnDataSource(dict(empty), name="explorer_front")
+        self.roofline = viz.roofline(self.points, self.panel.platform(), self.front)
+        self.sweep_box = widgets.VBox()
+        self.sweep_figure = None
+        self.solutions = pd.DataFrame()
+        self.points.selected.on_change("indices", self._on_select)
+        for control in (self.layer, self.schedules, self.memory_log2):
+            control.observe(lambda change: self.update(), names="value")
+        self.buffer_range.observe(lambda change: self.update_sweep(), names="value")
+        self.panel.on_change(self.update_all)
+        self.memory_log2.observe(self._memory_to_panel, names="value")
+        self.update_all()
+
+    # callbacks -----------------------------------------------------------------------------
+    def _memory_to_panel(self, change) -> None:
+        self.panel.fields["local_mem_bytes"].value = 1 << change["new"]
+
+    def update_all(self) -> None:
+        self.update()
+        self.update_sweep()
+
+    def update(self) -> None:
+        """Re-explore the layer at the chosen memory and refresh the roofline sources."""
+        try:
+            plat = self.panel.platform().replace(local_mem_bytes=1 << self.memory_log2.value)
+            df = explore.explore_layer(self.net[self.layer.value], plat, self.schedules.value,
+                                       keep="all")
+        except WorkbenchError as exc:
+            self.status.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
+            return
+        total = len(df)
+        if total > MAX_POINTS:
+            df = explore.explore_layer(self.net[self.layer.value], plat, self.schedules.value,
+                                       keep="pareto")
+        self.solutions = df.reset_index(drop=True)
+        front = explore.pareto(self.solutions)
+        self.points.selected.indices = []
+        self.points.data = viz.roofline_data(self.solutions)
+        self.front.data = viz.roofline_data(front)
+        roofs = self.roofline.select_one({"name": "roofs"})
+        roofs.data_source.data = viz.roofs(plat, list(self.solutions["ctc"]))
+        best = self.solutions.sort_values(list(explore.BEST_ORDER)).iloc[0]
+        drawn = "" if total == len(df) else f" (drawn: the {len(df)} per-schedule Pareto points)"
+        self.status.value = (f"{total:,} solutions{drawn}, {len(front)} on the Pareto front; "
+                             f"fastest: {best['schedule']} at {best['cycles']:,.0f} cycles")
+
+    def update_sweep(self) -> None:
+        """Redraw the buffer-size sweep over the chosen range."""
+        lo, hi = self.buffer_range.value
+        try:
+            plat = self.panel.platform()
+            layer = self.net[self.layer.value]
+            best = explore.explore_layer(layer, plat, self.schedules.value,
+                                         [1 << k for k in range(lo, hi + 1)], keep="best")
+        except WorkbenchError as exc:
+            self.status.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
+            return
+        summary = explore.sweep_summary(layer, best)
+        self.sweep_figure = viz.buffer_sweep(summary, "cycles_rel",
+                                             title=f"{layer.name}: cycles vs local memory")
+        self.sweep_box.children = [_bokeh_widget(self.sweep_figure)]
+
+    def _on_select(self, attr, old, new) -> None:
+        if new:
+            self.select(new[0])
+
+    def select(self, index: int) -> None:
+        """Show the loop nest and breakdown of solution `index` (a row of `solutions`)."""
+        row = self.solutions.iloc[index]
+        layer = self.net[self.layer.value]
+        tile = tiling.Tile(*(int(row[d]) for d in tiling.TILE_DIMS))
+        plat = self.panel.platform().replace(local_mem_bytes=1 << self.memory_log2.value)
+        e = perf.estimate(layer, tile, row["schedule"], plat)
+        self.listing.value = ("<pre>" + html.escape(tiling.listing(layer, tile, row["schedule"]))
+                              + "</pre>")
+        parts = "".join(f"<tr><td>{k}</td><td>{v:,.0f} cycles</td></tr>"
+                        for k, v in e.breakdown.items())
+        energy = "".join(f"<tr><td>{k}</td><td>{v / 1e6:,.3f} µJ</td></tr>"
+                         for k, v in e.energy_pj.items())
+        self.breakdown.value = (f"<b>{row['schedule']} {row['tile'] if 'tile' in row else ''}"
+                                f"</b>: {e.cycles:,.0f} cycles, {e.throughput_gops:.2f} GOps/s, "
+                                f"CTC {e.ctc:.1f}<table>{parts}{energy}</table>")
+
+    # layout --------------------------------------------------------------------------------
+    @property
+    def view(self) -> widgets.Widget:
+        controls = widgets.VBox([self.layer, self.schedules, self.memory_log2, self.buffer_range,
+                                 self.status])
+        return widgets.VBox([
+            widgets.HBox([widgets.Accordion([self.panel.view], titles=("platform",)), controls]),
+            _bokeh_widget(self.roofline), widgets.HBox([self.listing, self.breakdown]),
+            self.sweep_box])
+
+
+def tile_explorer(**kwargs) -> TileExplorer:
+    """Build the tile explorer app (keyword arguments as TileExplorer)."""
+    return TileExplorer(**kwargs)

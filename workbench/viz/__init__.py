@@ -1,0 +1,25 @@
+"""Bokeh figure factories (a new figure per call; BokehJS always INLINE). No model numbers are
+computed here: the factories draw what workbench.explore / quant return."""
+
+from workbench.viz.common import SCHEDULE_COLORS, source, standalone_html
+from workbench.viz.explore_plots import (
+    buffer_sweep,
+    cycle_breakdown,
+    roofline,
+    roofline_data,
+    roofs,
+    sweep_grid,
+    sweep_scatter,
+)
+from workbench.viz.network_plots import (
+    accuracy_vs_width,
+    memory_footprint,
+    network_breakdown,
+    quant_space,
+)
+from workbench.viz.report import bokeh_resources_html, embed_html, interactive_roofline
+
+__all__ = ["SCHEDULE_COLORS", "accuracy_vs_width", "bokeh_resources_html", "buffer_sweep",
+           "cycle_breakdown", "embed_html", "interactive_roofline", "memory_footprint",
+           "network_breakdown", "quant_space", "roofline", "roofline_data", "roofs", "source",
+           "standalone_html", "sweep_grid", "sweep_scatter"]

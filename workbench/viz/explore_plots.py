@@ -1,0 +1,132 @@
+"""Tiling-exploration figures: roofline/Pareto, buffer-size sweeps, cycle breakdowns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.plotting import figure
+from bokeh.transform import factor_cmap
+
+from workbench.platforms import Platform
+from workbench.tiling import SCHEDULES
+from workbench.viz.common import PART_COLORS, SCHEDULE_COLORS, TOOLS
+
+ROOFLINE_COLUMNS = ("layer", "schedule", "tile", "footprint_kb", "cycles", "throughput_gops",
+                    "ctc", "ext_accesses", "energy_uj")
+
+
+def roofline_data(df: pd.DataFrame) -> dict[str, list]:
+    """The columns the roofline draws, from an exploration DataFrame."""
+    if df.empty:
+        return {k: [] for k in ROOFLINE_COLUMNS}
+    tile = df[["TOx", "TOy", "TOc", "TOn", "TKc"]].astype(str).agg("x".join, axis=1)
+    frame = pd.DataFrame({"layer": df["layer"], "schedule": df["schedule"], "tile": tile,
+                          "footprint_kb": df["footprint_bytes"] / 1024, "cycles": df["cycles"],
+                          "throughput_gops": df["throughput_gops"], "ctc": df["ctc"],
+                          "ext_accesses": df["ext_accesses"], "energy_uj": df["energy_pj"] / 1e6})
+    return {k: frame[k].tolist() for k in ROOFLINE_COLUMNS}
+
+
+def roofs(platform: Platform, ctc: list[float] | None = None) -> dict[str, list]:
+    """Compute roof (peak GOps/s) and bandwidth roof (bus bytes/s × CTC) over a CTC range
+    covering the given CTC values and the ridge point, with a margin of 4× each side."""
+    ridge = platform.peak_gops * 1e9 / platform.bus_bytes_per_s
+    values = [ridge, *(ctc or [])]
+    x = np.geomspace(min(values) / 4, max(values) * 4, 64)
+    return {"x": x.tolist(), "y": np.minimum(platform.peak_gops,
+                                             platform.bus_bytes_per_s * x / 1e9).tolist()}
+
+
+def roofline(points: ColumnDataSource, platform: Platform, front: ColumnDataSource | None = None,
+             title: str = "Throughput vs computation-to-communication ratio") -> figure:
+    """Seed 000 fig. 5.12/7.8: x = CTC (ops/byte), y = GOps/s, roofs, points by schedule,
+    Pareto points outlined; hover shows tile, schedule, footprint and cycles."""
+    p = figure(title=title, x_axis_type="log", y_axis_type="log", tools=TOOLS + ",tap",
+               x_axis_label="CTC (ops/byte)", y_axis_label="throughput (GOps/s)",
+               width=640, height=400, name="roofline")
+    p.line("x", "y", source=ColumnDataSource(roofs(platform, list(points.data["ctc"]))),
+           color="black", line_width=2,
+           legend_label=f"{platform.name} roofs", name="roofs")
+    cmap = factor_cmap("schedule", palette=[SCHEDULE_COLORS[s] for s in SCHEDULES],
+                       factors=list(SCHEDULES))
+    dots = p.scatter("ctc", "throughput_gops", source=points, color=cmap, size=7, alpha=0.6,
+                     legend_field="schedule", name="points")
+    if front is not None:
+        p.scatter("ctc", "throughput_gops", source=front, size=12, fill_alpha=0,
+                  line_color="black", line_width=2, legend_label="Pareto", name="front")
+    p.add_tools(HoverTool(renderers=[dots], tooltips=[
+        ("layer", "@layer"), ("schedule", "@schedule"), ("tile", "@tile"),
+        ("footprint", "@footprint_kb{0.0} KB"), ("cycles", "@cycles{0,0}"),
+        ("GOps/s", "@throughput_gops{0.00}"), ("CTC", "@ctc{0.0}")]))
+    p.legend.location = "bottom_right"
+    p.legend.click_policy = "hide"
+    return p
+
+
+def buffer_sweep(summary: pd.DataFrame, column: str = "accesses_rel",
+                 title: str | None = None) -> figure:
+    """Seed 000 fig. 5.5/5.6/5.8: a metric vs local-memory size, one line per schedule.
+    column: "accesses_rel" (× compulsory minimum) or "cycles_rel" (× compute-only)."""
+    label = {"accesses_rel": "external accesses / compulsory",
+             "cycles_rel": "cycles / compute-only cycles"}.get(column, column)
+    p = figure(title=title or label, x_axis_type="log", y_axis_type="log", tools=TOOLS,
+               x_axis_label="local memory (bytes)", y_axis_label=label, width=560, height=360)
+    for schedule, rows in summary.groupby("schedule", sort=False):
+        color = SCHEDULE_COLORS.get(schedule, "black")
+        src = ColumnDataSource({"x": rows["buffer_bytes"], "y": rows[column]})
+        p.line("x", "y", source=src, color=color, legend_label=schedule, line_width=2)
+        p.scatter("x", "y", source=src, color=color, size=5)
+    p.legend.location = "top_right"
+    p.legend.click_policy = "hide"
+    return p
+
+
+def cycle_breakdown(best: pd.DataFrame, relative: bool = True,
+                    title: str | None = None) -> figure:
+    """Seed 000 fig. 5.9/5.10: cycles by part (compute, DMA setup, bus stall, prolog/epilog)
+    per buffer size for the given rows (one per buffer size), relative or absolute."""
+    parts = ["compute", "dma_setup", "bus_stall", "prolog_epilog"]
+    rows = best.sort_values("buffer_bytes")
+    values = {part: rows[f"cycles_{part}"].to_numpy(dtype=float) for part in parts}
+    if relative:
+        total = rows["cycles"].to_numpy(dtype=float)
+        values = {k: v / total for k, v in values.items()}
+    sizes = [f"{b / 1024:g} KB" if b >= 1024 else f"{b} B" for b in rows["buffer_bytes"]]
+    p = figure(x_range=sizes, title=title or ("relative" if relative else "absolute")
+               + " cycle breakdown", tools=TOOLS, width=640, height=360,
+               y_axis_label="share of cycles" if relative else "cycles",
+               x_axis_label="local memory")
+    p.vbar_stack(parts, x="size", width=0.8, source=ColumnDataSource({"size": sizes, **values}),
+                 color=[PART_COLORS[k] for k in parts], legend_label=parts)
+    p.xaxis.major_label_orientation = 0.8
+    p.legend.location = "top_right"
+    return p
+
+
+def sweep_grid(sweep: pd.DataFrame, column: str = "cycles_rel", per_row: int = 2):
+    """One buffer-size sweep figure per layer (from reporting.build's sweep table)."""
+    from bokeh.layouts import gridplot
+
+    figures = [buffer_sweep(rows, column, title=f"{name}: "
+                            + ("cycles / compute-only" if column == "cycles_rel"
+                               else "accesses / compulsory"))
+               for name, rows in sweep.groupby("layer", sort=False)]
+    for fig in figures:
+        fig.width, fig.height = 460, 300
+    return gridplot(figures, ncols=per_row)
+
+
+def sweep_scatter(results: pd.DataFrame, front: pd.DataFrame | None = None) -> figure:
+    """Sweep results: energy vs throughput, size by local memory, Pareto cases outlined."""
+    frame = results.assign(size=6 + 3 * np.log2(results["local_mem_kb"].clip(lower=1)))
+    p = figure(title="sweep: energy vs throughput", tools=TOOLS, width=640, height=400,
+               x_axis_label="throughput (GOps/s)", y_axis_label="energy per batch (µJ)")
+    src = ColumnDataSource(frame)
+    dots = p.scatter("throughput_gops", "energy_uj", source=src, size="size", alpha=0.5)
+    if front is not None and len(front):
+        p.scatter("throughput_gops", "energy_uj", source=ColumnDataSource(front), size=16,
+                  fill_alpha=0, line_color="black", line_width=2, legend_label="Pareto")
+    tips = [(c, f"@{c}") for c in frame.columns if c not in ("case_id", "size")]
+    p.add_tools(HoverTool(renderers=[dots], tooltips=tips))
+    return p

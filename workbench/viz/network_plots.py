@@ -1,0 +1,80 @@
+"""Whole-network figures: workload and energy per layer, memory footprint, quantization."""
+
+from __future__ import annotations
+
+import pandas as pd
+from bokeh.models import ColorBar, ColumnDataSource, HoverTool, LinearColorMapper
+from bokeh.palettes import Viridis256
+from bokeh.plotting import figure
+
+from workbench.layers.network import Network
+from workbench.viz.common import PART_COLORS, TOOLS
+
+
+def network_breakdown(per_layer: pd.DataFrame, kind: str = "cycles",
+                      title: str | None = None) -> figure:
+    """Seed 000 fig. 7.6/7.9: per-layer stacked bars of cycles or energy (µJ) by part."""
+    if kind == "cycles":
+        parts = ["compute", "dma_setup", "bus_stall", "prolog_epilog"]
+        values = {p: per_layer[f"cycles_{p}"].to_numpy(dtype=float) for p in parts}
+        label = "cycles"
+    else:
+        parts = ["compute", "dma_setup", "local", "external"]
+        values = {p: per_layer[f"energy_{p}_pj"].to_numpy(dtype=float) / 1e6 for p in parts}
+        label = "energy (µJ)"
+    names = per_layer["layer"].astype(str).tolist()
+    p = figure(x_range=names, title=title or f"{label} per layer", tools=TOOLS, width=640,
+               height=360, y_axis_label=label)
+    p.vbar_stack(parts, x="layer", width=0.8, source=ColumnDataSource({"layer": names, **values}),
+                 color=[PART_COLORS[k] for k in parts], legend_label=parts)
+    p.legend.location = "top_right"
+    return p
+
+
+def memory_footprint(net: Network, elem_bytes: int = 2) -> figure:
+    """Seed 000 fig. 3.5: bytes of inputs, weights and outputs per layer (log scale)."""
+    table = net.summary(elem_bytes)
+    parts = ["input_bytes", "weight_bytes", "output_bytes"]
+    p = figure(x_range=table["layer"].tolist(), y_axis_type="log", tools=TOOLS, width=640,
+               height=360, title=f"{net.name}: memory footprint per layer",
+               y_axis_label="bytes")
+    colors = ["#1f77b4", "#d62728", "#2ca02c"]
+    for offset, (part, color) in enumerate(zip(parts, colors, strict=True)):
+        src = ColumnDataSource({"layer": table["layer"],
+                                "value": table[part].clip(lower=1).astype(float)})
+        p.scatter(x="layer", y="value", source=src, size=9, color=color,
+                  legend_label=part.replace("_bytes", ""), marker=["circle", "square",
+                                                                  "triangle"][offset])
+    p.xaxis.major_label_orientation = 0.8
+    return p
+
+
+def quant_space(space: pd.DataFrame, layer: str) -> figure:
+    """Seed 000 fig. 4.8: tested (BW(in), BW(w)) splits of one layer coloured by accuracy."""
+    rows = space[space["layer"] == layer]
+    mapper = LinearColorMapper(palette=Viridis256, low=float(rows["accuracy"].min()),
+                               high=float(rows["accuracy"].max()))
+    p = figure(title=f"{layer}: accuracy of each split", tools=TOOLS, width=420, height=380,
+               x_axis_label="BW(in) bits", y_axis_label="BW(w) bits")
+    src = ColumnDataSource(rows)
+    dots = p.scatter("bw_in", "bw_w", source=src, size=14,
+                     color={"field": "accuracy", "transform": mapper})
+    p.add_tools(HoverTool(renderers=[dots], tooltips=[("BW(in)", "@bw_in"), ("BW(w)", "@bw_w"),
+                                                      ("accuracy", "@accuracy{0.0%}")]))
+    p.add_layout(ColorBar(color_mapper=mapper, title="accuracy"), "right")
+    return p
+
+
+def accuracy_vs_width(table: pd.DataFrame) -> figure:
+    """Accuracy vs accumulator bits, one line per (bound, overflow mode)."""
+    p = figure(title="accuracy vs accumulator width", tools=TOOLS, width=560, height=360,
+               x_axis_label="accumulator bits", y_axis_label="top-1 accuracy")
+    styles = {"worst": "#d62728", "weights": "#ff7f0e", "data": "#2ca02c"}
+    for (bound, overflow), rows in table.groupby(["bound", "overflow"]):
+        src = ColumnDataSource({"x": rows["acc_bits"], "y": rows["test_accuracy"]})
+        dash = "solid" if overflow == "wrap" else "dashed"
+        p.line("x", "y", source=src, color=styles.get(bound, "black"), line_dash=dash,
+               legend_label=f"{bound}, {overflow}", line_width=2)
+        p.scatter("x", "y", source=src, color=styles.get(bound, "black"), size=6)
+    p.legend.location = "bottom_right"
+    return p
