@@ -16,6 +16,8 @@ SMALL = {
     "03_tile_explorer.ipynb": {"network": "lenet5", "layer": "fc4", "batch": 2},
     "04_platform_sweep.ipynb": {"memory_kb": [16, 128], "acc_bits": [16], "lanes": [32],
                                 "batch": 2},
+    "05_simd_mapping.ipynb": {"network": "lenet5", "layer": "fc4", "batch": 2,
+                              "tile": [1, 1, 10, 2, 512]},
     "report.ipynb": {"network": "lenet5", "batch": 2, "buffer_sizes_kb": [4, 64]},
 }
 

@@ -23,7 +23,8 @@ def scalar_conv(layer: ConvLayer, q_in: np.ndarray, q_w: np.ndarray, q_b: np.nda
     out = np.zeros((n, layer.Oc, layer.Oy, layer.Ox), dtype=np.int64)
     for b, oc, oy, ox in itertools.product(range(n), range(layer.Oc), range(layer.Oy),
                                            range(layer.Ox)):
-        acc = int(q_b[oc])
+        acc = int(q_b[oc])  # the register holds the bias: wrap or clip it in
+        acc = (acc - lo) % (1 << bits) + lo if overflow == "wrap" else min(max(acc, lo), hi)
         group = oc // per_out
         for kc, ky, kx in itertools.product(range(layer.Kc), range(layer.Ky), range(layer.Kx)):
             y, x = oy * layer.Sy + ky - layer.Py, ox * layer.Sx + kx - layer.Px

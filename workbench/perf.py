@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workbench.errors import WorkbenchError
 from workbench.layers.spec import ConvLayer
 from workbench.platforms import Platform
 from workbench.tiling.model import SCHEDULES, Counts, Tile, check_tile, counts_array, gen_tiles
@@ -41,16 +42,22 @@ def local_accesses(layer: ConvLayer, register_file_bytes: int, elem_bytes: int) 
 
 
 def estimate_array(layer: ConvLayer, tiles: np.ndarray, schedule: str, platform: Platform,
-                   local_traffic: bool = True, counted: dict | None = None) -> dict:
-    """Cycles, throughput, CTC, utilization and energy for many tiles (arrays keyed by name)."""
+                   local_traffic: bool = True, counted: dict | None = None,
+                   tile_cycles: float | None = None, n_local: float | None = None) -> dict:
+    """Cycles, throughput, CTC, utilization and energy for many tiles (arrays keyed by name).
+
+    tile_cycles / n_local replace CC_tile and the best-case local traffic (elements per layer)
+    when a SIMD simulation supplies them."""
     tiles = np.asarray(tiles, dtype=np.int64).reshape(-1, 5)
     c = counted if counted is not None else counts_array(layer, tiles, schedule)
     p = platform
     n_tiles = c["n_tiles"].astype(np.float64)
     n_ext = (c["in_accesses"] + c["w_accesses"] + c["out_accesses"]).astype(np.float64)
-    n_local = float(local_accesses(layer, p.register_file_bytes, p.elem_bytes)) \
-        if local_traffic else 0.0
-    cc_tile = tiles.prod(axis=1) * (layer.Kx * layer.Ky) / p.macs_per_cycle
+    if n_local is None:
+        n_local = float(local_accesses(layer, p.register_file_bytes, p.elem_bytes)) \
+            if local_traffic else 0.0
+    cc_tile = tiles.prod(axis=1) * (layer.Kx * layer.Ky) / p.macs_per_cycle \
+        if tile_cycles is None else np.full(len(tiles), float(tile_cycles))
     cc_dsp = cc_tile + c["dma_transfers"] / n_tiles * p.dma_setup_cycles
     cc_bus = (n_ext + n_local) / n_tiles / p.bus_elems_per_cycle
     transfer_in = (c["bin"] + c["bw"]) / p.bus_elems_per_cycle
@@ -102,12 +109,27 @@ class Estimate:
 
 
 def estimate(layer: ConvLayer, tile: Tile, schedule: str, platform: Platform,
-             local_traffic: bool = True) -> Estimate:
-    """The performance and energy model for one tile (see the module docstring)."""
+             local_traffic: bool = True, compute: str = "model") -> Estimate:
+    """The performance and energy model for one tile (see the module docstring).
+
+    compute="simd": CC_tile is the SIMD simulator's cycles for the tile (its best plan) and
+    N_local its vector transfers (× lanes elements) over all tiles, as seed 000 combined
+    compiler schedules with the memory model."""
     check_tile(layer, tile)
+    if compute not in ("model", "simd"):
+        raise WorkbenchError(f"compute must be 'model' or 'simd', got {compute!r}")
     tiles = np.array([tile.as_tuple()], dtype=np.int64)
     c = counts_array(layer, tiles, schedule)
-    r = estimate_array(layer, tiles, schedule, platform, local_traffic, counted=c)
+    tile_cycles = n_local = None
+    if compute == "simd":
+        from workbench import simd
+
+        sim = simd.counts(layer, tile, platform, simd.best_plan(layer, tile, platform))
+        tile_cycles = sim.cycles
+        n_local = float(sim.vector_transfers * platform.simd_lanes * c["n_tiles"][0]) \
+            if local_traffic else 0.0
+    r = estimate_array(layer, tiles, schedule, platform, local_traffic, counted=c,
+                       tile_cycles=tile_cycles, n_local=n_local)
     return Estimate(
         cycles=float(r["cycles"][0]), throughput_gops=float(r["throughput_gops"][0]),
         ctc=float(r["ctc"][0]), utilization=float(r["utilization"][0]),

@@ -12,6 +12,7 @@ from workbench.layers.zoo import read_yaml
 from workbench.paths import data_dir
 
 OVERFLOW_MODES = ("wrap", "saturate")
+SIMD_STYLES = ("generic", "nve")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,15 @@ class Platform:
     local_access_bytes: int = 1
     ext_access_pj: float = 0.0
     ext_access_bytes: int = 1
+    simd_style: str = "generic"          # "generic" VLIW slots, or "nve" (seed 003 fields)
+    vector_load_bytes: int = 0           # 0: one full vector of elements per load
+    mac_slots: int = 1                   # vector MAC instructions issued per cycle
+    load_ports: int = 1                  # vector loads per cycle
+    store_ports: int = 1                 # vector stores per cycle
+    alu_slots: int = 1                   # shuffles, horizontal adds per cycle
+    load_latency: int = 2                # cycles from a load to its use
+    mac_latency: int = 2                 # cycles from a MAC to a dependent MAC
+    loop_overhead_cycles: int = 2        # per inner-loop entry (setup, branch)
     title: str = ""
     source: str = ""
 
@@ -54,16 +64,22 @@ class Platform:
                                      f"got {value!r}")
         positive = ("clock_mhz", "bus_elems_per_cycle", "macs_per_cycle", "elem_bytes",
                     "local_mem_bytes", "register_file_bytes", "simd_lanes", "acc_bits",
-                    "in_bits", "w_bits", "cores", "local_access_bytes", "ext_access_bytes")
+                    "in_bits", "w_bits", "cores", "local_access_bytes", "ext_access_bytes",
+                    "mac_slots", "load_ports", "store_ports", "alu_slots", "load_latency",
+                    "mac_latency")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise WorkbenchError(f"platform {self.name!r}: {name} must be positive, "
                                      f"got {getattr(self, name)!r}")
-        nonneg = ("dma_setup_cycles", "core_pj_per_cycle", "local_access_pj", "ext_access_pj")
+        nonneg = ("dma_setup_cycles", "core_pj_per_cycle", "local_access_pj", "ext_access_pj",
+                  "vector_load_bytes", "loop_overhead_cycles")
         for name in nonneg:
             if getattr(self, name) < 0:
                 raise WorkbenchError(f"platform {self.name!r}: {name} must be >= 0, "
                                      f"got {getattr(self, name)!r}")
+        if self.simd_style not in SIMD_STYLES:
+            raise WorkbenchError(f"platform {self.name!r}: simd_style must be one of "
+                                 f"{SIMD_STYLES}, got {self.simd_style!r}")
         if self.overflow not in OVERFLOW_MODES:
             raise WorkbenchError(f"platform {self.name!r}: overflow must be one of "
                                  f"{OVERFLOW_MODES}, got {self.overflow!r}")

@@ -11,6 +11,7 @@ from workbench import platforms
 from workbench.errors import WorkbenchError
 
 _SKIP = ("name", "title", "source")
+_CHOICES = {"overflow": platforms.OVERFLOW_MODES, "simd_style": platforms.SIMD_STYLES}
 
 
 class PlatformPanel:
@@ -27,8 +28,8 @@ class PlatformPanel:
             value = getattr(base, field.name)
             if isinstance(value, bool):
                 w = widgets.Checkbox(value=value, description=field.name)
-            elif field.name == "overflow":
-                w = widgets.Dropdown(options=list(platforms.OVERFLOW_MODES), value=value,
+            elif field.name in _CHOICES:
+                w = widgets.Dropdown(options=list(_CHOICES[field.name]), value=value,
                                      description=field.name)
             elif field.type == "int":
                 w = widgets.IntText(value=value, description=field.name)

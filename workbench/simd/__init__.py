@@ -1,0 +1,180 @@
+"""SIMD MAC simulator: bit-exact vector execution of a tile with lane utilization, register
+pressure, local-memory traffic and a VLIW issue model (seed 000 §7.5, seed 003)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from workbench.errors import WorkbenchError
+from workbench.layers.spec import ConvLayer
+from workbench.platforms import Platform
+from workbench.simd.execute import VECTOR_DIMS, execute, tile_inputs
+from workbench.simd.issue import IssueCounts, Plan, generic_counts, nve_counts
+from workbench.tiling import Tile, dims
+from workbench.tiling.model import check_tile
+
+__all__ = ["VECTOR_DIMS", "IssueCounts", "Plan", "SimResult", "best_plan", "counts",
+           "mapping_report", "network_mapping", "plan_table", "simulate"]
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """One tile on the vector unit: output codes (TOn, TOc, TOy, TOx) of the tile at the
+    origin, the plan, and its counts (see IssueCounts); cycles are DSP cycles per tile."""
+
+    outputs: np.ndarray
+    plan: Plan
+    counts: IssueCounts
+
+    @property
+    def cycles(self) -> float:
+        return self.counts.cycles
+
+    @property
+    def lane_utilization(self) -> float:
+        return self.counts.lane_utilization
+
+    @property
+    def transfers(self) -> dict[str, int]:
+        """Vector loads and stores by array and cause."""
+        c = self.counts
+        return {"input_loads": c.loads["inputs"], "weight_loads": c.loads["weights"],
+                "psum_loads": c.loads["psums"], "psum_stores": c.stores["psums"],
+                "spill_loads": c.loads["spills"], "spill_stores": c.stores["spills"],
+                "unaligned_extra_loads": c.unaligned_loads}
+
+
+def _check_plan(layer: ConvLayer, tile: Tile, plat: Platform, plan: Plan) -> None:
+    if plan.vector_dim not in VECTOR_DIMS:
+        raise WorkbenchError(f"vector dimension must be one of {VECTOR_DIMS}, got "
+                             f"{plan.vector_dim!r}")
+    if plat.simd_style == "nve" and plan.vector_dim != "ox":
+        raise WorkbenchError("the NVE vectorizes along ox only (image registers hold a row)")
+    if isinstance(plan.unroll, bool) or not isinstance(plan.unroll, int) or plan.unroll < 1:
+        raise WorkbenchError(f"unroll must be a positive integer, got {plan.unroll!r}")
+    if plan.acc_live_steps is not None and plan.acc_live_steps < 1:
+        raise WorkbenchError(f"acc_live_steps must be positive, got {plan.acc_live_steps}")
+
+
+def counts(layer: ConvLayer, tile: Tile, plat: Platform, plan: Plan) -> IssueCounts:
+    """Instruction, transfer and cycle counts of one tile under a plan."""
+    check_tile(layer, tile)
+    _check_plan(layer, tile, plat, plan)
+    if plat.simd_style == "nve":
+        return nve_counts(layer, tile.as_tuple(), plat)
+    return generic_counts(layer, tile.as_tuple(), plat, plan)
+
+
+def best_plan(layer: ConvLayer, tile: Tile, plat: Platform) -> Plan:
+    """The legal plan with the fewest cycles (ties: fewest vector transfers), over vector
+    dimensions and unroll factors 1…16 with accumulators live through the reduction."""
+    if plat.simd_style == "nve":
+        return Plan("ox")
+    best = None
+    for dim in VECTOR_DIMS:
+        for unroll in (1, 2, 4, 8, 16):
+            plan = Plan(dim, unroll)
+            try:
+                c = counts(layer, tile, plat, plan)
+            except WorkbenchError:
+                continue
+            key = (c.cycles, c.vector_transfers)
+            if best is None or key < best[0]:
+                best = (key, plan)
+    if best is None:
+        raise WorkbenchError(f"layer {layer.name!r}: no vector dimension and unroll fits the "
+                             f"register file of {plat.register_file_bytes} bytes")
+    return best[1]
+
+
+def _random_operands(layer: ConvLayer, plat: Platform, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    lo_in, lo_w = 1 << (plat.in_bits - 1), 1 << (plat.w_bits - 1)
+    lo_b = 1 << (min(plat.in_bits + plat.w_bits - 1, plat.acc_bits) - 1)  # fits the register
+    c, h, w = layer.in_shape
+    return {"q_in": rng.integers(-lo_in, lo_in, (layer.On, c, h, w)),
+            "q_w": rng.integers(-lo_w, lo_w, (layer.Oc, layer.Kc, layer.Ky, layer.Kx)),
+            "q_b": rng.integers(-lo_b, lo_b, layer.Oc)}
+
+
+def simulate(layer: ConvLayer, tile: Tile, platform: Platform, vector_dim: str | None = None,
+             unroll: int = 1, steps: int | None = None, acc_live_steps: int | None = None,
+             operands: dict[str, np.ndarray] | None = None, seed: int = 0) -> SimResult:
+    """Execute the tile at the origin on the platform's vector unit.
+
+    vector_dim None picks `best_plan`. operands: integer codes "q_in" (N, C, H, W),
+    "q_w" (Oc, Kc, Ky, Kx), "q_b" (Oc,); random codes of the platform's widths otherwise.
+    """
+    plan = best_plan(layer, tile, platform) if vector_dim is None else \
+        Plan(vector_dim, unroll, steps, acc_live_steps)
+    c = counts(layer, tile, platform, plan)
+    ops = operands or _random_operands(layer, platform, seed)
+    t = tile.as_tuple()
+    window = tile_inputs(layer, np.asarray(ops["q_in"], dtype=np.int64), (0, 0, 0, 0), t)
+    q_w = np.asarray(ops["q_w"], dtype=np.int64)[:t[2], :t[4]]
+    q_b = np.asarray(ops["q_b"], dtype=np.int64)[:t[2]]
+    outputs = execute(layer, window, q_w, q_b, t, plan.vector_dim, platform.simd_lanes,
+                      platform.acc_bits, platform.overflow)
+    return SimResult(outputs, plan, c)
+
+
+def mapping_report(layer: ConvLayer, tile: Tile, platform: Platform,
+                   plan: Plan | None = None) -> pd.DataFrame:
+    """Seed 000 tables 7.4/7.6 for one layer: vector transfers of the whole layer split into
+    the model's best case, redundant partial-sum loads/stores, spills, unaligned loads and the
+    rest, with lane utilization and compute cycles."""
+    from workbench.perf import local_accesses
+
+    plan = plan or best_plan(layer, tile, platform)
+    c = counts(layer, tile, platform, plan)
+    extents = dims(layer)
+    n_tiles = int(np.prod([-(-e // s) for e, s in zip(extents, tile.as_tuple(), strict=True)]))
+    n_tiles *= layer.groups
+    model = local_accesses(layer, platform.register_file_bytes, platform.elem_bytes)
+    model_vectors = -(-model // platform.simd_lanes)
+    total = c.vector_transfers * n_tiles
+    redundant = (c.loads["psums"] + c.stores["psums"] - c.groups * plan.unroll) * n_tiles \
+        if platform.simd_style == "generic" else 0
+    spills = (c.loads["spills"] + c.stores["spills"]) * n_tiles
+    unaligned = c.unaligned_loads * n_tiles
+    return pd.DataFrame([{
+        "layer": layer.name, "vector_dim": plan.vector_dim, "unroll": plan.unroll,
+        "model_transfers": model_vectors, "redundant_loads_stores": redundant,
+        "spilling": spills, "unaligned_loads": unaligned,
+        "other": total - model_vectors - redundant - spills - unaligned, "total": total,
+        "lane_utilization": c.lane_utilization, "compute_cycles": c.cycles * n_tiles,
+        "mii": c.mii}])
+
+
+def plan_table(layer: ConvLayer, tile: Tile, platform: Platform,
+               unrolls: tuple[int, ...] = (1, 2, 4, 8, 16)) -> pd.DataFrame:
+    """Every legal (vector dimension, unroll) plan of a tile: cycles, MII, lane utilization,
+    vector transfers and spilled vectors, one row each."""
+    rows = []
+    dims_ = ("ox",) if platform.simd_style == "nve" else VECTOR_DIMS
+    for dim in dims_:
+        for unroll in unrolls if platform.simd_style == "generic" else (1,):
+            try:
+                c = counts(layer, tile, platform, Plan(dim, unroll))
+            except WorkbenchError:
+                continue
+            rows.append({"vector_dim": dim, "unroll": unroll, "cycles": c.cycles, "mii": c.mii,
+                         "lane_utilization": c.lane_utilization,
+                         "vector_transfers": c.vector_transfers,
+                         "spilled_vectors": c.spilled_vectors,
+                         "unaligned_loads": c.unaligned_loads})
+    return pd.DataFrame(rows)
+
+
+def network_mapping(net, platform: Platform, memory_bytes: int | None = None) -> pd.DataFrame:
+    """`mapping_report` of every conv/fc layer at its best tile (explore_network) and best plan."""
+    from workbench.explore import explore_network
+
+    best = explore_network(net, platform, memory_bytes=memory_bytes)
+    frames = [mapping_report(net[row.layer], Tile(int(row.TOx), int(row.TOy), int(row.TOc),
+                                                  int(row.TOn), int(row.TKc)), platform)
+              for row in best.itertuples()]
+    return pd.concat(frames, ignore_index=True)
