@@ -78,3 +78,19 @@ def test_explore_bad_inputs() -> None:
         out = run(*args)
         assert out.returncode != 0 and message in out.stderr, out.stderr
         assert "Traceback" not in out.stderr
+
+
+def test_simd_mapping_report_and_errors() -> None:
+    out = run("simd", "lenet5", "--batch", "8", "--json")
+    rows = json.loads(out.stdout)["rows"]
+    assert [r["layer"] for r in rows] == ["conv1", "conv2", "fc3", "fc4"]
+    for r in rows:
+        parts = ("model_transfers", "redundant_loads_stores", "spilling", "unaligned_loads",
+                 "other")
+        assert sum(r[p] for p in parts) == r["total"]
+    out = run("simd", "lenet5", "--layer", "conv1", "--tile", "28", "28", "32", "1", "1",
+              "--vector-dim", "ox", "--json")
+    assert json.loads(out.stdout)["rows"][0]["lane_utilization"] == 28 / 32
+    bad = run("simd", "lenet5", "--layer", "conv1", "--vector-dim", "oc", "--unroll", "999")
+    assert bad.returncode != 0 and "unroll 999 exceeds" in bad.stderr
+    assert "Traceback" not in bad.stderr

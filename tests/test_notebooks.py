@@ -42,3 +42,19 @@ def test_notebook_executes(name: str) -> None:
     executed = execute(NOTEBOOKS / name, SMALL[name], timeout_s=600)
     outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs]
     assert outputs and not any(o.get("output_type") == "error" for o in outputs)
+
+
+def test_bad_input_in_a_notebook_is_one_line(tmp_path: Path) -> None:
+    import papermill as pm
+
+    out = tmp_path / "out.ipynb"
+    with pytest.raises(pm.PapermillExecutionError):
+        pm.execute_notebook(str(NOTEBOOKS / "05_simd_mapping.ipynb"), str(out),
+                            parameters={"tile": [99, 1, 1, 1, 1]}, kernel_name="python3",
+                            progress_bar=False, cwd=str(NOTEBOOKS))
+    book = nbformat.read(out, as_version=4)
+    texts = [o.get("text", "") + "".join(o.get("traceback", []))
+             for c in book.cells if c.cell_type == "code" for o in c.outputs]
+    shown = "".join(texts)
+    assert "workbench error: layer 'conv1': tile TOx=99 must be an integer in 1..28" in shown
+    assert "Traceback" not in shown and "File " not in shown

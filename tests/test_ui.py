@@ -57,3 +57,20 @@ def test_invalid_platform_value_shows_a_message_not_a_traceback() -> None:
     app.panel.fields["bus_elems_per_cycle"].value = 0
     assert "bus_elems_per_cycle must be positive" in app.status.value
     assert platforms.load_platform("idsp").bus_elems_per_cycle == 32
+
+
+def test_network_picker_loads_zoo_names_and_files(tmp_path) -> None:
+    from model_files import LENET5, LENET5_NAMES, write_onnx
+
+    app = _app()
+    app.network.value = "cifar10_quick"
+    assert list(app.layer.options) == ["conv1", "conv2", "conv3", "ip1", "ip2"]
+    assert set(app.points.data["layer"]) == {"conv1"}
+    path = write_onnx(tmp_path / "mine.onnx", LENET5, LENET5_NAMES, (1, 28, 28))
+    app.network.value = str(path)
+    assert "fc3" in app.layer.options
+    app.network.value = "no_such_net"
+    import html
+
+    assert "unknown network 'no_such_net'" in html.unescape(app.status.value)
+    assert "fc3" in app.layer.options  # the previous network stays loaded

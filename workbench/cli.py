@@ -79,9 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction,
                                        argparse.ArgumentParser], None]]:
-    from workbench import cli_batch, cli_explore, cli_quant
+    from workbench import cli_batch, cli_explore, cli_quant, cli_simd
 
-    return [cli_explore.register, cli_quant.register, cli_batch.register]
+    return [cli_explore.register, cli_quant.register, cli_simd.register, cli_batch.register]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

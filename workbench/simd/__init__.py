@@ -153,6 +153,7 @@ def plan_table(layer: ConvLayer, tile: Tile, platform: Platform,
                unrolls: tuple[int, ...] = (1, 2, 4, 8, 16)) -> pd.DataFrame:
     """Every legal (vector dimension, unroll) plan of a tile: cycles, MII, lane utilization,
     vector transfers and spilled vectors, one row each."""
+    check_tile(layer, tile)
     rows = []
     dims_ = ("ox",) if platform.simd_style == "nve" else VECTOR_DIMS
     for dim in dims_:
@@ -166,6 +167,9 @@ def plan_table(layer: ConvLayer, tile: Tile, platform: Platform,
                          "vector_transfers": c.vector_transfers,
                          "spilled_vectors": c.spilled_vectors,
                          "unaligned_loads": c.unaligned_loads})
+    if not rows:
+        raise WorkbenchError(f"layer {layer.name!r}: no vector dimension and unroll fits the "
+                             f"register file of {platform.register_file_bytes} bytes")
     return pd.DataFrame(rows)
 
 

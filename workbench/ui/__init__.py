@@ -1,6 +1,9 @@
 """ipywidgets apps built by factory functions; their callbacks run without a browser."""
 
+from workbench.ui.errors import quiet_errors
 from workbench.ui.platform_panel import PlatformPanel
 from workbench.ui.tile_explorer import TileExplorer, tile_explorer
 
-__all__ = ["PlatformPanel", "TileExplorer", "tile_explorer"]
+__all__ = ["PlatformPanel", "TileExplorer", "quiet_errors", "tile_explorer"]
+
+quiet_errors()  # importing the UI in a notebook turns bad-input tracebacks into one line

@@ -31,8 +31,13 @@ class TileExplorer:
     def __init__(self, network: str = "lenet5", layer: str | None = None,
                  platform: str = "idsp", batch: int | None = 8,
                  buffer_range_log2: tuple[int, int] = (10, 19)) -> None:
+        self.batch = batch
         self.net = layers.load_network(network, batch=batch)
         names = [lay.name for lay in self.net.tiled_layers()]
+        self.network = widgets.Combobox(value=str(network), options=layers.list_networks(),
+                                        description="network", ensure_option=False,
+                                        continuous_update=False,
+                                        placeholder="zoo name or .onnx/.prototxt/.yaml path")
         self.panel = PlatformPanel(platform)
         self.layer = widgets.Dropdown(options=names, value=layer or names[0],
                                       description="layer")
@@ -58,10 +63,25 @@ class TileExplorer:
             control.observe(lambda change: self.update(), names="value")
         self.buffer_range.observe(lambda change: self.update_sweep(), names="value")
         self.panel.on_change(self.update_all)
+        self.network.observe(self._load_network, names="value")
         self.memory_log2.observe(self._memory_to_panel, names="value")
         self.update_all()
 
     # callbacks -----------------------------------------------------------------------------
+    def _load_network(self, change) -> None:
+        """A zoo name or a model file: reload, offer its conv/fc layers, re-explore."""
+        try:
+            net = layers.load_network(change["new"], batch=self.batch)
+        except WorkbenchError as exc:
+            self.status.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
+            return
+        self.net = net
+        names = [lay.name for lay in net.tiled_layers()]
+        with self.layer.hold_trait_notifications():
+            self.layer.options = names
+            self.layer.value = names[0]
+        self.update_all()
+
     def _memory_to_panel(self, change) -> None:
         self.panel.fields["local_mem_bytes"].value = 1 << change["new"]
 
@@ -134,8 +154,8 @@ class TileExplorer:
     # layout --------------------------------------------------------------------------------
     @property
     def view(self) -> widgets.Widget:
-        controls = widgets.VBox([self.layer, self.schedules, self.memory_log2, self.buffer_range,
-                                 self.status])
+        controls = widgets.VBox([self.network, self.layer, self.schedules, self.memory_log2,
+                                 self.buffer_range, self.status])
         return widgets.VBox([
             widgets.HBox([widgets.Accordion([self.panel.view], titles=("platform",)), controls]),
             _bokeh_widget(self.roofline), widgets.HBox([self.listing, self.breakdown]),
