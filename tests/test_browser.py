@@ -108,14 +108,32 @@ def jupyterlab(tmp_path: Path):
             lab.wait(20)
 
 
+def _run_all_cells(page) -> None:
+    """Run > Run All Cells until the cells really start (a fresh JupyterLab may show a kernel
+    dialog or the news toast, and drops a run sent before its kernel session is connected)."""
+    started = page.locator(".jp-InputArea-prompt", has_text="[1]")
+    for _attempt in range(6):
+        accept = page.locator(".jp-Dialog .jp-mod-accept")
+        if accept.count():
+            accept.first.click()
+        page.keyboard.press("Escape")
+        try:
+            page.locator("div.lm-MenuBar-itemLabel:text-is('Run')").click(timeout=10000)
+            page.get_by_role("menuitem", name="Run All Cells", exact=True).click(timeout=10000)
+            started.first.wait_for(timeout=20000)
+            return
+        except Exception:  # noqa: BLE001 - not started yet: clear overlays and send it again
+            page.wait_for_timeout(2000)
+    raise AssertionError("the notebook's cells did not start running in JupyterLab")
+
+
 def test_jupyterlab_notebook_03_slider_changes_the_plot(browser, jupyterlab: str) -> None:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(f"{jupyterlab}/lab/tree/03_tile_explorer.ipynb")
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90000)
-    page.click("div.lm-MenuBar-itemLabel:text-is('Run')")
-    page.click("li.lm-Menu-item:has-text('Run All Cells')")
+    _run_all_cells(page)
     page.wait_for_selector(".widget-slider", timeout=120000)
     page.wait_for_selector(".jp-OutputArea canvas", timeout=120000)
     assert page.locator("text=Click to show javascript error").count() == 0

@@ -1,0 +1,85 @@
+"""Seed 002 figures 4, 5 and 10 on its appendix-B layers and ResNet-20 (prints, asserts nothing).
+
+- Fig. 4/5: per network, total conv-layer traffic (MB) versus local memory 1–256 KB for the
+  general dataflow model, Peemen's model, the cache model and the compulsory minimum; Peemen's
+  overhead over the general model (%). Elements 8 bits, partial sums 32 bits (the HWC).
+- Fig. 10: per layer, HWCE / HWC traffic at 1 KB.
+- Search time per layer and per network.
+Run: .venv/bin/python benchmarks/bench_dataflow.py [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pandas as pd
+
+from workbench import layers
+from workbench.tiling import dataflow as df
+from workbench.tiling import dataflow_search as ds
+
+NETWORKS = ("seed002_alexnet", "seed002_zfnet", "seed002_vgg", "seed002_inception_v3",
+            "resnet20")
+CAPS_KB = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+PRECISION = df.Precision(1, 1, 1, 4)
+OUT = Path(__file__).resolve().parents[1] / "out"
+
+
+def one_layer(args: tuple[str, str]) -> pd.DataFrame:
+    net_name, layer_name = args
+    layer = layers.load_network(net_name)[layer_name]
+    caps = [kb * 1024 for kb in CAPS_KB]
+    frames = []
+    for model in ds.MODELS:
+        start = time.perf_counter()
+        frame = ds.search(layer, caps, model, PRECISION)
+        frame["seconds"] = time.perf_counter() - start
+        frames.append(frame)
+    out = pd.concat(frames, ignore_index=True)
+    out["network"] = net_name
+    out["compulsory_bytes"] = ds.compulsory_bytes(layer, PRECISION)
+    hwc, _ = ds.best_named(layer, "hwc", 1024, PRECISION)
+    hwce, _ = ds.best_named(layer, "hwce", 1024, PRECISION)
+    out["hwce_over_hwc_1kb"] = hwce / hwc if hwc == hwc and hwce == hwce else float("nan")
+    return out.drop(columns=["schedule"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    tasks = [(n, lay.name) for n in NETWORKS for lay in layers.load_network(n).tiled_layers()
+             if lay.kind == "conv"]
+    start = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        frames = list(pool.map(one_layer, tasks))
+    total_s = time.perf_counter() - start
+    data = pd.concat(frames, ignore_index=True)
+    OUT.mkdir(exist_ok=True)
+    data.to_csv(OUT / "dataflow_fig4.csv", index=False)
+    per_layer = data[data.model == "dataflow"].groupby(["network", "layer"])["seconds"].first()
+    print(f"{len(tasks)} conv layers, 3 models x {len(CAPS_KB)} memory sizes in {total_s:.0f} s "
+          f"({args.jobs} processes); dataflow search per layer: median "
+          f"{per_layer.median():.1f} s, max {per_layer.max():.1f} s")
+    table = (data.groupby(["network", "memory_bytes", "model"])["traffic_bytes"].sum(min_count=1)
+             .unstack("model") / 1e6)
+    comp = data[data.model == "dataflow"].groupby(["network", "memory_bytes"])[
+        "compulsory_bytes"].sum() / 1e6
+    table["compulsory"] = comp
+    table["peemen_overhead_%"] = 100 * (table["peemen"] / table["dataflow"] - 1)
+    table["cache_x"] = table["cache"] / table["dataflow"]
+    table.index = table.index.set_levels(table.index.levels[1] // 1024, level=1)
+    print("\ntotal conv traffic (MB) vs local memory (KB), fig. 4/5:")
+    print(table.round(2).to_string())
+    ratio = data[data.model == "dataflow"].groupby(["network", "layer"])[
+        "hwce_over_hwc_1kb"].first()
+    print("\nfig. 10: HWCE / HWC traffic at 1 KB per layer (NaN: no HWCE tile fits 1 KB):")
+    print(ratio.round(2).to_string())
+    print(f"max ratio {ratio.max():.1f}x")
+
+
+if __name__ == "__main__":
+    main()
