@@ -29,6 +29,8 @@ test: lint
 bench: $(STAMP)
 	$(PY) benchmarks/bench_explore.py
 	$(PY) benchmarks/bench_quant.py
+	$(PY) benchmarks/bench_simd.py
+	$(PY) benchmarks/bench_dataflow.py
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .hypothesis

@@ -110,3 +110,40 @@ def test_named_schedules_and_errors() -> None:
         df.DataflowSchedule(("FX",) * 12, {}, {"I": 0, "W": 0, "O": 0})
     with pytest.raises(WorkbenchError, match="unknown traffic model"):
         dataflow_search.search(layer, [1024], "oracle")
+
+
+@settings(max_examples=15, deadline=None)
+@given(layer=small_layer())
+def test_traffic_table_orders_the_models(layer: ConvLayer) -> None:
+    from workbench import explore
+
+    assume(layer.Kx >= layer.Sx and layer.Ky >= layer.Sy)
+    table = explore.traffic_table([layer], [128, 1024, 16384], precision=df.Precision(1, 1, 1,
+                                                                                     2))
+    at = table.set_index(["memory_bytes", "model"])["traffic_bytes"]
+    for size in (128, 1024, 16384):
+        if np.isnan(at[(size, "seed000")]):
+            continue
+        assert at[(size, "dataflow")] <= at[(size, "seed000")] + 1e-9
+        assert at[(size, "dataflow")] <= at[(size, "peemen")] <= at[(size, "cache")]
+        assert at[(size, "dataflow")] >= table["compulsory_bytes"].iloc[0] - 1e-9
+
+
+def test_traffic_command(tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    net = tmp_path / "tiny.yaml"
+    net.write_text("name: tiny\ninput: [8, 12, 12]\nlayers:\n"
+                   "  - {name: c1, type: conv, maps: 8, kernel: 3, pad: 1}\n"
+                   "  - {name: c2, type: conv, maps: 4, kernel: 3, stride: 2}\n")
+    run = subprocess.run([sys.executable, "-m", "workbench.cli", "traffic", str(net), "--model",
+                          "dataflow", "--model", "seed000", "--memory", "512", "4KB", "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    rows = json.loads(run.stdout)["rows"]
+    assert {r["model"] for r in rows} == {"dataflow", "seed000"} and len(rows) == 2 * 2 * 2
+    bad = subprocess.run([sys.executable, "-m", "workbench.cli", "traffic", str(net), "--model",
+                          "oracle"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "invalid choice: 'oracle'" in bad.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import json
 import re
 from pathlib import Path
 
@@ -59,8 +60,6 @@ def cmd_explore(args: argparse.Namespace) -> None:
     if args.html:
         write_html(Path(args.html), title, table, totals)
     if args.json:
-        import json
-
         print(json.dumps({"title": title, "rows": json.loads(per_layer.to_json(orient="records")),
                           "totals": totals}, indent=1))
         return
@@ -70,7 +69,43 @@ def cmd_explore(args: argparse.Namespace) -> None:
     print("total: " + ", ".join(f"{k} {v:,.4g}" for k, v in totals.items()))
 
 
+def cmd_traffic(args: argparse.Namespace) -> None:
+    from workbench.tiling.dataflow import Precision
+
+    net = layers.load_network(args.network, batch=args.batch)
+    sizes = [parse_bytes(m) for m in args.memory]
+    precision = Precision(args.elem_bytes, args.elem_bytes, args.elem_bytes, args.psum_bytes)
+    convs = [lay for lay in net.tiled_layers() if lay.kind == "conv" or args.include_fc]
+    table = explore.traffic_table(convs, sizes, args.model or explore.TRAFFIC_MODELS, precision)
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    totals = (table.groupby(["memory_bytes", "model"])["traffic_bytes"].sum(min_count=1)
+              .unstack("model") / 1e6)
+    totals["compulsory"] = table.groupby("memory_bytes")["compulsory_bytes"].sum() / \
+        table["model"].nunique() / 1e6
+    totals.index = [f"{int(b) // 1024} KB" if b >= 1024 else f"{int(b)} B" for b in totals.index]
+    if args.json:
+        print(json.dumps({"rows": json.loads(table.to_json(orient="records"))}))
+        return
+    print(f"{net.name}: off-accelerator traffic (MB) of {len(convs)} layers by local memory "
+          f"and model ({args.elem_bytes}-byte elements, {args.psum_bytes}-byte partial sums)")
+    print(totals.round(3).to_string())
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("traffic", parents=[common],
+                       help="least traffic per memory size under each traffic model")
+    p.add_argument("network", help="zoo name or a .yaml/.onnx/.prototxt file")
+    p.add_argument("--model", action="append", choices=explore.TRAFFIC_MODELS,
+                   help="traffic model (repeat; default all four)")
+    p.add_argument("--memory", nargs="+", default=["1KB", "4KB", "16KB", "64KB", "256KB"],
+                   help="local memory sizes")
+    p.add_argument("--batch", type=int, default=None, help="images per batch (On)")
+    p.add_argument("--elem-bytes", type=int, default=1, help="bytes per element")
+    p.add_argument("--psum-bytes", type=int, default=4, help="bytes per partial sum")
+    p.add_argument("--include-fc", action="store_true", help="also the fully connected layers")
+    p.add_argument("--csv", help="write the per-layer table to this CSV")
+    p.set_defaults(func=cmd_traffic)
     p = sub.add_parser("explore", parents=[common], help="best tile and schedule per layer")
     p.add_argument("network", help="zoo name or a .yaml/.onnx/.prototxt file")
     p.add_argument("--platform", default="idsp", help="preset name or platform .yaml")

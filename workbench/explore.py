@@ -268,3 +268,57 @@ def sweep_summary(layer: ConvLayer, df: pd.DataFrame) -> pd.DataFrame:
     best["accesses_rel"] = best["ext_accesses"] / compulsory_accesses(layer)
     best["cycles_rel"] = 1.0 / best["utilization"]
     return best
+
+
+TRAFFIC_MODELS = ("seed000", "dataflow", "peemen", "cache")
+
+
+def traffic_table(layer_list: Sequence[ConvLayer], memory_bytes: Iterable[float],
+                  models: Iterable[str] = TRAFFIC_MODELS, precision=None) -> pd.DataFrame:
+    """Least off-accelerator traffic (bytes) per layer, model and local-memory size, in one
+    tidy table (layer, model, memory_bytes, traffic_bytes, compulsory_bytes).
+
+    seed000: the best of the five schedules (tiling.counts, single-buffered) with the same
+    precisions as the others: partial sums and B_out at partial-sum width, final outputs at
+    output width; dataflow / peemen / cache: tiling.dataflow_search."""
+    from workbench.tiling import dataflow_search as ds
+    from workbench.tiling.dataflow import Precision
+
+    precision = precision or Precision()
+    sizes = sorted(memory_bytes)
+    frames = []
+    for layer in layer_list:
+        compulsory = ds.compulsory_bytes(layer, precision)
+        for model in models:
+            if model == "seed000":
+                frame = _seed000_traffic(layer, sizes, precision)
+            elif model in ds.MODELS:
+                frame = ds.search(layer, sizes, model, precision).drop(columns=["schedule"])
+            else:
+                raise WorkbenchError(f"unknown traffic model {model!r}; valid: "
+                                     + ", ".join(TRAFFIC_MODELS))
+            frames.append(frame.assign(compulsory_bytes=compulsory))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _seed000_traffic(layer: ConvLayer, sizes: list[float], precision) -> pd.DataFrame:
+    """Least seed 000 traffic (bytes) per memory size under mixed precisions (exact search
+    over the reduced tile space: traffic and buffers still grow with each tile size)."""
+    best = np.full(len(sizes), np.inf)
+    for schedule in SCHEDULES:
+        for tiles in gen_tiles(layer):
+            c = counts_array(layer, tiles, schedule)
+            nx, ny, nc, nn = (-(-d // tiles[:, i]) for i, d in enumerate(
+                (layer.Ox, layer.Oy, layer.Oc // layer.groups, layer.On)))
+            final_model = nx * ny * nc * nn * c["bout"] * layer.groups  # full tiles
+            traffic = (precision.inputs * c["in_accesses"] + precision.weights * c["w_accesses"]
+                       + precision.outputs * final_model
+                       + precision.partial_sums * (c["out_accesses"] - final_model))
+            buffer = (precision.inputs * c["bin"] + precision.weights * c["bw"]
+                      + precision.partial_sums * c["bout"])
+            for i, size in enumerate(sizes):
+                fits = buffer <= size
+                if fits.any():
+                    best[i] = min(best[i], float(traffic[fits].min()))
+    return pd.DataFrame({"layer": layer.name, "model": "seed000", "memory_bytes": sizes,
+                         "traffic_bytes": np.where(np.isfinite(best), best, np.nan)})
