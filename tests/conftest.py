@@ -6,8 +6,10 @@ import os
 
 from hypothesis import settings
 
-settings.register_profile("ci", deadline=None, print_blob=True)
-settings.register_profile("dev", deadline=None)
+# "ci" (the default) replays a fixed set of examples so CI is deterministic; set
+# HYPOTHESIS_PROFILE=dev to draw fresh random examples on every run while developing.
+settings.register_profile("ci", deadline=None, print_blob=True, derandomize=True)
+settings.register_profile("dev", deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 

@@ -11,7 +11,9 @@ For an array X buffered at level b (the loops L_0 … L_b are inside its buffer)
   tiles counted at full size, halos with padding, as tiling.counts' "model" counts);
 - traffic T_X = P_X · F_X(b) · Π_{j>b} n(L_j) (each refill loads its footprint once);
 - buffer B_X = F_X of the loops inside the outermost loop at or inside b that carries X's
-  reuse (eqs. 1–2: a loop that does not carry X can stream through one buffer).
+  reuse (eqs. 1–2: a loop that does not carry X can stream through one buffer); when that loop
+  is a kernel loop outside its output loop, the data of `stride` of its iterations (the reuse
+  distance) stay.
 O's refills write their footprint back; all but the final write of each output, and the
 matching reads, are partial sums at accumulator precision (eq. 4).
 """
@@ -158,6 +160,13 @@ def array_options(layer: ConvLayer, order: tuple[str, ...], tiles: dict,
     for index, loop in enumerate(order):
         before = footprint(layer, n, inside, array)
         if carries(layer, array, loop, inside):  # a loop that runs once carries nothing
+            if array == "I" and loop in ("FX", "FY"):
+                # a kernel loop outside its output loop: a column (row) comes back after
+                # `stride` iterations, so that many iterations' data must stay
+                stride = layer.Sx if loop == "FX" else layer.Sy
+                held = dict(n)
+                held[loop] = np.minimum(np.int64(stride), n[loop])
+                before = footprint(layer, held, inside | {loop}, array)
             current_buffer = np.where(np.asarray(n[loop]) > 1, before, current_buffer)
         inside.add(loop)
         refills = refills // n[loop]
