@@ -147,3 +147,13 @@ def test_traffic_command(tmp_path) -> None:
     bad = subprocess.run([sys.executable, "-m", "workbench.cli", "traffic", str(net), "--model",
                           "oracle"], capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "invalid choice: 'oracle'" in bad.stderr
+
+
+def test_grouped_layer_is_groups_times_one_group() -> None:
+    """Every model prices a grouped convolution as `groups` independent convolutions."""
+    grouped = ConvLayer(name="g", Ox=6, Oy=6, Oc=8, Kx=3, Ky=3, Kc=4, Px=1, Py=1, groups=2)
+    one = ConvLayer(name="g1", Ox=6, Oy=6, Oc=4, Kx=3, Ky=3, Kc=4, Px=1, Py=1)
+    for model in dataflow_search.MODELS:
+        a = dataflow_search.search(grouped, [512, 4096], model)["traffic_bytes"].to_numpy()
+        b = dataflow_search.search(one, [512, 4096], model)["traffic_bytes"].to_numpy()
+        np.testing.assert_allclose(a, 2 * b, err_msg=model)

@@ -175,6 +175,23 @@ def array_options(layer: ConvLayer, order: tuple[str, ...], tiles: dict,
     return buf, traffic
 
 
+def final_outputs(n: dict) -> np.ndarray:
+    """Output elements written once at the end (full tiles): Π over x, y, m, n of n(T)·n(L)."""
+    return np.prod([n[c] * n[_CONTROL_OF[c]] for c in ("TSX", "TSY", "TOF", "TN")], axis=0)
+
+
+def priced(array: str, moved: np.ndarray, final: np.ndarray,
+           precision: Precision) -> tuple[np.ndarray, float]:
+    """(traffic bytes, bytes per buffered element) of one array: I and W at their widths; O's
+    final writes at output width, its other writes and the matching reads as partial sums."""
+    if array == "I":
+        return precision.inputs * moved, precision.inputs
+    if array == "W":
+        return precision.weights * moved, precision.weights
+    return (precision.outputs * final + 2 * precision.partial_sums * (moved - final),
+            precision.partial_sums)
+
+
 def evaluate(layer: ConvLayer, schedule: DataflowSchedule,
              precision: Precision = Precision()) -> dict[str, float]:
     """Traffic (bytes) and buffer sizes (elements, bytes) of one dataflow schedule."""
@@ -185,7 +202,7 @@ def evaluate(layer: ConvLayer, schedule: DataflowSchedule,
         level = schedule.levels[array] + 1
         out[f"B_{array}"] = int(buf[level])
         out[f"F_{array}"] = int(traffic[level])
-    final = int(np.prod([n[c] * n[_CONTROL_OF[c]] for c in ("TSX", "TSY", "TOF", "TN")]))
+    final = int(final_outputs(n))
     partial = out["F_O"] - final
     out["T_I"] = precision.inputs * out["F_I"] * layer.groups
     out["T_W"] = precision.weights * out["F_W"] * layer.groups

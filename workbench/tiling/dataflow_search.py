@@ -28,7 +28,9 @@ from workbench.tiling.dataflow import (
     carries,
     control_orders,
     extents,
+    final_outputs,
     peemen,
+    priced,
     trip_counts,
 )
 from workbench.tiling.model import tile_candidates
@@ -60,22 +62,14 @@ def useful_levels(layer: ConvLayer, order: Sequence[str], array: str) -> list[in
 def _best_dataflow(layer: ConvLayer, order: tuple[str, ...], tiles: dict, caps: np.ndarray,
                    prec: Precision) -> tuple[np.ndarray, np.ndarray, list]:
     """Least traffic per capacity for one loop order: (traffic, tile index, levels)."""
-    n = trip_counts(layer, tiles)
-    final = np.ones_like(tiles["jss"])
-    for c in ("TSX", "TSY", "TOF", "TN"):
-        final = final * n[c] * n[{"TSX": "SX", "TSY": "SY", "TOF": "OF", "TN": "N"}[c]]
+    final = final_outputs(trip_counts(layer, tiles))
     opts = {}
-    for array, p_buf, p_t in (("I", prec.inputs, prec.inputs), ("W", prec.weights,
-                                                                   prec.weights),
-                              ("O", prec.partial_sums, None)):
+    for array in ("I", "W", "O"):
         buf, traffic = array_options(layer, order, tiles, array)
         levels = useful_levels(layer, order, array)
-        b = np.stack([buf[lv + 1] for lv in levels]) * p_buf
-        if array == "O":
-            t = np.stack([prec.outputs * final + 2 * prec.partial_sums * (traffic[lv + 1] - final)
-                          for lv in levels])
-        else:
-            t = np.stack([traffic[lv + 1] for lv in levels]) * p_t
+        priced_levels = [priced(array, traffic[lv + 1], final, prec) for lv in levels]
+        t = layer.groups * np.stack([cost for cost, _ in priced_levels])
+        b = np.stack([buf[lv + 1] for lv in levels]) * priced_levels[0][1]
         opts[array] = (levels, b.astype(float), t.astype(float))
     best = np.full(len(caps), np.inf)
     where = [None] * len(caps)
@@ -166,21 +160,13 @@ def named_schedule(layer: ConvLayer, name: str, tiles: dict):
 def schedule_traffic(layer: ConvLayer, order: tuple[str, ...], levels: dict, tiles: dict,
                      precision: Precision = DEFAULT_PRECISION) -> tuple[np.ndarray, np.ndarray]:
     """(traffic bytes, buffer bytes) of a fixed order and levels, vectorized over tiles."""
-    n = trip_counts(layer, tiles)
-    final = np.ones_like(np.asarray(tiles["jss"]))
-    for c, e in (("TSX", "SX"), ("TSY", "SY"), ("TOF", "OF"), ("TN", "N")):
-        final = final * n[c] * n[e]
+    final = final_outputs(trip_counts(layer, tiles))
     total_t, total_b = 0.0, 0.0
-    for array, p_buf in (("I", precision.inputs), ("W", precision.weights),
-                         ("O", precision.partial_sums)):
+    for array in ("I", "W", "O"):
         buf, traffic = array_options(layer, order, tiles, array)
-        moved = traffic[levels[array] + 1]
-        if array == "O":
-            total_t = total_t + precision.outputs * final + 2 * precision.partial_sums * (
-                moved - final)
-        else:
-            total_t = total_t + (precision.inputs if array == "I" else precision.weights) * moved
-        total_b = total_b + p_buf * buf[levels[array] + 1]
+        cost, width = priced(array, traffic[levels[array] + 1], final, precision)
+        total_t = total_t + cost
+        total_b = total_b + width * buf[levels[array] + 1]
     return layer.groups * np.asarray(total_t, dtype=float), np.asarray(total_b, dtype=float)
 
 
