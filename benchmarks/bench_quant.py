@@ -3,7 +3,8 @@
 Prints figures (no timed assertions):
 - float inference time for 1,000 images;
 - the full greedy search on 1,000 calibration images (16-bit accumulators, data bound, wrap),
-  its time, and float vs fixed accuracy on the 1,000 held-out test images;
+  its median time over --repeats runs in one process and with one worker per core, and float
+  vs fixed accuracy on the 1,000 held-out test images;
 - accuracy versus accumulator width (12 … 32 bits) for the three bounds and both overflow
   modes, each searched on `--search-images` digits and scored on the held-out ones; written to
   out/quant_accuracy_vs_acc_bits_full.csv.
@@ -13,6 +14,8 @@ Run: .venv/bin/python benchmarks/bench_quant.py [--search-images 300]
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import time
 from pathlib import Path
 
@@ -25,6 +28,7 @@ OUT = Path(__file__).resolve().parents[1] / "out"
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--search-images", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--widths", type=int, nargs="+", default=[12, 14, 16, 18, 20, 24, 28, 32])
     args = parser.parse_args()
     net = layers.load_network("lenet5")
@@ -35,12 +39,19 @@ def main() -> None:
     float_test = quant.accuracy(net, params, tx, ty)
     print(f"float inference, 1000 images: {time.perf_counter() - start:.2f} s, "
           f"accuracy {float_test:.2%}")
-    start = time.perf_counter()
-    res = quant.search(net, params, cx, cx, cy, acc_bits=16, bound="data", overflow="wrap")
-    seconds = time.perf_counter() - start
+    for jobs in (1, None):
+        seconds = []
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            res = quant.search(net, params, cx, cx, cy, acc_bits=16, bound="data",
+                               overflow="wrap", jobs=jobs)
+            seconds.append(time.perf_counter() - start)
+        label = "1 process" if jobs == 1 else f"{os.cpu_count()} worker processes"
+        print(f"greedy search, 1000 images, {len(res.space)} splits, {label}: median "
+              f"{statistics.median(seconds):.1f} s of {args.repeats} "
+              f"({', '.join(f'{s:.1f}' for s in seconds)})")
     fixed_test = quant.accuracy(net, params, tx, ty, res.config)
-    print(f"greedy search, 1000 images, {len(res.space)} splits: {seconds:.1f} s; held-out "
-          f"accuracy float {float_test:.2%} -> fixed {fixed_test:.2%} "
+    print(f"held-out accuracy float {float_test:.2%} -> fixed {fixed_test:.2%} "
           f"(drop {100 * (float_test - fixed_test):.2f} points)")
 
     n = args.search_images

@@ -70,6 +70,21 @@ def test_requantize_rounds_and_saturates(q: int, src_fl: int, dst_fl: int, bw: i
     assert got == int(np.clip(rounded, dst.qmin, dst.qmax))
 
 
+@given(seed=st.integers(0, 2 ** 31), src_bw=st.integers(2, 31), shift=st.integers(-3, 30),
+       dst_bw=st.integers(2, 32), bits=st.integers(2, 32))
+def test_int32_registers_agree_with_int64(seed: int, src_bw: int, shift: int, dst_bw: int,
+                                          bits: int) -> None:
+    """The int32 fast paths of wrap and requantize give the int64 results, edges included."""
+    rng = np.random.default_rng(seed)
+    lo, hi = -(1 << (src_bw - 1)), (1 << (src_bw - 1)) - 1
+    q = np.concatenate([rng.integers(lo, hi + 1, 200), [lo, hi, 0, -1, 1]])
+    src, dst = FixedFormat(src_bw, 8 + shift), FixedFormat(dst_bw, 8)
+    narrow, wide = quant.requantize(q.astype(np.int32), src, dst), quant.requantize(q, src, dst)
+    np.testing.assert_array_equal(narrow, wide)
+    big = np.concatenate([q, rng.integers(-(1 << 31), 1 << 31, 50), [-(1 << 31), (1 << 31) - 1]])
+    np.testing.assert_array_equal(quant.wrap(big.astype(np.int32), bits), quant.wrap(big, bits))
+
+
 def test_bad_inputs() -> None:
     with pytest.raises(WorkbenchError, match="unknown bound 'tight'"):
         quant.available_bits(16, "tight", K=9)

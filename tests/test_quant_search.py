@@ -15,7 +15,7 @@ from model_files import LENET5, LENET5_NAMES, write_onnx
 
 from workbench import layers, quant
 from workbench.errors import SpecError, WorkbenchError
-from workbench.quant import mnist
+from workbench.quant import infer, mnist
 
 LENET = layers.load_network("lenet5")
 PARAMS = quant.load_weights("lenet5_mnist.npz", LENET)
@@ -62,6 +62,28 @@ def test_solution_space_is_complete(lenet_result: quant.SearchResult) -> None:
         assert (rows["bw_in"] + rows["bw_w"] == budget).all()
         best = lenet_result.config[name]
         assert rows["accuracy"].max() == rows[rows.bw_in == best.in_fmt.bw]["accuracy"].iloc[0]
+
+
+def test_reported_accuracy_is_the_configs_accuracy(lenet_result: quant.SearchResult) -> None:
+    """The search reports the last layer's best split as the final accuracy; an independent
+    whole-network run of the config must give the same number."""
+    assert lenet_result.accuracy == quant.accuracy(LENET, PARAMS, CALIB_X, CALIB_Y,
+                                                   lenet_result.config)
+
+
+def test_worker_processes_and_image_passes_change_nothing(monkeypatch) -> None:
+    """Splits evaluated in forked workers, and images run through the network in passes of
+    any size, give the same solution space as one process and one pass."""
+    x, y = CALIB_X[:150], CALIB_Y[:150]
+    monkeypatch.setattr(sys.modules["workbench.quant.search"], "PARALLEL_MIN_IMAGES", 1)
+    forked = quant.search(LENET, PARAMS, x, x, y, jobs=2)
+    monkeypatch.setattr(infer, "IMAGES_PER_PASS", 1000)
+    single = quant.search(LENET, PARAMS, x, x, y, jobs=1)
+    pd.testing.assert_frame_equal(forked.space, single.space)
+    assert forked.config == single.config and forked.accuracy == single.accuracy
+    one_pass = infer.logits(LENET, PARAMS, x, forked.config)
+    monkeypatch.setattr(infer, "IMAGES_PER_PASS", 7)
+    np.testing.assert_array_equal(infer.logits(LENET, PARAMS, x, forked.config), one_pass)
 
 
 def test_config_round_trips_through_yaml(lenet_result: quant.SearchResult) -> None:

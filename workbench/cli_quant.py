@@ -41,7 +41,7 @@ def cmd_quantize(args: argparse.Namespace) -> None:
     n = args.images
     res = quant.search(net, params, data["calib_x"], data["calib_x"][:n], data["calib_y"][:n],
                        acc_bits=args.acc_bits, bound=args.bound, overflow=args.overflow,
-                       min_bits=args.min_bits, progress=not args.json)
+                       min_bits=args.min_bits, progress=not args.json, jobs=args.jobs)
     test_float = quant.accuracy(net, params, data["test_x"], data["test_y"])
     test_fixed = quant.accuracy(net, params, data["test_x"], data["test_y"], res.config)
     if args.out:
@@ -75,4 +75,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="'mnist' or an .npz with calib_x, calib_y, test_x, test_y")
     p.add_argument("--images", type=int, default=1000, help="search images (from calibration)")
     p.add_argument("--out", help="write the per-layer configuration to this YAML file")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="worker processes evaluating splits (default: one per core)")
     p.set_defaults(func=cmd_quantize)

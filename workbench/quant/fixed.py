@@ -93,28 +93,47 @@ def saturate(q: np.ndarray, bits: int) -> np.ndarray:
 
 
 def wrap(q: np.ndarray, bits: int) -> np.ndarray:
-    """Reduce integers modulo 2^bits into the two's-complement range (what a register does)."""
-    q = np.asarray(q, dtype=np.int64)
+    """Reduce integers modulo 2^bits into the two's-complement range (what a register does).
+
+    int32 input stays int32 when bits ≤ 30 and every |q| < 2^30 (no intermediate overflows);
+    anything else is computed in int64."""
+    q = np.asarray(q)
+    if q.dtype != np.int32:
+        q = q.astype(np.int64)
     half = 1 << (bits - 1)
-    if q.size == 0 or (q.min() >= -half and q.max() < half):
+    if q.size == 0:
+        return q
+    low, high = q.min(), q.max()
+    if low >= -half and high < half:
         return q  # already in range: wrapping changes nothing (and costs a copy)
-    return ((q + half) & ((1 << bits) - 1)) - half
+    if q.dtype == np.int32 and (bits > 30 or low < -(1 << 30) or high >= 1 << 30):
+        q = q.astype(np.int64)
+    q = q + q.dtype.type(half)
+    q &= q.dtype.type((1 << bits) - 1)
+    q -= q.dtype.type(half)
+    return q
 
 
 def requantize(q: np.ndarray, src: FixedFormat, dst: FixedFormat) -> np.ndarray:
     """Codes of src as codes of dst: arithmetic shift by src.fl − dst.fl with round to nearest
-    (ties away from zero) on right shifts, then saturation to dst.bw."""
+    (ties away from zero) on right shifts, then saturation to dst.bw.
+
+    Right shifts (≤ 30) and unshifted clips keep int32 input in int32 when src.bw ≤ 31
+    (q + half cannot overflow); everything else is computed in int64."""
     q = np.asarray(q)
-    q = q if q.dtype == np.int64 else q.astype(np.int64)
     shift = src.fl - dst.fl
+    narrow = q.dtype == np.int32 and 0 <= shift <= 30 and src.bw <= 31 and dst.bw <= 32
+    if not narrow and q.dtype != np.int64:
+        q = q.astype(np.int64)
+    kind = q.dtype.type
     if shift > 0:
-        half = np.int64(1) << np.int64(shift - 1)
-        magnitude = np.abs(q)
-        magnitude += half
-        magnitude >>= np.int64(shift)
-        q = np.where(q < 0, -magnitude, magnitude)
+        # round half away from zero = floor((q + half − [q < 0]) / 2^shift)
+        out = q + kind(1 << (shift - 1))
+        out -= q < 0
+        out >>= kind(shift)
+        q = out
     elif shift < 0:
-        q = q << np.int64(-shift)
+        q = q << kind(-shift)
     elif src.bw <= dst.bw:
         return q  # same scale, and every src code fits dst
     else:

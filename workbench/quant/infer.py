@@ -58,8 +58,13 @@ class Act:
     fmt: FixedFormat | None = None
 
     def as_float(self, dtype: type = np.float32) -> np.ndarray:
-        return self.values.astype(dtype) if self.fmt is None else \
-            to_float(self.values, self.fmt).astype(dtype)
+        if self.fmt is None:
+            return self.values.astype(dtype)
+        if np.dtype(dtype).itemsize == 4 and self.fmt.bw <= 24:  # codes exact in float32
+            out = self.values.astype(np.float32)
+            out *= np.float32(2.0 ** -self.fmt.fl)  # a power of two: exact
+            return out
+        return to_float(self.values, self.fmt).astype(dtype)
 
 
 CHUNK_ELEMENTS = 1 << 22  # patch-matrix entries per matrix product (a cache-sized chunk)
@@ -146,24 +151,29 @@ def _saturating_dot(mat: np.ndarray, cols: np.ndarray, bias: np.ndarray, bits: i
 
 
 def conv_fixed(layer: ConvLayer, q_in: np.ndarray, q_w: np.ndarray, q_b: np.ndarray,
-               fmt: LayerFormat) -> np.ndarray:
-    """Accumulator codes (format fmt.acc_fmt, BW(acc) bits) of a quantized layer."""
+               fmt: LayerFormat, out_fmt: FixedFormat | None = None) -> np.ndarray:
+    """Accumulator codes (format fmt.acc_fmt, BW(acc) bits) of a quantized layer, or, given
+    out_fmt, those codes requantized to out_fmt (done per chunk, while it is in cache)."""
     # |partial sums| ≤ K · 2^(BW(in)−1) · 2^(BW(w)−1): the float type that holds them exactly
     sum_bits = fmt.in_fmt.bw + fmt.w_fmt.bw - 2 + int(np.ceil(np.log2(layer.Kx * layer.Ky
                                                                        * layer.Kc)))
     exact = np.float32 if sum_bits <= 24 else np.float64 if sum_bits <= 53 else None
+    # int32 registers when |sum| + |bias| + 2^(BW(acc)−1) stays below 2^31
+    narrow = exact is not None and sum_bits <= 29 and fmt.acc_bits <= 30
     q_in = q_in.astype(exact or np.int64)
 
     def product(mat: np.ndarray, cols: np.ndarray, sl: slice) -> np.ndarray:
         bias = q_b[sl, None]
         if fmt.overflow == "saturate":
-            return _saturating_dot(mat, cols, q_b[sl], fmt.acc_bits, exact or np.int64)
-        if exact is not None:  # every partial sum is an integer the float type holds exactly
-            total = (mat.astype(exact) @ cols).astype(np.int64)
-        else:  # int64 arithmetic wraps modulo 2^64, which 2^BW(acc) divides: still exact
-            total = mat.astype(np.int64) @ cols
-        total += bias
-        return wrap(total, fmt.acc_bits)
+            acc = _saturating_dot(mat, cols, q_b[sl], fmt.acc_bits, exact or np.int64)
+        else:
+            if exact is not None:  # every partial sum is an integer the type holds exactly
+                acc = (mat.astype(exact) @ cols).astype(np.int32 if narrow else np.int64)
+            else:  # int64 arithmetic wraps modulo 2^64, which 2^BW(acc) divides: still exact
+                acc = mat.astype(np.int64) @ cols
+            acc += bias.astype(acc.dtype)
+            acc = wrap(acc, fmt.acc_bits)
+        return acc if out_fmt is None else requantize(acc, fmt.acc_fmt, out_fmt)
 
     return _matmuls(layer, q_in, q_w, product)
 
@@ -240,9 +250,9 @@ def apply_layer(layer: Layer, act: Act, params: dict, fmt: LayerFormat | None,
                 cache[key] = qp
         else:
             qp = cache[key]
-        acc = conv_fixed(layer, q_in, qp[0], qp[1], fmt)
-        out = requantize(acc, fmt.acc_fmt, fmt.out_fmt)
-        return Act(out.astype(np.int32) if fmt.out_fmt.bw <= 32 else out, fmt.out_fmt)
+        out = conv_fixed(layer, q_in, qp[0], qp[1], fmt, fmt.out_fmt)
+        narrow = fmt.out_fmt.bw <= 32 and out.dtype != np.int32
+        return Act(out.astype(np.int32) if narrow else out, fmt.out_fmt)
     if kind == "activation":
         if layer.func != "relu":
             return Act(getattr(np, layer.func)(act.as_float()), None)
@@ -252,6 +262,9 @@ def apply_layer(layer: Layer, act: Act, params: dict, fmt: LayerFormat | None,
     if kind == "lrn":
         return _lrn(layer, act)
     return act  # softmax: monotone, the arg-max is unchanged
+
+
+IMAGES_PER_PASS = 32  # forward() runs this many images through all layers before the next
 
 
 def to_channel_major(x: np.ndarray) -> np.ndarray:
@@ -267,6 +280,11 @@ def forward(net: Network, params: dict, x: np.ndarray | Act,
     x: NCHW images, or an Act already in the channel-major layout (as returned here)."""
     act = x if isinstance(x, Act) else Act(to_channel_major(np.asarray(x, dtype=np.float32)))
     formats = formats or {}
+    n = act.values.shape[1]
+    if n > IMAGES_PER_PASS:  # a few images through every layer at a time: cache-resident
+        parts = [forward(net, params, Act(act.values[:, lo:lo + IMAGES_PER_PASS], act.fmt),
+                         formats, start, stop, cache) for lo in range(0, n, IMAGES_PER_PASS)]
+        return Act(np.concatenate([p.values for p in parts], axis=1), parts[0].fmt)
     for number, layer in enumerate(net.layers[start:stop]):
         act = apply_layer(layer, act, params, formats.get(layer.name), cache,
                           owned=number > 0 or not isinstance(x, Act))

@@ -12,7 +12,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -109,11 +112,53 @@ def _progress(enabled: bool, text: str) -> None:
         print(f"\r{text:<72}" + ("" if text else "\r"), end="", file=sys.stderr, flush=True)
 
 
+_JOB: tuple | None = None  # what forked workers evaluate: set just before the fork
+PARALLEL_MIN_IMAGES = 256  # smaller evaluation sets are faster without worker processes
+
+
+def _split_accuracy(fmt: LayerFormat) -> float:
+    net, params, prefix, y, config, name, index, cache = _JOB
+    return accuracy(net, params, prefix, y, {**config, name: fmt}, start=index, cache=cache)
+
+
+def _one_blas_thread() -> None:
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)  # two workers on two cores: no oversubscription
+
+
+def _accuracies(splits: list[LayerFormat], job: tuple, jobs: int | None,
+                report: Callable[[LayerFormat], None]) -> list[float]:
+    """Accuracy of every split: in forked worker processes that share the computed prefix
+    (copy-on-write) when there are several cores and enough images, else one by one."""
+    global _JOB
+    jobs = min(jobs or os.cpu_count() or 1, len(splits))
+    _JOB = job
+    try:
+        if jobs > 1 and len(job[3]) >= PARALLEL_MIN_IMAGES \
+                and "fork" in multiprocessing.get_all_start_methods():
+            with multiprocessing.get_context("fork").Pool(jobs, _one_blas_thread) as pool:
+                accs = []
+                for fmt, acc in zip(splits, pool.imap(_split_accuracy, splits), strict=True):
+                    report(fmt)
+                    accs.append(acc)
+                return accs
+        accs = []
+        for fmt in splits:
+            report(fmt)
+            accs.append(_split_accuracy(fmt))
+        return accs
+    finally:
+        _JOB = None
+
+
 def search(net: Network, params: dict, calib_x: np.ndarray, eval_x: np.ndarray,
            eval_y: np.ndarray, acc_bits: int = 16, bound: str = "data", overflow: str = "wrap",
            min_bits: int = 2, n_batches: int = 10, batch_size: int = 100,
-           progress: bool = False) -> SearchResult:
-    """The greedy layer-wise search (module docstring); accuracies on eval_x/eval_y."""
+           progress: bool = False, jobs: int | None = None) -> SearchResult:
+    """The greedy layer-wise search (module docstring); accuracies on eval_x/eval_y.
+
+    jobs: worker processes that evaluate a layer's splits (None: one per core)."""
     if bound not in BOUNDS:
         raise WorkbenchError(f"unknown bound {bound!r}; valid: " + ", ".join(BOUNDS))
     if overflow not in OVERFLOW_MODES:
@@ -150,20 +195,21 @@ def search(net: Network, params: dict, calib_x: np.ndarray, eval_x: np.ndarray,
                               FixedFormat(avail - bw_in, avail - bw_in - 1 - il_w), out_fmt,
                               acc_bits, overflow)
                   for bw_in in range(min_bits, avail - min_bits + 1)]
-        accs = []
-        for fmt in splits:
-            _progress(progress, f"layer {number}/{len(tiled)} {layer.name}: "
-                                f"BW(in)={fmt.in_fmt.bw:2d} BW(w)={fmt.w_fmt.bw:2d}")
-            accs.append(accuracy(net, params, prefix, eval_y, {**config, layer.name: fmt},
-                                 start=index, cache=cache))
+        accs = _accuracies(splits, (net, params, prefix, eval_y, config, layer.name, index,
+                                    cache), jobs,
+                           lambda fmt, n=number, name=layer.name: _progress(
+                               progress, f"layer {n}/{len(tiled)} {name}: "
+                                         f"BW(in)={fmt.in_fmt.bw:2d} BW(w)={fmt.w_fmt.bw:2d}"))
         for fmt, acc in zip(splits, accs, strict=True):
             rows.append({"layer": layer.name, "bw_in": fmt.in_fmt.bw, "bw_w": fmt.w_fmt.bw,
                          "accuracy": acc, "available_bits": avail, "delta": delta})
         best = (max(accs), splits[accs.index(max(accs))])  # ties: the fewest input bits
         config[layer.name] = best[1]
     _progress(progress, "")
-    final = accuracy(net, params, np.asarray(eval_x, dtype=np.float32), eval_y, config,
-                     cache=cache)
+    # the last layer's best split ran every tiled layer at its chosen format: that is the
+    # final accuracy (the same operations, so the same number)
+    final = float_acc if not tiled else \
+        max(r["accuracy"] for r in rows if r["layer"] == tiled[-1].name)
     return SearchResult(config, float_acc, final, pd.DataFrame(rows), bound, acc_bits, overflow)
 
 
