@@ -2,7 +2,11 @@
 
 - Fig. 4/5: per network, total conv-layer traffic (MB) versus local memory 1–256 KB for the
   general dataflow model, Peemen's model, the cache model and the compulsory minimum; Peemen's
-  overhead over the general model (%). Elements 8 bits, partial sums 32 bits (the HWC).
+  overhead over the general model (%). Elements 8 bits, partial sums 32 bits (the HWC), or
+  --psum-bytes. The general model is the best of two exact searches: the canonical and HWC
+  element orders over every tile candidate, and the paper's 180 element orders over
+  power-of-two tiles (both with all 24 controlling-loop orders); how often and how much the
+  180 orders improve on the two is printed.
 - Fig. 10: per layer, HWCE / HWC traffic at 1 KB.
 - Search time per layer and per network.
 Run: .venv/bin/python benchmarks/bench_dataflow.py [--jobs 2]
@@ -24,25 +28,35 @@ from workbench.tiling import dataflow_search as ds
 NETWORKS = ("seed002_alexnet", "seed002_zfnet", "seed002_vgg", "seed002_inception_v3",
             "resnet20")
 CAPS_KB = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-PRECISION = df.Precision(1, 1, 1, 4)
 OUT = Path(__file__).resolve().parents[1] / "out"
 
 
-def one_layer(args: tuple[str, str]) -> pd.DataFrame:
-    net_name, layer_name = args
+def one_layer(args: tuple[str, str, float]) -> pd.DataFrame:
+    net_name, layer_name, psum_bytes = args
+    precision = df.Precision(1, 1, 1, psum_bytes)
     layer = layers.load_network(net_name)[layer_name]
     caps = [kb * 1024 for kb in CAPS_KB]
     frames = []
-    for model in ds.MODELS:
+    searches = [("dataflow2", "dataflow", {}),
+                ("dataflow180", "dataflow", {"element_orders": ds.PAPER_ORDERS,
+                                             "tile_set": "pow2"}),
+                ("peemen", "peemen", {}), ("cache", "cache", {})]
+    for label, model, options in searches:
         start = time.perf_counter()
-        frame = ds.search(layer, caps, model, PRECISION)
+        frame = ds.search(layer, caps, model, precision, **options)
         frame["seconds"] = time.perf_counter() - start
+        frame["model"] = label
         frames.append(frame)
-    out = pd.concat(frames, ignore_index=True)
+    both = frames[0].copy()  # the union of the two dataflow spaces: the better of the two
+    both["traffic_bytes"] = pd.concat([frames[0]["traffic_bytes"], frames[1]["traffic_bytes"]],
+                                      axis=1).min(axis=1)
+    both["seconds"] = frames[0]["seconds"] + frames[1]["seconds"]
+    both["model"] = "dataflow"
+    out = pd.concat(frames + [both], ignore_index=True)
     out["network"] = net_name
-    out["compulsory_bytes"] = ds.compulsory_bytes(layer, PRECISION)
-    hwc, _ = ds.best_named(layer, "hwc", 1024, PRECISION)
-    hwce, _ = ds.best_named(layer, "hwce", 1024, PRECISION)
+    out["compulsory_bytes"] = ds.compulsory_bytes(layer, precision)
+    hwc, _ = ds.best_named(layer, "hwc", 1024, precision)
+    hwce, _ = ds.best_named(layer, "hwce", 1024, precision)
     out["hwce_over_hwc_1kb"] = hwce / hwc if hwc == hwc and hwce == hwce else float("nan")
     return out.drop(columns=["schedule"])
 
@@ -50,20 +64,30 @@ def one_layer(args: tuple[str, str]) -> pd.DataFrame:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--psum-bytes", type=float, default=4)
     args = parser.parse_args()
-    tasks = [(n, lay.name) for n in NETWORKS for lay in layers.load_network(n).tiled_layers()
-             if lay.kind == "conv"]
+    tasks = [(n, lay.name, args.psum_bytes) for n in NETWORKS
+             for lay in layers.load_network(n).tiled_layers() if lay.kind == "conv"]
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         frames = list(pool.map(one_layer, tasks))
     total_s = time.perf_counter() - start
     data = pd.concat(frames, ignore_index=True)
     OUT.mkdir(exist_ok=True)
-    data.to_csv(OUT / "dataflow_fig4.csv", index=False)
-    per_layer = data[data.model == "dataflow"].groupby(["network", "layer"])["seconds"].first()
+    data.to_csv(OUT / f"dataflow_fig4_psum{args.psum_bytes:g}.csv", index=False)
     print(f"{len(tasks)} conv layers, 3 models x {len(CAPS_KB)} memory sizes in {total_s:.0f} s "
-          f"({args.jobs} processes); dataflow search per layer: median "
-          f"{per_layer.median():.1f} s, max {per_layer.max():.1f} s")
+          f"({args.jobs} processes); partial sums {args.psum_bytes:g} bytes")
+    for label in ("dataflow2", "dataflow180", "dataflow"):
+        per_layer = data[data.model == label].groupby(["network", "layer"])["seconds"].first()
+        print(f"  {label} search per layer: median {per_layer.median():.1f} s, "
+              f"max {per_layer.max():.1f} s, whole set {per_layer.sum():.0f} s (CPU)")
+    two = data[data.model == "dataflow2"].set_index(["network", "layer", "memory_bytes"])
+    many = data[data.model == "dataflow180"].set_index(["network", "layer", "memory_bytes"])
+    gain = (two["traffic_bytes"] / many["traffic_bytes"]).dropna()
+    print(f"  180 orders (pow2 tiles) beat 2 orders (all tiles) in {(gain > 1).sum()} of "
+          f"{len(gain)} layer x memory cases, by up to {100 * (gain.max() - 1):.1f}%; "
+          f"2 orders beat 180 in {(gain < 1).sum()} (finer tiles)")
+    data = data[data.model.isin(ds.MODELS)]
     table = (data.groupby(["network", "memory_bytes", "model"])["traffic_bytes"].sum(min_count=1)
              .unstack("model") / 1e6)
     comp = data[data.model == "dataflow"].groupby(["network", "memory_bytes"])[

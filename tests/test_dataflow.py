@@ -157,3 +157,69 @@ def test_grouped_layer_is_groups_times_one_group() -> None:
         a = dataflow_search.search(grouped, [512, 4096], model)["traffic_bytes"].to_numpy()
         b = dataflow_search.search(one, [512, 4096], model)["traffic_bytes"].to_numpy()
         np.testing.assert_allclose(a, 2 * b, err_msg=model)
+
+
+def test_paper_orders_are_the_180_symmetry_reduced_orders() -> None:
+    orders = dataflow_search.PAPER_ORDERS
+    assert len(orders) == len(set(orders)) == 180  # 6! / (2 · 2), seed 002 §IV-C
+    assert orders[:2] == [df.CANONICAL, df.HWC]
+    mirror = {"FX": "FY", "FY": "FX", "SX": "SY", "SY": "SX"}
+    six = {o[:6] for o in orders}
+    for order in orders:
+        assert order[6] == "N" and sorted(order) == sorted(df.ELEMENT_LOOPS)
+        # swapping the two kernel loops or the two image loops leaves the reduced set
+        swapped = tuple(mirror.get(loop, loop) if loop in ("FX", "FY") else loop
+                        for loop in order[:6])
+        assert swapped not in six
+
+
+@settings(max_examples=60, deadline=None)
+@given(layer=small_layer(), element=st.permutations(df.ELEMENT_LOOPS),
+       control=st.permutations(df.CONTROL_LOOPS))
+def test_cached_level_options_equal_array_options(layer: ConvLayer, element, control) -> None:
+    """LayerCosts (footprints cached by loop set) gives array_options at the useful levels."""
+    order = tuple(element) + tuple(control)
+    tiles = dataflow_search.candidate_tiles(layer)
+    prec = df.Precision(1, 2, 1, 4)
+    costs = dataflow_search.LayerCosts(layer, tiles, prec)
+    final = df.final_outputs(df.trip_counts(layer, tiles))
+    for array in df.ARRAYS:
+        levels, buf, traffic = costs.options(order, array)
+        assert levels == dataflow_search.useful_levels(layer, order, array)
+        ref_buf, ref_moved = df.array_options(layer, order, tiles, array)
+        for row, level in enumerate(levels):
+            cost, width = df.priced(array, ref_moved[level + 1], final, prec)
+            np.testing.assert_array_equal(traffic[row], layer.groups * cost)
+            np.testing.assert_array_equal(buf[row], width * ref_buf[level + 1])
+
+
+@settings(max_examples=12, deadline=None)
+@given(layer=small_layer(), data=st.data())
+def test_pruned_search_equals_brute_force_over_orders_and_levels(layer: ConvLayer,
+                                                                 data) -> None:
+    """The search (useful levels only, lower-bound skipping) finds the same least traffic as
+    trying every order given, every one of the 13 levels per array and every tile."""
+    orders = data.draw(st.lists(st.sampled_from(dataflow_search.PAPER_ORDERS), min_size=1,
+                                max_size=3, unique=True))
+    caps = [64, 256, 2048]
+    prec = df.Precision(1, 1, 1, 2)
+    tile_set = data.draw(st.sampled_from(dataflow_search.TILE_SETS))
+    tiles = dataflow_search.candidate_tiles(layer, tile_set)
+    final = df.final_outputs(df.trip_counts(layer, tiles))
+    want = np.full(len(caps), np.inf)
+    for element in orders:
+        for control in df.control_orders():
+            order = element + control
+            per = []
+            for array in df.ARRAYS:
+                buf, moved = df.array_options(layer, order, tiles, array)
+                cost, width = df.priced(array, moved, final, prec)
+                per.append((width * buf, layer.groups * cost))
+            (bi, ti), (bw, tw), (bo, to) = per
+            total_b = bi[:, None, None] + bw[None, :, None] + bo[None, None, :]
+            total_t = ti[:, None, None] + tw[None, :, None] + to[None, None, :]
+            for c, cap in enumerate(caps):
+                want[c] = min(want[c], np.where(total_b <= cap, total_t, np.inf).min())
+    got = dataflow_search.search(layer, caps, "dataflow", prec, element_orders=orders,
+                                 tile_set=tile_set)["traffic_bytes"].to_numpy()
+    np.testing.assert_array_equal(np.nan_to_num(got, nan=np.inf), want)

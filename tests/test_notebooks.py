@@ -15,9 +15,11 @@ SMALL = {
     "02_quantization.ipynb": {"search_images": 100, "widths": [16]},
     "03_tile_explorer.ipynb": {"network": "lenet5", "layer": "fc4", "batch": 2},
     "04_platform_sweep.ipynb": {"memory_kb": [16, 128], "acc_bits": [16], "lanes": [32],
-                                "batch": 2},
+                                "batch": 2, "traffic_models": ["seed000", "dataflow"]},
     "05_simd_mapping.ipynb": {"network": "lenet5", "layer": "fc4", "batch": 2,
                               "tile": [1, 1, 10, 2, 512]},
+    "06_traffic_models.ipynb": {"network": "lenet5", "memory_kb": [1, 16],
+                                "models": ["dataflow", "peemen"]},
     "report.ipynb": {"network": "lenet5", "batch": 2, "buffer_sizes_kb": [4, 64]},
 }
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from workbench import sweep
-from workbench.errors import FileFormatError
+from workbench.errors import FileFormatError, WorkbenchError
 
 GRID = """networks: [lenet5, cifar10_quick]
 platforms: [idsp, nve]
@@ -86,3 +86,22 @@ def test_per_case_reports_with_a_failure(tmp_path: Path) -> None:
     failures = sweep.run_reports(bad, tmp_path / "bad", jobs=1)
     (message,) = failures.values()
     assert "too small for any tile" in message
+
+
+def test_sweep_switches_traffic_models(tmp_path: Path) -> None:
+    """A grid's traffic_models give one tidy row per model and memory size; the general model
+    is never above Peemen, the cache model or the seed 000 schedules, nor below the
+    compulsory traffic; only seed 000 rows carry the engine's cycles and energy."""
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=1, buffer_kb=[4, 64],
+                      acc_bits=[16], traffic_models=["seed000", "dataflow", "peemen", "cache"])
+    frame = sweep.run(grid, tmp_path)
+    assert len(frame) == 8 and frame["case_id"].is_unique and not frame.attrs["failures"]
+    at = frame.set_index(["local_mem_kb", "traffic_model"])
+    for kb in (4, 64):
+        mb = at.loc[kb, "traffic_mb"]
+        assert mb["dataflow"] <= mb["peemen"] <= mb["cache"]
+        assert at.loc[(kb, "dataflow"), "compulsory_mb"] <= mb["dataflow"] <= mb["seed000"]
+    assert at["cycles"].notna().groupby(level="traffic_model").all().to_dict() == {
+        "cache": False, "dataflow": False, "peemen": False, "seed000": True}
+    with pytest.raises(WorkbenchError, match="unknown traffic model 'oracle'"):
+        sweep.Grid(networks=["lenet5"], platforms=["idsp"], traffic_models=["oracle"])

@@ -74,3 +74,23 @@ def test_network_picker_loads_zoo_names_and_files(tmp_path) -> None:
 
     assert "unknown network 'no_such_net'" in html.unescape(app.status.value)
     assert "fc3" in app.layer.options  # the previous network stays loaded
+
+
+def test_traffic_explorer_switches_models_layers_and_widths() -> None:
+    app = ui.traffic_explorer(network="lenet5", memory_kb=(1, 16, 256))
+    data = app.source.data
+    assert data["memory_kb"] == [1, 16, 256]
+    for model in ("seed000", "peemen", "cache"):  # the general model is never worse
+        assert all(d <= m for d, m in zip(data["dataflow"], data[model], strict=True))
+    whole = list(data["dataflow"])
+    app.models.value = ("dataflow", "cache")
+    assert not app.figure.select_one({"name": "peemen"}).visible
+    assert app.figure.select_one({"name": "cache"}).visible
+    assert list(app.frame.columns) == ["dataflow", "cache", "compulsory", "cache / dataflow"]
+    app.layer.value = "conv2"
+    assert all(c < w for c, w in zip(app.source.data["dataflow"], whole, strict=True))
+    narrow = list(app.source.data["dataflow"])
+    app.psum_bytes.value = 1  # cheaper partial sums: never more traffic
+    assert all(a <= b for a, b in zip(app.source.data["dataflow"], narrow, strict=True))
+    app.network.value = "no_such_net"
+    assert "unknown network 'no_such_net'" in app.status.value.replace("&#x27;", "'")

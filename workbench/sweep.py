@@ -38,9 +38,16 @@ class Grid:
     overrides: dict[str, list] = field(default_factory=dict)
     weights: dict[str, str] = field(default_factory=dict)
     bound: str = "data"
+    traffic_models: list[str] = field(default_factory=list)
     reports: bool = False
     report_timeout_s: int = 600
     report_retries: int = 1
+
+    def __post_init__(self) -> None:
+        for model in self.traffic_models:
+            if model not in explore.TRAFFIC_MODELS:
+                raise WorkbenchError(f"grid: unknown traffic model {model!r}; valid: "
+                                     + ", ".join(explore.TRAFFIC_MODELS))
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Grid:
@@ -69,10 +76,14 @@ class Case:
     acc_bits: int
     overrides: tuple[tuple[str, Any], ...]
     schedules: tuple[str, ...]
+    traffic_model: str | None = None
 
     @property
     def case_id(self) -> str:
-        return hashlib.sha1(repr(self).encode()).hexdigest()[:16]
+        text = repr(self)
+        if self.traffic_model is None:  # the ids of sweeps without traffic models stay put
+            text = text.replace(", traffic_model=None", "")
+        return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
 def cases(grid: Grid) -> list[Case]:
@@ -81,9 +92,10 @@ def cases(grid: Grid) -> list[Case]:
     combos = list(itertools.product(*(grid.overrides[n] for n in names))) or [()]
     return [Case(net, plat, grid.batch, int(kb * 1024), bits, tuple(zip(names, combo,
                                                                           strict=True)),
-                 tuple(grid.schedules))
+                 tuple(grid.schedules), model)
             for net in grid.networks for plat in grid.platforms for kb in grid.buffer_kb
-            for bits in grid.acc_bits for combo in combos]
+            for bits in grid.acc_bits for combo in combos
+            for model in (grid.traffic_models or [None])]
 
 
 _ACCURACY: dict[tuple, float] = {}
@@ -109,22 +121,39 @@ def _accuracy(network: str, weights: str, acc_bits: int, bound: str) -> float:
 
 
 def evaluate_case(case: Case, grid: Grid) -> pd.DataFrame:
-    """One row: the case's settings and the network totals of its per-layer best mapping."""
+    """One row: the case's settings and the network totals of its per-layer best mapping
+    (seed 000 engine: cycles, energy, ...), and, for a traffic-model case, the least
+    off-accelerator traffic of the network's layers under that model (traffic_mb, with
+    compulsory_mb; elements at the platform's input/weight widths, partial sums at the
+    accumulator width). Non-seed000 models give traffic only."""
     overrides = dict(case.overrides)
     if "simd_lanes" in overrides:
         overrides["macs_per_cycle"] = overrides["simd_lanes"]
     plat = platforms.load_platform(case.platform, local_mem_bytes=case.memory_bytes,
                                    acc_bits=case.acc_bits, **overrides)
     net = layers.load_network(case.network, batch=case.batch)
-    per_layer = explore.explore_network(net, plat, case.schedules)
-    totals = explore.network_totals(per_layer, plat)
     row = {"case_id": case.case_id, "network": case.network, "platform": case.platform,
            "batch": net.batch, "local_mem_kb": case.memory_bytes / 1024,
-           "acc_bits": case.acc_bits, **{k: v for k, v in case.overrides},
-           "cycles": totals["cycles"], "time_ms": totals["time_ms"],
-           "throughput_gops": totals["throughput_gops"], "energy_uj": totals["energy_pj"] / 1e6,
-           "ext_accesses": totals["ext_accesses"], "dma_transfers": totals["dma_transfers"],
-           "schedules_used": ",".join(sorted(set(per_layer["schedule"])))}
+           "acc_bits": case.acc_bits, **{k: v for k, v in case.overrides}}
+    if case.traffic_model is not None:
+        from workbench.tiling.dataflow import Precision
+
+        precision = Precision(plat.in_bits / 8, plat.w_bits / 8, plat.in_bits / 8,
+                              plat.acc_bits / 8)
+        table = explore.traffic_table(net.tiled_layers(), [case.memory_bytes],
+                                      [case.traffic_model], precision)
+        row.update(traffic_model=case.traffic_model,
+                   traffic_mb=table["traffic_bytes"].sum(min_count=len(table)) / 1e6,
+                   compulsory_mb=table["compulsory_bytes"].sum() / 1e6)
+    if case.traffic_model in (None, "seed000"):
+        per_layer = explore.explore_network(net, plat, case.schedules)
+        totals = explore.network_totals(per_layer, plat)
+        row.update({
+            "cycles": totals["cycles"], "time_ms": totals["time_ms"],
+            "throughput_gops": totals["throughput_gops"],
+            "energy_uj": totals["energy_pj"] / 1e6, "ext_accesses": totals["ext_accesses"],
+            "dma_transfers": totals["dma_transfers"],
+            "schedules_used": ",".join(sorted(set(per_layer["schedule"])))})
     if case.network in grid.weights:
         row["accuracy"] = _accuracy(case.network, grid.weights[case.network], case.acc_bits,
                                     grid.bound)
@@ -143,8 +172,10 @@ def _run_case(args: tuple[Case, Grid, Path | None]) -> pd.DataFrame | str:
     try:
         frame = evaluate_case(case, grid)
     except WorkbenchError as exc:
+        model = f", {case.traffic_model} traffic" if case.traffic_model else ""
         return (f"case {case.case_id} ({case.network} on {case.platform}, "
-                f"{case.memory_bytes} B, {case.acc_bits}-bit, {dict(case.overrides)}): {exc}")
+                f"{case.memory_bytes} B, {case.acc_bits}-bit, {dict(case.overrides)}{model}): "
+                f"{exc}")
     if rows_dir is not None:
         _write_atomic(frame, rows_dir / f"{case.case_id}.parquet")
     return frame

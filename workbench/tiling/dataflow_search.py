@@ -1,17 +1,26 @@
 """Search of the seed 002 dataflow space and of its baselines, exact over what it enumerates.
 
-Space: element orders (canonical fig. 3 and the HWC order of fig. 8 by default), the 24 orders
-of the controlling loops (batch outermost; the symmetric permutations the paper removes are
-covered because both x/y orders are enumerated among the controlling loops), tile sizes from
-`tiling.tile_candidates` per dimension (exact: traffic and buffers grow with a tile size at a
-fixed tile count), and every buffering level of each array. Levels that only add a loop not
-carrying the array's reuse change neither buffer nor traffic, so only the levels at carrying
-loops (and −1) are compared.
+Space:
+- element orders: canonical (fig. 3) and HWC (fig. 8) by default, or `PAPER_ORDERS`, the 180
+  orders of the six loops FX, FY, SX, SY, IF, OF that the paper keeps (kernel and image loops
+  each in one relative order, FX inside FY and SX inside SY; N outermost);
+- the 24 orders of the controlling loops TSX, TSY, TIF, TOF (TN outermost);
+- tile sizes per dimension: `tiling.tile_candidates` ("all": exact, traffic and buffers grow
+  with a tile size at a fixed tile count) or powers of two and the full extent ("pow2", the
+  paper's selective enumeration);
+- every buffering level of each array. Levels that only add a loop not carrying the array's
+  reuse change neither buffer nor traffic, so only the levels at carrying loops (and −1) are
+  compared.
+Footprints depend on an order only through the set of loops inside a level; `LayerCosts`
+computes each set once per layer. An order is skipped when a lower bound (each array alone
+within the whole memory) cannot beat the best schedule found so far at any memory size;
+skipping is exact.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import permutations
 
 import numpy as np
 import pandas as pd
@@ -19,6 +28,7 @@ import pandas as pd
 from workbench.errors import WorkbenchError
 from workbench.layers.spec import ConvLayer
 from workbench.tiling.dataflow import (
+    ARRAYS,
     CANONICAL,
     HWC,
     TILE_KEYS,
@@ -29,6 +39,7 @@ from workbench.tiling.dataflow import (
     control_orders,
     extents,
     final_outputs,
+    footprint,
     peemen,
     priced,
     trip_counts,
@@ -36,13 +47,35 @@ from workbench.tiling.dataflow import (
 from workbench.tiling.model import tile_candidates
 
 MODELS = ("dataflow", "peemen", "cache")
+TILE_SETS = ("all", "pow2")
 DEFAULT_PRECISION = Precision()
 
 
-def candidate_tiles(layer: ConvLayer) -> dict[str, np.ndarray]:
-    """Flattened grid of tile sizes (jss, iss, css, mss, nss) from the reduced candidates."""
-    axes = [tile_candidates(layer.Ox), tile_candidates(layer.Oy), tile_candidates(layer.Kc),
-            tile_candidates(layer.Oc // layer.groups), tile_candidates(layer.On)]
+def paper_orders() -> list[tuple[str, ...]]:
+    """The 180 element orders of seed 002 §IV-C: 6!/(2·2) orders of FX, FY, SX, SY, IF, OF
+    with FX inside FY and SX inside SY, then N (innermost first); canonical and HWC first."""
+    six = ("FX", "FY", "SX", "SY", "IF", "OF")
+    rest = [p + ("N",) for p in permutations(six)
+            if p.index("FX") < p.index("FY") and p.index("SX") < p.index("SY")]
+    # canonical and HWC first: good schedules early make the lower bound skip more
+    return [CANONICAL, HWC] + [o for o in rest if o not in (CANONICAL, HWC)]
+
+
+PAPER_ORDERS = paper_orders()
+
+
+def _sizes(extent: int, tile_set: str) -> np.ndarray:
+    if tile_set == "all":
+        return tile_candidates(extent)
+    if tile_set == "pow2":
+        return np.unique([min(1 << k, extent) for k in range(int(extent).bit_length() + 1)])
+    raise WorkbenchError(f"unknown tile set {tile_set!r}; valid: " + ", ".join(TILE_SETS))
+
+
+def candidate_tiles(layer: ConvLayer, tile_set: str = "all") -> dict[str, np.ndarray]:
+    """Flattened grid of tile sizes (jss, iss, css, mss, nss)."""
+    axes = [_sizes(d, tile_set) for d in (layer.Ox, layer.Oy, layer.Kc,
+                                          layer.Oc // layer.groups, layer.On)]
     grid = np.meshgrid(*axes, indexing="ij")
     return {k: g.reshape(-1) for k, g in zip(TILE_KEYS, grid, strict=True)}
 
@@ -59,44 +92,114 @@ def useful_levels(layer: ConvLayer, order: Sequence[str], array: str) -> list[in
     return levels
 
 
-def _best_dataflow(layer: ConvLayer, order: tuple[str, ...], tiles: dict, caps: np.ndarray,
-                   prec: Precision) -> tuple[np.ndarray, np.ndarray, list]:
-    """Least traffic per capacity for one loop order: (traffic, tile index, levels)."""
-    final = final_outputs(trip_counts(layer, tiles))
-    opts = {}
-    for array in ("I", "W", "O"):
-        buf, traffic = array_options(layer, order, tiles, array)
-        levels = useful_levels(layer, order, array)
-        priced_levels = [priced(array, traffic[lv + 1], final, prec) for lv in levels]
-        t = layer.groups * np.stack([cost for cost, _ in priced_levels])
-        b = np.stack([buf[lv + 1] for lv in levels]) * priced_levels[0][1]
-        opts[array] = (levels, b.astype(float), t.astype(float))
-    best = np.full(len(caps), np.inf)
-    where = [None] * len(caps)
-    (li, bi, ti), (lw, bw, tw), (lo, bo, to) = opts["I"], opts["W"], opts["O"]
-    for i in range(len(li)):
-        for j in range(len(lw)):
-            b_iw, t_iw = bi[i] + bw[j], ti[i] + tw[j]
-            for k in range(len(lo)):
-                total_b, total_t = b_iw + bo[k], t_iw + to[k]
-                masked = np.where(total_b[None, :] <= caps[:, None], total_t[None, :], np.inf)
-                idx = np.argmin(masked, axis=1)
-                value = masked[np.arange(len(caps)), idx]
-                for c in np.flatnonzero(value < best):
-                    best[c] = value[c]
-                    where[c] = (int(idx[c]), {"I": li[i], "W": lw[j], "O": lo[k]})
-    return best, where
+class LayerCosts:
+    """Footprints and refill counts of one layer over a tile grid, cached by the set of loops
+    inside a level; `options` gives an order's priced buffering levels (as `array_options`
+    and `useful_levels` do, which the tests compare)."""
+
+    def __init__(self, layer: ConvLayer, tiles: dict, precision: Precision) -> None:
+        self.layer, self.precision = layer, precision
+        self.size = len(tiles["jss"])
+        self.n = {k: np.broadcast_to(np.asarray(v, dtype=np.int64), (self.size,))
+                  for k, v in trip_counts(layer, tiles).items()}
+        self.total = np.prod(list(self.n.values()), axis=0)
+        self.final = final_outputs(self.n)
+        self._cache: dict = {}
+
+    def footprint(self, array: str, inside: frozenset, held: str | None = None) -> np.ndarray:
+        """F_X of the loops `inside`; held: a kernel loop kept for `stride` iterations only."""
+        key = (array, inside, held)
+        if key not in self._cache:
+            n = self.n
+            if held is not None:
+                stride = self.layer.Sx if held == "FX" else self.layer.Sy
+                n = {**n, held: np.minimum(np.int64(stride), n[held])}
+                inside = inside | {held}
+            self._cache[key] = np.broadcast_to(footprint(self.layer, n, set(inside), array),
+                                               (self.size,))
+        return self._cache[key]
+
+    def moved(self, array: str, inside: frozenset) -> np.ndarray:
+        """Elements moved when the buffer holds the loops `inside`: F_X · Π outside n (eq. 3)."""
+        key = ("moved", array, inside)
+        if key not in self._cache:
+            inner = np.prod([self.n[loop] for loop in inside], axis=0) if inside else 1
+            self._cache[key] = self.footprint(array, inside) * (self.total // inner)
+        return self._cache[key]
+
+    def options(self, order: tuple[str, ...], array: str) -> tuple[list, np.ndarray,
+                                                                    np.ndarray]:
+        """(levels, buffer bytes, traffic bytes) at the useful levels; arrays (levels, tiles)."""
+        ones = np.ones(self.size, dtype=np.int64)
+        levels, bufs, moved = [-1], [ones], [self.total]
+        inside: set[str] = set()
+        current = ones
+        for index, loop in enumerate(order):
+            if carries(self.layer, array, loop, inside):
+                held = loop if array == "I" and loop in ("FX", "FY") else None
+                before = self.footprint(array, frozenset(inside), held)
+                current = np.where(self.n[loop] > 1, before, current)
+                inside.add(loop)
+                levels.append(index)
+                bufs.append(current)
+                moved.append(self.moved(array, frozenset(inside)))
+            else:
+                inside.add(loop)
+        if levels[-1] != len(order) - 1:
+            levels.append(len(order) - 1)
+            bufs.append(current)
+            moved.append(self.moved(array, frozenset(inside)))
+        traffic, width = priced(array, np.stack(moved), self.final, self.precision)
+        return levels, width * np.stack(bufs).astype(float), \
+            self.layer.groups * np.asarray(traffic, dtype=float)
+
+
+def _fits_min(buffer: np.ndarray, traffic: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    """(caps, tiles): per capacity and tile, the least traffic over the levels whose buffer
+    fits. buffer, traffic: (levels, tiles)."""
+    return np.stack([np.where(buffer <= cap, traffic, np.inf).min(axis=0) for cap in caps])
+
+
+def _best_order(costs: LayerCosts, order: tuple[str, ...], caps: np.ndarray,
+                best: np.ndarray) -> tuple[np.ndarray, list]:
+    """Least traffic per capacity for one loop order, with (tile index, levels); inf where the
+    order cannot beat `best`. Per capacity, only tiles whose lower bound (each array's least
+    traffic fitting the whole memory alone) is below `best` are combined."""
+    opts = [costs.options(order, array) for array in ARRAYS]
+    bound = sum(_fits_min(b, t, caps) for _, b, t in opts)  # (caps, tiles)
+    (li, bi, ti), (lw, bw, tw), (lo, bo, to) = opts
+    value, where = np.full(len(caps), np.inf), [None] * len(caps)
+    for c, cap in enumerate(caps):
+        alive = np.flatnonzero(bound[c] < best[c])
+        if not len(alive):
+            continue
+        total_b = (bi[:, None, None, alive] + bw[None, :, None, alive]
+                   + bo[None, None, :, alive]).reshape(-1, len(alive))
+        total_t = (ti[:, None, None, alive] + tw[None, :, None, alive]
+                   + to[None, None, :, alive]).reshape(-1, len(alive))
+        masked = np.where(total_b <= cap, total_t, np.inf)
+        flat = int(np.argmin(masked))
+        if np.isfinite(masked.flat[flat]):
+            combo, tile = divmod(flat, len(alive))
+            a, b, o = np.unravel_index(combo, (len(li), len(lw), len(lo)))
+            value[c] = masked.flat[flat]
+            where[c] = (int(alive[tile]), {"I": li[a], "W": lw[b], "O": lo[o]})
+    return value, where
 
 
 def search(layer: ConvLayer, memory_bytes: Iterable[float], model: str = "dataflow",
            precision: Precision = DEFAULT_PRECISION,
-           element_orders: Sequence[tuple[str, ...]] = (CANONICAL, HWC)) -> pd.DataFrame:
+           element_orders: Sequence[tuple[str, ...]] = (CANONICAL, HWC),
+           tile_set: str = "all") -> pd.DataFrame:
     """Least off-accelerator traffic (bytes) per local-memory size under one model, with the
-    schedule that reaches it. Sizes no schedule fits get traffic NaN."""
+    schedule that reaches it. Sizes no schedule fits get traffic NaN.
+
+    element_orders: the element-loop orders searched with every controlling-loop order
+    (`PAPER_ORDERS` for the paper's 180); tile_set: "all" or "pow2"."""
     if model not in MODELS:
         raise WorkbenchError(f"unknown traffic model {model!r}; valid: " + ", ".join(MODELS))
     caps = np.asarray(sorted(memory_bytes), dtype=float)
-    tiles = candidate_tiles(layer)
+    tiles = candidate_tiles(layer, tile_set)
     rows = [{"layer": layer.name, "model": model, "memory_bytes": cap, "traffic_bytes": np.inf,
              "schedule": None} for cap in caps]
 
@@ -116,15 +219,18 @@ def search(layer: ConvLayer, memory_bytes: Iterable[float], model: str = "datafl
             r = peemen(layer, tiles, innermost, precision)
             offer(r["traffic_bytes"], r["buffer_bytes"], f"peemen innermost {innermost}")
     else:
+        costs = LayerCosts(layer, tiles, precision)
+        best = np.full(len(caps), np.inf)
         for element_order in element_orders:
             for control in control_orders():
                 order = tuple(element_order) + control
-                best, where = _best_dataflow(layer, order, tiles, caps, precision)
-                for row, value, spot in zip(rows, best, where, strict=True):
-                    if spot is not None and value < row["traffic_bytes"]:
-                        row["traffic_bytes"] = float(value)
-                        row["schedule"] = ((order, spot[1]),
-                                           {k: int(v[spot[0]]) for k, v in tiles.items()})
+                found = _best_order(costs, order, caps, best)
+                for c, (value, spot) in enumerate(zip(*found, strict=True)):
+                    if value < best[c]:
+                        best[c] = value
+                        rows[c]["traffic_bytes"] = float(value)
+                        rows[c]["schedule"] = ((order, spot[1]), {k: int(v[spot[0]])
+                                                                  for k, v in tiles.items()})
     frame = pd.DataFrame(rows)
     frame["traffic_bytes"] = frame["traffic_bytes"].replace(np.inf, np.nan)
     return frame
@@ -133,7 +239,7 @@ def search(layer: ConvLayer, memory_bytes: Iterable[float], model: str = "datafl
 def compulsory_bytes(layer: ConvLayer, precision: Precision = DEFAULT_PRECISION) -> float:
     """Every input, weight and output element moved once (the 'essential' traffic), counting
     the input elements the convolution touches (padding included, as the model counts)."""
-    from workbench.tiling.dataflow import ELEMENT_LOOPS, footprint
+    from workbench.tiling.dataflow import ELEMENT_LOOPS
 
     e = extents(layer)
     whole = {"jss": e["Ex"], "iss": e["Ey"], "css": e["C"], "mss": e["M"], "nss": e["N"]}

@@ -1,0 +1,129 @@
+"""The traffic-model explorer: off-accelerator traffic of a network's layers versus local
+memory under the seed 000 schedules, the general dataflow model, Peemen's model and the cache
+model (seed 002 figs. 4/5), with the element and partial-sum widths as controls.
+
+Tables are computed once per (network, widths) and cached; choosing models or a layer only
+filters them.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+import pandas as pd
+from bokeh.models import ColumnDataSource
+
+from workbench import explore, layers
+from workbench.errors import WorkbenchError
+from workbench.tiling.dataflow import Precision
+from workbench.ui.tile_explorer import _bokeh_widget
+from workbench.viz.traffic_plots import traffic_curve_data, traffic_curves
+
+ALL_LAYERS = "all conv layers"
+
+
+class TrafficExplorer:
+    """Widgets, the bokeh source and the callbacks of the traffic explorer."""
+
+    def __init__(self, network: str = "lenet5", memory_kb: tuple[float, ...] = (
+            1, 2, 4, 8, 16, 32, 64, 128, 256), models: tuple[str, ...] = explore.TRAFFIC_MODELS,
+                 elem_bytes: int = 1, psum_bytes: int = 4, include_fc: bool = False) -> None:
+        self.memory_bytes = [int(kb * 1024) for kb in memory_kb]
+        self.include_fc = include_fc
+        self._tables: dict[tuple, pd.DataFrame] = {}
+        self.network = widgets.Combobox(value=str(network), options=layers.list_networks(),
+                                        description="network", ensure_option=False,
+                                        continuous_update=False)
+        self.layer = widgets.Dropdown(description="layer")
+        self.models = widgets.SelectMultiple(options=explore.TRAFFIC_MODELS, value=tuple(models),
+                                             description="models")
+        self.elem_bytes = widgets.Dropdown(options=[1, 2, 4], value=elem_bytes,
+                                           description="element B")
+        self.psum_bytes = widgets.Dropdown(options=[1, 2, 4], value=psum_bytes,
+                                           description="partial sum B")
+        self.status = widgets.HTML()
+        self.summary = widgets.HTML()
+        self.table = pd.DataFrame()  # tidy: layer, model, memory_bytes, traffic_bytes, ...
+        self.frame = pd.DataFrame()  # what the summary shows: MB per model and memory size
+        self.source = ColumnDataSource({"memory_kb": []}, name="traffic_curves")
+        self.figure = traffic_curves(self.source)
+        self.net, self._loading = None, False
+        self._load(network)
+        self.network.observe(lambda change: self._load(change["new"]), names="value")
+        for control in (self.elem_bytes, self.psum_bytes):
+            control.observe(lambda change: self.update(), names="value")
+        for control in (self.layer, self.models):
+            control.observe(lambda change: self.redraw(), names="value")
+
+    def _error(self, exc: WorkbenchError) -> None:
+        self.status.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
+
+    def _load(self, name: str) -> None:
+        """A zoo name or model file: offer its layers and recompute."""
+        try:
+            net = layers.load_network(name)
+        except WorkbenchError as exc:
+            self._error(exc)
+            return
+        self.net, self.source_name = net, str(name)
+        names = [lay.name for lay in self._layers()]
+        self._loading = True  # the options change below resets the layer: no redraw yet
+        try:
+            self.layer.options = [ALL_LAYERS] + names
+            self.layer.value = ALL_LAYERS
+        finally:
+            self._loading = False
+        self.update()
+
+    def _layers(self) -> list:
+        return [lay for lay in self.net.tiled_layers()
+                if lay.kind == "conv" or self.include_fc]
+
+    def update(self) -> None:
+        """Compute (or fetch) the table of every model for the current network and widths."""
+        precision = Precision(self.elem_bytes.value, self.elem_bytes.value,
+                              self.elem_bytes.value, self.psum_bytes.value)
+        key = (self.source_name, precision)
+        if key not in self._tables:
+            self._tables[key] = explore.traffic_table(self._layers(), self.memory_bytes,
+                                                      explore.TRAFFIC_MODELS, precision)
+        self.table = self._tables[key]
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Filter to the chosen layer and models and refresh the plot and summary."""
+        if self._loading:
+            return
+        layer = None if self.layer.value == ALL_LAYERS else self.layer.value
+        data = traffic_curve_data(self.table, layer)
+        for model in explore.TRAFFIC_MODELS:
+            shown = model in self.models.value
+            for renderer in self.figure.select({"name": model}) + \
+                    self.figure.select({"name": f"{model}_points"}):
+                renderer.visible = shown
+        self.source.data = data
+        full = pd.DataFrame(data).set_index("memory_kb")
+        chosen = [m for m in explore.TRAFFIC_MODELS if m in self.models.value]
+        frame = full[chosen + ["compulsory"]].copy()
+        if {"dataflow", "peemen"} <= set(chosen):
+            frame["peemen over dataflow %"] = 100 * (full["peemen"] / full["dataflow"] - 1)
+        if {"dataflow", "cache"} <= set(chosen):
+            frame["cache / dataflow"] = full["cache"] / full["dataflow"]
+        self.frame = frame
+        self.summary.value = self.frame.round(3).to_html()
+        what = layer or f"{len(self._layers())} conv layers"
+        self.status.value = (f"{self.net.name}, {what}: traffic in MB, elements "
+                             f"{self.elem_bytes.value} B, partial sums {self.psum_bytes.value} B")
+
+    @property
+    def view(self) -> widgets.Widget:
+        controls = widgets.VBox([self.network, self.layer, self.models, self.elem_bytes,
+                                 self.psum_bytes, self.status])
+        return widgets.VBox([widgets.HBox([controls, _bokeh_widget(self.figure)]),
+                             self.summary])
+
+
+def traffic_explorer(**kwargs) -> TrafficExplorer:
+    """Build the traffic-model explorer (keyword arguments as TrafficExplorer)."""
+    return TrafficExplorer(**kwargs)
