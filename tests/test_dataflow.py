@@ -96,6 +96,10 @@ def test_general_le_peemen_le_cache(layer: ConvLayer, memory: int) -> None:
         return
     assert results["dataflow"] <= results["peemen"] <= results["cache"]
     assert results["dataflow"] >= dataflow_search.compulsory_bytes(layer, prec) - 1e-9
+    # Peemen with O priced as eq. 4: still no better than the general model, and no worse
+    # than Peemen's printed O terms when partial sums are at least as wide as outputs
+    fair = dataflow_search.search(layer, [memory], "peemen", prec, peemen_o="eq4")
+    assert results["dataflow"] <= fair["traffic_bytes"].iloc[0] <= results["peemen"]
 
 
 def test_named_schedules_and_errors() -> None:
@@ -144,6 +148,15 @@ def test_traffic_command(tmp_path) -> None:
     assert run.returncode == 0, run.stderr
     rows = json.loads(run.stdout)["rows"]
     assert {r["model"] for r in rows} == {"dataflow", "seed000"} and len(rows) == 2 * 2 * 2
+    totals = {}
+    for orders in ("default", "paper"):  # the paper's 180 orders include the default two
+        run = subprocess.run([sys.executable, "-m", "workbench.cli", "traffic", str(net),
+                              "--model", "dataflow", "--memory", "256", "--tiles", "pow2",
+                              "--orders", orders, "--json"], capture_output=True, text=True,
+                             timeout=300)
+        assert run.returncode == 0, run.stderr
+        totals[orders] = [r["traffic_bytes"] for r in json.loads(run.stdout)["rows"]]
+    assert all(p <= d for p, d in zip(totals["paper"], totals["default"], strict=True))
     bad = subprocess.run([sys.executable, "-m", "workbench.cli", "traffic", str(net), "--model",
                           "oracle"], capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "invalid choice: 'oracle'" in bad.stderr

@@ -76,7 +76,8 @@ def cmd_traffic(args: argparse.Namespace) -> None:
     sizes = [parse_bytes(m) for m in args.memory]
     precision = Precision(args.elem_bytes, args.elem_bytes, args.elem_bytes, args.psum_bytes)
     convs = [lay for lay in net.tiled_layers() if lay.kind == "conv" or args.include_fc]
-    table = explore.traffic_table(convs, sizes, args.model or explore.TRAFFIC_MODELS, precision)
+    table = explore.traffic_table(convs, sizes, args.model or explore.TRAFFIC_MODELS, precision,
+                                  paper_orders=args.orders == "paper", tile_set=args.tiles)
     if args.csv:
         table.to_csv(args.csv, index=False)
     totals = (table.groupby(["memory_bytes", "model"])["traffic_bytes"].sum(min_count=1)
@@ -104,6 +105,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--elem-bytes", type=int, default=1, help="bytes per element")
     p.add_argument("--psum-bytes", type=int, default=4, help="bytes per partial sum")
     p.add_argument("--include-fc", action="store_true", help="also the fully connected layers")
+    p.add_argument("--orders", choices=("default", "paper"), default="default",
+                   help="dataflow element orders: canonical and HWC, or the paper's 180")
+    p.add_argument("--tiles", choices=("all", "pow2"), default="all",
+                   help="dataflow/peemen/cache tile sizes: every candidate, or powers of two")
     p.add_argument("--csv", help="write the per-layer table to this CSV")
     p.set_defaults(func=cmd_traffic)
     p = sub.add_parser("explore", parents=[common], help="best tile and schedule per layer")

@@ -274,13 +274,15 @@ TRAFFIC_MODELS = ("seed000", "dataflow", "peemen", "cache")
 
 
 def traffic_table(layer_list: Sequence[ConvLayer], memory_bytes: Iterable[float],
-                  models: Iterable[str] = TRAFFIC_MODELS, precision=None) -> pd.DataFrame:
+                  models: Iterable[str] = TRAFFIC_MODELS, precision=None,
+                  paper_orders: bool = False, tile_set: str = "all") -> pd.DataFrame:
     """Least off-accelerator traffic (bytes) per layer, model and local-memory size, in one
     tidy table (layer, model, memory_bytes, traffic_bytes, compulsory_bytes).
 
     seed000: the best of the five schedules (tiling.counts, single-buffered) with the same
     precisions as the others: partial sums and B_out at partial-sum width, final outputs at
-    output width; dataflow / peemen / cache: tiling.dataflow_search."""
+    output width; dataflow / peemen / cache: tiling.dataflow_search over `tile_set` ("all" or
+    "pow2"), the dataflow model over the paper's 180 element orders if paper_orders."""
     from workbench.tiling import dataflow_search as ds
     from workbench.tiling.dataflow import Precision
 
@@ -293,7 +295,9 @@ def traffic_table(layer_list: Sequence[ConvLayer], memory_bytes: Iterable[float]
             if model == "seed000":
                 frame = _seed000_traffic(layer, sizes, precision)
             elif model in ds.MODELS:
-                frame = ds.search(layer, sizes, model, precision).drop(columns=["schedule"])
+                orders = {"element_orders": ds.PAPER_ORDERS} if paper_orders else {}
+                frame = ds.search(layer, sizes, model, precision, tile_set=tile_set,
+                                  **orders).drop(columns=["schedule"])
             else:
                 raise WorkbenchError(f"unknown traffic model {model!r}; valid: "
                                      + ", ".join(TRAFFIC_MODELS))

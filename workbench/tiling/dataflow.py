@@ -222,10 +222,20 @@ def control_orders(batch_outermost: bool = True) -> list[tuple[str, ...]]:
     return list(permutations(CONTROL_LOOPS))
 
 
-def peemen(layer: ConvLayer, tiles: dict, innermost: str,
-           precision: Precision = Precision()) -> dict[str, np.ndarray]:
+PEEMEN_O = ("eqs", "eq4")
+
+
+def peemen(layer: ConvLayer, tiles: dict, innermost: str, precision: Precision = Precision(),
+           o_traffic: str = "eqs") -> dict[str, np.ndarray]:
     """Peemen's model (seed 002 appendix A, eqs. 5–10) for an innermost controlling loop
-    (TOF, TIF, TSY or TSX); O traffic at partial-sum precision. Buffer: eq. 5 (bytes)."""
+    (TOF, TIF, TSY or TSX). Buffer: eq. 5 (bytes). O traffic:
+    - "eqs": as printed, B(O) read and written per tile (2·B(O); 1·B(O) with TIF innermost),
+      all at partial-sum precision;
+    - "eq4": priced as the general model prices O (eq. 4): each output written once at output
+      precision, plus a write and a read at partial-sum precision for every further input-map
+      tile (none with TIF innermost). Isolates the buffer and reuse differences."""
+    if o_traffic not in PEEMEN_O:
+        raise WorkbenchError(f"Peemen O traffic must be one of {PEEMEN_O}, got {o_traffic!r}")
     e = extents(layer)
     t = {k: np.asarray(tiles[k], dtype=np.int64) for k in TILE_KEYS}
     n = trip_counts(layer, tiles)
@@ -249,8 +259,14 @@ def peemen(layer: ConvLayer, tiles: dict, innermost: str,
                              f"{tuple(terms)}, got {innermost!r}")
     count, i_, w_, o_ = terms[innermost]
     count = count * n["TN"] * layer.groups
-    traffic = count * (precision.inputs * i_ + precision.weights * w_
-                       + precision.partial_sums * o_)
+    if o_traffic == "eqs":
+        traffic = count * (precision.inputs * i_ + precision.weights * w_
+                           + precision.partial_sums * o_)
+    else:
+        outputs = final_outputs(n) * layer.groups
+        again = 0 if innermost == "TIF" else n["TIF"] - 1
+        traffic = count * (precision.inputs * i_ + precision.weights * w_) + outputs * (
+            precision.outputs + 2 * precision.partial_sums * again)
     buffer = precision.inputs * b_in + precision.weights * b_w + precision.partial_sums * b_out
     return {"traffic_bytes": traffic, "buffer_bytes": buffer}
 

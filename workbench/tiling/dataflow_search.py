@@ -190,12 +190,13 @@ def _best_order(costs: LayerCosts, order: tuple[str, ...], caps: np.ndarray,
 def search(layer: ConvLayer, memory_bytes: Iterable[float], model: str = "dataflow",
            precision: Precision = DEFAULT_PRECISION,
            element_orders: Sequence[tuple[str, ...]] = (CANONICAL, HWC),
-           tile_set: str = "all") -> pd.DataFrame:
+           tile_set: str = "all", peemen_o: str = "eqs") -> pd.DataFrame:
     """Least off-accelerator traffic (bytes) per local-memory size under one model, with the
     schedule that reaches it. Sizes no schedule fits get traffic NaN.
 
     element_orders: the element-loop orders searched with every controlling-loop order
-    (`PAPER_ORDERS` for the paper's 180); tile_set: "all" or "pow2"."""
+    (`PAPER_ORDERS` for the paper's 180); tile_set: "all" or "pow2"; peemen_o: how Peemen's
+    model prices O ("eqs" as printed, "eq4" as the general model, see `dataflow.peemen`)."""
     if model not in MODELS:
         raise WorkbenchError(f"unknown traffic model {model!r}; valid: " + ", ".join(MODELS))
     caps = np.asarray(sorted(memory_bytes), dtype=float)
@@ -216,7 +217,7 @@ def search(layer: ConvLayer, memory_bytes: Iterable[float], model: str = "datafl
         offer(r["traffic_bytes"], r["buffer_bytes"], "cache")
     elif model == "peemen":
         for innermost in ("TOF", "TIF", "TSY", "TSX"):
-            r = peemen(layer, tiles, innermost, precision)
+            r = peemen(layer, tiles, innermost, precision, peemen_o)
             offer(r["traffic_bytes"], r["buffer_bytes"], f"peemen innermost {innermost}")
     else:
         costs = LayerCosts(layer, tiles, precision)
