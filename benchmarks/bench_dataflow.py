@@ -65,6 +65,11 @@ def one_layer(args: tuple[str, str, float]) -> pd.DataFrame:
     return out.drop(columns=["schedule"])
 
 
+def kernel_of(network: str, layer: str) -> str:
+    lay = layers.load_network(network)[layer]
+    return f"{lay.Kx}x{lay.Ky}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=2)
@@ -111,6 +116,9 @@ def main() -> None:
     print("\nfig. 10: HWCE / HWC traffic at 1 KB per layer (NaN: no HWCE tile fits 1 KB):")
     print(ratio.round(2).to_string())
     print(f"max ratio {ratio.max():.1f}x")
+    kernels = pd.Series({(net, name): kernel_of(net, name) for net, name in ratio.index})
+    print("by kernel (the HWCE engine itself runs 3x3 and 5x5 kernels):")
+    print(ratio.groupby(kernels).agg(["count", "min", "max"]).round(2).to_string())
 
 
 if __name__ == "__main__":
