@@ -4,6 +4,7 @@ notebook 03 in JupyterLab with a slider that changes a plot."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -89,6 +90,7 @@ def jupyterlab(tmp_path: Path):
                JUPYTER_CONFIG_DIR=str(tmp_path / "cfg"))
     args = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
             "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password=",
+            "--LabApp.expose_app_in_browser=True",
             f"--ServerApp.root_dir={tmp_path}"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.append("--allow-root")
@@ -108,22 +110,28 @@ def jupyterlab(tmp_path: Path):
             lab.wait(20)
 
 
+KERNEL_READY_JS = """() => {
+    const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const kernel = w && w.sessionContext && w.sessionContext.session
+        && w.sessionContext.session.kernel;
+    return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
+}"""
+
+
 def _run_all_cells(page) -> None:
-    """Run > Run All Cells until the cells really start (a fresh JupyterLab may show a kernel
-    dialog or the news toast, and drops a run sent before its kernel session is connected)."""
-    started = page.locator(".jp-InputArea-prompt", has_text="[1]")
+    """Run all cells through JupyterLab's command registry once the notebook's kernel is
+    connected and idle (the lab runs with expose_app_in_browser). Menus and dialogs are not
+    used: on a loaded machine a run sent through them could be dropped, and re-sending it
+    through a dialog restarted the kernel. A run still dropped is sent again."""
+    started = page.locator(".jp-InputArea-prompt", has_text=re.compile(r"\[(\*|1)\]"))
     for _attempt in range(6):
-        accept = page.locator(".jp-Dialog .jp-mod-accept")
-        if accept.count():
-            accept.first.click()
-        page.keyboard.press("Escape")
+        page.wait_for_function(KERNEL_READY_JS, timeout=120000)
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
         try:
-            page.locator("div.lm-MenuBar-itemLabel:text-is('Run')").click(timeout=10000)
-            page.get_by_role("menuitem", name="Run All Cells", exact=True).click(timeout=10000)
             started.first.wait_for(timeout=20000)
             return
-        except Exception:  # noqa: BLE001 - not started yet: clear overlays and send it again
-            page.wait_for_timeout(2000)
+        except Exception:  # noqa: BLE001 - the run was dropped: send it again
+            page.wait_for_timeout(1000)
     raise AssertionError("the notebook's cells did not start running in JupyterLab")
 
 
