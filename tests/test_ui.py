@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workbench import platforms, ui
+from workbench.errors import WorkbenchError
 
 
 def _app() -> ui.TileExplorer:
@@ -94,3 +95,5 @@ def test_traffic_explorer_switches_models_layers_and_widths() -> None:
     assert all(a <= b for a, b in zip(app.source.data["dataflow"], narrow, strict=True))
     app.network.value = "no_such_net"
     assert "unknown network 'no_such_net'" in app.status.value.replace("&#x27;", "'")
+    with pytest.raises(WorkbenchError, match="unknown traffic model 'oracle'"):
+        ui.traffic_explorer(models=("dataflow", "oracle"))

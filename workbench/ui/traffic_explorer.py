@@ -29,6 +29,13 @@ class TrafficExplorer:
     def __init__(self, network: str = "lenet5", memory_kb: tuple[float, ...] = (
             1, 2, 4, 8, 16, 32, 64, 128, 256), models: tuple[str, ...] = explore.TRAFFIC_MODELS,
                  elem_bytes: int = 1, psum_bytes: int = 4, include_fc: bool = False) -> None:
+        unknown = [m for m in models if m not in explore.TRAFFIC_MODELS]
+        if unknown:
+            raise WorkbenchError(f"unknown traffic model {unknown[0]!r}; valid: "
+                                 + ", ".join(explore.TRAFFIC_MODELS))
+        if not memory_kb or min(memory_kb) <= 0:
+            raise WorkbenchError(f"memory_kb must be a non-empty list of positive sizes, "
+                                 f"got {list(memory_kb)}")
         self.memory_bytes = [int(kb * 1024) for kb in memory_kb]
         self.include_fc = include_fc
         self._tables: dict[tuple, pd.DataFrame] = {}
