@@ -130,13 +130,13 @@ def _one_blas_thread() -> None:
 def _accuracies(splits: list[LayerFormat], job: tuple, jobs: int | None,
                 report: Callable[[LayerFormat], None]) -> list[float]:
     """Accuracy of every split: in forked worker processes that share the computed prefix
-    (copy-on-write) when there are several cores and enough images, else one by one."""
+    (copy-on-write) on Linux with several cores and enough images, else one by one."""
     global _JOB
     jobs = min(jobs or os.cpu_count() or 1, len(splits))
     _JOB = job
     try:
-        if jobs > 1 and len(job[3]) >= PARALLEL_MIN_IMAGES \
-                and "fork" in multiprocessing.get_all_start_methods():
+        # fork only on Linux: macOS system libraries are not fork-safe
+        if jobs > 1 and len(job[3]) >= PARALLEL_MIN_IMAGES and sys.platform == "linux":
             with multiprocessing.get_context("fork").Pool(jobs, _one_blas_thread) as pool:
                 accs = []
                 for fmt, acc in zip(splits, pool.imap(_split_accuracy, splits), strict=True):
