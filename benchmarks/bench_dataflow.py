@@ -12,6 +12,7 @@
   further input-map tiles) instead of the printed 2·B(O) at partial-sum width.
 - Fig. 10: per layer, HWCE / HWC traffic at 1 KB.
 - Search time per layer and per network.
+- out/dataflow_fig4.html: the fig. 4/5 curves per network (BokehJS inline, offline).
 Run: .venv/bin/python benchmarks/bench_dataflow.py [--jobs 2]
 """
 
@@ -65,6 +66,20 @@ def one_layer(args: tuple[str, str, float]) -> pd.DataFrame:
     return out.drop(columns=["schedule"])
 
 
+def write_figure(data: pd.DataFrame, path: Path) -> None:
+    """Fig. 4/5 as one offline HTML page: per network, traffic vs memory for each model."""
+    from bokeh.layouts import gridplot
+    from bokeh.models import ColumnDataSource
+
+    from workbench import viz
+
+    figures = [viz.traffic_curves(ColumnDataSource(viz.traffic_curve_data(part)),
+                                  title=f"{net}: conv traffic vs local memory", width=460,
+                                  height=320)
+               for net, part in data.groupby("network", sort=False)]
+    path.write_text(viz.standalone_html(gridplot(figures, ncols=2), "seed 002 figs. 4/5"))
+
+
 def kernel_of(network: str, layer: str) -> str:
     lay = layers.load_network(network)[layer]
     return f"{lay.Kx}x{lay.Ky}"
@@ -100,6 +115,8 @@ def main() -> None:
         ["network", "memory_bytes", "model"])["traffic_bytes"].sum(min_count=1).unstack("model")
     fair_pct = 100 * (fair["peemen_eq4"] / fair["dataflow"] - 1)
     data = data[data.model.isin(ds.MODELS)]
+    write_figure(data, OUT / "dataflow_fig4.html")
+    print(f"figure: {OUT / 'dataflow_fig4.html'}")
     table = (data.groupby(["network", "memory_bytes", "model"])["traffic_bytes"].sum(min_count=1)
              .unstack("model") / 1e6)
     comp = data[data.model == "dataflow"].groupby(["network", "memory_bytes"])[
