@@ -249,3 +249,35 @@ def test_pruned_search_equals_brute_force_over_orders_and_levels(layer: ConvLaye
     got = dataflow_search.search(layer, caps, "dataflow", prec, element_orders=orders,
                                  tile_set=tile_set)["traffic_bytes"].to_numpy()
     np.testing.assert_array_equal(np.nan_to_num(got, nan=np.inf), want)
+
+
+@settings(max_examples=150)
+@given(case=schedule())
+def test_dataflow_listing_moves_what_the_executor_moves(case) -> None:
+    """Every fill and store line of the listing, times the trip counts of the loops around it,
+    moves exactly what the literal executor moves; the loops appear outermost first."""
+    import re
+
+    layer, sched = case
+    text = tiling.dataflow_listing(layer, sched, ONE)
+    ran = dataflow_exec.execute(layer, sched)
+    n = {k: int(v) for k, v in df.trip_counts(layer, sched.tiles).items()}
+    loops = re.findall(r"^ *for (\w+) in", text, flags=re.M)
+    assert loops == list(reversed(sched.order))
+    enclosing: list[int] = []
+    moved = {"I": 0, "W": 0, "O": 0}
+    for line in text.splitlines()[1:]:
+        depth = (len(line) - len(line.lstrip())) // 2
+        del enclosing[depth:]
+        if (m := re.match(r" *for (\w+) in", line)):
+            enclosing.append(n[m.group(1)])
+        elif (m := re.match(r" *fill B_(\w) with (\d+)", line)) and m.group(1) != "O":
+            moved[m.group(1)] += int(m.group(2)) * int(np.prod(enclosing))
+        elif (m := re.match(r" *store (\d+) outputs", line)):
+            moved["O"] += int(m.group(1)) * int(np.prod(enclosing))
+    for array in ("I", "W"):
+        expected = ran[f"moved_{array}"] if sched.levels[array] >= 0 else None
+        if expected is not None:
+            assert moved[array] == expected, array
+    if sched.levels["O"] >= 0:
+        assert moved["O"] == ran["moved_O"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from workbench import platforms, ui
@@ -88,8 +90,14 @@ def test_traffic_explorer_switches_models_layers_and_widths() -> None:
     assert not app.figure.select_one({"name": "peemen"}).visible
     assert app.figure.select_one({"name": "cache"}).visible
     assert list(app.frame.columns) == ["dataflow", "cache", "compulsory", "cache / dataflow"]
+    assert "choose a layer" in app.listing.value
     app.layer.value = "conv2"
     assert all(c < w for c, w in zip(app.source.data["dataflow"], whole, strict=True))
+    app.memory.value = 16  # the best schedule's loop nest, and the traffic it states
+    stated = float(re.search(r"traffic (\d+) B", app.listing.value).group(1))
+    assert stated == app.table.set_index(["layer", "model", "memory_bytes"]).loc[
+        ("conv2", "dataflow", 16 * 1024), "traffic_bytes"]
+    assert "for TN in" in app.listing.value and "fill B_W" in app.listing.value
     narrow = list(app.source.data["dataflow"])
     app.psum_bytes.value = 1  # cheaper partial sums: never more traffic
     assert all(a <= b for a, b in zip(app.source.data["dataflow"], narrow, strict=True))

@@ -1,6 +1,6 @@
 """Tiling: tile space, the five reuse schedules of seed 000, and the exact loop-nest trace."""
 
-from workbench.tiling.listing import compulsory_accesses, listing
+from workbench.tiling.listing import compulsory_accesses, dataflow_listing, listing
 from workbench.tiling.model import (
     SCHEDULES,
     TILE_DIMS,
@@ -17,5 +17,6 @@ from workbench.tiling.model import (
 from workbench.tiling.trace import trace
 
 __all__ = ["SCHEDULES", "TILE_DIMS", "Counts", "Tile", "buffers", "check_schedule",
-           "compulsory_accesses", "counts", "counts_array", "dims", "gen_tiles", "listing",
+           "compulsory_accesses", "counts", "counts_array", "dataflow_listing", "dims",
+           "gen_tiles", "listing",
            "tile_candidates", "trace"]

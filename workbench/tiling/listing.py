@@ -74,3 +74,68 @@ def listing(layer: ConvLayer, tile: Tile, schedule: str) -> str:
         if depth == 4 and -3 in body:  # after the input-map loop, inside the tile loops
             lines += ["  " * 4 + text for text in body[-3]]
     return "\n".join(lines)
+
+
+_DATAFLOW_LOOPS = {  # loop → (what it iterates, tile key or extent key)
+    "FX": "kernel columns", "FY": "kernel rows", "SX": "output columns in a tile",
+    "SY": "output rows in a tile", "IF": "input maps in a tile", "OF": "output maps in a tile",
+    "N": "images in a tile", "TSX": "tiles along output columns", "TSY": "tiles along rows",
+    "TIF": "tiles of input maps", "TOF": "tiles of output maps", "TN": "tiles of images"}
+
+
+def dataflow_listing(layer: ConvLayer, schedule, precision=None) -> str:
+    """A seed 002 dataflow schedule as a loop nest (outermost first): each array's buffer is
+    filled just outside the loop at its buffering level and O is written back after it, with
+    the elements moved per fill and the buffer sizes (eqs. 1–3); level −1 arrays are read
+    from memory at every MAC."""
+    from workbench.tiling.dataflow import (
+        ARRAYS,
+        Precision,
+        array_options,
+        evaluate,
+        footprint,
+        trip_counts,
+    )
+
+    precision = precision or Precision()
+    order, levels = schedule.order, schedule.levels
+    n = {k: int(v) for k, v in trip_counts(layer, schedule.tiles).items()}
+    result = evaluate(layer, schedule, precision)
+    bufs = {x: int(array_options(layer, order, schedule.tiles, x)[0][levels[x] + 1])
+            for x in ARRAYS}
+    names = {"I": "inputs", "W": "weights", "O": "partial sums/outputs"}
+    lines: list[str] = []
+
+    def fill(array: str, depth: int) -> None:
+        inside = set(order[:levels[array] + 1])
+        elems = int(footprint(layer, n, inside, array))
+        what = ("partial sums if stored before, else start from zero" if array == "O"
+                else "from memory")
+        lines.append("  " * depth + f"fill B_{array} with {elems} {names[array]} ({what}); "
+                     f"B_{array} holds {bufs[array]} elements")
+
+    def block(index: int, depth: int) -> None:
+        if index < 0:
+            streamed = [x for x in ARRAYS if levels[x] == -1]
+            note = f"  // from memory every time: {', '.join(streamed)}" if streamed else ""
+            lines.append("  " * depth + f"O[n][of][sy][sx] += I[n][if][sy*{layer.Sy}+fy]"
+                         f"[sx*{layer.Sx}+fx] * W[of][if][fy][fx];{note}")
+            return
+        loop = order[index]
+        for array in ARRAYS:
+            if levels[array] == index:
+                fill(array, depth)
+        lines.append("  " * depth + f"for {loop} in 0..{n[loop] - 1}:  "
+                     f"// {_DATAFLOW_LOOPS[loop]}")
+        block(index - 1, depth + 1)
+        if levels["O"] == index:
+            elems = int(footprint(layer, n, set(order[:index + 1]), "O"))
+            lines.append("  " * depth + f"store {elems} outputs from B_O (final values at "
+                         "output width, unfinished ones as partial sums)")
+
+    lines.append(f"// {layer.name}: tiles " + ", ".join(f"{k}={v}" for k, v in
+                                                        schedule.tiles.items())
+                 + f"; buffers {result['buffer_bytes']:.0f} B, traffic "
+                 f"{result['traffic_bytes']:.0f} B")
+    block(len(order) - 1, 0)
+    return "\n".join(lines)

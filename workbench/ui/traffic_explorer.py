@@ -1,6 +1,7 @@
 """The traffic-model explorer: off-accelerator traffic of a network's layers versus local
 memory under the seed 000 schedules, the general dataflow model, Peemen's model and the cache
-model (seed 002 figs. 4/5), with the element and partial-sum widths as controls.
+model (seed 002 figs. 4/5), with the element and partial-sum widths as controls; for one
+layer, the loop nest of its least-traffic dataflow schedule at a chosen memory size.
 
 Tables are computed once per (network, widths) and cached; choosing models or a layer only
 filters them.
@@ -49,8 +50,12 @@ class TrafficExplorer:
                                            description="element B")
         self.psum_bytes = widgets.Dropdown(options=[1, 2, 4], value=psum_bytes,
                                            description="partial sum B")
+        self.memory = widgets.Dropdown(options=list(memory_kb), value=memory_kb[0],
+                                       description="schedule at KB")
         self.status = widgets.HTML()
         self.summary = widgets.HTML()
+        self.listing = widgets.HTML()
+        self._schedules: dict[tuple, str] = {}
         self.table = pd.DataFrame()  # tidy: layer, model, memory_bytes, traffic_bytes, ...
         self.frame = pd.DataFrame()  # what the summary shows: MB per model and memory size
         self.source = ColumnDataSource({"memory_kb": []}, name="traffic_curves")
@@ -62,6 +67,7 @@ class TrafficExplorer:
             control.observe(lambda change: self.update(), names="value")
         for control in (self.layer, self.models):
             control.observe(lambda change: self.redraw(), names="value")
+        self.memory.observe(lambda change: self.show_schedule(), names="value")
 
     def _error(self, exc: WorkbenchError) -> None:
         self.status.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
@@ -89,8 +95,7 @@ class TrafficExplorer:
 
     def update(self) -> None:
         """Compute (or fetch) the table of every model for the current network and widths."""
-        precision = Precision(self.elem_bytes.value, self.elem_bytes.value,
-                              self.elem_bytes.value, self.psum_bytes.value)
+        precision = self._precision()
         key = (self.source_name, precision)
         if key not in self._tables:
             self._tables[key] = explore.traffic_table(self._layers(), self.memory_bytes,
@@ -119,16 +124,44 @@ class TrafficExplorer:
             frame["cache / dataflow"] = full["cache"] / full["dataflow"]
         self.frame = frame
         self.summary.value = self.frame.round(3).to_html()
+        self.show_schedule()
         what = layer or f"{len(self._layers())} conv layers"
         self.status.value = (f"{self.net.name}, {what}: traffic in MB, elements "
                              f"{self.elem_bytes.value} B, partial sums {self.psum_bytes.value} B")
 
+    def _precision(self) -> Precision:
+        return Precision(self.elem_bytes.value, self.elem_bytes.value, self.elem_bytes.value,
+                         self.psum_bytes.value)
+
+    def show_schedule(self) -> None:
+        """The chosen layer's least-traffic dataflow schedule at the chosen memory size, as a
+        loop nest with its buffer fills (tiling.dataflow_listing)."""
+        if self._loading or self.layer.value == ALL_LAYERS:
+            self.listing.value = "<i>choose a layer to see its best dataflow schedule</i>"
+            return
+        key = (self.source_name, self.layer.value, self.memory.value, self._precision())
+        if key not in self._schedules:
+            from workbench.tiling import dataflow_listing, dataflow_search
+            from workbench.tiling.dataflow import DataflowSchedule
+
+            layer = self.net[self.layer.value]
+            best = dataflow_search.search(layer, [self.memory.value * 1024], "dataflow",
+                                          self._precision())
+            if best["schedule"].iloc[0] is None:
+                self._schedules[key] = (f"no dataflow schedule of {layer.name} fits "
+                                        f"{self.memory.value} KB")
+            else:
+                (order, levels), tiles = best["schedule"].iloc[0]
+                self._schedules[key] = dataflow_listing(
+                    layer, DataflowSchedule(order, tiles, levels), self._precision())
+        self.listing.value = "<pre>" + html.escape(self._schedules[key]) + "</pre>"
+
     @property
     def view(self) -> widgets.Widget:
         controls = widgets.VBox([self.network, self.layer, self.models, self.elem_bytes,
-                                 self.psum_bytes, self.status])
+                                 self.psum_bytes, self.memory, self.status])
         return widgets.VBox([widgets.HBox([controls, _bokeh_widget(self.figure)]),
-                             self.summary])
+                             self.summary, self.listing])
 
 
 def traffic_explorer(**kwargs) -> TrafficExplorer:
