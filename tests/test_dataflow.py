@@ -161,6 +161,14 @@ def test_traffic_command(tmp_path) -> None:
     assert run.returncode == 0, run.stderr
     rows = json.loads(run.stdout)["rows"]
     assert {r["model"] for r in rows} == {"dataflow", "seed000"} and len(rows) == 2 * 2 * 2
+    listing = subprocess.run([sys.executable, "-m", "workbench.cli", "traffic", str(net),
+                              "--listing", "c1", "--memory", "512"], capture_output=True,
+                             text=True, timeout=300)
+    assert listing.returncode == 0, listing.stderr
+    stated = float(listing.stdout.split("traffic ")[1].split(" B")[0])
+    (row,) = [r for r in rows if r["layer"] == "c1" and r["model"] == "dataflow"
+              and r["memory_bytes"] == 512]
+    assert stated == row["traffic_bytes"] and "for TN in" in listing.stdout
     totals = {}
     for orders in ("default", "paper"):  # the paper's 180 orders include the default two
         run = subprocess.run([sys.executable, "-m", "workbench.cli", "traffic", str(net),

@@ -76,6 +76,13 @@ def cmd_traffic(args: argparse.Namespace) -> None:
     sizes = [parse_bytes(m) for m in args.memory]
     precision = Precision(args.elem_bytes, args.elem_bytes, args.elem_bytes, args.psum_bytes)
     convs = [lay for lay in net.tiled_layers() if lay.kind == "conv" or args.include_fc]
+    if args.listing:
+        layer = net[args.listing]
+        for size in sizes:
+            print(explore.best_dataflow_listing(layer, size, precision,
+                                                paper_orders=args.orders == "paper",
+                                                tile_set=args.tiles))
+        return
     table = explore.traffic_table(convs, sizes, args.model or explore.TRAFFIC_MODELS, precision,
                                   paper_orders=args.orders == "paper", tile_set=args.tiles)
     if args.csv:
@@ -110,6 +117,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--tiles", choices=("all", "pow2"), default="all",
                    help="dataflow/peemen/cache tile sizes: every candidate, or powers of two")
     p.add_argument("--csv", help="write the per-layer table to this CSV")
+    p.add_argument("--listing", metavar="LAYER",
+                   help="print LAYER's least-traffic dataflow schedule as a loop nest instead")
     p.set_defaults(func=cmd_traffic)
     p = sub.add_parser("explore", parents=[common], help="best tile and schedule per layer")
     p.add_argument("network", help="zoo name or a .yaml/.onnx/.prototxt file")

@@ -305,6 +305,23 @@ def traffic_table(layer_list: Sequence[ConvLayer], memory_bytes: Iterable[float]
     return pd.concat(frames, ignore_index=True)
 
 
+def best_dataflow_listing(layer: ConvLayer, memory_bytes: float, precision=None,
+                          paper_orders: bool = False, tile_set: str = "all") -> str:
+    """The loop nest (tiling.dataflow_listing) of the layer's least-traffic dataflow schedule
+    under a local-memory size (bytes), or a one-line note when none fits."""
+    from workbench.tiling import dataflow_listing
+    from workbench.tiling import dataflow_search as ds
+    from workbench.tiling.dataflow import DataflowSchedule, Precision
+
+    precision = precision or Precision()
+    orders = {"element_orders": ds.PAPER_ORDERS} if paper_orders else {}
+    best = ds.search(layer, [memory_bytes], "dataflow", precision, tile_set=tile_set, **orders)
+    if best["schedule"].iloc[0] is None:
+        return f"no dataflow schedule of {layer.name} fits {memory_bytes:.0f} B"
+    (order, levels), tiles = best["schedule"].iloc[0]
+    return dataflow_listing(layer, DataflowSchedule(order, tiles, levels), precision)
+
+
 def _seed000_traffic(layer: ConvLayer, sizes: list[float], precision) -> pd.DataFrame:
     """Least seed 000 traffic (bytes) per memory size under mixed precisions (exact search
     over the reduced tile space: traffic and buffers still grow with each tile size)."""

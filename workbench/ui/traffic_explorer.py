@@ -141,19 +141,8 @@ class TrafficExplorer:
             return
         key = (self.source_name, self.layer.value, self.memory.value, self._precision())
         if key not in self._schedules:
-            from workbench.tiling import dataflow_listing, dataflow_search
-            from workbench.tiling.dataflow import DataflowSchedule
-
-            layer = self.net[self.layer.value]
-            best = dataflow_search.search(layer, [self.memory.value * 1024], "dataflow",
-                                          self._precision())
-            if best["schedule"].iloc[0] is None:
-                self._schedules[key] = (f"no dataflow schedule of {layer.name} fits "
-                                        f"{self.memory.value} KB")
-            else:
-                (order, levels), tiles = best["schedule"].iloc[0]
-                self._schedules[key] = dataflow_listing(
-                    layer, DataflowSchedule(order, tiles, levels), self._precision())
+            self._schedules[key] = explore.best_dataflow_listing(
+                self.net[self.layer.value], self.memory.value * 1024, self._precision())
         self.listing.value = "<pre>" + html.escape(self._schedules[key]) + "</pre>"
 
     @property
