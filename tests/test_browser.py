@@ -44,6 +44,7 @@ def test_report_offline_renders_and_reacts(browser, tmp_path: Path) -> None:
                           "--platform", "idsp", "--params", "batch=8", "--out", str(out)],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
+    assert "WARNING" not in run.stderr  # the kernel talks over IPC: no unencrypted-TCP warning
     page = browser.new_page()
     requested, errors = [], []
 

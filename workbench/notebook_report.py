@@ -17,6 +17,24 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 text-align:right}h1,h2{font-weight:600}.jp-OutputPrompt,.jp-InputPrompt{display:none}"""
 
 
+def _kernel_manager_class():
+    """A kernel manager talking to the kernel over local IPC sockets where the OS has them
+    (the default TCP transport makes ipykernel warn about unencrypted traffic)."""
+    import os
+
+    from jupyter_client.manager import KernelManager
+
+    if os.name != "posix":
+        return KernelManager
+
+    class IPCKernelManager(KernelManager):
+        def __init__(self, **kwargs: Any) -> None:
+            kwargs.setdefault("transport", "ipc")
+            super().__init__(**kwargs)
+
+    return IPCKernelManager
+
+
 def execute(notebook: Path, parameters: dict[str, Any], timeout_s: int = 600) -> Any:
     """Run a notebook with papermill; returns the executed nbformat notebook."""
     import nbformat
@@ -28,7 +46,8 @@ def execute(notebook: Path, parameters: dict[str, Any], timeout_s: int = 600) ->
         try:
             pm.execute_notebook(str(notebook), str(out), parameters=parameters,
                                 kernel_name="python3", progress_bar=False,
-                                execution_timeout=timeout_s, cwd=str(notebook.parent))
+                                execution_timeout=timeout_s, cwd=str(notebook.parent),
+                                kernel_manager_class=_kernel_manager_class())
         except PapermillExecutionError as exc:
             raise WorkbenchError(f"notebook {notebook.name} failed in cell "
                                  f"{exc.exec_count}: {exc.ename}: {exc.evalue}") from None
