@@ -74,6 +74,23 @@ def test_seed000_table_7_10_alexnet() -> None:
     assert energy["external"] == pytest.approx(52792, rel=0.02)    # printed 52792 µJ
 
 
+@pytest.mark.parametrize(("name", "gops", "batch_ms", "utilization"), [
+    ("lenet5", 0.025, 8.44, 0.81), ("alexnet_oxford102", 1.441, 478.35, 0.84)])
+def test_seed000_table_7_11(name: str, gops: float, batch_ms: float,
+                            utilization: float) -> None:
+    """Table 7.11 (IDSP test bench, manual mappings, batch 8): the workload per image; the
+    compute-only time of the idsp preset equals the printed run time x utilization (so the
+    preset's 32 MACs/cycle at 450 MHz are the bench's); the model's best mapping per layer is
+    at least as fast as the manual one."""
+    p = platforms.load_platform("idsp")
+    net = layers.load_network(name, batch=8)
+    assert round(2 * net.macs / 8 / 1e9, 3) == gops
+    compute_ms = net.macs / (p.macs_per_cycle * p.clock_mhz * 1e3)
+    assert compute_ms == pytest.approx(batch_ms * utilization, rel=0.01)
+    model_ms = explore.network_totals(explore.explore_network(net, p), p)["time_ms"]
+    assert compute_ms <= model_ms <= batch_ms
+
+
 def test_local_traffic_is_a_register_file_search() -> None:
     conv2 = LENET8["conv2"]
     n_local = perf.local_accesses(conv2, 4096, 2)
