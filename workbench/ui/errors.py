@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import html
+
 from workbench.errors import WorkbenchError
+
+
+def error_html(exc: Exception) -> str:
+    """A one-line error message for a widget's HTML status field."""
+    return f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
 
 
 def _show(shell, etype, value, tb, tb_offset=None) -> None:

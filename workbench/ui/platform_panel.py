@@ -9,6 +9,7 @@ import ipywidgets as widgets
 
 from workbench import platforms
 from workbench.errors import WorkbenchError
+from workbench.ui.errors import error_html
 
 _SKIP = ("name", "title", "source")
 _CHOICES = {"overflow": platforms.OVERFLOW_MODES, "simd_style": platforms.SIMD_STYLES}
@@ -70,5 +71,5 @@ class PlatformPanel:
         try:
             return platforms.load_platform(self.preset.value, **overrides)
         except WorkbenchError as exc:
-            self.message.value = f"<span style='color:#b00'>{exc}</span>"
+            self.message.value = error_html(exc)
             raise

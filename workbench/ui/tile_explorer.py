@@ -14,6 +14,7 @@ from bokeh.models import ColumnDataSource
 
 from workbench import explore, layers, perf, tiling, viz
 from workbench.errors import WorkbenchError
+from workbench.ui.errors import error_html
 from workbench.ui.platform_panel import PlatformPanel
 
 MAX_POINTS = 20000  # larger solution sets are drawn as their per-schedule Pareto fronts
@@ -73,7 +74,7 @@ class TileExplorer:
         try:
             net = layers.load_network(change["new"], batch=self.batch)
         except WorkbenchError as exc:
-            self.status.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
+            self.status.value = error_html(exc)
             return
         self.net = net
         names = [lay.name for lay in net.tiled_layers()]
@@ -96,7 +97,7 @@ class TileExplorer:
             df = explore.explore_layer(self.net[self.layer.value], plat, self.schedules.value,
                                        keep="all")
         except WorkbenchError as exc:
-            self.status.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
+            self.status.value = error_html(exc)
             return
         total = len(df)
         if total > MAX_POINTS:
@@ -123,7 +124,7 @@ class TileExplorer:
             best = explore.explore_layer(layer, plat, self.schedules.value,
                                          [1 << k for k in range(lo, hi + 1)], keep="best")
         except WorkbenchError as exc:
-            self.status.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
+            self.status.value = error_html(exc)
             return
         summary = explore.sweep_summary(layer, best)
         self.sweep_figure = viz.buffer_sweep(summary, "cycles_rel",

@@ -18,6 +18,7 @@ from bokeh.models import ColumnDataSource
 from workbench import explore, layers
 from workbench.errors import WorkbenchError
 from workbench.tiling.dataflow import Precision
+from workbench.ui.errors import error_html
 from workbench.ui.tile_explorer import _bokeh_widget
 from workbench.viz.traffic_plots import traffic_curve_data, traffic_curves
 
@@ -69,15 +70,12 @@ class TrafficExplorer:
             control.observe(lambda change: self.redraw(), names="value")
         self.memory.observe(lambda change: self.show_schedule(), names="value")
 
-    def _error(self, exc: WorkbenchError) -> None:
-        self.status.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
-
     def _load(self, name: str) -> None:
         """A zoo name or model file: offer its layers and recompute."""
         try:
             net = layers.load_network(name)
         except WorkbenchError as exc:
-            self._error(exc)
+            self.status.value = error_html(exc)
             return
         self.net, self.source_name = net, str(name)
         names = [lay.name for lay in self._layers()]
