@@ -207,6 +207,19 @@ def test_paper_orders_are_the_180_symmetry_reduced_orders() -> None:
         assert swapped not in six
 
 
+def useful_levels(layer: ConvLayer, order: tuple[str, ...], array: str) -> list[int]:
+    """Reference rule: −1, the levels just including a loop that carries the array's reuse,
+    and the top (other levels only add a loop that changes neither buffer nor traffic)."""
+    levels, inside = [-1], set()
+    for index, loop in enumerate(order):
+        if df.carries(layer, array, loop, inside):
+            levels.append(index)
+        inside.add(loop)
+    if len(order) - 1 not in levels:
+        levels.append(len(order) - 1)
+    return levels
+
+
 @settings(max_examples=60, deadline=None)
 @given(layer=small_layer(), element=st.permutations(df.ELEMENT_LOOPS),
        control=st.permutations(df.CONTROL_LOOPS))
@@ -219,7 +232,7 @@ def test_cached_level_options_equal_array_options(layer: ConvLayer, element, con
     final = df.final_outputs(df.trip_counts(layer, tiles))
     for array in df.ARRAYS:
         levels, buf, traffic = costs.options(order, array)
-        assert levels == dataflow_search.useful_levels(layer, order, array)
+        assert levels == useful_levels(layer, order, array)
         ref_buf, ref_moved = df.array_options(layer, order, tiles, array)
         for row, level in enumerate(levels):
             cost, width = df.priced(array, ref_moved[level + 1], final, prec)

@@ -287,6 +287,7 @@ def traffic_table(layer_list: Sequence[ConvLayer], memory_bytes: Iterable[float]
     from workbench.tiling.dataflow import Precision
 
     precision = precision or Precision()
+    orders = ds.PAPER_ORDERS if paper_orders else ds.DEFAULT_ORDERS
     sizes = sorted(memory_bytes)
     frames = []
     for layer in layer_list:
@@ -295,9 +296,8 @@ def traffic_table(layer_list: Sequence[ConvLayer], memory_bytes: Iterable[float]
             if model == "seed000":
                 frame = _seed000_traffic(layer, sizes, precision)
             elif model in ds.MODELS:
-                orders = {"element_orders": ds.PAPER_ORDERS} if paper_orders else {}
-                frame = ds.search(layer, sizes, model, precision, tile_set=tile_set,
-                                  **orders).drop(columns=["schedule"])
+                frame = ds.search(layer, sizes, model, precision, orders,
+                                  tile_set).drop(columns=["schedule"])
             else:
                 raise WorkbenchError(f"unknown traffic model {model!r}; valid: "
                                      + ", ".join(TRAFFIC_MODELS))
@@ -314,8 +314,8 @@ def best_dataflow_listing(layer: ConvLayer, memory_bytes: float, precision=None,
     from workbench.tiling.dataflow import DataflowSchedule, Precision
 
     precision = precision or Precision()
-    orders = {"element_orders": ds.PAPER_ORDERS} if paper_orders else {}
-    best = ds.search(layer, [memory_bytes], "dataflow", precision, tile_set=tile_set, **orders)
+    orders = ds.PAPER_ORDERS if paper_orders else ds.DEFAULT_ORDERS
+    best = ds.search(layer, [memory_bytes], "dataflow", precision, orders, tile_set)
     if best["schedule"].iloc[0] is None:
         return f"no dataflow schedule of {layer.name} fits {memory_bytes:.0f} B"
     (order, levels), tiles = best["schedule"].iloc[0]

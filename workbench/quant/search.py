@@ -169,7 +169,7 @@ def search(net: Network, params: dict, calib_x: np.ndarray, eval_x: np.ndarray,
     cache: dict = {}
     rows = []
     prefix, start = Act(to_channel_major(np.asarray(eval_x, dtype=np.float32))), 0
-    float_acc = accuracy(net, params, prefix, eval_y)
+    float_acc = final = accuracy(net, params, prefix, eval_y)
     tiled = net.tiled_layers()
     for number, layer in enumerate(tiled, 1):
         r = found[layer.name]
@@ -203,13 +203,11 @@ def search(net: Network, params: dict, calib_x: np.ndarray, eval_x: np.ndarray,
         for fmt, acc in zip(splits, accs, strict=True):
             rows.append({"layer": layer.name, "bw_in": fmt.in_fmt.bw, "bw_w": fmt.w_fmt.bw,
                          "accuracy": acc, "available_bits": avail, "delta": delta})
-        best = (max(accs), splits[accs.index(max(accs))])  # ties: the fewest input bits
-        config[layer.name] = best[1]
+        # ties: the fewest input bits. After the last layer, its best split ran every tiled
+        # layer at its chosen format: that is the final accuracy (the same operations)
+        final = max(accs)
+        config[layer.name] = splits[accs.index(final)]
     _progress(progress, "")
-    # the last layer's best split ran every tiled layer at its chosen format: that is the
-    # final accuracy (the same operations, so the same number)
-    final = float_acc if not tiled else \
-        max(r["accuracy"] for r in rows if r["layer"] == tiled[-1].name)
     return SearchResult(config, float_acc, final, pd.DataFrame(rows), bound, acc_bits, overflow)
 
 

@@ -62,6 +62,7 @@ def paper_orders() -> list[tuple[str, ...]]:
 
 
 PAPER_ORDERS = paper_orders()
+DEFAULT_ORDERS = (CANONICAL, HWC)
 
 
 def _sizes(extent: int, tile_set: str) -> np.ndarray:
@@ -80,22 +81,10 @@ def candidate_tiles(layer: ConvLayer, tile_set: str = "all") -> dict[str, np.nda
     return {k: g.reshape(-1) for k, g in zip(TILE_KEYS, grid, strict=True)}
 
 
-def useful_levels(layer: ConvLayer, order: Sequence[str], array: str) -> list[int]:
-    """−1 and the levels just including a loop that carries the array's reuse, plus the top."""
-    levels, inside = [-1], set()
-    for index, loop in enumerate(order):
-        if carries(layer, array, loop, inside):
-            levels.append(index)
-        inside.add(loop)
-    if len(order) - 1 not in levels:
-        levels.append(len(order) - 1)
-    return levels
-
-
 class LayerCosts:
     """Footprints and refill counts of one layer over a tile grid, cached by the set of loops
-    inside a level; `options` gives an order's priced buffering levels (as `array_options`
-    and `useful_levels` do, which the tests compare)."""
+    inside a level; `options` gives an order's priced buffering levels at the levels that
+    can matter (the tests compare them with `array_options`)."""
 
     def __init__(self, layer: ConvLayer, tiles: dict, precision: Precision) -> None:
         self.layer, self.precision = layer, precision
@@ -189,7 +178,7 @@ def _best_order(costs: LayerCosts, order: tuple[str, ...], caps: np.ndarray,
 
 def search(layer: ConvLayer, memory_bytes: Iterable[float], model: str = "dataflow",
            precision: Precision = DEFAULT_PRECISION,
-           element_orders: Sequence[tuple[str, ...]] = (CANONICAL, HWC),
+           element_orders: Sequence[tuple[str, ...]] = DEFAULT_ORDERS,
            tile_set: str = "all", peemen_o: str = "eqs") -> pd.DataFrame:
     """Least off-accelerator traffic (bytes) per local-memory size under one model, with the
     schedule that reaches it. Sizes no schedule fits get traffic NaN.

@@ -88,21 +88,12 @@ def dataflow_listing(layer: ConvLayer, schedule, precision=None) -> str:
     filled just outside the loop at its buffering level and O is written back after it, with
     the elements moved per fill and the buffer sizes (eqs. 1–3); level −1 arrays are read
     from memory at every MAC."""
-    from workbench.tiling.dataflow import (
-        ARRAYS,
-        Precision,
-        array_options,
-        evaluate,
-        footprint,
-        trip_counts,
-    )
+    from workbench.tiling.dataflow import ARRAYS, Precision, evaluate, footprint, trip_counts
 
     precision = precision or Precision()
     order, levels = schedule.order, schedule.levels
     n = {k: int(v) for k, v in trip_counts(layer, schedule.tiles).items()}
     result = evaluate(layer, schedule, precision)
-    bufs = {x: int(array_options(layer, order, schedule.tiles, x)[0][levels[x] + 1])
-            for x in ARRAYS}
     names = {"I": "inputs", "W": "weights", "O": "partial sums/outputs"}
     lines: list[str] = []
 
@@ -112,7 +103,7 @@ def dataflow_listing(layer: ConvLayer, schedule, precision=None) -> str:
         what = ("partial sums if stored before, else start from zero" if array == "O"
                 else "from memory")
         lines.append("  " * depth + f"fill B_{array} with {elems} {names[array]} ({what}); "
-                     f"B_{array} holds {bufs[array]} elements")
+                     f"B_{array} holds {result[f'B_{array}']} elements")
 
     def block(index: int, depth: int) -> None:
         if index < 0:
