@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 from hypothesis import settings
+
+# candidate sets are cached on disk: the suite uses its own cache, never the user's
+os.environ.setdefault("WORKBENCH_CACHE_DIR", tempfile.mkdtemp(prefix="workbench-test-cache-"))
 
 # "ci" (the default) replays a fixed set of examples so CI is deterministic; set
 # HYPOTHESIS_PROFILE=dev to draw fresh random examples on every run while developing.

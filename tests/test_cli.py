@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "workbench.cli", *args], capture_output=True,
@@ -93,4 +95,17 @@ def test_simd_mapping_report_and_errors() -> None:
     assert json.loads(out.stdout)["rows"][0]["lane_utilization"] == 28 / 32
     bad = run("simd", "lenet5", "--layer", "conv1", "--vector-dim", "oc", "--unroll", "999")
     assert bad.returncode != 0 and "unroll 999 exceeds" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_explore_objective_accesses_reproduces_table_7_10() -> None:
+    out = run("explore", "lenet5", "--batch", "8", "--objective", "accesses", "--json")
+    doc = json.loads(out.stdout)
+    assert doc["totals"]["energy_pj"] / 1e6 == pytest.approx(1608, rel=0.02)
+    assert {row["objective"] for row in doc["rows"]} == {"accesses"}
+    assert "best by accesses" in doc["title"]
+    table = run("explore", "lenet5", "--batch", "8", "--objective", "energy")
+    assert table.returncode == 0 and "chosen by" in table.stdout and "energy" in table.stdout
+    bad = run("explore", "lenet5", "--objective", "speed")
+    assert bad.returncode != 0 and "invalid choice: 'speed'" in bad.stderr
     assert "Traceback" not in bad.stderr

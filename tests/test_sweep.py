@@ -105,3 +105,21 @@ def test_sweep_switches_traffic_models(tmp_path: Path) -> None:
         "cache": False, "dataflow": False, "peemen": False, "seed000": True}
     with pytest.raises(WorkbenchError, match="unknown traffic model 'oracle'"):
         sweep.Grid(networks=["lenet5"], platforms=["idsp"], traffic_models=["oracle"])
+
+
+def test_sweep_objectives_from_the_grid_and_the_command_line(tmp_path: Path) -> None:
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=8, buffer_kb=[128],
+                      objectives=["cycles", "accesses"])
+    frame = sweep.run(grid, tmp_path / "a")
+    by = frame.set_index("objective")
+    assert by.loc["accesses", "energy_uj"] == pytest.approx(1608, rel=0.02)  # table 7.10
+    assert by.loc["accesses", "ext_accesses"] <= by.loc["cycles", "ext_accesses"]
+    assert by.loc["cycles", "cycles"] <= by.loc["accesses", "cycles"]
+    (tmp_path / "g.yaml").write_text("networks: [lenet5]\nplatforms: [idsp]\nbatch: 8\n")
+    out = subprocess.run([sys.executable, "-m", "workbench.cli", "sweep", str(tmp_path / "g.yaml"),
+                          "--out", str(tmp_path / "b"), "--objective", "edp", "--json"],
+                         capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout)["rows"] == 1
+    assert list(pd.read_parquet(tmp_path / "b" / "results.parquet")["objective"]) == ["edp"]
+    with pytest.raises(WorkbenchError, match="unknown objective 'fast'"):
+        sweep.Grid(networks=["lenet5"], platforms=["idsp"], objectives=["fast"])

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from workbench import platforms, ui
+from workbench import explore, platforms, ui
 from workbench.errors import WorkbenchError
 
 
@@ -105,3 +105,17 @@ def test_traffic_explorer_switches_models_layers_and_widths() -> None:
     assert "unknown network 'no_such_net'" in app.status.value.replace("&#x27;", "'")
     with pytest.raises(WorkbenchError, match="unknown traffic model 'oracle'"):
         ui.traffic_explorer(models=("dataflow", "oracle"))
+
+
+def test_objective_control_ranks_the_explorer_and_its_sweep() -> None:
+    app = ui.tile_explorer(network="lenet5", layer="conv2", batch=8)
+    app.memory_log2.value = 13
+    assert "best by cycles" in app.status.value
+    app.objective.value = "accesses"
+    assert "best by accesses" in app.status.value
+    plat = app.panel.platform().replace(local_mem_bytes=1 << 13)
+    want = explore.explore_layer(app.net["conv2"], plat, keep="best", objective="accesses")
+    best = want.sort_values(list(explore.ranking("accesses"))).iloc[0]
+    assert f"{best['ext_accesses']:,} accesses" in app.status.value
+    # every drawn point is a candidate that fits the memory
+    assert max(app.points.data["footprint_kb"]) <= 8

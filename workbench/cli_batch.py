@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 
 from workbench.errors import WorkbenchError
+from workbench.explore.query import OBJECTIVES
 
 
 def _parse_params(items: list[str]) -> dict:
@@ -29,8 +31,10 @@ def cmd_report(args: argparse.Namespace) -> None:
     layers.load_network(args.network)  # fail fast, one line, before starting a kernel
     platforms.load_platform(args.platform)
     start = time.perf_counter()
-    path = build_report(args.network, args.platform, args.out, timeout_s=args.timeout,
-                        **_parse_params(args.params))
+    params = _parse_params(args.params)
+    if args.objective:
+        params["objective"] = args.objective
+    path = build_report(args.network, args.platform, args.out, timeout_s=args.timeout, **params)
     size = path.stat().st_size
     print(f"report written to {path} ({size / 1e6:.1f} MB) in {time.perf_counter() - start:.1f} s")
 
@@ -39,6 +43,8 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     from workbench import sweep
 
     grid = sweep.Grid.from_yaml(args.grid)
+    if args.objective:
+        grid = dataclasses.replace(grid, objectives=list(args.objective))
     total = len(sweep.cases(grid))
     frame = sweep.run(grid, args.out, jobs=args.jobs, progress=not args.json)
     failures = sweep.run_reports(grid, args.out, jobs=args.jobs,
@@ -64,9 +70,14 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="report parameters as key=value, e.g. batch=8 memory_kb=64")
     p.add_argument("--out", default="report.html", help="HTML file to write")
     p.add_argument("--timeout", type=int, default=600, help="seconds per notebook cell")
+    p.add_argument("--objective", choices=OBJECTIVES, default=None,
+                   help="what 'best' means per layer (default cycles)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("sweep", parents=[common], help="evaluate a parameter grid (resumable)")
     p.add_argument("grid", help="grid YAML file")
     p.add_argument("--out", required=True, help="output directory (Parquet rows, reports)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (capped at the cores)")
+    p.add_argument("--objective", action="append", choices=OBJECTIVES,
+                   help="rank mappings by this (repeat for several; default: the grid's "
+                        "'objectives', else cycles)")
     p.set_defaults(func=cmd_sweep)

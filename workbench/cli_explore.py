@@ -32,10 +32,12 @@ def best_per_layer(args: argparse.Namespace) -> tuple[pd.DataFrame, dict, str]:
     net = layers.load_network(args.network, batch=args.batch)
     overrides = {"local_mem_bytes": parse_bytes(args.memory)} if args.memory else {}
     plat = platforms.load_platform(args.platform, **overrides)
-    per_layer = explore.explore_network(net, plat, args.schedule or SCHEDULES, jobs=args.jobs)
+    per_layer = explore.explore_network(net, plat, args.schedule or SCHEDULES,
+                                        objective=args.objective)
     totals = explore.network_totals(per_layer, plat)
     title = (f"{net.name} (batch {net.batch}) on {plat.name}: {plat.local_mem_bytes / 1024:g} KB "
-             f"local memory, {'double' if plat.double_buffer else 'single'} buffered")
+             f"local memory, {'double' if plat.double_buffer else 'single'} buffered, best by "
+             f"{args.objective}")
     return per_layer, totals, title
 
 
@@ -127,7 +129,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--schedule", action="append", choices=SCHEDULES,
                    help="schedule to consider (repeat; default all five)")
     p.add_argument("--batch", type=int, default=None, help="images per batch (On)")
-    p.add_argument("--jobs", type=int, default=1, help="worker processes")
+    p.add_argument("--objective", choices=explore.OBJECTIVES, default="cycles",
+                   help="what 'best' means: least cycles, energy, external accesses (seed 000 "
+                        "table 7.10) or energy-delay product")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="accepted for compatibility (the candidate-set query needs no workers)")
     p.add_argument("--csv", help="write every column of the per-layer table to this CSV")
     p.add_argument("--html", help="write a static HTML summary to this file")
     p.set_defaults(func=cmd_explore)

@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 
-from workbench import layers, platforms, simd
+from workbench import explore, layers, platforms, simd
 from workbench.errors import WorkbenchError
 from workbench.tiling import Tile
 
@@ -18,7 +18,7 @@ def cmd_simd(args: argparse.Namespace) -> None:
     if args.layer is None:
         if args.tile or args.vector_dim:
             raise WorkbenchError("--tile and --vector-dim need --layer")
-        table = simd.network_mapping(net, plat)
+        table = explore.network_mapping(net, plat)
     else:
         layer = net[args.layer]
         if not layer.tiled:

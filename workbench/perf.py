@@ -17,7 +17,8 @@ import numpy as np
 from workbench.errors import WorkbenchError
 from workbench.layers.spec import ConvLayer
 from workbench.platforms import Platform
-from workbench.tiling.model import SCHEDULES, Counts, Tile, check_tile, counts_array, gen_tiles
+from workbench.tiling.candidates import candidate_set
+from workbench.tiling.model import SCHEDULES, Counts, Tile, check_tile, counts_array
 
 CYCLE_PARTS = ("compute", "dma_setup", "bus_stall", "prolog_epilog")
 ENERGY_PARTS = ("compute", "dma_setup", "local", "external")
@@ -27,18 +28,76 @@ ENERGY_PARTS = ("compute", "dma_setup", "local", "external")
 def local_accesses(layer: ConvLayer, register_file_bytes: int, elem_bytes: int) -> int:
     """Best-case DSP↔local-memory traffic (elements): the access functions one level down,
     with the register file as the small memory, minimized over schedules and register tiles
-    (seed 000 §5.4). Exact: searched over the reduced tile space."""
+    (seed 000 §5.4). Exact: the least accesses of a fitting tile is attained in each
+    schedule's candidate set (tiling.candidates)."""
     limit = register_file_bytes // elem_bytes
     best = None
     for schedule in SCHEDULES:
-        for tiles in gen_tiles(layer, max_footprint_elems=limit):
-            c = counts_array(layer, tiles, schedule)
-            low = int((c["in_accesses"] + c["w_accesses"] + c["out_accesses"]).min())
+        cs = candidate_set(layer, schedule)
+        fits = cs.column("footprint_elems") <= limit
+        if fits.any():
+            low = int(cs.column("ext_accesses")[fits].min())
             best = low if best is None else min(best, low)
     if best is None:  # not even a 1x1x1x1x1 tile fits the register file: every operand streams
         c = counts_array(layer, np.ones((1, 5), dtype=np.int64), "intra")
         best = int(c["in_accesses"][0] + c["w_accesses"][0] + c["out_accesses"][0])
     return best
+
+
+def price(platform: Platform, footprint_elems: np.ndarray, ext_accesses: np.ndarray,
+          dma_transfers: np.ndarray, n_tiles: np.ndarray, tile_macs: np.ndarray,
+          n_local: float | np.ndarray, tile_cycles: float | None = None) -> dict:
+    """Cycles and energy (by part) from the count vector of `tiling.candidates` (tile_macs:
+    MACs per tile, n_local: local-memory accesses per layer, elements).
+
+    Written so that every result is non-decreasing in each count, in floating point too:
+    only sums, products and maxima of non-negative non-decreasing terms, with the
+    (Ntiles−1)/Ntiles factor computed as ρ = 1 − 1/Ntiles. CC_layer of the module docstring
+    is rearranged exactly: (Ntiles−1)·max(CC_dsp, CC_bus) = max((Ntiles−1)·CC_tile +
+    ρ·N_dma·setup, ρ·(N_ext+N_local)/bus), and (Bin+Bw)/bus + Bout/bus = footprint/bus."""
+    p = platform
+    n = np.asarray(n_tiles, dtype=np.float64)
+    rho = 1.0 - 1.0 / n
+    cc_tile = np.asarray(tile_macs, dtype=np.float64) / p.macs_per_cycle \
+        if tile_cycles is None else np.full(n.shape, float(tile_cycles))
+    dma_rest = rho * np.asarray(dma_transfers, dtype=np.float64) * p.dma_setup_cycles
+    dsp = (n - 1.0) * cc_tile + dma_rest
+    ext = np.asarray(ext_accesses, dtype=np.float64)
+    bus = rho * (ext + n_local) / p.bus_elems_per_cycle
+    steady = np.maximum(dsp, bus) if p.double_buffer else dsp + bus
+    transfers = np.asarray(footprint_elems, dtype=np.float64) / p.bus_elems_per_cycle
+    cycles = transfers + 3.0 * p.dma_setup_cycles + cc_tile + steady
+    compute = n * cc_tile
+    dma_setup = 3.0 * p.dma_setup_cycles + dma_rest
+    n_local = np.broadcast_to(np.asarray(n_local, dtype=np.float64), n.shape)
+    local_units = np.ceil(n_local * p.elem_bytes / p.local_access_bytes)
+    ext_units = np.ceil(ext * p.elem_bytes / p.ext_access_bytes)
+    energy = {"compute": compute * p.core_pj_per_cycle,
+              "dma_setup": dma_setup * p.core_pj_per_cycle,
+              "local": local_units * p.local_access_pj,
+              "external": ext_units * p.ext_access_pj}
+    return {"cycles": cycles, "cycles_compute": compute, "cycles_dma_setup": dma_setup,
+            "cycles_bus_stall": steady - dsp, "cycles_prolog_epilog": transfers,
+            "local_accesses": n_local.copy(),
+            **{f"energy_{part}_pj": energy[part] for part in ENERGY_PARTS},
+            "energy_pj": energy["compute"] + energy["dma_setup"] + energy["local"]
+            + energy["external"]}
+
+
+def layer_local_accesses(layer: ConvLayer, platform: Platform, local_traffic: bool) -> float:
+    """N_local of the model (elements per layer), or 0 when local traffic is not counted."""
+    return float(local_accesses(layer, platform.register_file_bytes, platform.elem_bytes)) \
+        if local_traffic else 0.0
+
+
+def rates(macs: float | np.ndarray, platform: Platform, cycles: np.ndarray,
+          ext_accesses: np.ndarray) -> dict:
+    """Throughput (GOps/s), CTC (ops/byte) and utilization (0..1) of priced rows of layers
+    with `macs` MACs (1 MAC = 2 ops)."""
+    ops = 2.0 * np.asarray(macs, dtype=np.float64)
+    return {"throughput_gops": platform.clock_mhz * ops / cycles * 1e-3,
+            "ctc": ops / (np.asarray(ext_accesses, dtype=np.float64) * platform.elem_bytes),
+            "utilization": (macs / platform.macs_per_cycle) / cycles}
 
 
 def estimate_array(layer: ConvLayer, tiles: np.ndarray, schedule: str, platform: Platform,
@@ -50,43 +109,12 @@ def estimate_array(layer: ConvLayer, tiles: np.ndarray, schedule: str, platform:
     when a SIMD simulation supplies them."""
     tiles = np.asarray(tiles, dtype=np.int64).reshape(-1, 5)
     c = counted if counted is not None else counts_array(layer, tiles, schedule)
-    p = platform
-    n_tiles = c["n_tiles"].astype(np.float64)
-    n_ext = (c["in_accesses"] + c["w_accesses"] + c["out_accesses"]).astype(np.float64)
     if n_local is None:
-        n_local = float(local_accesses(layer, p.register_file_bytes, p.elem_bytes)) \
-            if local_traffic else 0.0
-    cc_tile = tiles.prod(axis=1) * (layer.Kx * layer.Ky) / p.macs_per_cycle \
-        if tile_cycles is None else np.full(len(tiles), float(tile_cycles))
-    cc_dsp = cc_tile + c["dma_transfers"] / n_tiles * p.dma_setup_cycles
-    cc_bus = (n_ext + n_local) / n_tiles / p.bus_elems_per_cycle
-    transfer_in = (c["bin"] + c["bw"]) / p.bus_elems_per_cycle
-    transfer_out = c["bout"] / p.bus_elems_per_cycle
-    steady = np.maximum(cc_dsp, cc_bus) if p.double_buffer else cc_dsp + cc_bus
-    cycles = (transfer_in + 2 * p.dma_setup_cycles + cc_tile + (n_tiles - 1) * steady
-              + transfer_out + p.dma_setup_cycles)
-    compute = n_tiles * cc_tile
-    dma_setup = (3 + (n_tiles - 1) * c["dma_transfers"] / n_tiles) * p.dma_setup_cycles
-    ops = 2.0 * layer.macs
-    local_units = np.ceil(n_local * p.elem_bytes / p.local_access_bytes)
-    ext_units = np.ceil(n_ext * p.elem_bytes / p.ext_access_bytes)
-    out = {
-        "cycles": cycles,
-        "cycles_compute": compute,
-        "cycles_dma_setup": dma_setup,
-        "cycles_bus_stall": (n_tiles - 1) * (steady - cc_dsp),
-        "cycles_prolog_epilog": transfer_in + transfer_out,
-        "throughput_gops": p.clock_mhz * ops / cycles * 1e-3,
-        "ctc": ops / (n_ext * p.elem_bytes),
-        "utilization": (layer.macs / p.macs_per_cycle) / cycles,
-        "local_accesses": np.full_like(cycles, n_local),
-        "energy_compute_pj": compute * p.core_pj_per_cycle,
-        "energy_dma_setup_pj": dma_setup * p.core_pj_per_cycle,
-        "energy_local_pj": np.full_like(cycles, local_units * p.local_access_pj),
-        "energy_external_pj": ext_units * p.ext_access_pj,
-    }
-    out["energy_pj"] = sum(out[f"energy_{part}_pj"] for part in ENERGY_PARTS)
-    return out
+        n_local = layer_local_accesses(layer, platform, local_traffic)
+    ext = c["in_accesses"] + c["w_accesses"] + c["out_accesses"]
+    out = price(platform, c["bin"] + c["bw"] + c["bout"], ext, c["dma_transfers"], c["n_tiles"],
+                tiles.prod(axis=1) * (layer.Kx * layer.Ky), n_local, tile_cycles)
+    return out | rates(layer.macs, platform, out["cycles"], ext)
 
 
 @dataclass(frozen=True, slots=True)

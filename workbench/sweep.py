@@ -39,11 +39,16 @@ class Grid:
     weights: dict[str, str] = field(default_factory=dict)
     bound: str = "data"
     traffic_models: list[str] = field(default_factory=list)
+    objectives: list[str] = field(default_factory=lambda: ["cycles"])
     reports: bool = False
     report_timeout_s: int = 600
     report_retries: int = 1
 
     def __post_init__(self) -> None:
+        if not isinstance(self.objectives, list) or not self.objectives:
+            raise WorkbenchError("grid: 'objectives' must be a non-empty list")
+        for objective in self.objectives:
+            explore.check_objective(objective)
         for model in self.traffic_models:
             if model not in explore.TRAFFIC_MODELS:
                 raise WorkbenchError(f"grid: unknown traffic model {model!r}; valid: "
@@ -77,10 +82,13 @@ class Case:
     overrides: tuple[tuple[str, Any], ...]
     schedules: tuple[str, ...]
     traffic_model: str | None = None
+    objective: str = "cycles"
 
     @property
     def case_id(self) -> str:
         text = repr(self)
+        if self.objective == "cycles":  # the ids of sweeps ranked by cycles stay put
+            text = text.replace(", objective='cycles'", "")
         if self.traffic_model is None:  # the ids of sweeps without traffic models stay put
             text = text.replace(", traffic_model=None", "")
         return hashlib.sha1(text.encode()).hexdigest()[:16]
@@ -92,10 +100,10 @@ def cases(grid: Grid) -> list[Case]:
     combos = list(itertools.product(*(grid.overrides[n] for n in names))) or [()]
     return [Case(net, plat, grid.batch, int(kb * 1024), bits, tuple(zip(names, combo,
                                                                           strict=True)),
-                 tuple(grid.schedules), model)
+                 tuple(grid.schedules), model, objective)
             for net in grid.networks for plat in grid.platforms for kb in grid.buffer_kb
             for bits in grid.acc_bits for combo in combos
-            for model in (grid.traffic_models or [None])]
+            for model in (grid.traffic_models or [None]) for objective in grid.objectives]
 
 
 _ACCURACY: dict[tuple, float] = {}
@@ -146,9 +154,10 @@ def evaluate_case(case: Case, grid: Grid) -> pd.DataFrame:
                    traffic_mb=table["traffic_bytes"].sum(min_count=len(table)) / 1e6,
                    compulsory_mb=table["compulsory_bytes"].sum() / 1e6)
     if case.traffic_model in (None, "seed000"):
-        per_layer = explore.explore_network(net, plat, case.schedules)
+        per_layer = explore.explore_network(net, plat, case.schedules, objective=case.objective)
         totals = explore.network_totals(per_layer, plat)
         row.update({
+            "objective": case.objective,
             "cycles": totals["cycles"], "time_ms": totals["time_ms"],
             "throughput_gops": totals["throughput_gops"],
             "energy_uj": totals["energy_pj"] / 1e6, "ext_accesses": totals["ext_accesses"],

@@ -17,7 +17,7 @@ from workbench.tiling import Tile, dims
 from workbench.tiling.model import check_tile
 
 __all__ = ["VECTOR_DIMS", "IssueCounts", "Plan", "SimResult", "best_plan", "counts",
-           "mapping_report", "network_mapping", "plan_table", "simulate"]
+           "mapping_report", "plan_table", "simulate"]
 
 
 @dataclass(frozen=True)
@@ -171,14 +171,3 @@ def plan_table(layer: ConvLayer, tile: Tile, platform: Platform,
         raise WorkbenchError(f"layer {layer.name!r}: no vector dimension and unroll fits the "
                              f"register file of {platform.register_file_bytes} bytes")
     return pd.DataFrame(rows)
-
-
-def network_mapping(net, platform: Platform, memory_bytes: int | None = None) -> pd.DataFrame:
-    """`mapping_report` of every conv/fc layer at its best tile (explore_network) and best plan."""
-    from workbench.explore import explore_network
-
-    best = explore_network(net, platform, memory_bytes=memory_bytes)
-    frames = [mapping_report(net[row.layer], Tile(int(row.TOx), int(row.TOy), int(row.TOc),
-                                                  int(row.TOn), int(row.TKc)), platform)
-              for row in best.itertuples()]
-    return pd.concat(frames, ignore_index=True)

@@ -1,7 +1,9 @@
 """The tile explorer app: one layer's solutions on an editable platform, with linked views.
 
-Moving a control re-runs the exact exploration and updates the bokeh sources; selecting a
-point on the roofline shows that solution's loop nest and its cycle and energy breakdown.
+Moving a control prices the layer's candidate sets (the tiles that can be optimal for some
+platform, `tiling.candidates`) on the edited platform and updates the bokeh sources: no tile
+is enumerated again. Selecting a point on the roofline shows that solution's loop nest and its
+cycle and energy breakdown.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from workbench.errors import WorkbenchError
 from workbench.ui.errors import error_html
 from workbench.ui.platform_panel import PlatformPanel
 
-MAX_POINTS = 20000  # larger solution sets are drawn as their per-schedule Pareto fronts
+MAX_POINTS = 5000  # larger candidate sets are drawn as their per-schedule Pareto fronts
 
 
 def _bokeh_widget(layout) -> widgets.Widget:
@@ -31,7 +33,8 @@ class TileExplorer:
 
     def __init__(self, network: str = "lenet5", layer: str | None = None,
                  platform: str = "idsp", batch: int | None = 8,
-                 buffer_range_log2: tuple[int, int] = (10, 19)) -> None:
+                 buffer_range_log2: tuple[int, int] = (10, 19),
+                 objective: str = "cycles") -> None:
         self.batch = batch
         self.net = layers.load_network(network, batch=batch)
         names = [lay.name for lay in self.net.tiled_layers()]
@@ -44,6 +47,9 @@ class TileExplorer:
                                       description="layer")
         self.schedules = widgets.SelectMultiple(options=tiling.SCHEDULES,
                                                 value=tiling.SCHEDULES, description="schedules")
+        explore.check_objective(objective)
+        self.objective = widgets.Dropdown(options=explore.OBJECTIVES, value=objective,
+                                          description="best by")
         self.memory_log2 = widgets.IntSlider(
             value=int(self.panel.fields["local_mem_bytes"].value).bit_length() - 1, min=7,
             max=24, description="memory 2^")
@@ -62,6 +68,7 @@ class TileExplorer:
         self.points.selected.on_change("indices", self._on_select)
         for control in (self.layer, self.schedules, self.memory_log2):
             control.observe(lambda change: self.update(), names="value")
+        self.objective.observe(lambda change: self.update_all(), names="value")
         self.buffer_range.observe(lambda change: self.update_sweep(), names="value")
         self.panel.on_change(self.update_all)
         self.network.observe(self._load_network, names="value")
@@ -91,18 +98,20 @@ class TileExplorer:
         self.update_sweep()
 
     def update(self) -> None:
-        """Re-explore the layer at the chosen memory and refresh the roofline sources."""
+        """Price the layer's candidates at the chosen memory and refresh the roofline sources."""
         try:
             plat = self.panel.platform().replace(local_mem_bytes=1 << self.memory_log2.value)
-            df = explore.explore_layer(self.net[self.layer.value], plat, self.schedules.value,
-                                       keep="all")
+            layer = self.net[self.layer.value]
+            df = explore.fitting_candidates(layer, plat, self.schedules.value)
+            if df.empty:
+                raise explore.too_small(layer, plat.local_mem_bytes, plat.elem_bytes,
+                                                  plat.double_buffer)
         except WorkbenchError as exc:
             self.status.value = error_html(exc)
             return
         total = len(df)
         if total > MAX_POINTS:
-            df = explore.explore_layer(self.net[self.layer.value], plat, self.schedules.value,
-                                       keep="pareto")
+            df = pd.concat([explore.pareto(rows) for _, rows in df.groupby("schedule")])
         self.solutions = df.reset_index(drop=True)
         front = explore.pareto(self.solutions)
         self.points.selected.indices = []
@@ -110,10 +119,13 @@ class TileExplorer:
         self.front.data = viz.roofline_data(front)
         roofs = self.roofline.select_one({"name": "roofs"})
         roofs.data_source.data = viz.roofs(plat, list(self.solutions["ctc"]))
-        best = self.solutions.sort_values(list(explore.BEST_ORDER)).iloc[0]
+        objective = self.objective.value
+        best = self.solutions.sort_values(list(explore.ranking(objective))).iloc[0]
         drawn = "" if total == len(df) else f" (drawn: the {len(df)} per-schedule Pareto points)"
-        self.status.value = (f"{total:,} solutions{drawn}, {len(front)} on the Pareto front; "
-                             f"fastest: {best['schedule']} at {best['cycles']:,.0f} cycles")
+        self.status.value = (
+            f"{total:,} candidate mappings fit{drawn}, {len(front)} on the Pareto front; "
+            f"best by {objective}: {best['schedule']} at {best['cycles']:,.0f} cycles, "
+            f"{best['energy_pj'] / 1e6:,.2f} µJ, {best['ext_accesses']:,} accesses")
 
     def update_sweep(self) -> None:
         """Redraw the buffer-size sweep over the chosen range."""
@@ -122,11 +134,12 @@ class TileExplorer:
             plat = self.panel.platform()
             layer = self.net[self.layer.value]
             best = explore.explore_layer(layer, plat, self.schedules.value,
-                                         [1 << k for k in range(lo, hi + 1)], keep="best")
+                                         [1 << k for k in range(lo, hi + 1)], keep="best",
+                                         objective=self.objective.value)
         except WorkbenchError as exc:
             self.status.value = error_html(exc)
             return
-        summary = explore.sweep_summary(layer, best)
+        summary = explore.sweep_summary(layer, best, self.objective.value)
         self.sweep_figure = viz.buffer_sweep(summary, "cycles_rel",
                                              title=f"{layer.name}: cycles vs local memory")
         self.sweep_box.children = [_bokeh_widget(self.sweep_figure)]
@@ -155,8 +168,8 @@ class TileExplorer:
     # layout --------------------------------------------------------------------------------
     @property
     def view(self) -> widgets.Widget:
-        controls = widgets.VBox([self.network, self.layer, self.schedules, self.memory_log2,
-                                 self.buffer_range, self.status])
+        controls = widgets.VBox([self.network, self.layer, self.schedules, self.objective,
+                                 self.memory_log2, self.buffer_range, self.status])
         return widgets.VBox([
             widgets.HBox([widgets.Accordion([self.panel.view], titles=("platform",)), controls]),
             _bokeh_widget(self.roofline), widgets.HBox([self.listing, self.breakdown]),

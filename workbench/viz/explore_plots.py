@@ -20,12 +20,14 @@ def roofline_data(df: pd.DataFrame) -> dict[str, list]:
     """The columns the roofline draws, from an exploration DataFrame."""
     if df.empty:
         return {k: [] for k in ROOFLINE_COLUMNS}
-    tile = df[["TOx", "TOy", "TOc", "TOn", "TKc"]].astype(str).agg("x".join, axis=1)
-    frame = pd.DataFrame({"layer": df["layer"], "schedule": df["schedule"], "tile": tile,
-                          "footprint_kb": df["footprint_bytes"] / 1024, "cycles": df["cycles"],
-                          "throughput_gops": df["throughput_gops"], "ctc": df["ctc"],
-                          "ext_accesses": df["ext_accesses"], "energy_uj": df["energy_pj"] / 1e6})
-    return {k: frame[k].tolist() for k in ROOFLINE_COLUMNS}
+    dims = zip(*(df[d].tolist() for d in ("TOx", "TOy", "TOc", "TOn", "TKc")), strict=True)
+    return {"layer": df["layer"].tolist(), "schedule": df["schedule"].tolist(),
+            "tile": ["x".join(map(str, t)) for t in dims],
+            "footprint_kb": (df["footprint_bytes"] / 1024).tolist(),
+            "cycles": df["cycles"].tolist(),
+            "throughput_gops": df["throughput_gops"].tolist(), "ctc": df["ctc"].tolist(),
+            "ext_accesses": df["ext_accesses"].tolist(),
+            "energy_uj": (df["energy_pj"] / 1e6).tolist()}
 
 
 def roofs(platform: Platform, ctc: list[float] | None = None) -> dict[str, list]:

@@ -1,7 +1,8 @@
-"""Exploration: every candidate tile × schedule × buffer size, Pareto fronts, best tiles.
+"""Exploration: tiles × schedules × buffer sizes as tidy DataFrames, Pareto fronts, best tiles.
 
-Exact: candidates come from `tiling.gen_tiles` (reduced per dimension by an argument that
-loses no optimum, see `tiling.tile_candidates`), and every candidate that fits is evaluated.
+Exact: "best" answers come from the candidate sets (`explore.query`); "all" and "pareto" rows
+from `tiling.gen_tiles` (reduced per dimension by an argument that loses no optimum, see
+`tiling.tile_candidates`), every tile that fits evaluated.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import WorkbenchError
+from workbench.explore.query import best_mappings, ranking
 from workbench.layers.network import Network
 from workbench.layers.spec import ConvLayer
 from workbench.perf import estimate_array
 from workbench.platforms import Platform
+from workbench.tiling.candidates import candidate_set
 from workbench.tiling.model import (
     SCHEDULES,
     TILE_DIMS,
@@ -27,7 +30,7 @@ from workbench.tiling.model import (
 )
 
 DEFAULT_OBJECTIVES = {"throughput_gops": "max", "ctc": "max"}
-BEST_ORDER = ("cycles", "ext_accesses", "footprint_bytes")
+BEST_ORDER = ranking("cycles")  # ("cycles", "ext_accesses", "footprint_bytes")
 
 
 def _footprint_bytes(footprint_elems: np.ndarray, elem_bytes: int, double: bool) -> np.ndarray:
@@ -40,7 +43,7 @@ def smallest_footprint_bytes(layer: ConvLayer, elem_bytes: int, double_buffer: b
     return int(_footprint_bytes(b_in + b_w + b_out, elem_bytes, double_buffer)[0])
 
 
-def _too_small(layer: ConvLayer, memory: float, elem_bytes: int, double: bool) -> WorkbenchError:
+def too_small(layer: ConvLayer, memory: float, elem_bytes: int, double: bool) -> WorkbenchError:
     need = smallest_footprint_bytes(layer, elem_bytes, double)
     return WorkbenchError(f"layer {layer.name!r}: memory of {memory:g} bytes is too small for any "
                           f"tile; the smallest tile (1x1x1x1x1) needs {need} bytes")
@@ -60,7 +63,7 @@ def evaluate_arrays(layer: ConvLayer, platform: Platform, schedule: str, max_byt
         chunks.append(cols | estimate_array(layer, tiles, schedule, platform, local_traffic,
                                             counted=c))
     if not chunks:
-        raise _too_small(layer, max_bytes, platform.elem_bytes, platform.double_buffer)
+        raise too_small(layer, max_bytes, platform.elem_bytes, platform.double_buffer)
     return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in chunks[0]}
 
 
@@ -139,13 +142,14 @@ def pareto(df: pd.DataFrame, objectives: Mapping[str, str] | None = None) -> pd.
 def explore_layer(layer: ConvLayer, platform: Platform, schedules: Iterable[str] = SCHEDULES,
                   buffer_sizes: Iterable[int] | None = None, keep: str = "pareto",
                   objectives: Mapping[str, str] | None = None,
-                  local_traffic: bool = True) -> pd.DataFrame:
+                  local_traffic: bool = True, objective: str = "cycles") -> pd.DataFrame:
     """Tidy DataFrame of solutions per (schedule, buffer size in bytes).
 
-    keep="all": every fitting candidate; "pareto": the non-dominated ones for `objectives`
-    (default max throughput, max CTC); "best": one row, least cycles, then accesses, then
-    footprint. Buffer sizes no tile fits are listed in df.attrs["infeasible_buffer_sizes"];
-    an error is raised only when no size fits.
+    keep="all": every fitting tile; "pareto": the non-dominated ones for `objectives`
+    (default max throughput, max CTC); "best": one row, first under `objective` (cycles,
+    energy, accesses or edp; ties: cycles, accesses, footprint), from the candidate sets.
+    Buffer sizes no tile fits are listed in df.attrs["infeasible_buffer_sizes"]; an error is
+    raised only when no size fits.
     """
     if keep not in ("all", "pareto", "best"):
         raise WorkbenchError(f"keep must be 'all', 'pareto' or 'best', got {keep!r}")
@@ -156,10 +160,22 @@ def explore_layer(layer: ConvLayer, platform: Platform, schedules: Iterable[str]
     need = smallest_footprint_bytes(layer, platform.elem_bytes, platform.double_buffer)
     feasible = [m for m in sizes if m >= need]
     if not feasible:
-        raise _too_small(layer, sizes[-1], platform.elem_bytes, platform.double_buffer)
+        raise too_small(layer, sizes[-1], platform.elem_bytes, platform.double_buffer)
+    if keep == "best":
+        df = best_mappings([layer], platform, feasible, schedules, objective, per_schedule=True,
+                           local_traffic=local_traffic).drop(columns=["platform"])
+    else:
+        df = _enumerated(layer, platform, schedules, feasible, keep, objectives, local_traffic)
+    df.attrs["infeasible_buffer_sizes"] = [m for m in sizes if m < need]
+    return df
+
+
+def _enumerated(layer: ConvLayer, platform: Platform, schedules: list[str], feasible: list[int],
+                keep: str, objectives: Mapping[str, str] | None,
+                local_traffic: bool) -> pd.DataFrame:
+    """keep="all" / "pareto" rows of `explore_layer`, from the full reduced enumeration."""
     objectives = dict(objectives or DEFAULT_OBJECTIVES)
-    two_objectives = len(objectives) == 2 and all(v in ("max", "min")
-                                                  for v in objectives.values())
+    two_objectives = len(objectives) == 2
     parts = []
     for schedule in schedules:
         arrays = evaluate_arrays(layer, platform, schedule, feasible[-1], local_traffic)
@@ -173,12 +189,12 @@ def explore_layer(layer: ConvLayer, platform: Platform, schedules: Iterable[str]
                 parts.append(pareto(rows, objectives).assign(buffer_bytes=size))
             continue
         if keep == "pareto":
+            bad = {k: v for k, v in objectives.items() if v not in ("max", "min")}
+            if bad:
+                raise WorkbenchError(f"pareto: objectives must be 'max' or 'min', got {bad}")
             values = np.column_stack([arrays[k] for k in objectives])
             picks = _front_per_size(values, [v == "max" for v in objectives.values()], fp,
                                     feasible)
-        elif keep == "best":
-            order = np.lexsort(tuple(arrays[k] for k in reversed(BEST_ORDER)))
-            picks = [order[np.argmax(fp[order] <= size)][None] for size in feasible]
         else:
             picks = [np.flatnonzero(fp <= size) for size in feasible]
         rows = np.concatenate(picks)
@@ -186,30 +202,24 @@ def explore_layer(layer: ConvLayer, platform: Platform, schedules: Iterable[str]
         frame["buffer_bytes"] = np.repeat(np.asarray(feasible, dtype=np.int64),
                                           [len(p) for p in picks])
         parts.append(frame)
-    df = pd.concat(parts, ignore_index=True)
-    df.attrs["infeasible_buffer_sizes"] = [m for m in sizes if m < need]
-    return df
+    return pd.concat(parts, ignore_index=True)
 
 
 def best_tiles(layer: ConvLayer, schedule: str, memory_bytes: float | None = None,
                elem_bytes: int = 2, double_buffer: bool = False) -> tuple[Tile, int, int]:
     """Seed 000 appendix C: the tile with least external accesses under a memory size, ties
-    to the smaller footprint. Returns (tile, accesses in elements, footprint in bytes)."""
+    to the smaller footprint. Returns (tile, accesses in elements, footprint in bytes).
+    Exact over every tile: searched in the candidate set."""
     check_schedule(schedule)
     scale = elem_bytes * (2 if double_buffer else 1)
-    limit = np.inf if memory_bytes is None else memory_bytes / scale
-    best: tuple[int, int, tuple] | None = None
-    for tiles in gen_tiles(layer, max_footprint_elems=limit):
-        c = counts_array(layer, tiles, schedule)
-        acc = c["in_accesses"] + c["w_accesses"] + c["out_accesses"]
-        fp = c["bin"] + c["bw"] + c["bout"]
-        i = np.lexsort((fp, acc))[0]
-        cand = (int(acc[i]), int(fp[i]), tuple(int(v) for v in tiles[i]))
-        if best is None or cand[:2] < best[:2]:
-            best = cand
-    if best is None:
-        raise _too_small(layer, memory_bytes, elem_bytes, double_buffer)
-    return Tile(*best[2]), best[0], best[1] * scale
+    cs = candidate_set(layer, schedule)
+    fp = cs.column("footprint_elems")
+    rows = np.flatnonzero(fp * scale <= (np.inf if memory_bytes is None else memory_bytes))
+    if len(rows) == 0:
+        raise too_small(layer, memory_bytes, elem_bytes, double_buffer)
+    acc = cs.column("ext_accesses")[rows]
+    i = rows[np.lexsort((fp[rows], acc))[0]]
+    return Tile(*(int(v) for v in cs.tiles[i])), int(acc.min()), int(fp[i]) * scale
 
 
 def _explore_one(args: tuple) -> pd.DataFrame:
@@ -221,8 +231,13 @@ def explore_layers(layer_list: Sequence[ConvLayer], platform: Platform,
                    schedules: Iterable[str] = SCHEDULES,
                    buffer_sizes: Iterable[int] | None = None, keep: str = "best",
                    objectives: Mapping[str, str] | None = None, local_traffic: bool = True,
-                   jobs: int = 1) -> pd.DataFrame:
-    """`explore_layer` for several layers, in `jobs` worker processes; one DataFrame."""
+                   jobs: int = 1, objective: str = "cycles") -> pd.DataFrame:
+    """`explore_layer` for several layers; one DataFrame. keep="best" is answered for all
+    layers at once from the candidate sets; "all"/"pareto" in `jobs` worker processes."""
+    if keep == "best":
+        return pd.concat([explore_layer(layer, platform, schedules, buffer_sizes, "best",
+                                        local_traffic=local_traffic, objective=objective)
+                          for layer in layer_list], ignore_index=True)
     tasks = [(layer, platform, tuple(schedules), tuple(buffer_sizes or ()) or None, keep,
               objectives, local_traffic) for layer in layer_list]
     if jobs > 1 and len(tasks) > 1:
@@ -237,14 +252,17 @@ def explore_layers(layer_list: Sequence[ConvLayer], platform: Platform,
 
 def explore_network(net: Network, platform: Platform, schedules: Iterable[str] = SCHEDULES,
                     memory_bytes: int | None = None, local_traffic: bool = True,
-                    jobs: int = 1) -> pd.DataFrame:
-    """Per tiled layer, in network order, the best solution (least cycles, then accesses, then
-    footprint) over the schedules under one shared memory size (bytes)."""
+                    jobs: int = 1, objective: str = "cycles") -> pd.DataFrame:
+    """Per tiled layer, in network order, the best solution over the schedules under one
+    shared memory size (bytes), ranked by `objective` (ties: cycles, accesses, footprint).
+    `jobs` is accepted for compatibility: the candidate-set query needs no workers."""
     memory = memory_bytes or platform.local_mem_bytes
-    rows = explore_layers(net.tiled_layers(), platform, schedules, [memory], keep="best",
-                          local_traffic=local_traffic, jobs=jobs)
-    best = rows.sort_values(list(BEST_ORDER), kind="stable").groupby("layer", sort=False).head(1)
-    return best.set_index("layer").loc[[layer.name for layer in net.tiled_layers()]].reset_index()
+    tiled = net.tiled_layers()
+    for layer in tiled:
+        if smallest_footprint_bytes(layer, platform.elem_bytes, platform.double_buffer) > memory:
+            raise too_small(layer, memory, platform.elem_bytes, platform.double_buffer)
+    return best_mappings(tiled, platform, [memory], tuple(schedules), objective,
+                         local_traffic=local_traffic).drop(columns=["platform"])
 
 
 def network_totals(per_layer: pd.DataFrame, platform: Platform) -> dict[str, float]:
@@ -257,89 +275,15 @@ def network_totals(per_layer: pd.DataFrame, platform: Platform) -> dict[str, flo
             "throughput_gops": ops / cycles, "time_ms": cycles / (platform.clock_mhz * 1e3)}
 
 
-def sweep_summary(layer: ConvLayer, df: pd.DataFrame) -> pd.DataFrame:
-    """Per (schedule, buffer size) the fastest row, with accesses relative to the compulsory
-    minimum and cycles relative to compute-only cycles (seed 000 fig. 5.5–5.10 axes)."""
+def sweep_summary(layer: ConvLayer, df: pd.DataFrame, objective: str = "cycles") -> pd.DataFrame:
+    """Per (schedule, buffer size) the best row under `objective`, with accesses relative to
+    the compulsory minimum and cycles relative to compute-only cycles (seed 000 fig. 5.5–5.10
+    axes)."""
     from workbench.tiling.listing import compulsory_accesses
 
-    best = (df.sort_values(list(BEST_ORDER), kind="stable")
+    best = (df.sort_values(list(ranking(objective)), kind="stable")
             .groupby(["schedule", "buffer_bytes"], sort=True).head(1)
             .sort_values(["schedule", "buffer_bytes"]).reset_index(drop=True))
     best["accesses_rel"] = best["ext_accesses"] / compulsory_accesses(layer)
     best["cycles_rel"] = 1.0 / best["utilization"]
     return best
-
-
-TRAFFIC_MODELS = ("seed000", "dataflow", "peemen", "cache")
-
-
-def traffic_table(layer_list: Sequence[ConvLayer], memory_bytes: Iterable[float],
-                  models: Iterable[str] = TRAFFIC_MODELS, precision=None,
-                  paper_orders: bool = False, tile_set: str = "all") -> pd.DataFrame:
-    """Least off-accelerator traffic (bytes) per layer, model and local-memory size, in one
-    tidy table (layer, model, memory_bytes, traffic_bytes, compulsory_bytes).
-
-    seed000: the best of the five schedules (tiling.counts, single-buffered) with the same
-    precisions as the others: partial sums and B_out at partial-sum width, final outputs at
-    output width; dataflow / peemen / cache: tiling.dataflow_search over `tile_set` ("all" or
-    "pow2"), the dataflow model over the paper's 180 element orders if paper_orders."""
-    from workbench.tiling import dataflow_search as ds
-    from workbench.tiling.dataflow import Precision
-
-    precision = precision or Precision()
-    orders = ds.PAPER_ORDERS if paper_orders else ds.DEFAULT_ORDERS
-    sizes = sorted(memory_bytes)
-    frames = []
-    for layer in layer_list:
-        compulsory = ds.compulsory_bytes(layer, precision)
-        for model in models:
-            if model == "seed000":
-                frame = _seed000_traffic(layer, sizes, precision)
-            elif model in ds.MODELS:
-                frame = ds.search(layer, sizes, model, precision, orders,
-                                  tile_set).drop(columns=["schedule"])
-            else:
-                raise WorkbenchError(f"unknown traffic model {model!r}; valid: "
-                                     + ", ".join(TRAFFIC_MODELS))
-            frames.append(frame.assign(compulsory_bytes=compulsory))
-    return pd.concat(frames, ignore_index=True)
-
-
-def best_dataflow_listing(layer: ConvLayer, memory_bytes: float, precision=None,
-                          paper_orders: bool = False, tile_set: str = "all") -> str:
-    """The loop nest (tiling.dataflow_listing) of the layer's least-traffic dataflow schedule
-    under a local-memory size (bytes), or a one-line note when none fits."""
-    from workbench.tiling import dataflow_listing
-    from workbench.tiling import dataflow_search as ds
-    from workbench.tiling.dataflow import DataflowSchedule, Precision
-
-    precision = precision or Precision()
-    orders = ds.PAPER_ORDERS if paper_orders else ds.DEFAULT_ORDERS
-    best = ds.search(layer, [memory_bytes], "dataflow", precision, orders, tile_set)
-    if best["schedule"].iloc[0] is None:
-        return f"no dataflow schedule of {layer.name} fits {memory_bytes:.0f} B"
-    (order, levels), tiles = best["schedule"].iloc[0]
-    return dataflow_listing(layer, DataflowSchedule(order, tiles, levels), precision)
-
-
-def _seed000_traffic(layer: ConvLayer, sizes: list[float], precision) -> pd.DataFrame:
-    """Least seed 000 traffic (bytes) per memory size under mixed precisions (exact search
-    over the reduced tile space: traffic and buffers still grow with each tile size)."""
-    best = np.full(len(sizes), np.inf)
-    for schedule in SCHEDULES:
-        for tiles in gen_tiles(layer):
-            c = counts_array(layer, tiles, schedule)
-            nx, ny, nc, nn = (-(-d // tiles[:, i]) for i, d in enumerate(
-                (layer.Ox, layer.Oy, layer.Oc // layer.groups, layer.On)))
-            final_model = nx * ny * nc * nn * c["bout"] * layer.groups  # full tiles
-            traffic = (precision.inputs * c["in_accesses"] + precision.weights * c["w_accesses"]
-                       + precision.outputs * final_model
-                       + precision.partial_sums * (c["out_accesses"] - final_model))
-            buffer = (precision.inputs * c["bin"] + precision.weights * c["bw"]
-                      + precision.partial_sums * c["bout"])
-            for i, size in enumerate(sizes):
-                fits = buffer <= size
-                if fits.any():
-                    best[i] = min(best[i], float(traffic[fits].min()))
-    return pd.DataFrame({"layer": layer.name, "model": "seed000", "memory_bytes": sizes,
-                         "traffic_bytes": np.where(np.isfinite(best), best, np.nan)})

@@ -1,0 +1,232 @@
+"""Candidate sets: the exact dominance filter, the on-disk cache, and the central claim that the
+optimum over a candidate set equals the optimum over every tile, for any platform, memory size,
+objective and buffering mode."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workbench import explore, perf, platforms, tiling
+from workbench.layers import ConvLayer
+from workbench.tiling import candidates
+from workbench.tiling.dominance import nondominated
+
+
+@settings(max_examples=150)
+@given(rows=st.lists(st.tuples(*[st.integers(0, 4)] * 4), min_size=1, max_size=60),
+       d=st.integers(1, 4))
+def test_nondominated_equals_pairwise_definition(rows, d) -> None:
+    v = np.array(rows, dtype=np.int64)[:, :d]
+    kept = set(nondominated(v).tolist())
+    for i in range(len(v)):
+        dominated = any(np.all(v[j] <= v[i]) and np.any(v[j] < v[i]) for j in range(len(v)))
+        first_of_equals = not any(np.array_equal(v[j], v[i]) for j in range(i))
+        assert (i in kept) == (not dominated and first_of_equals), (i, v[i])
+
+
+def test_nondominated_on_a_large_random_cloud() -> None:
+    rng = np.random.default_rng(1)
+    v = rng.integers(0, 50, size=(3000, 5))
+    kept = nondominated(v)
+    front = v[kept]
+    # nothing kept is dominated by anything, and everything dropped is dominated or repeated
+    for row in front[:200]:
+        assert not np.any(np.all(v <= row, axis=1) & np.any(v < row, axis=1))
+    dropped = np.setdiff1d(np.arange(len(v)), kept)
+    for i in dropped[:300]:
+        assert np.any(np.all(front <= v[i], axis=1))
+
+
+layers_st = st.builds(
+    lambda ox, oy, oc, on, kc, k, s, g: ConvLayer(
+        name="r", Ox=ox, Oy=oy, Oc=oc * g, On=on, Kx=k, Ky=max(1, k - 1), Kc=kc, Sx=s,
+        Sy=1, Px=(k - 1) // 2, Py=0, groups=g),
+    ox=st.integers(1, 9), oy=st.integers(1, 7), oc=st.integers(1, 8), on=st.integers(1, 3),
+    kc=st.integers(1, 6), k=st.integers(1, 4), s=st.integers(1, 3), g=st.sampled_from([1, 1, 2]))
+
+
+@settings(max_examples=40)
+@given(layer=layers_st, schedule=st.sampled_from(tiling.SCHEDULES))
+def test_candidate_set_is_the_front_of_the_whole_reduced_grid(layer, schedule) -> None:
+    """The (TOx, TOy) pre-reduction loses nothing: same vectors as filtering every tile."""
+    tiles = np.concatenate(list(tiling.gen_tiles(layer)))
+    vectors = candidates.count_vectors(layer, tiles, schedule)
+    front = vectors[nondominated(vectors)]
+    cs = candidates.build(layer, schedule)
+    assert sorted(map(tuple, cs.vectors)) == sorted(map(tuple, front))
+    assert np.array_equal(candidates.count_vectors(layer, cs.tiles, schedule), cs.vectors)
+    assert np.all(np.diff(cs.column("footprint_elems")) >= 0)
+    assert cs.grid_size == len(tiles)
+
+
+platforms_st = st.builds(
+    lambda **f: platforms.load_platform("idsp", **f),
+    clock_mhz=st.floats(1, 2000), bus_elems_per_cycle=st.floats(0.05, 64),
+    macs_per_cycle=st.floats(0.5, 256), elem_bytes=st.integers(1, 4),
+    dma_setup_cycles=st.floats(0.01, 1000), register_file_bytes=st.integers(1, 4096),
+    double_buffer=st.booleans(), core_pj_per_cycle=st.floats(0.01, 500),
+    local_access_pj=st.floats(0.01, 100), local_access_bytes=st.integers(1, 128),
+    ext_access_pj=st.floats(0.01, 5000), ext_access_bytes=st.integers(1, 64))
+
+
+def _reference_best(layer, plat, schedule, memory, objective, reduced: bool):
+    """The ranking key of the best tile among every enumerated tile that fits (or None)."""
+    scale = plat.elem_bytes * (2 if plat.double_buffer else 1)
+    best = None
+    for tiles in tiling.gen_tiles(layer, memory / scale, reduced=reduced):
+        c = tiling.counts_array(layer, tiles, schedule)
+        r = perf.estimate_array(layer, tiles, schedule, plat, counted=c)
+        cols = r | {"ext_accesses": c["in_accesses"] + c["w_accesses"] + c["out_accesses"],
+                    "footprint_bytes": (c["bin"] + c["bw"] + c["bout"]) * scale,
+                    "edp": r["energy_pj"] * r["cycles"]}
+        keys = [np.asarray(cols[k], dtype=np.float64) for k in explore.ranking(objective)]
+        i = np.lexsort(keys[::-1])[0]
+        cand = tuple(float(k[i]) for k in keys)
+        best = cand if best is None or cand < best else best
+    return best
+
+
+@settings(max_examples=60)
+@given(layer=layers_st, plat=platforms_st, schedule=st.sampled_from(tiling.SCHEDULES),
+       objective=st.sampled_from(explore.OBJECTIVES),
+       memories=st.lists(st.integers(16, 40000), min_size=1, max_size=4))
+def test_candidate_optimum_equals_enumeration_and_brute_force(layer, plat, schedule, objective,
+                                                              memories) -> None:
+    fast = explore.best_mappings([layer], plat, memories, [schedule], objective,
+                                 per_schedule=True)
+    for memory in memories:
+        full = _reference_best(layer, plat, schedule, memory, objective, reduced=True)
+        brute = _reference_best(layer, plat, schedule, memory, objective, reduced=False)
+        assert full == brute
+        rows = fast[fast.buffer_bytes == memory]
+        if full is None:
+            assert rows.empty
+            continue
+        got = tuple(float(rows.iloc[0][k]) for k in explore.ranking(objective))
+        assert got == full  # identical, not approximately equal
+
+
+@settings(max_examples=25)
+@given(layer=layers_st, plat=platforms_st, memory=st.integers(64, 40000))
+def test_network_best_is_the_best_schedule_and_matches_the_estimate(layer, plat, memory) -> None:
+    for objective in explore.OBJECTIVES:
+        per = explore.best_mappings([layer], plat, [memory], objective=objective,
+                                    per_schedule=True)
+        one = explore.best_mappings([layer], plat, [memory], objective=objective)
+        if per.empty:
+            assert one.empty
+            continue
+        keys = list(explore.ranking(objective))
+        assert tuple(one.iloc[0][keys]) == min(tuple(r) for r in per[keys].itertuples(False))
+        row = one.iloc[0]
+        e = perf.estimate(layer, tiling.Tile(*(int(row[d]) for d in tiling.TILE_DIMS)),
+                          row["schedule"], plat)
+        assert e.cycles == row["cycles"] and e.energy_total_pj == pytest.approx(row["energy_pj"])
+        assert e.counts.ext_accesses == row["ext_accesses"]
+
+
+@settings(max_examples=30)
+@given(layer=layers_st, memory=st.integers(32, 20000), double=st.booleans())
+def test_pareto_front_from_candidates_is_complete(layer, memory, double) -> None:
+    plat = platforms.load_platform("idsp", double_buffer=double, bus_elems_per_cycle=3.0)
+    try:
+        every = explore.explore_layer(layer, plat, buffer_sizes=[memory], keep="all")
+    except explore.solutions.WorkbenchError:
+        return
+    mine = explore.fitting_candidates(layer, plat, memory_bytes=memory)
+    values = lambda df: set(zip(df.throughput_gops, df.ctc, strict=True))  # noqa: E731
+    assert values(explore.pareto(mine)) == values(explore.pareto(every))
+
+
+@settings(max_examples=30)
+@given(layer=layers_st, register_file=st.integers(1, 600), elem_bytes=st.integers(1, 3))
+def test_local_accesses_is_the_brute_force_minimum(layer, register_file, elem_bytes) -> None:
+    perf.local_accesses.cache_clear()
+    got = perf.local_accesses(layer, register_file, elem_bytes)
+    best = None
+    for schedule in tiling.SCHEDULES:
+        for tiles in tiling.gen_tiles(layer, register_file // elem_bytes, reduced=False):
+            c = tiling.counts_array(layer, tiles, schedule)
+            low = int((c["in_accesses"] + c["w_accesses"] + c["out_accesses"]).min())
+            best = low if best is None else min(best, low)
+    if best is None:
+        c = tiling.counts(layer, tiling.Tile(1, 1, 1, 1, 1), "intra")
+        best = c.ext_accesses
+    assert got == best
+
+
+LAYER = ConvLayer(name="c", Ox=13, Oy=11, Oc=24, On=2, Kx=3, Ky=3, Kc=10, Px=1, Py=1)
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path))
+    candidates.clear_memory_cache()
+    yield tmp_path
+    candidates.clear_memory_cache()
+
+
+def _cache_file(cache: Path) -> Path:
+    (path,) = cache.rglob("inter_kc-*.npz")
+    return path
+
+
+def test_a_second_process_reuses_the_disk_cache(cache) -> None:
+    built = candidates.candidate_set(LAYER, "inter_kc")
+    assert _cache_file(cache).exists()
+    code = ("from workbench.tiling import candidates\n"
+            "from workbench.layers import ConvLayer\n"
+            "def refuse(*a):\n    raise SystemExit('rebuilt instead of reusing the cache')\n"
+            "candidates.build = refuse\n"
+            "cs = candidates.candidate_set(ConvLayer(name='other', Ox=13, Oy=11, Oc=24, On=2, "
+            "Kx=3, Ky=3, Kc=10, Px=0, Py=0), 'inter_kc')\n"
+            "print(len(cs.tiles))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=os.environ | {"WORKBENCH_CACHE_DIR": str(cache)}, check=True)
+    assert out.stdout.strip() == str(len(built.tiles))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip_tile", "garbage", "stale_version",
+                                    "other_shape", "other_schedule"])
+def test_damaged_or_stale_cache_files_are_rebuilt(cache, damage) -> None:
+    fresh = candidates.build(LAYER, "inter_kc")
+    candidates.candidate_set(LAYER, "inter_kc")
+    path = _cache_file(cache)
+    if damage == "truncate":
+        path.write_bytes(path.read_bytes()[:200])
+    elif damage == "garbage":
+        path.write_bytes(b"not a cache file")
+    else:
+        import json
+
+        with np.load(path) as f:
+            meta, tiles, vectors = json.loads(str(f["meta"])), f["tiles"], f["vectors"]
+        if damage == "flip_tile":
+            tiles = tiles.copy()
+            tiles[0, 0] += 1
+        elif damage == "stale_version":
+            meta["version"] = -1
+        elif damage == "other_schedule":  # a whole file of another key, copied over
+            other = candidates.build(LAYER, "intra")
+            tiles, vectors = other.tiles, other.vectors
+            meta["checksum"] = candidates._checksum(meta, tiles, vectors)
+        elif damage == "other_shape":
+            meta["shape"] = [1] * len(meta["shape"])
+        np.savez(path.with_suffix(".tmp.npz"), meta=json.dumps(meta), tiles=tiles,
+                 vectors=vectors)
+        path.with_suffix(".tmp.npz").replace(path)
+    candidates.clear_memory_cache()
+    again = candidates.candidate_set(LAYER, "inter_kc")
+    assert np.array_equal(again.tiles, fresh.tiles)
+    assert np.array_equal(again.vectors, fresh.vectors)
+    candidates.clear_memory_cache()
+    reloaded = candidates._load(path, LAYER, "inter_kc")  # the rebuilt file is whole again
+    assert reloaded is not None and np.array_equal(reloaded.tiles, fresh.tiles)

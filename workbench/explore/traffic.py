@@ -1,0 +1,87 @@
+"""Traffic models side by side (seed 002): the least off-accelerator traffic per layer, model
+and local-memory size, and the least-traffic dataflow schedule as a loop nest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from workbench.errors import WorkbenchError
+from workbench.layers.spec import ConvLayer
+from workbench.tiling.model import SCHEDULES, counts_array, gen_tiles
+
+TRAFFIC_MODELS = ("seed000", "dataflow", "peemen", "cache")
+
+
+def traffic_table(layer_list: Sequence[ConvLayer], memory_bytes: Iterable[float],
+                  models: Iterable[str] = TRAFFIC_MODELS, precision=None,
+                  paper_orders: bool = False, tile_set: str = "all") -> pd.DataFrame:
+    """Least off-accelerator traffic (bytes) per layer, model and local-memory size, in one
+    tidy table (layer, model, memory_bytes, traffic_bytes, compulsory_bytes).
+
+    seed000: the best of the five schedules (tiling.counts, single-buffered) with the same
+    precisions as the others: partial sums and B_out at partial-sum width, final outputs at
+    output width; dataflow / peemen / cache: tiling.dataflow_search over `tile_set` ("all" or
+    "pow2"), the dataflow model over the paper's 180 element orders if paper_orders."""
+    from workbench.tiling import dataflow_search as ds
+    from workbench.tiling.dataflow import Precision
+
+    precision = precision or Precision()
+    orders = ds.PAPER_ORDERS if paper_orders else ds.DEFAULT_ORDERS
+    sizes = sorted(memory_bytes)
+    frames = []
+    for layer in layer_list:
+        compulsory = ds.compulsory_bytes(layer, precision)
+        for model in models:
+            if model == "seed000":
+                frame = _seed000_traffic(layer, sizes, precision)
+            elif model in ds.MODELS:
+                frame = ds.search(layer, sizes, model, precision, orders,
+                                  tile_set).drop(columns=["schedule"])
+            else:
+                raise WorkbenchError(f"unknown traffic model {model!r}; valid: "
+                                     + ", ".join(TRAFFIC_MODELS))
+            frames.append(frame.assign(compulsory_bytes=compulsory))
+    return pd.concat(frames, ignore_index=True)
+
+
+def best_dataflow_listing(layer: ConvLayer, memory_bytes: float, precision=None,
+                          paper_orders: bool = False, tile_set: str = "all") -> str:
+    """The loop nest (tiling.dataflow_listing) of the layer's least-traffic dataflow schedule
+    under a local-memory size (bytes), or a one-line note when none fits."""
+    from workbench.tiling import dataflow_listing
+    from workbench.tiling import dataflow_search as ds
+    from workbench.tiling.dataflow import DataflowSchedule, Precision
+
+    precision = precision or Precision()
+    orders = ds.PAPER_ORDERS if paper_orders else ds.DEFAULT_ORDERS
+    best = ds.search(layer, [memory_bytes], "dataflow", precision, orders, tile_set)
+    if best["schedule"].iloc[0] is None:
+        return f"no dataflow schedule of {layer.name} fits {memory_bytes:.0f} B"
+    (order, levels), tiles = best["schedule"].iloc[0]
+    return dataflow_listing(layer, DataflowSchedule(order, tiles, levels), precision)
+
+
+def _seed000_traffic(layer: ConvLayer, sizes: list[float], precision) -> pd.DataFrame:
+    """Least seed 000 traffic (bytes) per memory size under mixed precisions (exact search
+    over the reduced tile space: traffic and buffers still grow with each tile size)."""
+    best = np.full(len(sizes), np.inf)
+    for schedule in SCHEDULES:
+        for tiles in gen_tiles(layer):
+            c = counts_array(layer, tiles, schedule)
+            nx, ny, nc, nn = (-(-d // tiles[:, i]) for i, d in enumerate(
+                (layer.Ox, layer.Oy, layer.Oc // layer.groups, layer.On)))
+            final_model = nx * ny * nc * nn * c["bout"] * layer.groups  # full tiles
+            traffic = (precision.inputs * c["in_accesses"] + precision.weights * c["w_accesses"]
+                       + precision.outputs * final_model
+                       + precision.partial_sums * (c["out_accesses"] - final_model))
+            buffer = (precision.inputs * c["bin"] + precision.weights * c["bw"]
+                      + precision.partial_sums * c["bout"])
+            for i, size in enumerate(sizes):
+                fits = buffer <= size
+                if fits.any():
+                    best[i] = min(best[i], float(traffic[fits].min()))
+    return pd.DataFrame({"layer": layer.name, "model": "seed000", "memory_bytes": sizes,
+                         "traffic_bytes": np.where(np.isfinite(best), best, np.nan)})

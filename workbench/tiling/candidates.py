@@ -1,0 +1,212 @@
+"""Candidate sets: per layer shape and schedule, the tiles that can be optimal on some platform.
+
+Why a small set is exact. For a layer and a schedule, every cost the engine reports depends on
+a tile only through five platform-independent counts, its *count vector*
+
+    (footprint Bin+Bw+Bout, external accesses, DMA transfers, number of tiles, tile elements)
+
+(tile elements TOx·TOy·TOc·TOn·TKc times Kx·Ky is the per-tile compute). `perf.price` is
+non-decreasing in each of them for every platform with positive fields (clock, bus, MACs per
+cycle, DMA setup, element bytes, energies, single or double buffering): cycles, energy,
+energy × delay and external accesses, and the footprint in bytes that decides whether a tile
+fits. Accesses per array and the prolog/epilog buffers enter today's costs only through their
+sums (external accesses; prolog + epilog = footprint), so the sums are the vector. Hence if
+tile A's vector is ≤ tile B's in every count, A fits wherever B fits and costs no more under
+any platform, memory size and objective: B is never needed. The candidate set keeps the tiles
+whose vectors no other vector dominates (one tile per distinct vector), found exactly by
+`dominance.nondominated`.
+
+Before that, an exact pre-reduction of the (TOx, TOy) pairs: every count is a sum of products
+of a non-negative factor of (TOc, TOn, TKc) with one of the spatial quantities
+nx·ny, TOx·TOy, X·Y, nx·ny·X·Y, nx·ny·TOx·TOy (X = (TOx−1)·Sx+Kx, Y likewise, n = ⌈O/T⌉) and,
+for `inter_oxoyon_dirx`'s halo reuse, nx·ny·TOx·Y, ny·Y and ny. A pair dominated in those
+quantities gives, with any (TOc, TOn, TKc), a tile dominated in the count vector.
+
+Sets are cached in memory and on disk (`paths.cache_dir()`), keyed by the layer shape, the
+schedule, MODEL_VERSION and a hash of `tiling.model`'s source; a file that does not match its
+key, its checksum, or the counts recomputed from its tiles is rebuilt, never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import tempfile
+import threading
+import zipfile
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from workbench.layers.spec import ConvLayer
+from workbench.paths import cache_dir
+from workbench.tiling import model
+from workbench.tiling.dominance import nondominated
+from workbench.tiling.model import check_schedule, counts_array, dims, tile_candidates
+
+MODEL_VERSION = 1  # bump when the candidate-set format or the dominance argument changes
+# tiling.model's source: a change to the count formulas invalidates every cached set
+MODEL_HASH = hashlib.sha256(inspect.getsource(model).encode()).hexdigest()
+VECTOR = ("footprint_elems", "ext_accesses", "dma_transfers", "n_tiles", "tile_elems")
+SHAPE_FIELDS = ("Ox", "Oy", "Oc", "On", "Kx", "Ky", "Kc", "Sx", "Sy", "groups")
+_MEMORY: OrderedDict[tuple, CandidateSet] = OrderedDict()
+_MEMORY_LIMIT = 256
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateSet:
+    """The non-dominated tiles of one layer shape under one schedule, sorted by footprint.
+
+    tiles: (N, 5) int64 (TOx, TOy, TOc, TOn, TKc); vectors: (N, 5) int64 in VECTOR order;
+    grid_size: tiles in the full reduced enumeration (`tiling.gen_tiles`)."""
+
+    shape: tuple[int, ...]
+    schedule: str
+    tiles: np.ndarray
+    vectors: np.ndarray
+    grid_size: int
+
+    def column(self, name: str) -> np.ndarray:
+        return self.vectors[:, VECTOR.index(name)]
+
+
+def shape_key(layer: ConvLayer) -> tuple[int, ...]:
+    """The layer fields the counts depend on (names and padding do not enter them)."""
+    dims(layer)  # only tiled layers have candidate sets
+    return tuple(int(getattr(layer, f)) for f in SHAPE_FIELDS)
+
+
+def count_vectors(layer: ConvLayer, tiles: np.ndarray, schedule: str) -> np.ndarray:
+    """(N, 5) count vectors of tiles under a schedule, columns as VECTOR."""
+    c = counts_array(layer, tiles, schedule)
+    return np.column_stack([c["bin"] + c["bw"] + c["bout"],
+                            c["in_accesses"] + c["w_accesses"] + c["out_accesses"],
+                            c["dma_transfers"], c["n_tiles"], tiles.prod(axis=1)])
+
+
+def _spatial_pairs(layer: ConvLayer, schedule: str) -> np.ndarray:
+    """(TOx, TOy) pairs left by the exact pre-reduction of the module docstring."""
+    tx, ty = np.meshgrid(tile_candidates(layer.Ox), tile_candidates(layer.Oy), indexing="ij")
+    tx, ty = tx.ravel(), ty.ravel()
+    nxy = -(-layer.Ox // tx) * -(-layer.Oy // ty)
+    ny = -(-layer.Oy // ty)
+    x_in = (tx - 1) * layer.Sx + layer.Kx
+    y_in = (ty - 1) * layer.Sy + layer.Ky
+    atoms = [nxy, tx * ty, x_in * y_in, nxy * x_in * y_in, nxy * tx * ty]
+    if schedule == "inter_oxoyon_dirx":
+        atoms += [nxy * tx * y_in, ny * y_in, ny]
+    keep = nondominated(np.column_stack(atoms))
+    return np.column_stack([tx[keep], ty[keep]])
+
+
+def build(layer: ConvLayer, schedule: str) -> CandidateSet:
+    """Enumerate and filter (no cache): the exact candidate set of the module docstring."""
+    check_schedule(schedule)
+    pairs = _spatial_pairs(layer, schedule)
+    _, _, oc, on, kc = dims(layer)
+    rest = np.stack(np.meshgrid(tile_candidates(oc), tile_candidates(on), tile_candidates(kc),
+                                indexing="ij"), axis=-1).reshape(-1, 3)
+    tiles = np.empty((len(pairs) * len(rest), 5), dtype=np.int64)
+    tiles[:, :2] = np.repeat(pairs, len(rest), axis=0)
+    tiles[:, 2:] = np.tile(rest, (len(pairs), 1))
+    vectors = count_vectors(layer, tiles, schedule)
+    keep = nondominated(vectors)
+    grid = int(np.prod([len(tile_candidates(d)) for d in dims(layer)]))
+    return CandidateSet(shape_key(layer), schedule, tiles[keep], vectors[keep], grid)
+
+
+def _checksum(meta: dict, tiles: np.ndarray, vectors: np.ndarray) -> str:
+    """SHA-256 over the key fields and both arrays (guards against damage, not forgery)."""
+    head = repr((meta.get("version"), meta.get("model"), meta.get("shape"),
+                 meta.get("schedule"), meta.get("grid_size"))).encode()
+    return hashlib.sha256(head + tiles.tobytes() + vectors.tobytes()).hexdigest()
+
+
+def _file(key: tuple[int, ...], schedule: str) -> Path:
+    name = hashlib.sha256(repr((key, schedule)).encode()).hexdigest()[:24]
+    return cache_dir() / f"candidates-v{MODEL_VERSION}-{MODEL_HASH[:12]}" / f"{schedule}-{name}.npz"
+
+
+def _load(path: Path, layer: ConvLayer, schedule: str) -> CandidateSet | None:
+    """The cached set at `path` if it is whole, current and consistent; else None."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            meta = json.loads(str(f["meta"]))
+            tiles, vectors = f["tiles"], f["vectors"]
+    except (OSError, ValueError, KeyError, EOFError, TypeError, zipfile.BadZipFile):
+        return None
+    key = shape_key(layer)
+    ok = (meta.get("version") == MODEL_VERSION and meta.get("model") == MODEL_HASH
+          and tuple(meta.get("shape", ())) == key
+          and meta.get("schedule") == schedule and tiles.dtype == vectors.dtype == np.int64
+          and tiles.ndim == vectors.ndim == 2 and tiles.shape == (len(vectors), 5)
+          and vectors.shape[1] == len(VECTOR) and len(tiles) > 0
+          and meta.get("checksum") == _checksum(meta, tiles, vectors))
+    if not ok or np.any(tiles < 1) or np.any(tiles > np.array(dims(layer))):
+        return None
+    if not np.array_equal(count_vectors(layer, tiles, schedule), vectors):
+        return None
+    return CandidateSet(key, schedule, tiles, vectors, int(meta["grid_size"]))
+
+
+def _store(path: Path, cs: CandidateSet) -> None:
+    """Write atomically (a temporary file renamed into place); an unwritable cache is skipped."""
+    meta = {"version": MODEL_VERSION, "model": MODEL_HASH, "shape": list(cs.shape),
+            "schedule": cs.schedule, "grid_size": cs.grid_size}
+    meta["checksum"] = _checksum(meta, cs.tiles, cs.vectors)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as out:
+            np.savez(out, meta=json.dumps(meta), tiles=cs.tiles, vectors=cs.vectors)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except (OSError, UnboundLocalError):
+            pass
+
+
+def candidate_set(layer: ConvLayer, schedule: str, use_disk: bool = True) -> CandidateSet:
+    """The layer's candidate set under a schedule: from memory, else disk, else built.
+    Thread-safe; the filter runs without the GIL, so threads build sets in parallel."""
+    check_schedule(schedule)
+    mem_key = (shape_key(layer), schedule)
+    with _LOCK:
+        if mem_key in _MEMORY:
+            _MEMORY.move_to_end(mem_key)
+            return _MEMORY[mem_key]
+    path = _file(*mem_key)
+    cs = _load(path, layer, schedule) if use_disk else None
+    if cs is None:
+        cs = build(layer, schedule)
+        if use_disk:
+            _store(path, cs)
+    with _LOCK:
+        _MEMORY[mem_key] = cs
+        if len(_MEMORY) > _MEMORY_LIMIT:
+            _MEMORY.popitem(last=False)
+    return cs
+
+
+def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None) -> list:
+    """`candidate_set` of many (layer, schedule) pairs, missing ones built by `jobs` threads
+    (default: one per core)."""
+    jobs = jobs or os.cpu_count() or 1
+    if jobs == 1 or len(pairs) < 2:
+        return [candidate_set(layer, schedule) for layer, schedule in pairs]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(lambda pair: candidate_set(*pair), pairs))
+
+
+def clear_memory_cache() -> None:
+    """Forget the in-memory sets (the disk cache stays)."""
+    with _LOCK:
+        _MEMORY.clear()
