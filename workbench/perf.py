@@ -44,44 +44,70 @@ def local_accesses(layer: ConvLayer, register_file_bytes: int, elem_bytes: int) 
     return best
 
 
-def price(platform: Platform, footprint_elems: np.ndarray, ext_accesses: np.ndarray,
-          dma_transfers: np.ndarray, n_tiles: np.ndarray, tile_macs: np.ndarray,
-          n_local: float | np.ndarray, tile_cycles: float | None = None) -> dict:
-    """Cycles and energy (by part) from the count vector of `tiling.candidates` (tile_macs:
-    MACs per tile, n_local: local-memory accesses per layer, elements).
+@dataclass(frozen=True, eq=False)
+class CountVector:
+    """The count vector of `tiling.candidates` as float64 arrays, with the platform-free
+    terms of `price` precomputed (reused when the same rows are priced on many platforms)."""
+
+    footprint: np.ndarray    # Bin+Bw+Bout, elements
+    ext: np.ndarray          # external accesses, elements
+    n: np.ndarray            # tiles
+    rho: np.ndarray          # 1 − 1/Ntiles
+    rho_dma: np.ndarray      # ρ·N_dma
+    tile_macs: np.ndarray    # MACs per tile
+
+    @classmethod
+    def of(cls, footprint_elems: np.ndarray, ext_accesses: np.ndarray,
+           dma_transfers: np.ndarray, n_tiles: np.ndarray, tile_macs: np.ndarray) -> CountVector:
+        n = np.asarray(n_tiles, dtype=np.float64)
+        rho = 1.0 - 1.0 / n
+        return cls(np.asarray(footprint_elems, dtype=np.float64),
+                   np.asarray(ext_accesses, dtype=np.float64), n, rho,
+                   rho * np.asarray(dma_transfers, dtype=np.float64),
+                   np.asarray(tile_macs, dtype=np.float64))
+
+
+def price(platform: Platform, v: CountVector, n_local: float | np.ndarray,
+          tile_cycles: float | None = None, parts: bool = True, energy: bool = True) -> dict:
+    """Cycles and energy (pJ) of counted rows; by part unless parts=False (then only
+    "cycles" and, if energy, "energy_pj"). n_local: local-memory accesses per layer.
 
     Written so that every result is non-decreasing in each count, in floating point too:
     only sums, products and maxima of non-negative non-decreasing terms, with the
     (Ntiles−1)/Ntiles factor computed as ρ = 1 − 1/Ntiles. CC_layer of the module docstring
     is rearranged exactly: (Ntiles−1)·max(CC_dsp, CC_bus) = max((Ntiles−1)·CC_tile +
-    ρ·N_dma·setup, ρ·(N_ext+N_local)/bus), and (Bin+Bw)/bus + Bout/bus = footprint/bus."""
+    ρ·N_dma·setup, ρ·(N_ext+N_local)/bus), and (Bin+Bw)/bus + Bout/bus = footprint/bus.
+    Both modes evaluate the same expressions in the same order: identical floats."""
     p = platform
-    n = np.asarray(n_tiles, dtype=np.float64)
-    rho = 1.0 - 1.0 / n
-    cc_tile = np.asarray(tile_macs, dtype=np.float64) / p.macs_per_cycle \
-        if tile_cycles is None else np.full(n.shape, float(tile_cycles))
-    dma_rest = rho * np.asarray(dma_transfers, dtype=np.float64) * p.dma_setup_cycles
-    dsp = (n - 1.0) * cc_tile + dma_rest
-    ext = np.asarray(ext_accesses, dtype=np.float64)
-    bus = rho * (ext + n_local) / p.bus_elems_per_cycle
+    cc_tile = v.tile_macs / p.macs_per_cycle if tile_cycles is None \
+        else np.full(v.n.shape, float(tile_cycles))
+    dma_rest = v.rho_dma * p.dma_setup_cycles
+    dsp = (v.n - 1.0) * cc_tile + dma_rest
+    bus = v.rho * (v.ext + n_local) / p.bus_elems_per_cycle
     steady = np.maximum(dsp, bus) if p.double_buffer else dsp + bus
-    transfers = np.asarray(footprint_elems, dtype=np.float64) / p.bus_elems_per_cycle
-    cycles = transfers + 3.0 * p.dma_setup_cycles + cc_tile + steady
-    compute = n * cc_tile
+    transfers = v.footprint / p.bus_elems_per_cycle
+    out = {"cycles": transfers + 3.0 * p.dma_setup_cycles + cc_tile + steady}
+    if not (energy or parts):
+        return out
+    compute = v.n * cc_tile
     dma_setup = 3.0 * p.dma_setup_cycles + dma_rest
-    n_local = np.broadcast_to(np.asarray(n_local, dtype=np.float64), n.shape)
-    local_units = np.ceil(n_local * p.elem_bytes / p.local_access_bytes)
-    ext_units = np.ceil(ext * p.elem_bytes / p.ext_access_bytes)
-    energy = {"compute": compute * p.core_pj_per_cycle,
-              "dma_setup": dma_setup * p.core_pj_per_cycle,
-              "local": local_units * p.local_access_pj,
-              "external": ext_units * p.ext_access_pj}
-    return {"cycles": cycles, "cycles_compute": compute, "cycles_dma_setup": dma_setup,
-            "cycles_bus_stall": steady - dsp, "cycles_prolog_epilog": transfers,
-            "local_accesses": n_local.copy(),
-            **{f"energy_{part}_pj": energy[part] for part in ENERGY_PARTS},
-            "energy_pj": energy["compute"] + energy["dma_setup"] + energy["local"]
-            + energy["external"]}
+    local_units = np.ceil(np.asarray(n_local, dtype=np.float64) * p.elem_bytes
+                          / p.local_access_bytes)
+    parts_pj = {"compute": compute * p.core_pj_per_cycle,
+                "dma_setup": dma_setup * p.core_pj_per_cycle,
+                "local": local_units * p.local_access_pj,
+                "external": np.ceil(v.ext * p.elem_bytes / p.ext_access_bytes) * p.ext_access_pj}
+    out["energy_pj"] = parts_pj["compute"] + parts_pj["dma_setup"] + parts_pj["local"] \
+        + parts_pj["external"]
+    if not parts:
+        return out
+    shape = v.n.shape
+    return out | {"cycles_compute": compute, "cycles_dma_setup": dma_setup,
+                  "cycles_bus_stall": steady - dsp, "cycles_prolog_epilog": transfers,
+                  "local_accesses": np.broadcast_to(np.asarray(n_local, dtype=np.float64),
+                                                    shape).copy(),
+                  **{f"energy_{k}_pj": np.broadcast_to(parts_pj[k], shape).copy()
+                     for k in ENERGY_PARTS}}
 
 
 def layer_local_accesses(layer: ConvLayer, platform: Platform, local_traffic: bool) -> float:
@@ -112,8 +138,9 @@ def estimate_array(layer: ConvLayer, tiles: np.ndarray, schedule: str, platform:
     if n_local is None:
         n_local = layer_local_accesses(layer, platform, local_traffic)
     ext = c["in_accesses"] + c["w_accesses"] + c["out_accesses"]
-    out = price(platform, c["bin"] + c["bw"] + c["bout"], ext, c["dma_transfers"], c["n_tiles"],
-                tiles.prod(axis=1) * (layer.Kx * layer.Ky), n_local, tile_cycles)
+    v = CountVector.of(c["bin"] + c["bw"] + c["bout"], ext, c["dma_transfers"], c["n_tiles"],
+                       tiles.prod(axis=1) * (layer.Kx * layer.Ky))
+    out = price(platform, v, n_local, tile_cycles)
     return out | rates(layer.macs, platform, out["cycles"], ext)
 
 

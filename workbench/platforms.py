@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,8 +144,14 @@ def load_platform(name_or_path: str | Path, **overrides: Any) -> Platform:
         if not preset.exists():
             raise UnknownNameError(f"unknown platform {str(name_or_path)!r}; presets: "
                                    + ", ".join(list_platforms()) + " (or a .yaml path)")
-    plat = platform_from_dict(read_yaml(preset, "platform"), str(preset))
+    plat = _read_platform(str(preset), preset.stat().st_mtime_ns)
     return plat.replace(**overrides) if overrides else plat
+
+
+@functools.lru_cache(maxsize=64)
+def _read_platform(path: str, mtime_ns: int) -> Platform:
+    """A platform file parsed once per version on disk (mtime in the key)."""
+    return platform_from_dict(read_yaml(Path(path), "platform"), path)
 
 
 def memory_energy_pj_per_16b(size_bytes: int, width_bits: int) -> float:

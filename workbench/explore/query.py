@@ -20,7 +20,7 @@ import pandas as pd
 
 from workbench.errors import WorkbenchError
 from workbench.layers.spec import ConvLayer
-from workbench.perf import layer_local_accesses, price, rates
+from workbench.perf import CountVector, layer_local_accesses, price, rates
 from workbench.platforms import Platform
 from workbench.tiling.candidates import candidate_sets
 from workbench.tiling.model import SCHEDULES, TILE_DIMS, check_schedule, counts_array
@@ -58,6 +58,7 @@ class CandidateTable:
     tiles: np.ndarray           # (N, 5)
     counts: dict[str, np.ndarray]
     grid_sizes: np.ndarray      # full reduced enumeration size of each segment
+    vector: CountVector         # the rows' count vectors as floats, for pricing
 
     @property
     def footprint_elems(self) -> np.ndarray:
@@ -89,54 +90,81 @@ def candidate_table(layer_list: tuple[ConvLayer, ...],
             grid.append(cs.grid_size)
     sizes = [len(t) for t in tiles]
     seg_layer = np.asarray(seg_layer, dtype=np.int64)
+    row_layer = np.repeat(seg_layer, sizes)
+    tiles = np.concatenate(tiles)
+    counts = {k: np.concatenate([c[k] for c in counts]) for k in COUNT_COLUMNS}
+    kxky = np.array([lay.Kx * lay.Ky for lay in layer_list], dtype=np.int64)
+    vector = CountVector.of(counts["bin"] + counts["bw"] + counts["bout"],
+                            counts["in_accesses"] + counts["w_accesses"] + counts["out_accesses"],
+                            counts["dma_transfers"], counts["n_tiles"],
+                            tiles.prod(axis=1) * kxky[row_layer])
     return CandidateTable(
         tuple(layer_list), tuple(schedules), np.concatenate([[0], np.cumsum(sizes)]),
-        seg_layer, np.asarray(seg_schedule, dtype=np.int64), np.repeat(seg_layer, sizes),
-        np.concatenate(tiles), {k: np.concatenate([c[k] for c in counts]) for k in COUNT_COLUMNS},
-        np.asarray(grid, dtype=np.int64))
+        seg_layer, np.asarray(seg_schedule, dtype=np.int64), row_layer, tiles, counts,
+        np.asarray(grid, dtype=np.int64), vector)
+
+
+def _local(table: CandidateTable, platform: Platform, local_traffic: bool) -> np.ndarray:
+    """N_local of each layer of the table (elements)."""
+    return np.array([layer_local_accesses(lay, platform, local_traffic) for lay in table.layers])
+
+
+def _scale(platform: Platform) -> int:
+    return platform.elem_bytes * (2 if platform.double_buffer else 1)
+
+
+def rank_columns(table: CandidateTable, platform: Platform, objective: str,
+                 local_traffic: bool = True) -> dict[str, np.ndarray]:
+    """Only the columns that rank all rows under `objective` on one platform (the fast path
+    of `best_mappings`; the same floats as `price_rows`)."""
+    v = table.vector
+    priced = price(platform, v, _local(table, platform, local_traffic)[table.row_layer],
+                   parts=False, energy=objective in ("energy", "edp"))
+    if objective == "edp":
+        priced["edp"] = priced["energy_pj"] * priced["cycles"]
+    return priced | {"ext_accesses": v.ext, "footprint_bytes": v.footprint * _scale(platform)}
 
 
 def price_rows(table: CandidateTable, platform: Platform, rows: np.ndarray | slice = slice(None),
                local_traffic: bool = True) -> dict[str, np.ndarray]:
-    """Counts, footprint (bytes), cycles, energy and EDP of table rows on one platform."""
-    kxky = np.array([lay.Kx * lay.Ky for lay in table.layers], dtype=np.int64)
-    local = np.array([layer_local_accesses(lay, platform, local_traffic) for lay in table.layers])
-    layer_of = table.row_layer[rows]
-    tiles = table.tiles[rows]
-    c = {k: v[rows] for k, v in table.counts.items()}
-    fp = c["bin"] + c["bw"] + c["bout"]
-    ext = c["in_accesses"] + c["w_accesses"] + c["out_accesses"]
-    out = price(platform, fp, ext, c["dma_transfers"], c["n_tiles"],
-                tiles.prod(axis=1) * kxky[layer_of], local[layer_of])
+    """Counts, footprint (bytes), cycles and energy by part, and EDP of table rows on one
+    platform."""
+    v = table.vector
+    v = CountVector(*(getattr(v, f)[rows] for f in CountVector.__dataclass_fields__))
+    c = {k: col[rows] for k, col in table.counts.items()}
+    out = price(platform, v, _local(table, platform, local_traffic)[table.row_layer[rows]])
     out["edp"] = out["energy_pj"] * out["cycles"]
-    out["ext_accesses"] = ext
-    out["footprint_bytes"] = fp * (platform.elem_bytes * (2 if platform.double_buffer else 1))
+    out["ext_accesses"] = c["in_accesses"] + c["w_accesses"] + c["out_accesses"]
+    out["footprint_bytes"] = (c["bin"] + c["bw"] + c["bout"]) * _scale(platform)
     return out | c
 
 
 @numba.njit(cache=True, nogil=True)
-def _less(keys, a, b):
-    """Row a ranks strictly before row b (keys compared in column order)."""
-    for k in range(keys.shape[0]):
-        if keys[k, a] != keys[k, b]:
-            return keys[k, a] < keys[k, b]
-    return False
+def _less(k0, k1, k2, k3, a, b):
+    """Row a ranks strictly before row b (keys compared in order)."""
+    if k0[a] != k0[b]:
+        return k0[a] < k0[b]
+    if k1[a] != k1[b]:
+        return k1[a] < k1[b]
+    if k2[a] != k2[b]:
+        return k2[a] < k2[b]
+    return k3[a] < k3[b]
 
 
 @numba.njit(cache=True, nogil=True)
-def _best_per_size(starts, footprint, keys, sizes):
-    """Per segment and size (ascending), the first-ranked row with footprint ≤ size, or −1.
-    Rows of a segment are in footprint order, so one pass serves every size."""
+def _best_per_size(starts, k0, k1, k2, k3, sizes):
+    """Per segment and size (ascending), the first-ranked row whose footprint k3 ≤ size, or
+    −1. Rows of a segment are in footprint order, so one pass serves every size."""
     out = np.full((len(starts) - 1, len(sizes)), -1, np.int64)
     for s in range(len(starts) - 1):
         best, j = -1, 0
         for r in range(starts[s], starts[s + 1]):
-            while j < len(sizes) and footprint[r] > sizes[j]:
+            while j < len(sizes) and k3[r] > sizes[j]:
                 out[s, j] = best
                 j += 1
             if j == len(sizes):
                 break
-            if best < 0 or _less(keys, r, best):
+            if best < 0 or _less(k0, k1, k2, k3, r, best):
                 best = r
         while j < len(sizes):
             out[s, j] = best
@@ -145,27 +173,31 @@ def _best_per_size(starts, footprint, keys, sizes):
 
 
 @numba.njit(cache=True, nogil=True)
-def _best_of_segments(picks, seg_layer, n_layers, keys):
+def _best_of_segments(picks, seg_layer, n_layers, k0, k1, k2, k3):
     """Per layer and size, the first-ranked of its segments' picks (earlier segment on ties)."""
     out = np.full((n_layers, picks.shape[1]), -1, np.int64)
     for s in range(picks.shape[0]):
         li = seg_layer[s]
         for j in range(picks.shape[1]):
             r = picks[s, j]
-            if r >= 0 and (out[li, j] < 0 or _less(keys, r, out[li, j])):
+            if r >= 0 and (out[li, j] < 0 or _less(k0, k1, k2, k3, r, out[li, j])):
                 out[li, j] = r
     return out
 
 
 def best_rows(table: CandidateTable, priced: dict[str, np.ndarray], objective: str,
               memory_bytes: Sequence[float], per_schedule: bool) -> np.ndarray:
-    """Row indices of the best mappings: (segments or layers) × sizes, −1 where none fits."""
-    keys = np.vstack([np.asarray(priced[c], dtype=np.float64) for c in ranking(objective)])
+    """Row indices of the best mappings: (segments or layers) × sizes, −1 where none fits.
+    `priced` holds at least the `ranking(objective)` columns of every row."""
+    names = ranking(objective)
+    keys = [np.asarray(priced[c], dtype=np.float64) for c in names[:-1]]
+    keys = ([keys[0]] * (3 - len(keys)) + keys)[-3:]  # pad at the front: same order
+    fp = np.asarray(priced["footprint_bytes"], dtype=np.float64)
     sizes = np.asarray(memory_bytes, dtype=np.float64)
     order = np.argsort(sizes, kind="stable")
-    picks = _best_per_size(table.starts, keys[-1], keys, sizes[order])
+    picks = _best_per_size(table.starts, *keys, fp, sizes[order])
     if not per_schedule:
-        picks = _best_of_segments(picks, table.seg_layer, len(table.layers), keys)
+        picks = _best_of_segments(picks, table.seg_layer, len(table.layers), *keys, fp)
     out = np.empty_like(picks)
     out[:, order] = picks
     return out
@@ -205,7 +237,7 @@ def best_mappings(layer_list: Sequence[ConvLayer], platforms: Platform | Sequenc
     frames = []
     for pi, plat in enumerate(plats):
         sizes = list(memory_bytes) if memory_bytes is not None else [plat.local_mem_bytes]
-        priced = price_rows(table, plat, local_traffic=local_traffic)
+        priced = rank_columns(table, plat, objective, local_traffic)
         picks = best_rows(table, priced, objective, sizes, per_schedule)
         found = picks >= 0
         frame = _frame(table, plat, picks[found], local_traffic)
@@ -218,14 +250,32 @@ def best_mappings(layer_list: Sequence[ConvLayer], platforms: Platform | Sequenc
 
 
 def fitting_candidates(layer: ConvLayer, platform: Platform, schedules: Sequence[str] = SCHEDULES,
-                       memory_bytes: float | None = None,
-                       local_traffic: bool = True) -> pd.DataFrame:
+                       memory_bytes: float | None = None, local_traffic: bool = True,
+                       max_rows: int | None = None) -> pd.DataFrame:
     """Every candidate of the layer that fits the memory (default: the platform's), priced:
-    the mappings that can be optimal, one row each (same columns as `best_mappings`)."""
+    the mappings that can be optimal, one row each (same columns as `best_mappings`). When
+    more than `max_rows` fit, only each schedule's (cycles, accesses) Pareto rows are priced
+    and returned; df.attrs["fitting"] counts all that fit."""
+    from workbench.explore.solutions import pareto_mask
+
     table = candidate_table((layer,), tuple(schedules))
     limit = platform.local_mem_bytes if memory_bytes is None else memory_bytes
-    fp = table.footprint_elems * (platform.elem_bytes * (2 if platform.double_buffer else 1))
-    rows = np.flatnonzero(fp <= limit)
+    rows = np.flatnonzero(table.footprint_elems * _scale(platform) <= limit)
+    fitting = len(rows)
+    if max_rows is not None and fitting > max_rows:
+        v = table.vector
+        cycles = price(platform, CountVector(*(getattr(v, f)[rows] for f in
+                                               CountVector.__dataclass_fields__)),
+                       _local(table, platform, local_traffic)[0], parts=False,
+                       energy=False)["cycles"]
+        seg = np.searchsorted(table.starts, rows, side="right") - 1
+        keep = np.zeros(fitting, dtype=bool)
+        for s in np.unique(seg):
+            mine = np.flatnonzero(seg == s)
+            values = np.column_stack([cycles[mine], v.ext[rows[mine]]])
+            keep[mine[pareto_mask(values, [False, False])]] = True
+        rows = rows[keep]
     frame = _frame(table, platform, rows, local_traffic)
     frame["buffer_bytes"] = int(limit)
+    frame.attrs["fitting"] = fitting
     return frame

@@ -114,9 +114,9 @@ def pareto_mask(values: np.ndarray, maximize: Sequence[bool]) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=bool)
     if v.shape[1] == 2:  # staircase: sorted by the first objective, keep strict new minima
-        uniq, inverse = np.unique(v, axis=0, return_inverse=True)
-        prev = np.concatenate([[np.inf], np.minimum.accumulate(uniq[:, 1])[:-1]])
-        return (uniq[:, 1] < prev)[inverse.reshape(-1)]
+        keep = np.zeros(n, dtype=bool)
+        keep[_front_per_size(values, maximize, np.zeros(n), [0])[0]] = True
+        return keep
     order = np.lexsort(v.T[::-1])
     keep = np.zeros(n, dtype=bool)
     front = np.empty((0, v.shape[1]))

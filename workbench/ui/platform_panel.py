@@ -56,6 +56,14 @@ class PlatformPanel:
             self._loading = False
         self._changed()
 
+    def set_quietly(self, name: str, value) -> None:
+        """Change one field without notifying the listeners (the caller updates itself)."""
+        self._loading = True
+        try:
+            self.fields[name].value = value
+        finally:
+            self._loading = False
+
     def _changed(self) -> None:
         if not self._loading:
             for listener in self._listeners:

@@ -66,13 +66,14 @@ class TileExplorer:
         self.sweep_figure = None
         self.solutions = pd.DataFrame()
         self.points.selected.on_change("indices", self._on_select)
-        for control in (self.layer, self.schedules, self.memory_log2):
+        self._roofs = self.roofline.select_one({"name": "roofs"}).data_source
+        for control in (self.layer, self.schedules):
             control.observe(lambda change: self.update(), names="value")
         self.objective.observe(lambda change: self.update_all(), names="value")
         self.buffer_range.observe(lambda change: self.update_sweep(), names="value")
         self.panel.on_change(self.update_all)
         self.network.observe(self._load_network, names="value")
-        self.memory_log2.observe(self._memory_to_panel, names="value")
+        self.memory_log2.observe(self._memory_moved, names="value")
         self.update_all()
 
     # callbacks -----------------------------------------------------------------------------
@@ -90,8 +91,11 @@ class TileExplorer:
             self.layer.value = names[0]
         self.update_all()
 
-    def _memory_to_panel(self, change) -> None:
-        self.panel.fields["local_mem_bytes"].value = 1 << change["new"]
+    def _memory_moved(self, change) -> None:
+        """The slider sets the panel's memory quietly and re-prices once; the buffer-size
+        sweep does not depend on it."""
+        self.panel.set_quietly("local_mem_bytes", 1 << change["new"])
+        self.update()
 
     def update_all(self) -> None:
         self.update()
@@ -102,23 +106,21 @@ class TileExplorer:
         try:
             plat = self.panel.platform().replace(local_mem_bytes=1 << self.memory_log2.value)
             layer = self.net[self.layer.value]
-            df = explore.fitting_candidates(layer, plat, self.schedules.value)
+            df = explore.fitting_candidates(layer, plat, self.schedules.value,
+                                            max_rows=MAX_POINTS)
             if df.empty:
                 raise explore.too_small(layer, plat.local_mem_bytes, plat.elem_bytes,
                                                   plat.double_buffer)
         except WorkbenchError as exc:
             self.status.value = error_html(exc)
             return
-        total = len(df)
-        if total > MAX_POINTS:
-            df = pd.concat([explore.pareto(rows) for _, rows in df.groupby("schedule")])
+        total = df.attrs["fitting"]
         self.solutions = df.reset_index(drop=True)
         front = explore.pareto(self.solutions)
         self.points.selected.indices = []
         self.points.data = viz.roofline_data(self.solutions)
         self.front.data = viz.roofline_data(front)
-        roofs = self.roofline.select_one({"name": "roofs"})
-        roofs.data_source.data = viz.roofs(plat, list(self.solutions["ctc"]))
+        self._roofs.data = viz.roofs(plat, list(self.solutions["ctc"]))
         objective = self.objective.value
         best = self.solutions.sort_values(list(explore.ranking(objective))).iloc[0]
         drawn = "" if total == len(df) else f" (drawn: the {len(df)} per-schedule Pareto points)"
