@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_quant.py
 	$(PY) benchmarks/bench_simd.py
 	$(PY) benchmarks/bench_dataflow.py
+	$(PY) benchmarks/bench_peers.py  # prints how to install the 'peers' extra if ZigZag is absent
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .hypothesis
