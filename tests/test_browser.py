@@ -160,3 +160,49 @@ def test_jupyterlab_notebook_03_slider_changes_the_plot(browser, jupyterlab: str
         .endswith("13")
     assert errors == []
     page.close()
+
+
+def test_jupyterlab_notebook_07_slider_changes_totals(browser, jupyterlab: str,
+                                                      tmp_path: Path) -> None:
+    import papermill as pm
+
+    # users open it on vgg16; the lab here opens a copy parameterized (as papermill does) with
+    # lenet5, whose candidate sets build in a second
+    pm.execute_notebook(str(ROOT / "notebooks" / "07_design_space.ipynb"),
+                        str(tmp_path / "07_design_space.ipynb"), prepare_only=True,
+                        parameters={"network": "lenet5", "batch": 8, "memory_kb": 128},
+                        kernel_name="python3", progress_bar=False)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{jupyterlab}/lab/tree/07_design_space.ipynb")
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90000)
+    _run_all_cells(page)
+    page.wait_for_selector(".widget-slider", timeout=120000)
+    page.wait_for_selector(".jp-OutputArea canvas", timeout=120000)
+    assert page.locator("text=Click to show javascript error").count() == 0
+    js = POINTS_JS.replace("NAME", "'design_points'").replace("m.data.layer ?? ", "")
+    page.wait_for_function(f"() => {{ const v = ({js})(); return v !== null && v.length > 0; }}",
+                           timeout=120000)
+    totals = page.locator(".wb-design-totals").first
+    before = totals.inner_text()
+    assert "128 KB local memory" in before and "lenet5" in before
+    assert max(page.evaluate(js)) > 8
+    selected = POINTS_JS.replace("NAME", "'design_selected'").replace(
+        "m.data.layer ?? m.data.footprint_kb", "m.data.memory_bytes")
+    assert page.evaluate(selected) == [131072]
+    handle = page.locator(".widget-slider", has_text="memory 2^").first.locator(".noUi-handle")
+    handle.focus()
+    for _ in range(4):
+        handle.press("ArrowLeft")  # 128 KB -> 8 KB of local memory
+    # no engine call: the kept mappings of 8 KB are drawn and the totals line follows
+    page.wait_for_function(f"() => Math.max(...({js})()) <= 8", timeout=120000)
+    page.wait_for_function(f"() => ({selected})()[0] === 8192", timeout=60000)
+    page.wait_for_function("() => document.querySelector('.wb-design-totals')"
+                           ".innerText.includes('8 KB local memory')", timeout=60000)
+    after = totals.inner_text()
+    assert after != before and "ms" in after and "µJ" in after
+    assert page.locator(".widget-slider", has_text="memory 2^").first.inner_text().strip() \
+        .endswith("13")
+    assert errors == []
+    page.close()

@@ -20,6 +20,8 @@ SMALL = {
                               "tile": [1, 1, 10, 2, 512]},
     "06_traffic_models.ipynb": {"network": "lenet5", "memory_kb": [1, 16],
                                 "models": ["dataflow", "peemen"]},
+    "07_design_space.ipynb": {"network": "lenet5", "batch": 2, "objective": "energy",
+                              "memory_kb": 16},
     "report.ipynb": {"network": "lenet5", "batch": 2, "buffer_sizes_kb": [4, 64]},
 }
 

@@ -265,8 +265,10 @@ def explore_network(net: Network, platform: Platform, schedules: Iterable[str] =
                          local_traffic=local_traffic).drop(columns=["platform"])
 
 
-def network_totals(per_layer: pd.DataFrame, platform: Platform) -> dict[str, float]:
-    """Whole-network sums of a per-layer table: cycles, accesses, energy, and throughput."""
+def network_totals(per_layer: pd.DataFrame | Mapping[str, np.ndarray],
+                   platform: Platform) -> dict[str, float]:
+    """Whole-network sums of a per-layer table (a DataFrame, or its columns as arrays):
+    cycles, accesses, energy (pJ), throughput (GOps/s) and time (ms)."""
     cycles = float(per_layer["cycles"].sum())
     ops = float((per_layer["throughput_gops"] * per_layer["cycles"]).sum())  # ∝ ops per layer
     return {"cycles": cycles, "ext_accesses": int(per_layer["ext_accesses"].sum()),

@@ -16,16 +16,11 @@ from bokeh.models import ColumnDataSource
 
 from workbench import explore, layers, perf, tiling, viz
 from workbench.errors import WorkbenchError
+from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.errors import error_html
 from workbench.ui.platform_panel import PlatformPanel
 
 MAX_POINTS = 5000  # larger candidate sets are drawn as their per-schedule Pareto fronts
-
-
-def _bokeh_widget(layout) -> widgets.Widget:
-    from jupyter_bokeh.widgets import BokehModel
-
-    return BokehModel(layout)
 
 
 class TileExplorer:
@@ -144,7 +139,7 @@ class TileExplorer:
         summary = explore.sweep_summary(layer, best, self.objective.value)
         self.sweep_figure = viz.buffer_sweep(summary, "cycles_rel",
                                              title=f"{layer.name}: cycles vs local memory")
-        self.sweep_box.children = [_bokeh_widget(self.sweep_figure)]
+        self.sweep_box.children = [bokeh_widget(self.sweep_figure)]
 
     def _on_select(self, attr, old, new) -> None:
         if new:
@@ -174,7 +169,7 @@ class TileExplorer:
                                  self.memory_log2, self.buffer_range, self.status])
         return widgets.VBox([
             widgets.HBox([widgets.Accordion([self.panel.view], titles=("platform",)), controls]),
-            _bokeh_widget(self.roofline), widgets.HBox([self.listing, self.breakdown]),
+            bokeh_widget(self.roofline), widgets.HBox([self.listing, self.breakdown]),
             self.sweep_box])
 
 

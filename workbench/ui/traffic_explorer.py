@@ -18,8 +18,8 @@ from bokeh.models import ColumnDataSource
 from workbench import explore, layers
 from workbench.errors import WorkbenchError
 from workbench.tiling.dataflow import Precision
+from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.errors import error_html
-from workbench.ui.tile_explorer import _bokeh_widget
 from workbench.viz.traffic_plots import traffic_curve_data, traffic_curves
 
 ALL_LAYERS = "all conv layers"
@@ -147,7 +147,7 @@ class TrafficExplorer:
     def view(self) -> widgets.Widget:
         controls = widgets.VBox([self.network, self.layer, self.models, self.elem_bytes,
                                  self.psum_bytes, self.memory, self.status])
-        return widgets.VBox([widgets.HBox([controls, _bokeh_widget(self.figure)]),
+        return widgets.VBox([widgets.HBox([controls, bokeh_widget(self.figure)]),
                              self.summary, self.listing])
 
 

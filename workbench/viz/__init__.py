@@ -2,6 +2,15 @@
 computed here: the factories draw what workbench.explore / quant return."""
 
 from workbench.viz.common import SCHEDULE_COLORS, source, standalone_html
+from workbench.viz.design_plots import (
+    breakdown_data,
+    layer_breakdown,
+    layer_roofline,
+    memory_label,
+    memory_points_data,
+    memory_tradeoff,
+    selected_memory_data,
+)
 from workbench.viz.explore_plots import (
     buffer_sweep,
     cycle_breakdown,
@@ -21,8 +30,10 @@ from workbench.viz.report import bokeh_resources_html, embed_html, interactive_r
 from workbench.viz.simd_plots import plan_overview, transfer_breakdown
 from workbench.viz.traffic_plots import sweep_traffic_data, traffic_curve_data, traffic_curves
 
-__all__ = ["SCHEDULE_COLORS", "accuracy_vs_width", "bokeh_resources_html", "buffer_sweep",
-           "cycle_breakdown", "embed_html", "interactive_roofline", "memory_footprint",
-           "network_breakdown", "plan_overview", "quant_space", "roofline", "roofline_data",
-           "roofs", "source", "standalone_html", "sweep_grid", "sweep_scatter",
-           "sweep_traffic_data", "traffic_curve_data", "traffic_curves", "transfer_breakdown"]
+__all__ = ["SCHEDULE_COLORS", "accuracy_vs_width", "bokeh_resources_html", "breakdown_data",
+           "buffer_sweep", "cycle_breakdown", "embed_html", "interactive_roofline",
+           "layer_breakdown", "layer_roofline", "memory_footprint", "memory_label",
+           "memory_points_data", "memory_tradeoff", "network_breakdown", "plan_overview",
+           "quant_space", "roofline", "roofline_data", "roofs", "selected_memory_data", "source",
+           "standalone_html", "sweep_grid", "sweep_scatter", "sweep_traffic_data",
+           "traffic_curve_data", "traffic_curves", "transfer_breakdown"]

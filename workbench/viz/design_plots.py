@@ -1,0 +1,159 @@
+"""Whole-network design-space figures: per-layer cycle and energy breakdowns, each layer's best
+mapping on the roofline, and the network's memory/energy/time trade-off over memory sizes.
+
+The "data" functions reshape what `workbench.explore` returns into ColumnDataSource dicts; the
+figure factories draw given sources, so an app updates them in place (`source.data = ...`).
+Nothing here computes a model number: energies are converted from pJ to µJ, sizes to labels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from bokeh.models import (
+    ColorBar,
+    ColumnDataSource,
+    FactorRange,
+    HoverTool,
+    LabelSet,
+    LinearColorMapper,
+    NumeralTickFormatter,
+)
+from bokeh.palettes import Viridis256
+from bokeh.plotting import figure
+from bokeh.transform import factor_cmap
+
+from workbench.perf import CYCLE_PARTS, ENERGY_PARTS
+from workbench.tiling import SCHEDULES
+from workbench.viz.common import PART_COLORS, SCHEDULE_COLORS, TOOLS
+
+MEMORY_COLUMNS = ("memory_bytes", "memory", "log2", "time_ms", "energy_uj", "throughput_gops",
+                  "traffic_mb")
+_LOG2_RANGE = (7, 24)  # colour scale of memory sizes: 128 B .. 16 MB
+
+
+def memory_label(size_bytes: float) -> str:
+    """A memory size as '128 B', '64 KB' or '2 MB'."""
+    for unit, scale in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if size_bytes >= scale:
+            return f"{size_bytes / scale:g} {unit}"
+    return f"{size_bytes:g} B"
+
+
+def breakdown_parts(kind: str) -> tuple[str, ...]:
+    """The stacked parts of a breakdown: cycles (compute, dma_setup, bus_stall, prolog_epilog)
+    or energy (compute, dma_setup, local, external)."""
+    return CYCLE_PARTS if kind == "cycles" else ENERGY_PARTS
+
+
+def breakdown_data(per_layer: pd.DataFrame, kind: str, layer_names: list[str]) -> dict[str, list]:
+    """Per layer of `layer_names` (network order) the cycles or energy (µJ) of each part of its
+    chosen mapping; layers without a row (no tile fits) get zeros."""
+    parts = breakdown_parts(kind)
+    pattern, scale = ("cycles_{}", 1.0) if kind == "cycles" else ("energy_{}_pj", 1e-6)
+    data: dict[str, list] = {"layer": list(layer_names)}
+    where = pd.Index(layer_names).get_indexer(per_layer["layer"]) if len(per_layer) else []
+    for part in parts:
+        values = np.zeros(len(layer_names))
+        if len(where):
+            values[where] = per_layer[pattern.format(part)].to_numpy(dtype=float) * scale
+        data[part] = values.tolist()
+    return data
+
+
+def memory_points_data(sizes: pd.DataFrame) -> dict[str, list]:
+    """One point per memory size from a table with memory_bytes, time_ms, energy_pj,
+    throughput_gops and traffic_mb (network totals per size)."""
+    if sizes.empty:
+        return {k: [] for k in MEMORY_COLUMNS}
+    memory = sizes["memory_bytes"].to_numpy(dtype=float)
+    log2 = np.log2(memory)
+    return {"memory_bytes": memory.tolist(), "memory": [memory_label(m) for m in memory],
+            "log2": log2.tolist(),
+            "time_ms": sizes["time_ms"].astype(float).tolist(),
+            "energy_uj": (sizes["energy_pj"].to_numpy(dtype=float) / 1e6).tolist(),
+            "throughput_gops": sizes["throughput_gops"].astype(float).tolist(),
+            "traffic_mb": sizes["traffic_mb"].astype(float).tolist()}
+
+
+def selected_memory_data(sizes: pd.DataFrame, memory_bytes: float) -> dict[str, list]:
+    """The point of the selected memory size (empty when that size is infeasible)."""
+    return memory_points_data(sizes[sizes["memory_bytes"] == memory_bytes]
+                              if len(sizes) else sizes)
+
+
+def layer_breakdown(source: ColumnDataSource, kind: str = "cycles",
+                    title: str | None = None) -> figure:
+    """Stacked bars per layer (seed 000 fig. 7.6/7.9): cycles or energy (µJ) by part. The
+    x range is a FactorRange of the source's layers: set `fig.x_range.factors` on a new
+    network."""
+    parts = list(breakdown_parts(kind))
+    label = "cycles" if kind == "cycles" else "energy (µJ)"
+    p = figure(x_range=FactorRange(factors=list(source.data.get("layer", []))),
+               title=title or f"{label} per layer, by part", tools=TOOLS, width=530, height=340,
+               y_axis_label=label, name=f"breakdown_{kind}")
+    bars = p.vbar_stack(parts, x="layer", width=0.8, source=source,
+                        color=[PART_COLORS[k] for k in parts], legend_label=parts)
+    fmt = "{0,0}" if kind == "cycles" else "{0,0.000}"
+    p.add_tools(HoverTool(renderers=bars, tooltips=[("layer", "@layer"), ("part", "$name"),
+                                                    (label, "@$name" + fmt)]))
+    p.xaxis.major_label_orientation = 0.8
+    p.yaxis.formatter = NumeralTickFormatter(format="0.[00]a")
+    p.legend.label_text_font_size = "8pt"
+    p.legend.orientation = "horizontal"
+    p.add_layout(p.legend[0], "above")  # over the plot area, never over the bars
+    p.y_range.start = 0
+    return p
+
+
+def layer_roofline(points: ColumnDataSource, roofs: ColumnDataSource,
+                   title: str = "Best mapping of each layer on the roofline") -> figure:
+    """x = CTC (ops/byte), y = GOps/s: one point per layer (`roofline_data` columns), coloured
+    by schedule and labelled with the layer; `roofs` holds `viz.roofs(platform, ctc)`."""
+    p = figure(title=title, x_axis_type="log", y_axis_type="log", tools=TOOLS,
+               x_axis_label="CTC (ops/byte)", y_axis_label="throughput (GOps/s)",
+               width=500, height=360, name="design_roofline")
+    p.line("x", "y", source=roofs, color="black", line_width=2, legend_label="roofs",
+           name="roofs")
+    cmap = factor_cmap("schedule", palette=[SCHEDULE_COLORS[s] for s in SCHEDULES],
+                       factors=list(SCHEDULES))
+    dots = p.scatter("ctc", "throughput_gops", source=points, color=cmap, size=10, alpha=0.8,
+                     legend_field="schedule", name="layers")
+    p.add_layout(LabelSet(x="ctc", y="throughput_gops", text="layer", source=points,
+                          x_offset=5, y_offset=3, text_font_size="7pt"))
+    p.add_tools(HoverTool(renderers=[dots], tooltips=[
+        ("layer", "@layer"), ("schedule", "@schedule"), ("tile", "@tile"),
+        ("GOps/s", "@throughput_gops{0.00}"), ("CTC", "@ctc{0.0}")]))
+    p.legend.location = "bottom_right"
+    p.legend.label_text_font_size = "8pt"
+    return p
+
+
+def memory_tradeoff(points: ColumnDataSource, front: ColumnDataSource,
+                    selected: ColumnDataSource,
+                    title: str = "Network time vs energy per local-memory size") -> figure:
+    """x = network time (ms), y = network energy (µJ): one point per feasible memory size
+    (`memory_points_data`) coloured by memory; the non-dominated sizes (memory, energy, time)
+    ringed and labelled with their size; the selected size marked with a red cross."""
+    p = figure(title=title, x_axis_type="log", y_axis_type="log", tools=TOOLS + ",tap",
+               x_axis_label="network time (ms)", y_axis_label="network energy (µJ)",
+               width=560, height=360, name="design_tradeoff")
+    mapper = LinearColorMapper(palette=Viridis256, low=_LOG2_RANGE[0], high=_LOG2_RANGE[1])
+    p.line("time_ms", "energy_uj", source=points, color="#bbbbbb", line_width=1)
+    dots = p.scatter("time_ms", "energy_uj", source=points, size=10, alpha=0.8,
+                     color={"field": "log2", "transform": mapper}, name="sizes",
+                     nonselection_alpha=0.8)
+    p.scatter("time_ms", "energy_uj", source=front, size=16, fill_alpha=0, line_color="black",
+              line_width=2, legend_label="Pareto (memory, energy, time)", name="front")
+    p.scatter("time_ms", "energy_uj", source=selected, size=22, marker="x", line_color="red",
+              line_width=3, legend_label="selected", name="selected")
+    p.add_layout(LabelSet(x="time_ms", y="energy_uj", text="memory", source=front,
+                          x_offset=6, y_offset=4, text_font_size="7pt"))
+    p.add_tools(HoverTool(renderers=[dots], tooltips=[
+        ("memory", "@memory"), ("time", "@time_ms{0.000} ms"), ("energy", "@energy_uj{0,0.0} µJ"),
+        ("GOps/s", "@throughput_gops{0.0}")]))
+    p.add_layout(ColorBar(color_mapper=mapper, title="log2 memory (B)", width=8), "right")
+    p.legend.location = "bottom_right"
+    p.legend.label_text_font_size = "8pt"
+    return p
+
