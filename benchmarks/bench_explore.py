@@ -121,15 +121,19 @@ def set_sizes() -> None:
     from workbench.tiling.candidates import candidate_set
 
     net = layers.load_network("vgg16", batch=8)
-    print("candidate-set size per layer (VGG16, batch 8; sum over the 5 schedules):")
-    print(f"  {'layer':8s} {'every tile':>14s} {'reduced grid':>13s} {'candidates':>11s} "
+    print("candidate-set size per layer (VGG16, batch 8; tiles x schedules, summed over the 5):")
+    print(f"  {'layer':8s} {'every tile':>16s} {'reduced grid':>13s} {'candidates':>11s} "
           f"{'of grid':>8s}")
+    sums = np.zeros(3)
     for layer in net.tiled_layers():
         sets = [candidate_set(layer, s) for s in tiling.SCHEDULES]
         grid = sum(cs.grid_size for cs in sets)
         kept = sum(len(cs.tiles) for cs in sets)
         every = 5 * int(np.prod([float(d) for d in tiling.dims(layer)]))
-        print(f"  {layer.name:8s} {every:14,d} {grid:13,d} {kept:11,d} {kept / grid:8.2%}")
+        sums += (every, grid, kept)
+        print(f"  {layer.name:8s} {every:16,d} {grid:13,d} {kept:11,d} {kept / grid:8.2%}")
+    every, grid, kept = (int(x) for x in sums)
+    print(f"  {'total':8s} {every:16,d} {grid:13,d} {kept:11,d} {kept / grid:8.2%}")
 
 
 def brute_force_speedup() -> None:
