@@ -136,16 +136,23 @@ def _run_all_cells(page) -> None:
     raise AssertionError("the notebook's cells did not start running in JupyterLab")
 
 
-def test_jupyterlab_notebook_03_slider_changes_the_plot(browser, jupyterlab: str) -> None:
+def _open_and_run(browser, jupyterlab: str, notebook: str) -> tuple:
+    """Open a notebook of the lab's folder, run all cells, wait for a slider and a plot;
+    returns the page and the list its JavaScript errors are collected in."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{jupyterlab}/lab/tree/03_tile_explorer.ipynb")
+    page.goto(f"{jupyterlab}/lab/tree/{notebook}")
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90000)
     _run_all_cells(page)
     page.wait_for_selector(".widget-slider", timeout=120000)
     page.wait_for_selector(".jp-OutputArea canvas", timeout=120000)
     assert page.locator("text=Click to show javascript error").count() == 0
+    return page, errors
+
+
+def test_jupyterlab_notebook_03_slider_changes_the_plot(browser, jupyterlab: str) -> None:
+    page, errors = _open_and_run(browser, jupyterlab, "03_tile_explorer.ipynb")
     js = POINTS_JS.replace("NAME", "'explorer_points'").replace("m.data.layer ?? ", "")
     page.wait_for_function(f"() => ({js})() !== null", timeout=60000)
     before = page.evaluate(js)
@@ -172,15 +179,7 @@ def test_jupyterlab_notebook_07_slider_changes_totals(browser, jupyterlab: str,
                         str(tmp_path / "07_design_space.ipynb"), prepare_only=True,
                         parameters={"network": "lenet5", "batch": 8, "memory_kb": 128},
                         kernel_name="python3", progress_bar=False)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{jupyterlab}/lab/tree/07_design_space.ipynb")
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90000)
-    _run_all_cells(page)
-    page.wait_for_selector(".widget-slider", timeout=120000)
-    page.wait_for_selector(".jp-OutputArea canvas", timeout=120000)
-    assert page.locator("text=Click to show javascript error").count() == 0
+    page, errors = _open_and_run(browser, jupyterlab, "07_design_space.ipynb")
     js = POINTS_JS.replace("NAME", "'design_points'").replace("m.data.layer ?? ", "")
     page.wait_for_function(f"() => {{ const v = ({js})(); return v !== null && v.length > 0; }}",
                            timeout=120000)
