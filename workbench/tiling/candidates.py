@@ -195,15 +195,25 @@ def candidate_set(layer: ConvLayer, schedule: str, use_disk: bool = True) -> Can
 
 
 def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None) -> list:
-    """`candidate_set` of many (layer, schedule) pairs, missing ones built by `jobs` threads
-    (default: one per core)."""
+    """`candidate_set` of many (layer, schedule) pairs, missing ones built once per shape by
+    `jobs` threads (default: one per core)."""
     jobs = jobs or os.cpu_count() or 1
-    if jobs == 1 or len(pairs) < 2:
-        return [candidate_set(layer, schedule) for layer, schedule in pairs]
-    from concurrent.futures import ThreadPoolExecutor
+    unique = {(shape_key(layer), schedule): (layer, schedule) for layer, schedule in pairs}
+    if jobs == 1 or len(unique) < 2:
+        built = [candidate_set(*pair) for pair in unique.values()]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(lambda pair: candidate_set(*pair), pairs))
+        def size(key: tuple) -> int:  # largest first keeps both threads busy to the end
+            return -int(np.prod([len(tile_candidates(d)) for d in dims(unique[key][0])]))
+
+        order = sorted(unique, key=size)
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            done = dict(zip(order, pool.map(lambda key: candidate_set(*unique[key]), order),
+                            strict=True))
+        built = [done[key] for key in unique]
+    by_key = dict(zip(unique, built, strict=True))
+    return [by_key[(shape_key(layer), schedule)] for layer, schedule in pairs]
 
 
 def clear_memory_cache() -> None:
