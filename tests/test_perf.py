@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from workbench import explore, layers, perf, platforms, tiling
 
@@ -102,3 +105,39 @@ def test_local_traffic_is_a_register_file_search() -> None:
                 if tiling.counts(conv2, tiling.Tile(*t), "intra").footprint_elems * 2 <= 4096)
     assert n_local <= brute  # the exact search finds at least as good as this sample
     assert n_local >= conv2.macs // 64  # cannot beat full register reuse of a 4 KB file
+
+
+count_st = st.tuples(st.integers(1, 10**7), st.integers(1, 10**9), st.integers(1, 10**6),
+                     st.integers(1, 10**6), st.integers(1, 10**6))
+plat_st = st.builds(
+    lambda **f: platforms.load_platform("idsp", **f), bus_elems_per_cycle=st.floats(0.01, 64),
+    macs_per_cycle=st.floats(0.1, 512), dma_setup_cycles=st.floats(0, 1000),
+    double_buffer=st.booleans(), elem_bytes=st.integers(1, 4),
+    core_pj_per_cycle=st.floats(0, 100), ext_access_pj=st.floats(0, 5000))
+
+
+@settings(max_examples=300)
+@given(counts=count_st, plat=plat_st, local=st.floats(0, 1e9), which=st.integers(0, 4),
+       bump=st.integers(1, 1000))
+def test_price_is_the_design_formula_and_monotone_in_every_count(counts, plat, local, which,
+                                                                  bump) -> None:
+    fp, ext, dma, n, macs = counts
+    v = perf.CountVector.of(*(np.array([x], dtype=np.int64) for x in counts))
+    r = perf.price(plat, v, local)
+    # DESIGN.md as written: prolog + (Ntiles-1)·max(CC_dsp, CC_bus) + epilog (fp = prolog+epilog)
+    cc_tile = macs / plat.macs_per_cycle
+    cc_dsp = cc_tile + dma / n * plat.dma_setup_cycles
+    cc_bus = (ext + local) / n / plat.bus_elems_per_cycle
+    steady = max(cc_dsp, cc_bus) if plat.double_buffer else cc_dsp + cc_bus
+    design = (fp / plat.bus_elems_per_cycle + 3 * plat.dma_setup_cycles + cc_tile
+              + (n - 1) * steady)
+    assert r["cycles"][0] == pytest.approx(design, rel=1e-9)
+    parts = sum(r[f"energy_{p}_pj"][0] for p in perf.ENERGY_PARTS)
+    assert r["energy_pj"][0] == parts  # the compiled total is the sum of the parts, exactly
+    assert r["cycles_compute"][0] == pytest.approx(n * cc_tile, rel=1e-12)
+    # one count larger: no cost smaller, in floating point (what candidate sets rely on)
+    more = list(counts)
+    more[which] += bump
+    r2 = perf.price(plat, perf.CountVector.of(*(np.array([x], dtype=np.int64) for x in more)),
+                    local)
+    assert r2["cycles"][0] >= r["cycles"][0] and r2["energy_pj"][0] >= r["energy_pj"][0]

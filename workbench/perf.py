@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from workbench.errors import WorkbenchError
@@ -67,47 +68,80 @@ class CountVector:
                    np.asarray(tile_macs, dtype=np.float64))
 
 
+@numba.njit(cache=True, nogil=True)
+def _totals(v_footprint, v_ext, v_n, v_rho, v_rho_dma, v_tile_macs, local, layer_of, cc_const,
+            pf, double, energy, cycles, energy_pj):
+    """Cycles and energy of every row in one pass, no temporaries; the expressions and their
+    order are those of `price`'s parts. pf: macs/cycle, setup, bus, elem bytes, local and
+    external access bytes, pJ per core cycle, per local and per external access."""
+    macs, setup, bus_rate, eb, local_w, ext_w, pj_core, pj_local, pj_ext = pf
+    three_setup = 3.0 * setup
+    for i in range(len(v_n)):
+        cc_tile = v_tile_macs[i] / macs if np.isnan(cc_const) else cc_const
+        dma_rest = v_rho_dma[i] * setup
+        dsp = (v_n[i] - 1.0) * cc_tile + dma_rest
+        n_local = local[layer_of[i]]
+        bus = v_rho[i] * (v_ext[i] + n_local) / bus_rate
+        steady = max(dsp, bus) if double else dsp + bus
+        cycles[i] = v_footprint[i] / bus_rate + three_setup + cc_tile + steady
+        if energy:
+            energy_pj[i] = ((v_n[i] * cc_tile) * pj_core + (three_setup + dma_rest) * pj_core
+                            + np.ceil(n_local * eb / local_w) * pj_local
+                            + np.ceil(v_ext[i] * eb / ext_w) * pj_ext)
+
+
 def price(platform: Platform, v: CountVector, n_local: float | np.ndarray,
-          tile_cycles: float | None = None, parts: bool = True, energy: bool = True) -> dict:
+          tile_cycles: float | None = None, parts: bool = True, energy: bool = True,
+          layer_of: np.ndarray | None = None) -> dict:
     """Cycles and energy (pJ) of counted rows; by part unless parts=False (then only
-    "cycles" and, if energy, "energy_pj"). n_local: local-memory accesses per layer.
+    "cycles" and, if energy, "energy_pj"). n_local: local-memory accesses per layer
+    (elements), one number, or one per layer with `layer_of` giving each row's layer.
 
     Written so that every result is non-decreasing in each count, in floating point too:
     only sums, products and maxima of non-negative non-decreasing terms, with the
     (Ntiles−1)/Ntiles factor computed as ρ = 1 − 1/Ntiles. CC_layer of the module docstring
     is rearranged exactly: (Ntiles−1)·max(CC_dsp, CC_bus) = max((Ntiles−1)·CC_tile +
     ρ·N_dma·setup, ρ·(N_ext+N_local)/bus), and (Bin+Bw)/bus + Bout/bus = footprint/bus.
-    Both modes evaluate the same expressions in the same order: identical floats."""
+    The totals come from one compiled pass (`_totals`); the parts repeat its expressions."""
     p = platform
+    rows = len(v.n)
+    local = np.atleast_1d(np.asarray(n_local, dtype=np.float64))
+    if layer_of is None:
+        layer_of = np.zeros(rows, dtype=np.int64) if local.size == 1 else np.arange(rows)
+    pf = np.array([p.macs_per_cycle, p.dma_setup_cycles, p.bus_elems_per_cycle, p.elem_bytes,
+                   p.local_access_bytes, p.ext_access_bytes, p.core_pj_per_cycle,
+                   p.local_access_pj, p.ext_access_pj], dtype=np.float64)
+    out = {"cycles": np.empty(rows), "energy_pj": np.empty(rows)}
+    want_energy = energy or parts
+    _totals(v.footprint, v.ext, v.n, v.rho, v.rho_dma, v.tile_macs, local, layer_of,
+            np.nan if tile_cycles is None else float(tile_cycles), pf, p.double_buffer,
+            want_energy, out["cycles"], out["energy_pj"])
+    if not want_energy:
+        del out["energy_pj"]
+    return out | (_parts(p, v, local[layer_of], tile_cycles) if parts else {})
+
+
+def _parts(p: Platform, v: CountVector, n_local: np.ndarray,
+           tile_cycles: float | None) -> dict[str, np.ndarray]:
+    """The cycle and energy breakdowns of `price` (same expressions as `_totals`)."""
     cc_tile = v.tile_macs / p.macs_per_cycle if tile_cycles is None \
         else np.full(v.n.shape, float(tile_cycles))
     dma_rest = v.rho_dma * p.dma_setup_cycles
     dsp = (v.n - 1.0) * cc_tile + dma_rest
     bus = v.rho * (v.ext + n_local) / p.bus_elems_per_cycle
     steady = np.maximum(dsp, bus) if p.double_buffer else dsp + bus
-    transfers = v.footprint / p.bus_elems_per_cycle
-    out = {"cycles": transfers + 3.0 * p.dma_setup_cycles + cc_tile + steady}
-    if not (energy or parts):
-        return out
     compute = v.n * cc_tile
     dma_setup = 3.0 * p.dma_setup_cycles + dma_rest
-    local_units = np.ceil(np.asarray(n_local, dtype=np.float64) * p.elem_bytes
-                          / p.local_access_bytes)
-    parts_pj = {"compute": compute * p.core_pj_per_cycle,
-                "dma_setup": dma_setup * p.core_pj_per_cycle,
-                "local": local_units * p.local_access_pj,
-                "external": np.ceil(v.ext * p.elem_bytes / p.ext_access_bytes) * p.ext_access_pj}
-    out["energy_pj"] = parts_pj["compute"] + parts_pj["dma_setup"] + parts_pj["local"] \
-        + parts_pj["external"]
-    if not parts:
-        return out
-    shape = v.n.shape
-    return out | {"cycles_compute": compute, "cycles_dma_setup": dma_setup,
-                  "cycles_bus_stall": steady - dsp, "cycles_prolog_epilog": transfers,
-                  "local_accesses": np.broadcast_to(np.asarray(n_local, dtype=np.float64),
-                                                    shape).copy(),
-                  **{f"energy_{k}_pj": np.broadcast_to(parts_pj[k], shape).copy()
-                     for k in ENERGY_PARTS}}
+    return {"cycles_compute": compute, "cycles_dma_setup": dma_setup,
+            "cycles_bus_stall": steady - dsp,
+            "cycles_prolog_epilog": v.footprint / p.bus_elems_per_cycle,
+            "local_accesses": n_local.copy(),
+            "energy_compute_pj": compute * p.core_pj_per_cycle,
+            "energy_dma_setup_pj": dma_setup * p.core_pj_per_cycle,
+            "energy_local_pj": np.ceil(n_local * p.elem_bytes / p.local_access_bytes)
+            * p.local_access_pj,
+            "energy_external_pj": np.ceil(v.ext * p.elem_bytes / p.ext_access_bytes)
+            * p.ext_access_pj}
 
 
 def layer_local_accesses(layer: ConvLayer, platform: Platform, local_traffic: bool) -> float:

@@ -71,7 +71,7 @@ class CandidateTable:
         return c["in_accesses"] + c["w_accesses"] + c["out_accesses"]
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=4)  # a VGG16 (batch 8) table holds ~180 MB
 def candidate_table(layer_list: tuple[ConvLayer, ...],
                     schedules: tuple[str, ...] = SCHEDULES) -> CandidateTable:
     """The candidate sets of every layer and schedule, concatenated (cached per argument)."""
@@ -118,8 +118,8 @@ def rank_columns(table: CandidateTable, platform: Platform, objective: str,
     """Only the columns that rank all rows under `objective` on one platform (the fast path
     of `best_mappings`; the same floats as `price_rows`)."""
     v = table.vector
-    priced = price(platform, v, _local(table, platform, local_traffic)[table.row_layer],
-                   parts=False, energy=objective in ("energy", "edp"))
+    priced = price(platform, v, _local(table, platform, local_traffic), parts=False,
+                   energy=objective in ("energy", "edp"), layer_of=table.row_layer)
     if objective == "edp":
         priced["edp"] = priced["energy_pj"] * priced["cycles"]
     return priced | {"ext_accesses": v.ext, "footprint_bytes": v.footprint * _scale(platform)}
@@ -132,7 +132,8 @@ def price_rows(table: CandidateTable, platform: Platform, rows: np.ndarray | sli
     v = table.vector
     v = CountVector(*(getattr(v, f)[rows] for f in CountVector.__dataclass_fields__))
     c = {k: col[rows] for k, col in table.counts.items()}
-    out = price(platform, v, _local(table, platform, local_traffic)[table.row_layer[rows]])
+    out = price(platform, v, _local(table, platform, local_traffic),
+                layer_of=table.row_layer[rows])
     out["edp"] = out["energy_pj"] * out["cycles"]
     out["ext_accesses"] = c["in_accesses"] + c["w_accesses"] + c["out_accesses"]
     out["footprint_bytes"] = (c["bin"] + c["bw"] + c["bout"]) * _scale(platform)
@@ -266,8 +267,8 @@ def fitting_candidates(layer: ConvLayer, platform: Platform, schedules: Sequence
         v = table.vector
         cycles = price(platform, CountVector(*(getattr(v, f)[rows] for f in
                                                CountVector.__dataclass_fields__)),
-                       _local(table, platform, local_traffic)[0], parts=False,
-                       energy=False)["cycles"]
+                       _local(table, platform, local_traffic), parts=False,
+                       energy=False, layer_of=np.zeros(len(rows), dtype=np.int64))["cycles"]
         seg = np.searchsorted(table.starts, rows, side="right") - 1
         keep = np.zeros(fitting, dtype=bool)
         for s in np.unique(seg):

@@ -235,9 +235,14 @@ def explore_layers(layer_list: Sequence[ConvLayer], platform: Platform,
     """`explore_layer` for several layers; one DataFrame. keep="best" is answered for all
     layers at once from the candidate sets; "all"/"pareto" in `jobs` worker processes."""
     if keep == "best":
-        return pd.concat([explore_layer(layer, platform, schedules, buffer_sizes, "best",
-                                        local_traffic=local_traffic, objective=objective)
-                          for layer in layer_list], ignore_index=True)
+        sizes = sorted(set(buffer_sizes or [platform.local_mem_bytes]))
+        for layer in layer_list:  # a layer no size fits is an error, as in explore_layer
+            if smallest_footprint_bytes(layer, platform.elem_bytes,
+                                        platform.double_buffer) > sizes[-1]:
+                raise too_small(layer, sizes[-1], platform.elem_bytes, platform.double_buffer)
+        return best_mappings(layer_list, platform, sizes, tuple(schedules), objective,
+                             per_schedule=True, local_traffic=local_traffic
+                             ).drop(columns=["platform"])
     tasks = [(layer, platform, tuple(schedules), tuple(buffer_sizes or ()) or None, keep,
               objectives, local_traffic) for layer in layer_list]
     if jobs > 1 and len(tasks) > 1:
