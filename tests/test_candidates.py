@@ -175,7 +175,7 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 
 def _cache_file(cache: Path) -> Path:
-    (path,) = cache.rglob("inter_kc-*.npz")
+    (path,) = cache.rglob("cost-inter_kc-*.npz")
     return path
 
 
@@ -228,5 +228,70 @@ def test_damaged_or_stale_cache_files_are_rebuilt(cache, damage) -> None:
     assert np.array_equal(again.tiles, fresh.tiles)
     assert np.array_equal(again.vectors, fresh.vectors)
     candidates.clear_memory_cache()
-    reloaded = candidates._load(path, LAYER, "inter_kc")  # the rebuilt file is whole again
+    reloaded = candidates._load(path, LAYER, "inter_kc", "cost")  # rebuilt: whole again
     assert reloaded is not None and np.array_equal(reloaded.tiles, fresh.tiles)
+
+
+def test_platform_changes_never_enumerate_tiles_again(monkeypatch) -> None:
+    """Once a network's sets exist, memory, bus, DMA setup, MACs per cycle, clock, element
+    bytes, double buffering, energies and register file are answered without enumerating."""
+    from workbench import layers
+
+    net = layers.load_network("lenet5", batch=8)
+    base = platforms.load_platform("idsp")
+    explore.best_mappings(net.tiled_layers(), base, [64 * 1024])
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("tiles enumerated again")
+
+    monkeypatch.setattr(candidates, "build", refuse)
+    monkeypatch.setattr(tiling.model, "gen_tiles", refuse)
+    monkeypatch.setattr(explore.solutions, "gen_tiles", refuse)
+    monkeypatch.setattr(perf, "counts_array", refuse)
+    variants = [base.replace(**change) for change in (
+        {"local_mem_bytes": 4096}, {"bus_elems_per_cycle": 3.5}, {"dma_setup_cycles": 7},
+        {"macs_per_cycle": 100}, {"clock_mhz": 1000}, {"elem_bytes": 1},
+        {"double_buffer": False}, {"ext_access_pj": 10}, {"register_file_bytes": 512})]
+    for objective in explore.OBJECTIVES:
+        table = explore.best_mappings(net.tiled_layers(), variants, [4096, 65536, 1 << 20],
+                                      objective=objective)
+        assert set(table["platform"]) == set(range(len(variants)))
+
+
+def test_report_states_the_objective_of_every_mapping() -> None:
+    from workbench import reporting
+
+    data = reporting.build("lenet5", "idsp", batch=8, buffer_sizes_kb=[16], objective="energy")
+    html = reporting.summary_html(data)
+    assert "chosen by least energy" in html
+    table = reporting.per_layer_table(data.per_layer)
+    assert list(table["chosen by"]) == ["energy"] * 4
+
+
+@settings(max_examples=40)
+@given(layer=layers_st, widths=st.tuples(*[st.sampled_from([0.5, 1, 2, 4])] * 4),
+       sizes=st.lists(st.integers(8, 30000), min_size=1, max_size=4))
+def test_mixed_precision_traffic_equals_every_tile(layer, widths, sizes) -> None:
+    """explore.traffic_table's seed000 model (traffic candidate sets) against the least
+    traffic over every tile, inputs/weights/outputs/partial sums at random widths."""
+    from workbench.tiling.dataflow import Precision
+
+    precision = Precision(*widths)
+    got = explore.traffic_table([layer], sizes, ["seed000"], precision)
+    best = {size: np.inf for size in sizes}
+    for schedule in tiling.SCHEDULES:
+        for tiles in tiling.gen_tiles(layer, reduced=False):
+            c = tiling.counts_array(layer, tiles, schedule)
+            final = (c["n_tiles"] // -(-layer.Kc // tiles[:, 4])) * c["bout"]
+            traffic = (precision.inputs * c["in_accesses"] + precision.weights * c["w_accesses"]
+                       + precision.outputs * final
+                       + precision.partial_sums * (c["out_accesses"] - final))
+            buffer = (precision.inputs * c["bin"] + precision.weights * c["bw"]
+                      + precision.partial_sums * c["bout"])
+            for size in sizes:
+                if (buffer <= size).any():
+                    best[size] = min(best[size], float(traffic[buffer <= size].min()))
+    table = dict(zip(got["memory_bytes"], got["traffic_bytes"], strict=True))
+    for size in sizes:
+        want = best[size]
+        assert (np.isnan(table[size]) and want == np.inf) or table[size] == want

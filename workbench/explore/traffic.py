@@ -10,7 +10,8 @@ import pandas as pd
 
 from workbench.errors import WorkbenchError
 from workbench.layers.spec import ConvLayer
-from workbench.tiling.model import SCHEDULES, counts_array, gen_tiles
+from workbench.tiling.candidates import candidate_set
+from workbench.tiling.model import SCHEDULES
 
 TRAFFIC_MODELS = ("seed000", "dataflow", "peemen", "cache")
 
@@ -65,23 +66,20 @@ def best_dataflow_listing(layer: ConvLayer, memory_bytes: float, precision=None,
 
 
 def _seed000_traffic(layer: ConvLayer, sizes: list[float], precision) -> pd.DataFrame:
-    """Least seed 000 traffic (bytes) per memory size under mixed precisions (exact search
-    over the reduced tile space: traffic and buffers still grow with each tile size)."""
+    """Least seed 000 traffic (bytes) per memory size under mixed precisions: the minimum over
+    each schedule's "traffic" candidate set (exact, see `tiling.candidates`; no enumeration)."""
     best = np.full(len(sizes), np.inf)
     for schedule in SCHEDULES:
-        for tiles in gen_tiles(layer):
-            c = counts_array(layer, tiles, schedule)
-            nx, ny, nc, nn = (-(-d // tiles[:, i]) for i, d in enumerate(
-                (layer.Ox, layer.Oy, layer.Oc // layer.groups, layer.On)))
-            final_model = nx * ny * nc * nn * c["bout"] * layer.groups  # full tiles
-            traffic = (precision.inputs * c["in_accesses"] + precision.weights * c["w_accesses"]
-                       + precision.outputs * final_model
-                       + precision.partial_sums * (c["out_accesses"] - final_model))
-            buffer = (precision.inputs * c["bin"] + precision.weights * c["bw"]
-                      + precision.partial_sums * c["bout"])
-            for i, size in enumerate(sizes):
-                fits = buffer <= size
-                if fits.any():
-                    best[i] = min(best[i], float(traffic[fits].min()))
+        cs = candidate_set(layer, schedule, kind="traffic")
+        col = cs.column
+        traffic = (precision.inputs * col("in_accesses") + precision.weights * col("w_accesses")
+                   + precision.outputs * col("final_out")
+                   + precision.partial_sums * col("psum_out"))
+        buffer = (precision.inputs * col("bin") + precision.weights * col("bw")
+                  + precision.partial_sums * col("bout"))
+        for i, size in enumerate(sizes):
+            fits = buffer <= size
+            if fits.any():
+                best[i] = min(best[i], float(traffic[fits].min()))
     return pd.DataFrame({"layer": layer.name, "model": "seed000", "memory_bytes": sizes,
                          "traffic_bytes": np.where(np.isfinite(best), best, np.nan)})

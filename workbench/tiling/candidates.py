@@ -22,6 +22,13 @@ nx·ny, TOx·TOy, X·Y, nx·ny·X·Y, nx·ny·TOx·TOy (X = (TOx−1)·Sx+Kx, Y 
 for `inter_oxoyon_dirx`'s halo reuse, nx·ny·TOx·Y, ny·Y and ny. A pair dominated in those
 quantities gives, with any (TOc, TOn, TKc), a tile dominated in the count vector.
 
+A second kind of set, "traffic", serves traffic under mixed precisions (`explore.traffic_table`:
+inputs, weights, final outputs and partial sums of different widths, each buffer at its own
+width). Traffic = Σ width × (input, weight, final-output, partial-sum accesses) and buffer =
+Σ width × (Bin, Bw, Bout), both non-decreasing in the vector (Bin, Bw, Bout, input accesses,
+weight accesses, final-output accesses, partial-sum accesses) for any non-negative widths, so
+the same argument and the same spatial pre-reduction hold for it.
+
 Sets are cached in memory and on disk (`paths.cache_dir()`), keyed by the layer shape, the
 schedule, MODEL_VERSION and a hash of `tiling.model`'s source; a file that does not match its
 key, its checksum, or the counts recomputed from its tiles is rebuilt, never used.
@@ -52,6 +59,8 @@ MODEL_VERSION = 1  # bump when the candidate-set format or the dominance argumen
 # tiling.model's source: a change to the count formulas invalidates every cached set
 MODEL_HASH = hashlib.sha256(inspect.getsource(model).encode()).hexdigest()
 VECTOR = ("footprint_elems", "ext_accesses", "dma_transfers", "n_tiles", "tile_elems")
+TRAFFIC_VECTOR = ("bin", "bw", "bout", "in_accesses", "w_accesses", "final_out", "psum_out")
+VECTORS = {"cost": VECTOR, "traffic": TRAFFIC_VECTOR}
 SHAPE_FIELDS = ("Ox", "Oy", "Oc", "On", "Kx", "Ky", "Kc", "Sx", "Sy", "groups")
 _MEMORY: OrderedDict[tuple, CandidateSet] = OrderedDict()
 _MEMORY_LIMIT = 256
@@ -62,7 +71,7 @@ _LOCK = threading.Lock()
 class CandidateSet:
     """The non-dominated tiles of one layer shape under one schedule, sorted by footprint.
 
-    tiles: (N, 5) int64 (TOx, TOy, TOc, TOn, TKc); vectors: (N, 5) int64 in VECTOR order;
+    tiles: (N, 5) int64 (TOx, TOy, TOc, TOn, TKc); vectors: int64, columns VECTORS[kind];
     grid_size: tiles in the full reduced enumeration (`tiling.gen_tiles`)."""
 
     shape: tuple[int, ...]
@@ -70,9 +79,10 @@ class CandidateSet:
     tiles: np.ndarray
     vectors: np.ndarray
     grid_size: int
+    kind: str = "cost"
 
     def column(self, name: str) -> np.ndarray:
-        return self.vectors[:, VECTOR.index(name)]
+        return self.vectors[:, VECTORS[self.kind].index(name)]
 
 
 def shape_key(layer: ConvLayer) -> tuple[int, ...]:
@@ -81,9 +91,16 @@ def shape_key(layer: ConvLayer) -> tuple[int, ...]:
     return tuple(int(getattr(layer, f)) for f in SHAPE_FIELDS)
 
 
-def count_vectors(layer: ConvLayer, tiles: np.ndarray, schedule: str) -> np.ndarray:
-    """(N, 5) count vectors of tiles under a schedule, columns as VECTOR."""
+def count_vectors(layer: ConvLayer, tiles: np.ndarray, schedule: str,
+                  kind: str = "cost") -> np.ndarray:
+    """Count vectors of tiles under a schedule, columns VECTORS[kind]."""
     c = counts_array(layer, tiles, schedule)
+    if kind == "traffic":
+        final = layer.groups * (-(-layer.Ox // tiles[:, 0]) * -(-layer.Oy // tiles[:, 1])
+                                * -(-(layer.Oc // layer.groups) // tiles[:, 2])
+                                * -(-layer.On // tiles[:, 3])) * c["bout"]
+        return np.column_stack([c["bin"], c["bw"], c["bout"], c["in_accesses"],
+                                c["w_accesses"], final, c["out_accesses"] - final])
     return np.column_stack([c["bin"] + c["bw"] + c["bout"],
                             c["in_accesses"] + c["w_accesses"] + c["out_accesses"],
                             c["dma_transfers"], c["n_tiles"], tiles.prod(axis=1)])
@@ -104,7 +121,7 @@ def _spatial_pairs(layer: ConvLayer, schedule: str) -> np.ndarray:
     return np.column_stack([tx[keep], ty[keep]])
 
 
-def build(layer: ConvLayer, schedule: str) -> CandidateSet:
+def build(layer: ConvLayer, schedule: str, kind: str = "cost") -> CandidateSet:
     """Enumerate and filter (no cache): the exact candidate set of the module docstring."""
     check_schedule(schedule)
     pairs = _spatial_pairs(layer, schedule)
@@ -114,25 +131,26 @@ def build(layer: ConvLayer, schedule: str) -> CandidateSet:
     tiles = np.empty((len(pairs) * len(rest), 5), dtype=np.int64)
     tiles[:, :2] = np.repeat(pairs, len(rest), axis=0)
     tiles[:, 2:] = np.tile(rest, (len(pairs), 1))
-    vectors = count_vectors(layer, tiles, schedule)
+    vectors = count_vectors(layer, tiles, schedule, kind)
     keep = nondominated(vectors)
     grid = int(np.prod([len(tile_candidates(d)) for d in dims(layer)]))
-    return CandidateSet(shape_key(layer), schedule, tiles[keep], vectors[keep], grid)
+    return CandidateSet(shape_key(layer), schedule, tiles[keep], vectors[keep], grid, kind)
 
 
 def _checksum(meta: dict, tiles: np.ndarray, vectors: np.ndarray) -> str:
     """SHA-256 over the key fields and both arrays (guards against damage, not forgery)."""
     head = repr((meta.get("version"), meta.get("model"), meta.get("shape"),
-                 meta.get("schedule"), meta.get("grid_size"))).encode()
+                 meta.get("schedule"), meta.get("kind"), meta.get("grid_size"))).encode()
     return hashlib.sha256(head + tiles.tobytes() + vectors.tobytes()).hexdigest()
 
 
-def _file(key: tuple[int, ...], schedule: str) -> Path:
-    name = hashlib.sha256(repr((key, schedule)).encode()).hexdigest()[:24]
-    return cache_dir() / f"candidates-v{MODEL_VERSION}-{MODEL_HASH[:12]}" / f"{schedule}-{name}.npz"
+def _file(key: tuple[int, ...], schedule: str, kind: str) -> Path:
+    name = hashlib.sha256(repr((key, schedule, kind)).encode()).hexdigest()[:24]
+    folder = cache_dir() / f"candidates-v{MODEL_VERSION}-{MODEL_HASH[:12]}"
+    return folder / f"{kind}-{schedule}-{name}.npz"
 
 
-def _load(path: Path, layer: ConvLayer, schedule: str) -> CandidateSet | None:
+def _load(path: Path, layer: ConvLayer, schedule: str, kind: str) -> CandidateSet | None:
     """The cached set at `path` if it is whole, current and consistent; else None."""
     try:
         with np.load(path, allow_pickle=False) as f:
@@ -143,21 +161,22 @@ def _load(path: Path, layer: ConvLayer, schedule: str) -> CandidateSet | None:
     key = shape_key(layer)
     ok = (meta.get("version") == MODEL_VERSION and meta.get("model") == MODEL_HASH
           and tuple(meta.get("shape", ())) == key
-          and meta.get("schedule") == schedule and tiles.dtype == vectors.dtype == np.int64
+          and meta.get("schedule") == schedule and meta.get("kind") == kind
+          and tiles.dtype == vectors.dtype == np.int64
           and tiles.ndim == vectors.ndim == 2 and tiles.shape == (len(vectors), 5)
-          and vectors.shape[1] == len(VECTOR) and len(tiles) > 0
+          and vectors.shape[1] == len(VECTORS[kind]) and len(tiles) > 0
           and meta.get("checksum") == _checksum(meta, tiles, vectors))
     if not ok or np.any(tiles < 1) or np.any(tiles > np.array(dims(layer))):
         return None
-    if not np.array_equal(count_vectors(layer, tiles, schedule), vectors):
+    if not np.array_equal(count_vectors(layer, tiles, schedule, kind), vectors):
         return None
-    return CandidateSet(key, schedule, tiles, vectors, int(meta["grid_size"]))
+    return CandidateSet(key, schedule, tiles, vectors, int(meta["grid_size"]), kind)
 
 
 def _store(path: Path, cs: CandidateSet) -> None:
     """Write atomically (a temporary file renamed into place); an unwritable cache is skipped."""
     meta = {"version": MODEL_VERSION, "model": MODEL_HASH, "shape": list(cs.shape),
-            "schedule": cs.schedule, "grid_size": cs.grid_size}
+            "schedule": cs.schedule, "kind": cs.kind, "grid_size": cs.grid_size}
     meta["checksum"] = _checksum(meta, cs.tiles, cs.vectors)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -172,19 +191,23 @@ def _store(path: Path, cs: CandidateSet) -> None:
             pass
 
 
-def candidate_set(layer: ConvLayer, schedule: str, use_disk: bool = True) -> CandidateSet:
-    """The layer's candidate set under a schedule: from memory, else disk, else built.
-    Thread-safe; the filter runs without the GIL, so threads build sets in parallel."""
+def candidate_set(layer: ConvLayer, schedule: str, kind: str = "cost",
+                  use_disk: bool = True) -> CandidateSet:
+    """The layer's candidate set of a kind ("cost" or "traffic") under a schedule: from
+    memory, else disk, else built. Thread-safe; the filter runs without the GIL, so threads
+    build sets in parallel."""
     check_schedule(schedule)
-    mem_key = (shape_key(layer), schedule)
+    if kind not in VECTORS:
+        raise ValueError(f"candidate-set kind must be one of {sorted(VECTORS)}, got {kind!r}")
+    mem_key = (shape_key(layer), schedule, kind)
     with _LOCK:
         if mem_key in _MEMORY:
             _MEMORY.move_to_end(mem_key)
             return _MEMORY[mem_key]
     path = _file(*mem_key)
-    cs = _load(path, layer, schedule) if use_disk else None
+    cs = _load(path, layer, schedule, kind) if use_disk else None
     if cs is None:
-        cs = build(layer, schedule)
+        cs = build(layer, schedule, kind)
         if use_disk:
             _store(path, cs)
     with _LOCK:
