@@ -295,3 +295,11 @@ def test_mixed_precision_traffic_equals_every_tile(layer, widths, sizes) -> None
     for size in sizes:
         want = best[size]
         assert (np.isnan(table[size]) and want == np.inf) or table[size] == want
+
+
+def test_building_sets_shows_progress(cache, capsys) -> None:
+    plat = platforms.load_platform("idsp")
+    explore.best_mappings([LAYER], plat, progress=True)
+    assert "candidate sets: 100%" in capsys.readouterr().err
+    explore.best_mappings([LAYER], plat, progress=True)  # all cached: no bar
+    assert "candidate sets" not in capsys.readouterr().err

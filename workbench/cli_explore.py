@@ -6,6 +6,7 @@ import argparse
 import html
 import json
 import re
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -33,7 +34,8 @@ def best_per_layer(args: argparse.Namespace) -> tuple[pd.DataFrame, dict, str]:
     overrides = {"local_mem_bytes": parse_bytes(args.memory)} if args.memory else {}
     plat = platforms.load_platform(args.platform, **overrides)
     per_layer = explore.explore_network(net, plat, args.schedule or SCHEDULES,
-                                        objective=args.objective)
+                                        objective=args.objective,
+                                        progress=not args.json and sys.stderr.isatty())
     totals = explore.network_totals(per_layer, plat)
     title = (f"{net.name} (batch {net.batch}) on {plat.name}: {plat.local_mem_bytes / 1024:g} KB "
              f"local memory, {'double' if plat.double_buffer else 'single'} buffered, best by "

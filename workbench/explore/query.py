@@ -224,16 +224,20 @@ def _frame(table: CandidateTable, platform: Platform, rows: np.ndarray,
 def best_mappings(layer_list: Sequence[ConvLayer], platforms: Platform | Sequence[Platform],
                   memory_bytes: Sequence[float] | None = None,
                   schedules: Sequence[str] = SCHEDULES, objective: str = "cycles",
-                  per_schedule: bool = False, local_traffic: bool = True) -> pd.DataFrame:
+                  per_schedule: bool = False, local_traffic: bool = True,
+                  progress: bool = False) -> pd.DataFrame:
     """Best mapping per layer (per schedule too if per_schedule), memory size (bytes) and
     platform, ranked by `objective` (one of OBJECTIVES). One row each, with tile, counts,
     cycles, energy, EDP, throughput, CTC, `buffer_bytes`, `objective` and `platform` (index
-    into `platforms`); sizes no tile fits have no row. Default sizes: each platform's own."""
+    into `platforms`); sizes no tile fits have no row. Default sizes: each platform's own.
+    `progress`: a bar on stderr while missing candidate sets are built."""
     check_objective(objective)
     single = isinstance(platforms, Platform)
     plats = [platforms] if single else list(platforms)
     if not plats:
         raise WorkbenchError("best_mappings: no platform given")
+    if progress:  # build what is missing with a progress bar first (then all cached)
+        candidate_sets([(lay, s) for lay in layer_list for s in schedules], progress=True)
     table = candidate_table(tuple(layer_list), tuple(schedules))
     frames = []
     for pi, plat in enumerate(plats):

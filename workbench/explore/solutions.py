@@ -257,7 +257,8 @@ def explore_layers(layer_list: Sequence[ConvLayer], platform: Platform,
 
 def explore_network(net: Network, platform: Platform, schedules: Iterable[str] = SCHEDULES,
                     memory_bytes: int | None = None, local_traffic: bool = True,
-                    jobs: int = 1, objective: str = "cycles") -> pd.DataFrame:
+                    jobs: int = 1, objective: str = "cycles",
+                    progress: bool = False) -> pd.DataFrame:
     """Per tiled layer, in network order, the best solution over the schedules under one
     shared memory size (bytes), ranked by `objective` (ties: cycles, accesses, footprint).
     `jobs` is accepted for compatibility: the candidate-set query needs no workers."""
@@ -267,7 +268,8 @@ def explore_network(net: Network, platform: Platform, schedules: Iterable[str] =
         if smallest_footprint_bytes(layer, platform.elem_bytes, platform.double_buffer) > memory:
             raise too_small(layer, memory, platform.elem_bytes, platform.double_buffer)
     return best_mappings(tiled, platform, [memory], tuple(schedules), objective,
-                         local_traffic=local_traffic).drop(columns=["platform"])
+                         local_traffic=local_traffic, progress=progress
+                         ).drop(columns=["platform"])
 
 
 def network_totals(per_layer: pd.DataFrame | Mapping[str, np.ndarray],

@@ -217,26 +217,38 @@ def candidate_set(layer: ConvLayer, schedule: str, kind: str = "cost",
     return cs
 
 
-def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None) -> list:
+def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
+                   progress: bool = False) -> list:
     """`candidate_set` of many (layer, schedule) pairs, missing ones built once per shape by
-    `jobs` threads (default: one per core)."""
+    `jobs` threads (default: one per core); `progress` shows a bar (stderr) while building."""
+    from tqdm import tqdm
+
     jobs = jobs or os.cpu_count() or 1
     unique = {(shape_key(layer), schedule): (layer, schedule) for layer, schedule in pairs}
-    if jobs == 1 or len(unique) < 2:
-        built = [candidate_set(*pair) for pair in unique.values()]
+
+    def size(key: tuple) -> int:  # largest first keeps both threads busy to the end
+        return -int(np.prod([len(tile_candidates(d)) for d in dims(unique[key][0])]))
+
+    order = sorted(unique, key=size)
+    with _LOCK:
+        missing = sum((key[0], key[1], "cost") not in _MEMORY for key in order)
+    bar = tqdm(total=len(order), unit="set", desc="candidate sets",
+               disable=not progress or missing == 0)
+    done = {}
+    if jobs == 1 or len(order) < 2:
+        for key in order:
+            done[key] = candidate_set(*unique[key])
+            bar.update()
     else:
         from concurrent.futures import ThreadPoolExecutor
 
-        def size(key: tuple) -> int:  # largest first keeps both threads busy to the end
-            return -int(np.prod([len(tile_candidates(d)) for d in dims(unique[key][0])]))
-
-        order = sorted(unique, key=size)
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            done = dict(zip(order, pool.map(lambda key: candidate_set(*unique[key]), order),
-                            strict=True))
-        built = [done[key] for key in unique]
-    by_key = dict(zip(unique, built, strict=True))
-    return [by_key[(shape_key(layer), schedule)] for layer, schedule in pairs]
+            for key, cs in zip(order, pool.map(lambda k: candidate_set(*unique[k]), order),
+                               strict=True):
+                done[key] = cs
+                bar.update()
+    bar.close()
+    return [done[(shape_key(layer), schedule)] for layer, schedule in pairs]
 
 
 def clear_memory_cache() -> None:
