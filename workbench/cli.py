@@ -57,8 +57,16 @@ def cmd_platforms(args: argparse.Namespace) -> None:
     _emit(args, pd.DataFrame(rows))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block), like the workbench's own errors;
+    `--help` still prints the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="workbench", description=__doc__)
+    parser = _Parser(prog="workbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="one JSON document on stdout")

@@ -281,6 +281,6 @@ def run_reports(grid: Grid, out_dir: str | Path, jobs: int = 1,
 
 def grid_summary(frame: pd.DataFrame, columns: Iterable[str] = ("network", "platform",
                                                                   "local_mem_kb", "acc_bits",
-                                                                  "throughput_gops",
+                                                                  "objective", "throughput_gops",
                                                                   "energy_uj")) -> pd.DataFrame:
     return frame[[c for c in columns if c in frame]]

@@ -230,8 +230,9 @@ def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
         return -int(np.prod([len(tile_candidates(d)) for d in dims(unique[key][0])]))
 
     order = sorted(unique, key=size)
-    with _LOCK:
-        missing = sum((key[0], key[1], "cost") not in _MEMORY for key in order)
+    with _LOCK:  # to be built: neither in memory nor on disk
+        missing = sum((key[0], key[1], "cost") not in _MEMORY
+                      and not _file(key[0], key[1], "cost").exists() for key in order)
     bar = tqdm(total=len(order), unit="set", desc="candidate sets",
                disable=not progress or missing == 0)
     done = {}
