@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from test_viz import offline_problems
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -45,6 +46,7 @@ def test_report_offline_renders_and_reacts(browser, tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert "WARNING" not in run.stderr  # the kernel talks over IPC: no unencrypted-TCP warning
+    assert offline_problems(out.read_text()) == []  # no URL in src/href, no CDN anywhere
     page = browser.new_page()
     requested, errors = [], []
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from test_viz import offline_problems
 
 from workbench.notebook_report import execute
 
@@ -46,6 +47,7 @@ def test_notebook_executes(name: str) -> None:
     executed = execute(NOTEBOOKS / name, SMALL[name], timeout_s=600)
     outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs]
     assert outputs and not any(o.get("output_type") == "error" for o in outputs)
+    assert offline_problems(nbformat.writes(executed)) == []  # BokehJS inline, no URL in it
 
 
 def test_bad_input_in_a_notebook_is_one_line(tmp_path: Path) -> None:

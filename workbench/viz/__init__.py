@@ -1,7 +1,7 @@
-"""Bokeh figure factories (a new figure per call; BokehJS always INLINE). No model numbers are
-computed here: the factories draw what workbench.explore / quant return."""
+"""Bokeh figure factories (a new figure per call; BokehJS inline via OFFLINE). No model numbers
+are computed here: the factories draw what workbench.explore / quant return."""
 
-from workbench.viz.common import SCHEDULE_COLORS, source, standalone_html
+from workbench.viz.common import OFFLINE, SCHEDULE_COLORS, source, standalone_html
 from workbench.viz.design_plots import (
     breakdown_data,
     layer_breakdown,
@@ -30,7 +30,8 @@ from workbench.viz.report import bokeh_resources_html, embed_html, interactive_r
 from workbench.viz.simd_plots import plan_overview, transfer_breakdown
 from workbench.viz.traffic_plots import sweep_traffic_data, traffic_curve_data, traffic_curves
 
-__all__ = ["SCHEDULE_COLORS", "accuracy_vs_width", "bokeh_resources_html", "breakdown_data",
+__all__ = ["OFFLINE", "SCHEDULE_COLORS", "accuracy_vs_width", "bokeh_resources_html",
+           "breakdown_data",
            "buffer_sweep", "cycle_breakdown", "embed_html", "interactive_roofline",
            "layer_breakdown", "layer_roofline", "memory_footprint", "memory_label",
            "memory_points_data", "memory_tradeoff", "network_breakdown", "plan_overview",

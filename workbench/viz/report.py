@@ -7,10 +7,10 @@ import pandas as pd
 from bokeh.embed import components
 from bokeh.layouts import column, row
 from bokeh.models import CheckboxGroup, ColumnDataSource, CustomJS, Div, Select
-from bokeh.resources import INLINE
 
 from workbench.platforms import Platform
 from workbench.tiling import SCHEDULES
+from workbench.viz.common import OFFLINE
 from workbench.viz.explore_plots import roofline, roofline_data, roofs
 
 _FILTER_JS = """
@@ -52,7 +52,7 @@ def interactive_roofline(solutions: pd.DataFrame, platform: Platform) -> object:
 
 def bokeh_resources_html() -> str:
     """The BokehJS scripts, inline (display once at the top of a report)."""
-    return INLINE.render()
+    return OFFLINE.render()
 
 
 def embed_html(layout) -> str:
