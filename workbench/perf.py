@@ -9,7 +9,6 @@ Without double buffering transfers cannot overlap compute: the max becomes a sum
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numba
@@ -18,31 +17,11 @@ import numpy as np
 from workbench.errors import WorkbenchError
 from workbench.layers.spec import ConvLayer
 from workbench.platforms import Platform
-from workbench.tiling.candidates import candidate_set
-from workbench.tiling.model import SCHEDULES, Counts, Tile, check_tile, counts_array
+from workbench.tiling.candidates import local_accesses
+from workbench.tiling.model import Counts, Tile, check_tile, counts_array
 
 CYCLE_PARTS = ("compute", "dma_setup", "bus_stall", "prolog_epilog")
 ENERGY_PARTS = ("compute", "dma_setup", "local", "external")
-
-
-@functools.lru_cache(maxsize=4096)
-def local_accesses(layer: ConvLayer, register_file_bytes: int, elem_bytes: int) -> int:
-    """Best-case DSP↔local-memory traffic (elements): the access functions one level down,
-    with the register file as the small memory, minimized over schedules and register tiles
-    (seed 000 §5.4). Exact: the least accesses of a fitting tile is attained in each
-    schedule's candidate set (tiling.candidates)."""
-    limit = register_file_bytes // elem_bytes
-    best = None
-    for schedule in SCHEDULES:
-        cs = candidate_set(layer, schedule)
-        fits = cs.column("footprint_elems") <= limit
-        if fits.any():
-            low = int(cs.column("ext_accesses")[fits].min())
-            best = low if best is None else min(best, low)
-    if best is None:  # not even a 1x1x1x1x1 tile fits the register file: every operand streams
-        c = counts_array(layer, np.ones((1, 5), dtype=np.int64), "intra")
-        best = int(c["in_accesses"][0] + c["w_accesses"][0] + c["out_accesses"][0])
-    return best
 
 
 @dataclass(frozen=True, eq=False)

@@ -14,6 +14,7 @@ from workbench.platforms import Platform
 from workbench.simd.execute import VECTOR_DIMS, execute, tile_inputs
 from workbench.simd.issue import IssueCounts, Plan, generic_counts, nve_counts
 from workbench.tiling import Tile, dims
+from workbench.tiling.candidates import local_accesses
 from workbench.tiling.model import check_tile
 
 __all__ = ["VECTOR_DIMS", "IssueCounts", "Plan", "SimResult", "best_plan", "counts",
@@ -126,8 +127,6 @@ def mapping_report(layer: ConvLayer, tile: Tile, platform: Platform,
     """Seed 000 tables 7.4/7.6 for one layer: vector transfers of the whole layer split into
     the model's best case, redundant partial-sum loads/stores, spills, unaligned loads and the
     rest, with lane utilization and compute cycles."""
-    from workbench.perf import local_accesses
-
     plan = plan or best_plan(layer, tile, platform)
     c = counts(layer, tile, platform, plan)
     extents = dims(layer)

@@ -36,6 +36,7 @@ key, its checksum, or the counts recomputed from its tiles is rebuilt, never use
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -53,7 +54,13 @@ from workbench.layers.spec import ConvLayer
 from workbench.paths import cache_dir
 from workbench.tiling import model
 from workbench.tiling.dominance import nondominated
-from workbench.tiling.model import check_schedule, counts_array, dims, tile_candidates
+from workbench.tiling.model import (
+    SCHEDULES,
+    check_schedule,
+    counts_array,
+    dims,
+    tile_candidates,
+)
 
 MODEL_VERSION = 1  # bump when the candidate-set format or the dominance argument changes
 # tiling.model's source: a change to the count formulas invalidates every cached set
@@ -256,3 +263,23 @@ def clear_memory_cache() -> None:
     """Forget the in-memory sets (the disk cache stays)."""
     with _LOCK:
         _MEMORY.clear()
+
+
+@functools.lru_cache(maxsize=4096)
+def local_accesses(layer: ConvLayer, register_file_bytes: int, elem_bytes: int) -> int:
+    """Best-case DSP↔local-memory traffic (elements): the access functions one level down,
+    with the register file as the small memory, minimized over schedules and register tiles
+    (seed 000 §5.4). Exact: the least accesses of a fitting tile is attained in each
+    schedule's candidate set (tiling.candidates)."""
+    limit = register_file_bytes // elem_bytes
+    best = None
+    for schedule in SCHEDULES:
+        cs = candidate_set(layer, schedule)
+        fits = cs.column("footprint_elems") <= limit
+        if fits.any():
+            low = int(cs.column("ext_accesses")[fits].min())
+            best = low if best is None else min(best, low)
+    if best is None:  # not even a 1x1x1x1x1 tile fits the register file: every operand streams
+        c = counts_array(layer, np.ones((1, 5), dtype=np.int64), "intra")
+        best = int(c["in_accesses"][0] + c["w_accesses"][0] + c["out_accesses"][0])
+    return best
