@@ -110,3 +110,34 @@ def test_explore_objective_accesses_reproduces_table_7_10() -> None:
     assert bad.returncode == 2 and "invalid choice: 'speed'" in bad.stderr
     assert bad.stderr.startswith("workbench explore: error: argument --objective")
     assert len(bad.stderr.strip().splitlines()) == 1  # no usage block
+
+
+def test_a_closed_pipe_exits_quietly() -> None:
+    out = subprocess.run(f"{sys.executable} -m workbench.cli show vgg16 | head -1", shell=True,
+                         capture_output=True, text=True, timeout=120,
+                         executable="/bin/bash")
+    assert out.stdout.startswith("vgg16: VGG16")
+    assert out.stderr == ""  # no BrokenPipeError traceback
+    status = subprocess.run(f"set -o pipefail; {sys.executable} -m workbench.cli show vgg16 "
+                            "| head -1 >/dev/null", shell=True, executable="/bin/bash",
+                            timeout=120)
+    assert status.returncode == 0
+
+
+def test_three_reports_at_once_and_a_relative_model_path(tmp_path: Path) -> None:
+    """Concurrent reports keep their kernels apart (private socket folders), and a model file
+    named relative to the caller's folder is found although the notebook runs elsewhere."""
+    from model_files import LENET5, LENET5_NAMES, write_onnx
+
+    write_onnx(tmp_path / "mynet.onnx", LENET5, LENET5_NAMES, (1, 28, 28), batch=1)
+    jobs = [("lenet5", "a.html"), ("cifar10_quick", "b.html"), ("mynet.onnx", "c.html")]
+    procs = [subprocess.Popen([sys.executable, "-m", "workbench.cli", "report", network,
+                               "--params", "batch=2", "buffer_sizes_kb=[16]", "--out", out],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for network, out in jobs]
+    for proc, (network, out) in zip(procs, jobs, strict=True):
+        stdout, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, (network, stderr)
+        assert stderr == "", (network, stderr)
+        assert "report written to" in stdout and (tmp_path / out).stat().st_size > 100_000
+    assert not list((Path(__file__).parents[1] / "notebooks").glob("kernel-ipc*"))

@@ -17,9 +17,10 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 text-align:right}h1,h2{font-weight:600}.jp-OutputPrompt,.jp-InputPrompt{display:none}"""
 
 
-def _kernel_manager_class():
+def _kernel_manager_class(private_dir: Path):
     """A kernel manager talking to the kernel over local IPC sockets where the OS has them
-    (the default TCP transport makes ipykernel warn about unencrypted traffic)."""
+    (the default TCP transport makes ipykernel warn about unencrypted traffic). The sockets
+    live in `private_dir`, one folder per run: concurrent runs never share a socket name."""
     import os
 
     from jupyter_client.manager import KernelManager
@@ -30,6 +31,7 @@ def _kernel_manager_class():
     class IPCKernelManager(KernelManager):
         def __init__(self, **kwargs: Any) -> None:
             kwargs.setdefault("transport", "ipc")
+            kwargs.setdefault("ip", str(private_dir / "kernel-ipc"))
             super().__init__(**kwargs)
 
     return IPCKernelManager
@@ -41,13 +43,13 @@ def execute(notebook: Path, parameters: dict[str, Any], timeout_s: int = 600) ->
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(prefix="workbench-nb-") as tmp:
         out = Path(tmp) / "executed.ipynb"
         try:
             pm.execute_notebook(str(notebook), str(out), parameters=parameters,
                                 kernel_name="python3", progress_bar=False,
                                 execution_timeout=timeout_s, cwd=str(notebook.parent),
-                                kernel_manager_class=_kernel_manager_class())
+                                kernel_manager_class=_kernel_manager_class(Path(tmp)))
         except PapermillExecutionError as exc:
             raise WorkbenchError(f"notebook {notebook.name} failed in cell "
                                  f"{exc.exec_count}: {exc.ename}: {exc.evalue}") from None
@@ -65,11 +67,18 @@ def to_html(executed: Any, title: str) -> str:
             + f"</title><style>{_STYLE}</style></head><body>" + body + "</body></html>\n")
 
 
+def _resolved(name_or_path: str) -> str:
+    """A model or platform file given relative to the caller's folder, made absolute (the
+    notebook runs in notebooks/); zoo and preset names stay as they are."""
+    path = Path(name_or_path)
+    return str(path.resolve()) if path.suffix and path.exists() else name_or_path
+
+
 def build_report(network: str, platform: str, out: str | Path, timeout_s: int = 600,
                  **params: Any) -> Path:
     """Execute the report notebook for one network and platform and write the HTML file."""
-    executed = execute(REPORT_NOTEBOOK, {"network": network, "platform": platform, **params},
-                       timeout_s)
+    executed = execute(REPORT_NOTEBOOK, {"network": _resolved(network),
+                                         "platform": _resolved(platform), **params}, timeout_s)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(to_html(executed, f"{network} on {platform}"))
