@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 import pandas as pd
 import pytest
+import yaml
 from model_files import LENET5, LENET5_NAMES, write_onnx
 
 from workbench import layers, quant
@@ -142,13 +143,25 @@ def test_bad_weights_and_narrow_accumulators(tmp_path: Path) -> None:
 def test_cli_quantize(tmp_path: Path) -> None:
     out = tmp_path / "cfg.yaml"
     run = subprocess.run([sys.executable, "-m", "workbench.cli", "quantize", "lenet5",
-                          "--weights", "lenet5_mnist.npz", "--images", "200", "--out", str(out),
-                          "--json"], capture_output=True, text=True, timeout=300)
+                          "--images", "200", "--out", str(out), "--json"],  # shipped weights
+                         capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
     assert [row["layer"] for row in doc["layers"]] == ["conv1", "conv2", "fc3", "fc4"]
     assert doc["fixed_accuracy_test"] > 0.9 and set(quant.config_from_yaml(out.read_text())) == {
         "conv1", "conv2", "fc3", "fc4"}
+    recorded = yaml.safe_load(out.read_text())  # the held-out accuracy the run reported
+    assert recorded["accuracy"] == doc["fixed_accuracy_test"]
+    assert recorded["float_accuracy"] == doc["float_accuracy_test"]
+    assert recorded["test_images"] == 1000
+    assert recorded["search_accuracy"] == doc["fixed_accuracy_search"]
+    helptext = subprocess.run([sys.executable, "-m", "workbench.cli", "quantize", "--help"],
+                              capture_output=True, text=True, timeout=60).stdout
+    assert "(default: data)" in helptext and "(default: 16)" in helptext
+    run = subprocess.run([sys.executable, "-m", "workbench.cli", "quantize", "cifar10_quick"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "has no shipped weights; give --weights" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
     run = subprocess.run([sys.executable, "-m", "workbench.cli", "quantize", "lenet5",
                           "--weights", "lenet5_mnist.npz", "--acc-bits", "8", "--bound", "worst"],
                          capture_output=True, text=True, timeout=300)
