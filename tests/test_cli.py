@@ -141,3 +141,12 @@ def test_three_reports_at_once_and_a_relative_model_path(tmp_path: Path) -> None
         assert stderr == "", (network, stderr)
         assert "report written to" in stdout and (tmp_path / out).stat().st_size > 100_000
     assert not list((Path(__file__).parents[1] / "notebooks").glob("kernel-ipc*"))
+
+
+def test_json_before_or_after_the_command() -> None:
+    before, after = run("--json", "platforms"), run("platforms", "--json")
+    assert before.returncode == after.returncode == 0
+    assert json.loads(before.stdout) == json.loads(after.stdout)
+    assert run("platforms").stdout.lstrip().startswith("platform")
+    explore = run("--json", "explore", "lenet5", "--batch", "8")
+    assert json.loads(explore.stdout)["totals"]["cycles"] > 0

@@ -119,3 +119,17 @@ def test_objective_control_ranks_the_explorer_and_its_sweep() -> None:
     assert f"{best['ext_accesses']:,} accesses" in app.status.value
     # every drawn point is a candidate that fits the memory
     assert max(app.points.data["footprint_kb"]) <= 8
+
+
+def test_network_box_switches_lenet5_vgg16_and_an_onnx_path(tmp_path) -> None:
+    """Layer names differ at every step: the options follow and each network is explored."""
+    from model_files import ALEXNET, ALEXNET_NAMES, write_onnx
+
+    path = write_onnx(tmp_path / "alex.onnx", ALEXNET, ALEXNET_NAMES, (3, 227, 227), batch=1)
+    app = ui.tile_explorer(network="lenet5", batch=8)
+    for network, first, count in (("vgg16", "conv1_1", 16), (str(path), "conv1", 8),
+                                  ("lenet5", "conv1", 4)):
+        app.network.value = network
+        assert app.layer.value == first and len(app.layer.options) == count, network
+        assert "candidate mappings fit" in app.status.value, app.status.value
+        assert set(app.points.data["layer"]) == {first}

@@ -68,9 +68,12 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="workbench", description=__doc__)
+    # --json before or after the command: the command's flag must not reset the global one
+    parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="one JSON document on stdout")
 
     p = sub.add_parser("networks", parents=[common], help="list the zoo networks")
     p.set_defaults(func=cmd_networks)

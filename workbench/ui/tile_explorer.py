@@ -62,8 +62,10 @@ class TileExplorer:
         self.solutions = pd.DataFrame()
         self.points.selected.on_change("indices", self._on_select)
         self._roofs = self.roofline.select_one({"name": "roofs"}).data_source
+        self._switching = False  # a network switch replaces the layer options
         for control in (self.layer, self.schedules):
-            control.observe(lambda change: self.update(), names="value")
+            control.observe(lambda change: None if self._switching else self.update(),
+                            names="value")
         self.objective.observe(lambda change: self.update_all(), names="value")
         self.buffer_range.observe(lambda change: self.update_sweep(), names="value")
         self.panel.on_change(self.update_all)
@@ -79,11 +81,17 @@ class TileExplorer:
         except WorkbenchError as exc:
             self.status.value = error_html(exc)
             return
-        self.net = net
         names = [lay.name for lay in net.tiled_layers()]
-        with self.layer.hold_trait_notifications():
+        if not names:
+            self.status.value = error_html(WorkbenchError(
+                f"network {net.name!r} has no conv or fc layer to explore"))
+            return
+        self.net, self._switching = net, True
+        try:  # new options first (ipywidgets moves the value to the first one), no update yet
             self.layer.options = names
             self.layer.value = names[0]
+        finally:
+            self._switching = False
         self.update_all()
 
     def _memory_moved(self, change) -> None:
