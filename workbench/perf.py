@@ -5,6 +5,12 @@ CC_tile = TOx·TOy·TOc·TOn·Kx·Ky·TKc / MACs-per-cycle, CC_dsp = CC_tile + (
 CC_bus = (N_ext + N_local)/Ntiles / bus, CC_prolog = (Bin+Bw)/bus + 2·setup + CC_tile,
 CC_epilog = Bout/bus + setup, CC_layer = CC_prolog + (Ntiles−1)·max(CC_dsp, CC_bus) + CC_epilog.
 Without double buffering transfers cannot overlap compute: the max becomes a sum.
+
+On k cores (`Contention`) every core runs this pipeline on its share while the others run
+theirs: the shared bus carries k cores' private traffic for each tile (a broadcast array once
+per group of cores running the same program) and the prolog's and epilog's k buffers, and the
+DMA setups of k cores queue on the platform's DMA channels (each costs setup·max(1, k/channels)).
+One core is today's model exactly (every factor is 1).
 """
 
 from __future__ import annotations
@@ -35,34 +41,62 @@ class CountVector:
     rho: np.ndarray          # 1 − 1/Ntiles
     rho_dma: np.ndarray      # ρ·N_dma
     tile_macs: np.ndarray    # MACs per tile
+    shared: np.ndarray       # the part of `ext` every core of a split reads (broadcastable)
 
     @classmethod
     def of(cls, footprint_elems: np.ndarray, ext_accesses: np.ndarray,
-           dma_transfers: np.ndarray, n_tiles: np.ndarray, tile_macs: np.ndarray) -> CountVector:
+           dma_transfers: np.ndarray, n_tiles: np.ndarray, tile_macs: np.ndarray,
+           shared_accesses: np.ndarray | None = None) -> CountVector:
         n = np.asarray(n_tiles, dtype=np.float64)
         rho = 1.0 - 1.0 / n
+        shared = np.zeros_like(n) if shared_accesses is None \
+            else np.asarray(shared_accesses, dtype=np.float64)
         return cls(np.asarray(footprint_elems, dtype=np.float64),
                    np.asarray(ext_accesses, dtype=np.float64), n, rho,
                    rho * np.asarray(dma_transfers, dtype=np.float64),
-                   np.asarray(tile_macs, dtype=np.float64))
+                   np.asarray(tile_macs, dtype=np.float64), shared)
+
+
+@dataclass(frozen=True, slots=True)
+class Contention:
+    """How a core's pipeline shares the chip: `cores` cores run at once; the shared array's
+    traffic crosses the bus `shared_copies` times per tile step (cores, or the number of
+    broadcast groups); DMA setups queue on `dma_channels` channels."""
+
+    cores: int = 1
+    shared_copies: int = 1
+    dma_channels: int = 1
+
+    @property
+    def factors(self) -> tuple[float, float, float]:
+        """(private traffic copies, shared traffic copies, DMA setup queueing factor)."""
+        return (float(self.cores), float(self.shared_copies),
+                max(1.0, self.cores / self.dma_channels))
+
+
+SINGLE = Contention()
 
 
 @numba.njit(cache=True, nogil=True)
-def _totals(v_footprint, v_ext, v_n, v_rho, v_rho_dma, v_tile_macs, local, layer_of, cc_const,
-            pf, double, energy, cycles, energy_pj):
-    """Cycles and energy of every row in one pass, no temporaries; the expressions and their
-    order are those of `price`'s parts. pf: macs/cycle, setup, bus, elem bytes, local and
-    external access bytes, pJ per core cycle, per local and per external access."""
-    macs, setup, bus_rate, eb, local_w, ext_w, pj_core, pj_local, pj_ext = pf
+def _totals(v_footprint, v_ext, v_n, v_rho, v_rho_dma, v_tile_macs, v_shared, local, layer_of,
+            cc_const, pf, double, energy, cycles, energy_pj):
+    """Cycles and energy (of one core) of every row in one pass, no temporaries; the
+    expressions and their order are those of `price`'s parts. pf: macs/cycle, setup, bus,
+    elem bytes, local and external access bytes, pJ per core cycle, per local and per external
+    access, then the `Contention` factors."""
+    (macs, setup_1, bus_rate, eb, local_w, ext_w, pj_core, pj_local, pj_ext,
+     k_priv, k_shared, queue) = pf
+    setup = setup_1 * queue
     three_setup = 3.0 * setup
     for i in range(len(v_n)):
         cc_tile = v_tile_macs[i] / macs if np.isnan(cc_const) else cc_const
         dma_rest = v_rho_dma[i] * setup
         dsp = (v_n[i] - 1.0) * cc_tile + dma_rest
         n_local = local[layer_of[i]]
-        bus = v_rho[i] * (v_ext[i] + n_local) / bus_rate
+        traffic = k_priv * (v_ext[i] - v_shared[i]) + k_shared * v_shared[i]
+        bus = v_rho[i] * (traffic + n_local) / bus_rate
         steady = max(dsp, bus) if double else dsp + bus
-        cycles[i] = v_footprint[i] / bus_rate + three_setup + cc_tile + steady
+        cycles[i] = k_priv * v_footprint[i] / bus_rate + three_setup + cc_tile + steady
         if energy:
             energy_pj[i] = ((v_n[i] * cc_tile) * pj_core + (three_setup + dma_rest) * pj_core
                             + np.ceil(n_local * eb / local_w) * pj_local
@@ -71,10 +105,11 @@ def _totals(v_footprint, v_ext, v_n, v_rho, v_rho_dma, v_tile_macs, local, layer
 
 def price(platform: Platform, v: CountVector, n_local: float | np.ndarray,
           tile_cycles: float | None = None, parts: bool = True, energy: bool = True,
-          layer_of: np.ndarray | None = None) -> dict:
+          layer_of: np.ndarray | None = None, contention: Contention = SINGLE) -> dict:
     """Cycles and energy (pJ) of counted rows; by part unless parts=False (then only
     "cycles" and, if energy, "energy_pj"). n_local: local-memory accesses per layer
     (elements), one number, or one per layer with `layer_of` giving each row's layer.
+    Under `contention` the rows are one core's share and the energy is that core's.
 
     Written so that every result is non-decreasing in each count, in floating point too:
     only sums, products and maxima of non-negative non-decreasing terms, with the
@@ -89,31 +124,34 @@ def price(platform: Platform, v: CountVector, n_local: float | np.ndarray,
         layer_of = np.zeros(rows, dtype=np.int64) if local.size == 1 else np.arange(rows)
     pf = np.array([p.macs_per_cycle, p.dma_setup_cycles, p.bus_elems_per_cycle, p.elem_bytes,
                    p.local_access_bytes, p.ext_access_bytes, p.core_pj_per_cycle,
-                   p.local_access_pj, p.ext_access_pj], dtype=np.float64)
+                   p.local_access_pj, p.ext_access_pj, *contention.factors], dtype=np.float64)
     out = {"cycles": np.empty(rows), "energy_pj": np.empty(rows)}
     want_energy = energy or parts
-    _totals(v.footprint, v.ext, v.n, v.rho, v.rho_dma, v.tile_macs, local, layer_of,
+    _totals(v.footprint, v.ext, v.n, v.rho, v.rho_dma, v.tile_macs, v.shared, local, layer_of,
             np.nan if tile_cycles is None else float(tile_cycles), pf, p.double_buffer,
             want_energy, out["cycles"], out["energy_pj"])
     if not want_energy:
         del out["energy_pj"]
-    return out | (_parts(p, v, local[layer_of], tile_cycles) if parts else {})
+    return out | (_parts(p, v, local[layer_of], tile_cycles, contention) if parts else {})
 
 
-def _parts(p: Platform, v: CountVector, n_local: np.ndarray,
-           tile_cycles: float | None) -> dict[str, np.ndarray]:
+def _parts(p: Platform, v: CountVector, n_local: np.ndarray, tile_cycles: float | None,
+           contention: Contention = SINGLE) -> dict[str, np.ndarray]:
     """The cycle and energy breakdowns of `price` (same expressions as `_totals`)."""
+    k_priv, k_shared, queue = contention.factors
+    setup = p.dma_setup_cycles * queue
     cc_tile = v.tile_macs / p.macs_per_cycle if tile_cycles is None \
         else np.full(v.n.shape, float(tile_cycles))
-    dma_rest = v.rho_dma * p.dma_setup_cycles
+    dma_rest = v.rho_dma * setup
     dsp = (v.n - 1.0) * cc_tile + dma_rest
-    bus = v.rho * (v.ext + n_local) / p.bus_elems_per_cycle
+    traffic = k_priv * (v.ext - v.shared) + k_shared * v.shared
+    bus = v.rho * (traffic + n_local) / p.bus_elems_per_cycle
     steady = np.maximum(dsp, bus) if p.double_buffer else dsp + bus
     compute = v.n * cc_tile
-    dma_setup = 3.0 * p.dma_setup_cycles + dma_rest
+    dma_setup = 3.0 * setup + dma_rest
     return {"cycles_compute": compute, "cycles_dma_setup": dma_setup,
             "cycles_bus_stall": steady - dsp,
-            "cycles_prolog_epilog": v.footprint / p.bus_elems_per_cycle,
+            "cycles_prolog_epilog": k_priv * v.footprint / p.bus_elems_per_cycle,
             "local_accesses": n_local.copy(),
             "energy_compute_pj": compute * p.core_pj_per_cycle,
             "energy_dma_setup_pj": dma_setup * p.core_pj_per_cycle,

@@ -38,7 +38,9 @@ class Platform:
     overflow: str = "wrap"
     in_bits: int = 16
     w_bits: int = 16
-    cores: int = 1
+    cores: int = 1                       # cores, each with its own local memory
+    dma_channels: int = 1                # DMA setups in flight at once, shared by the cores
+    dma_broadcast: bool = False          # one fetch delivered to all cores that share it
     core_pj_per_cycle: float = 0.0
     local_access_pj: float = 0.0
     local_access_bytes: int = 1
@@ -65,9 +67,9 @@ class Platform:
                                      f"got {value!r}")
         positive = ("clock_mhz", "bus_elems_per_cycle", "macs_per_cycle", "elem_bytes",
                     "local_mem_bytes", "register_file_bytes", "simd_lanes", "acc_bits",
-                    "in_bits", "w_bits", "cores", "local_access_bytes", "ext_access_bytes",
-                    "mac_slots", "load_ports", "store_ports", "alu_slots", "load_latency",
-                    "mac_latency")
+                    "in_bits", "w_bits", "cores", "dma_channels", "local_access_bytes",
+                    "ext_access_bytes", "mac_slots", "load_ports", "store_ports", "alu_slots",
+                    "load_latency", "mac_latency")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise WorkbenchError(f"platform {self.name!r}: {name} must be positive, "
@@ -84,8 +86,9 @@ class Platform:
         if self.overflow not in OVERFLOW_MODES:
             raise WorkbenchError(f"platform {self.name!r}: overflow must be one of "
                                  f"{OVERFLOW_MODES}, got {self.overflow!r}")
-        if not isinstance(self.double_buffer, bool):
-            raise WorkbenchError(f"platform {self.name!r}: double_buffer must be true or false")
+        for name in ("double_buffer", "dma_broadcast"):
+            if not isinstance(getattr(self, name), bool):
+                raise WorkbenchError(f"platform {self.name!r}: {name} must be true or false")
 
     @property
     def peak_gops(self) -> float:

@@ -29,6 +29,12 @@ width). Traffic = Σ width × (input, weight, final-output, partial-sum accesses
 weight accesses, final-output accesses, partial-sum accesses) for any non-negative widths, so
 the same argument and the same spatial pre-reduction hold for it.
 
+A third kind, "arrays", keeps the external accesses apart per array: (footprint, input,
+weight, output accesses, DMA transfers, tiles, tile elements). Multi-core pricing weighs the
+shared array's traffic apart from the private arrays' (`perf.Contention`, a broadcast crosses
+the bus once), and a fused layer drops its input or output traffic (`explore.fusion`): both
+are non-negative weightings of the per-array accesses, non-decreasing in this vector.
+
 Sets are cached in memory and on disk (`paths.cache_dir()`), keyed by the layer shape, the
 schedule, MODEL_VERSION and a hash of `tiling.model`'s source; a file that does not match its
 key, its checksum, or the counts recomputed from its tiles is rebuilt, never used.
@@ -67,7 +73,9 @@ MODEL_VERSION = 1  # bump when the candidate-set format or the dominance argumen
 MODEL_HASH = hashlib.sha256(inspect.getsource(model).encode()).hexdigest()
 VECTOR = ("footprint_elems", "ext_accesses", "dma_transfers", "n_tiles", "tile_elems")
 TRAFFIC_VECTOR = ("bin", "bw", "bout", "in_accesses", "w_accesses", "final_out", "psum_out")
-VECTORS = {"cost": VECTOR, "traffic": TRAFFIC_VECTOR}
+ARRAYS_VECTOR = ("footprint_elems", "in_accesses", "w_accesses", "out_accesses",
+                 "dma_transfers", "n_tiles", "tile_elems")
+VECTORS = {"cost": VECTOR, "traffic": TRAFFIC_VECTOR, "arrays": ARRAYS_VECTOR}
 SHAPE_FIELDS = ("Ox", "Oy", "Oc", "On", "Kx", "Ky", "Kc", "Sx", "Sy", "groups")
 _MEMORY: OrderedDict[tuple, CandidateSet] = OrderedDict()
 _MEMORY_LIMIT = 256
@@ -108,6 +116,10 @@ def count_vectors(layer: ConvLayer, tiles: np.ndarray, schedule: str,
                                 * -(-layer.On // tiles[:, 3])) * c["bout"]
         return np.column_stack([c["bin"], c["bw"], c["bout"], c["in_accesses"],
                                 c["w_accesses"], final, c["out_accesses"] - final])
+    if kind == "arrays":
+        return np.column_stack([c["bin"] + c["bw"] + c["bout"], c["in_accesses"],
+                                c["w_accesses"], c["out_accesses"], c["dma_transfers"],
+                                c["n_tiles"], tiles.prod(axis=1)])
     return np.column_stack([c["bin"] + c["bw"] + c["bout"],
                             c["in_accesses"] + c["w_accesses"] + c["out_accesses"],
                             c["dma_transfers"], c["n_tiles"], tiles.prod(axis=1)])
@@ -200,7 +212,7 @@ def _store(path: Path, cs: CandidateSet) -> None:
 
 def candidate_set(layer: ConvLayer, schedule: str, kind: str = "cost",
                   use_disk: bool = True) -> CandidateSet:
-    """The layer's candidate set of a kind ("cost" or "traffic") under a schedule: from
+    """The layer's candidate set of a kind ("cost", "traffic", "arrays") under a schedule: from
     memory, else disk, else built. Thread-safe; the filter runs without the GIL, so threads
     build sets in parallel."""
     check_schedule(schedule)
@@ -225,7 +237,7 @@ def candidate_set(layer: ConvLayer, schedule: str, kind: str = "cost",
 
 
 def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
-                   progress: bool = False) -> list:
+                   progress: bool = False, kind: str = "cost") -> list:
     """`candidate_set` of many (layer, schedule) pairs, missing ones built once per shape by
     `jobs` threads (default: one per core); `progress` shows a bar (stderr) while building."""
     from tqdm import tqdm
@@ -238,21 +250,21 @@ def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
 
     order = sorted(unique, key=size)
     with _LOCK:  # to be built: neither in memory nor on disk
-        missing = sum((key[0], key[1], "cost") not in _MEMORY
-                      and not _file(key[0], key[1], "cost").exists() for key in order)
+        missing = sum((key[0], key[1], kind) not in _MEMORY
+                      and not _file(key[0], key[1], kind).exists() for key in order)
     bar = tqdm(total=len(order), unit="set", desc="candidate sets",
                disable=not progress or missing == 0)
     done = {}
     if jobs == 1 or len(order) < 2:
         for key in order:
-            done[key] = candidate_set(*unique[key])
+            done[key] = candidate_set(*unique[key], kind=kind)
             bar.update()
     else:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            for key, cs in zip(order, pool.map(lambda k: candidate_set(*unique[k]), order),
-                               strict=True):
+            built = pool.map(lambda k: candidate_set(*unique[k], kind=kind), order)
+            for key, cs in zip(order, built, strict=True):
                 done[key] = cs
                 bar.update()
     bar.close()

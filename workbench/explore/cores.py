@@ -1,0 +1,231 @@
+"""Multi-core mapping: per layer, the split, the number of cores used, and every core's tile and
+schedule, exactly, from candidate sets.
+
+A layer is split by output maps, rows or batch over k = 1…cores cores (`tiling.partition`); each
+share is tiled like a layer of its own and priced by `perf.price` under `perf.Contention`
+(k cores share the bus and the DMA channels; a broadcast array crosses the bus once per share).
+The cores of one share run the same program (one tile, one schedule); the slowest share sets
+the layer's time, energies and bus traffic add up over cores.
+
+Exact search. A share's cycles, energy and bus traffic are non-decreasing in its candidate
+vector ("arrays" kind when the DMA broadcasts, so the shared array's traffic stays apart), so
+its optimum is a candidate (`tiling.candidates`). With two shares the layer's cycles are the
+larger share's and the rest add up, so for the objective's value the search sweeps the layer
+time T over every candidate's cycles and takes, per share, the cheapest row not slower than T
+(for cycles, energy and accesses this reduces to one pick per share; for EDP the sweep is
+needed because T·(E_A + E_B) does not separate). Ties: cycles, then bus traffic.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from workbench.errors import WorkbenchError
+from workbench.explore.query import check_objective, ranking
+from workbench.layers.spec import ConvLayer
+from workbench.perf import Contention, CountVector, layer_local_accesses, price
+from workbench.platforms import Platform
+from workbench.tiling.candidates import candidate_sets, shape_key
+from workbench.tiling.model import SCHEDULES, TILE_DIMS, counts_array
+from workbench.tiling.partition import SHARED, SPLITS, max_cores, shares
+
+ARRAYS = ("in", "w", "out")
+
+
+@dataclass(frozen=True, eq=False)
+class ShareRows:
+    """The fitting candidate rows of one share shape over the schedules (per core, elements)."""
+
+    schedule: np.ndarray    # index into the schedules
+    tiles: np.ndarray       # (N, 5)
+    acc: np.ndarray         # (N, 3) input, weight, output accesses
+    dma: np.ndarray
+    n: np.ndarray
+    footprint: np.ndarray   # Bin+Bw+Bout
+    tile_macs: np.ndarray
+
+
+@functools.lru_cache(maxsize=2048)
+def _share_rows(key: tuple, layer: ConvLayer, schedules: tuple[str, ...], kind: str,
+                max_elems: float) -> ShareRows:
+    sets = candidate_sets([(layer, s) for s in schedules], kind=kind)
+    parts = []
+    for si, (schedule, cs) in enumerate(zip(schedules, sets, strict=True)):
+        tiles = cs.tiles[cs.column("footprint_elems") <= max_elems]
+        c = counts_array(layer, tiles, schedule)
+        parts.append((np.full(len(tiles), si), tiles, c))
+    c = {k: np.concatenate([p[2][k] for p in parts]) for k in parts[0][2]}
+    tiles = np.concatenate([p[1] for p in parts])
+    return ShareRows(np.concatenate([p[0] for p in parts]), tiles,
+                     np.column_stack([c["in_accesses"], c["w_accesses"], c["out_accesses"]]),
+                     c["dma_transfers"], c["n_tiles"], c["bin"] + c["bw"] + c["bout"],
+                     tiles.prod(axis=1) * (layer.Kx * layer.Ky))
+
+
+def share_rows(layer: ConvLayer, platform: Platform, schedules: Sequence[str] = SCHEDULES,
+               memory_bytes: float | None = None) -> ShareRows:
+    """Candidate rows of a (share) layer that fit one core's memory (cached per shape)."""
+    scale = platform.elem_bytes * (2 if platform.double_buffer else 1)
+    limit = platform.local_mem_bytes if memory_bytes is None else memory_bytes
+    kind = "arrays" if platform.dma_broadcast and platform.cores > 1 else "cost"
+    return _share_rows(shape_key(layer), layer, tuple(schedules), kind, float(limit // scale))
+
+
+def _price_share(rows: ShareRows, layer: ConvLayer, platform: Platform, split: str, k: int,
+                 m: int, n_shares: int, local_traffic: bool) -> dict[str, np.ndarray]:
+    """Cycles of one core and energy, bus traffic of all m cores of a share, per row."""
+    broadcast = platform.dma_broadcast
+    shared_col = ARRAYS.index(SHARED[split])
+    ext = rows.acc.sum(axis=1)
+    v = CountVector.of(rows.footprint, ext, rows.dma, rows.n, rows.tile_macs,
+                       shared_accesses=rows.acc[:, shared_col])
+    cont = Contention(k, n_shares if broadcast else k, platform.dma_channels)
+    n_local = layer_local_accesses(layer, platform, local_traffic)
+    p = price(platform, v, n_local, contention=cont)
+    copies = np.full(3, m)
+    if broadcast:
+        copies[shared_col] = 1
+    bus = rows.acc * copies
+    bus_total = bus.sum(axis=1)
+    ext_pj = (np.ceil(bus_total * platform.elem_bytes / platform.ext_access_bytes)
+              * platform.ext_access_pj)
+    core_pj = p["energy_compute_pj"] + p["energy_dma_setup_pj"] + p["energy_local_pj"]
+    return p | {"energy_pj": m * core_pj + ext_pj, "bus": bus, "ext_accesses": bus_total,
+                "energy_external_pj": ext_pj, "energy_cores_pj": m * core_pj}
+
+
+def _pick(priced: list[dict], objective: str) -> list[int]:
+    """Per share the chosen row: exact for the objective (module docstring)."""
+    c = [p["cycles"] for p in priced]
+    e = [p["energy_pj"] for p in priced]
+    a = [p["ext_accesses"].astype(np.float64) for p in priced]
+    if objective == "cycles":
+        t = max(float(x.min()) for x in c)
+        return [_first(ci <= t, ai, ci) for ci, ai in zip(c, a, strict=True)]
+    if objective in ("energy", "accesses"):
+        key = e if objective == "energy" else a
+        second = a if objective == "energy" else e
+        return [int(np.lexsort((s, ci, ki))[0]) for ki, ci, s in zip(key, c, second,
+                                                                     strict=True)]
+    # edp: sweep the layer time over every row's cycles
+    times = np.unique(np.concatenate(c))
+    times = times[times >= max(float(x.min()) for x in c)]
+    best_e = np.zeros(len(times))
+    arg = []
+    for ci, ei in zip(c, e, strict=True):
+        order = np.lexsort((ei, ci))
+        es = ei[order]
+        prefix = np.minimum.accumulate(es)
+        where = np.searchsorted(ci[order], times, side="right") - 1
+        best_e += prefix[where]
+        new_min = np.r_[True, es[1:] < prefix[:-1]]   # the row attaining each prefix minimum
+        arg.append(order[np.maximum.accumulate(np.where(new_min, np.arange(len(es)), 0))][where])
+    j = int(np.argmin(times * best_e))
+    return [int(x[j]) for x in arg]
+
+
+def _first(ok: np.ndarray, acc: np.ndarray, cyc: np.ndarray) -> int:
+    """Among rows with ok, the least accesses, then the least cycles."""
+    idx = np.flatnonzero(ok)
+    return int(idx[np.lexsort((cyc[idx], acc[idx]))[0]])
+
+
+def split_options(layer: ConvLayer, platform: Platform, objective: str = "cycles",
+                  schedules: Sequence[str] = SCHEDULES, splits: Sequence[str] = SPLITS,
+                  cores: Sequence[int] | None = None, memory_bytes: float | None = None,
+                  local_traffic: bool = True) -> pd.DataFrame:
+    """The best mapping of a layer for every split and every number of cores (1…cores), one
+    row each: cycles, energy, bus traffic, the chosen tile per share, speed-up over one core."""
+    check_objective(objective)
+    rows = []
+    for split in splits:
+        top = max_cores(layer, split, platform.cores)
+        for k in (range(1, top + 1) if cores is None else [c for c in cores if c <= top]):
+            if k == 1 and split != splits[0] and rows:
+                continue  # one core: every split is the whole layer
+            rows.append(_option(layer, platform, objective, schedules, split, k,
+                                memory_bytes, local_traffic))
+    if not rows or any(r is None for r in rows):
+        raise WorkbenchError(f"layer {layer.name!r}: no tile of a core's share fits "
+                             f"{memory_bytes or platform.local_mem_bytes} bytes of local memory")
+    df = pd.DataFrame(rows)
+    base = df.loc[df["cores"] == 1, "cycles"]
+    df["speedup"] = float(base.iloc[0]) / df["cycles"] if len(base) else np.nan
+    return df
+
+
+def _option(layer: ConvLayer, platform: Platform, objective: str, schedules: Sequence[str],
+            split: str, k: int, memory_bytes: float | None, local_traffic: bool) -> dict | None:
+    parts = shares(layer, split, k)
+    found, priced = [], []
+    for share in parts:
+        r = share_rows(share.layer, platform, schedules, memory_bytes)
+        if len(r.n) == 0:
+            return None
+        found.append(r)
+        priced.append(_price_share(r, share.layer, platform, split, k, share.cores,
+                                   len(parts), local_traffic))
+    picks = _pick(priced, objective)
+    sel = [{key: val[i] for key, val in p.items()} for p, i in zip(priced, picks, strict=True)]
+    slow = int(np.argmax([s["cycles"] for s in sel]))
+    bus = sum(s["bus"] for s in sel)
+    cycles = float(sel[slow]["cycles"])
+    compute = max(float(s["cycles_compute"]) for s in sel)
+    io = float(bus.sum()) / platform.bus_elems_per_cycle
+    first = found[0]
+    row = {"layer": layer.name, "split": split, "cores": k, "cycles": cycles,
+           "energy_pj": float(sum(s["energy_pj"] for s in sel)),
+           "ext_accesses": int(bus.sum()), "in_accesses": int(bus[0]),
+           "w_accesses": int(bus[1]), "out_accesses": int(bus[2]),
+           "dma_transfers": int(sum(int(f.dma[i]) * sh.cores
+                                    for f, i, sh in zip(found, picks, parts, strict=True))),
+           "schedule": schedules[int(first.schedule[picks[0]])],
+           **{d: int(first.tiles[picks[0], j]) for j, d in enumerate(TILE_DIMS)},
+           "footprint_bytes": int(max(int(f.footprint[i]) for f, i in zip(found, picks,
+                                                                          strict=True))
+                                  * platform.elem_bytes * (2 if platform.double_buffer else 1)),
+           "compute_cycles": compute, "bus_cycles": io,
+           "bound": "compute" if compute >= io else "I/O",
+           "shares": tuple((sh.cores, schedules[int(f.schedule[i])],
+                            tuple(int(x) for x in f.tiles[i]))
+                           for sh, f, i in zip(parts, found, picks, strict=True))}
+    for part in ("compute", "dma_setup", "bus_stall", "prolog_epilog"):
+        row[f"cycles_{part}"] = float(sel[slow][f"cycles_{part}"])
+    row["energy_cores_pj"] = float(sum(s["energy_cores_pj"] for s in sel))
+    row["energy_external_pj"] = float(sum(s["energy_external_pj"] for s in sel))
+    ops = 2.0 * layer.macs
+    row["throughput_gops"] = platform.clock_mhz * ops / cycles * 1e-3
+    row["utilization"] = (layer.macs / (platform.macs_per_cycle * k)) / cycles
+    row["edp"] = row["energy_pj"] * cycles
+    return row
+
+
+def best_split(layer: ConvLayer, platform: Platform, objective: str = "cycles",
+               schedules: Sequence[str] = SCHEDULES, splits: Sequence[str] = SPLITS,
+               memory_bytes: float | None = None, local_traffic: bool = True) -> pd.Series:
+    """The best split and number of cores of a layer under `objective` (fewer cores win ties)."""
+    df = split_options(layer, platform, objective, schedules, splits,
+                       memory_bytes=memory_bytes, local_traffic=local_traffic)
+    order = list(ranking(objective)) + ["cores"]
+    return df.sort_values(order, kind="stable").iloc[0]
+
+
+def network_cores(layer_list: Sequence[ConvLayer], platform: Platform,
+                  objective: str = "cycles", schedules: Sequence[str] = SCHEDULES,
+                  splits: Sequence[str] = SPLITS, memory_bytes: float | None = None,
+                  local_traffic: bool = True, progress: bool = False) -> pd.DataFrame:
+    """`best_split` of every layer, in order (one row each)."""
+    if progress:  # build the missing candidate sets with a bar first
+        kind = "arrays" if platform.dma_broadcast and platform.cores > 1 else "cost"
+        pairs = [(sh.layer, s) for layer in layer_list for split in splits
+                 for k in range(1, max_cores(layer, split, platform.cores) + 1)
+                 for sh in shares(layer, split, k) for s in schedules]
+        candidate_sets(pairs, progress=True, kind=kind)
+    return pd.DataFrame([best_split(layer, platform, objective, schedules, splits,
+                                    memory_bytes, local_traffic) for layer in layer_list]
+                        ).reset_index(drop=True)
