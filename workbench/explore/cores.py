@@ -44,6 +44,7 @@ class ShareRows:
     schedule: np.ndarray    # index into the schedules
     tiles: np.ndarray       # (N, 5)
     acc: np.ndarray         # (N, 3) input, weight, output accesses
+    ext: np.ndarray         # their sum
     dma: np.ndarray
     n: np.ndarray
     footprint: np.ndarray   # Bin+Bw+Bout
@@ -63,47 +64,50 @@ def _share_rows(key: tuple, layer: ConvLayer, schedules: tuple[str, ...], kind: 
     tiles = np.concatenate([p[1] for p in parts])
     return ShareRows(np.concatenate([p[0] for p in parts]), tiles,
                      np.column_stack([c["in_accesses"], c["w_accesses"], c["out_accesses"]]),
-                     c["dma_transfers"], c["n_tiles"], c["bin"] + c["bw"] + c["bout"],
+                     c["in_accesses"] + c["w_accesses"] + c["out_accesses"], c["dma_transfers"],
+                     c["n_tiles"], c["bin"] + c["bw"] + c["bout"],
                      tiles.prod(axis=1) * (layer.Kx * layer.Ky))
 
 
 def share_rows(layer: ConvLayer, platform: Platform, schedules: Sequence[str] = SCHEDULES,
-               memory_bytes: float | None = None) -> ShareRows:
-    """Candidate rows of a (share) layer that fit one core's memory (cached per shape)."""
+               memory_bytes: float | None = None, kind: str | None = None) -> ShareRows:
+    """Candidate rows of a (share) layer that fit one core's memory (cached per shape); kind
+    "arrays" when an array's traffic is weighed apart (default: when the DMA broadcasts)."""
     scale = platform.elem_bytes * (2 if platform.double_buffer else 1)
     limit = platform.local_mem_bytes if memory_bytes is None else memory_bytes
-    kind = "arrays" if platform.dma_broadcast and platform.cores > 1 else "cost"
+    if kind is None:
+        kind = "arrays" if platform.dma_broadcast and platform.cores > 1 else "cost"
     return _share_rows(shape_key(layer), layer, tuple(schedules), kind, float(limit // scale))
 
 
 def _price_share(rows: ShareRows, layer: ConvLayer, platform: Platform, split: str, k: int,
-                 m: int, n_shares: int, local_traffic: bool) -> dict[str, np.ndarray]:
-    """Cycles of one core and energy, bus traffic of all m cores of a share, per row."""
-    broadcast = platform.dma_broadcast
-    shared_col = ARRAYS.index(SHARED[split])
-    ext = rows.acc.sum(axis=1)
-    v = CountVector.of(rows.footprint, ext, rows.dma, rows.n, rows.tile_macs,
-                       shared_accesses=rows.acc[:, shared_col])
-    cont = Contention(k, n_shares if broadcast else k, platform.dma_channels)
-    n_local = layer_local_accesses(layer, platform, local_traffic)
-    p = price(platform, v, n_local, contention=cont)
-    copies = np.full(3, m)
-    if broadcast:
-        copies[shared_col] = 1
-    bus = rows.acc * copies
-    bus_total = bus.sum(axis=1)
-    ext_pj = (np.ceil(bus_total * platform.elem_bytes / platform.ext_access_bytes)
-              * platform.ext_access_pj)
-    core_pj = p["energy_compute_pj"] + p["energy_dma_setup_pj"] + p["energy_local_pj"]
-    return p | {"energy_pj": m * core_pj + ext_pj, "bus": bus, "ext_accesses": bus_total,
-                "energy_external_pj": ext_pj, "energy_cores_pj": m * core_pj}
+                 m: int, n_shares: int, local_traffic: bool,
+                 picks: np.ndarray | slice = slice(None)) -> dict[str, np.ndarray]:
+    """Cycles of one core and energy (pJ), bus traffic (elements) of all m cores of a share,
+    per row (only `picks`; with parts when picks are given)."""
+    p = platform
+    broadcast = p.dma_broadcast
+    shared = rows.acc[picks, ARRAYS.index(SHARED[split])]
+    ext = rows.ext[picks]
+    v = CountVector.of(rows.footprint[picks], ext, rows.dma[picks], rows.n[picks],
+                       rows.tile_macs[picks], shared_accesses=shared)
+    cont = Contention(k, n_shares if broadcast else k, p.dma_channels)
+    n_local = layer_local_accesses(layer, p, local_traffic)
+    out = price(p, v, n_local, parts=not isinstance(picks, slice), contention=cont)
+    bus = m * ext - (m - 1) * shared if broadcast else m * ext
+    if m > 1:  # m cores' energy, with the external part that of the bus traffic
+        def ext_pj(x: np.ndarray) -> np.ndarray:
+            return np.ceil(x * p.elem_bytes / p.ext_access_bytes) * p.ext_access_pj
+        out["energy_pj"] = m * (out["energy_pj"] - ext_pj(ext)) + ext_pj(bus)
+    out["ext_accesses"] = bus
+    return out
 
 
 def _pick(priced: list[dict], objective: str) -> list[int]:
     """Per share the chosen row: exact for the objective (module docstring)."""
     c = [p["cycles"] for p in priced]
     e = [p["energy_pj"] for p in priced]
-    a = [p["ext_accesses"].astype(np.float64) for p in priced]
+    a = [p["ext_accesses"] for p in priced]
     if objective == "cycles":
         t = max(float(x.min()) for x in c)
         return [_first(ci <= t, ai, ci) for ci, ai in zip(c, a, strict=True)]
@@ -131,8 +135,9 @@ def _pick(priced: list[dict], objective: str) -> list[int]:
 
 def _first(ok: np.ndarray, acc: np.ndarray, cyc: np.ndarray) -> int:
     """Among rows with ok, the least accesses, then the least cycles."""
-    idx = np.flatnonzero(ok)
-    return int(idx[np.lexsort((cyc[idx], acc[idx]))[0]])
+    low = acc[ok].min()
+    tie = ok & (acc == low)
+    return int(np.flatnonzero(tie)[np.argmin(cyc[tie])])
 
 
 def split_options(layer: ConvLayer, platform: Platform, objective: str = "cycles",
@@ -171,7 +176,17 @@ def _option(layer: ConvLayer, platform: Platform, objective: str, schedules: Seq
         priced.append(_price_share(r, share.layer, platform, split, k, share.cores,
                                    len(parts), local_traffic))
     picks = _pick(priced, objective)
-    sel = [{key: val[i] for key, val in p.items()} for p, i in zip(priced, picks, strict=True)]
+    sel = [_price_share(r, sh.layer, platform, split, k, sh.cores, len(parts), local_traffic,
+                        np.array([i])) for r, sh, i in zip(found, parts, picks, strict=True)]
+    sel = [{key: val[0] for key, val in s.items()} for s in sel]
+    for s, r, i, sh in zip(sel, found, picks, parts, strict=True):
+        copies = np.full(3, sh.cores)
+        if platform.dma_broadcast:
+            copies[ARRAYS.index(SHARED[split])] = 1
+        s["bus"] = r.acc[i] * copies
+        s["energy_cores_pj"] = sh.cores * (s["energy_compute_pj"] + s["energy_dma_setup_pj"]
+                                           + s["energy_local_pj"])
+        s["energy_external_pj"] = s["energy_pj"] - s["energy_cores_pj"]
     slow = int(np.argmax([s["cycles"] for s in sel]))
     bus = sum(s["bus"] for s in sel)
     cycles = float(sel[slow]["cycles"])
