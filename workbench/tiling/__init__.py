@@ -15,8 +15,9 @@ from workbench.tiling.model import (
     tile_candidates,
 )
 from workbench.tiling.trace import trace
+from workbench.tiling.trace_cores import CoreTrace, trace_cores
 
-__all__ = ["SCHEDULES", "TILE_DIMS", "Counts", "Tile", "buffers", "check_schedule",
+__all__ = ["SCHEDULES", "TILE_DIMS", "CoreTrace", "Counts", "Tile", "buffers", "check_schedule",
            "compulsory_accesses", "counts", "counts_array", "dataflow_listing", "dims",
            "gen_tiles", "listing",
-           "tile_candidates", "trace"]
+           "tile_candidates", "trace", "trace_cores"]

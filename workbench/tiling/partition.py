@@ -87,7 +87,8 @@ def bus_accesses(kind: str, per_share: list[tuple[int, int, int, int]],
     Private arrays cross the bus once per core. The shared array (`SHARED[kind]`) too, unless
     the DMA broadcasts: then one fetch serves every core of a share, all of which run the same
     program (same shape, tile and schedule) and so fetch the same boxes in the same order.
-    Cores of different shares fetch different boxes, so each share's fetches cross once."""
+    A broadcast serves the cores of one program, so each share's fetches cross once even where
+    two shares' boxes happen to coincide (then this is an upper bound)."""
     check_split(kind)
     total = {"in": 0, "w": 0, "out": 0}
     for cores, *acc in per_share:

@@ -16,13 +16,20 @@ from workbench.layers.spec import ConvLayer
 from workbench.tiling.model import Counts, Tile, buffers, check_schedule, check_tile, dims
 
 Box = tuple[tuple[int, int], ...]
+Offset = tuple[int, int, int, int]  # added to image, input map, output map, output row
 
 
 class _Machine:
     """Local buffers and external-memory state of one traced layer execution."""
 
-    def __init__(self, layer: ConvLayer, tile: Tile, physical: bool) -> None:
+    def __init__(self, layer: ConvLayer, tile: Tile, physical: bool, full: ConvLayer | None = None,
+                 offset: Offset = (0, 0, 0, 0), log: list | None = None) -> None:
+        """`layer` is the part that is tiled; boxes are placed at `offset` in the arrays of
+        `full` (default: layer itself), whose padding and input size they use. `log` collects
+        every DMA operation as (array, "get"/"put", box, elements)."""
         self.layer, self.tile, self.physical = layer, tile, physical
+        self.full, self.offset, self.log = full or layer, offset, log
+        self.macs = 0
         self.Ox, self.Oy, self.Oc, self.On, self.Kc = dims(layer)
         self.traffic = {"in": 0, "w": 0, "out": 0}
         self.transfers = 0
@@ -36,37 +43,40 @@ class _Machine:
     def extent(self, start: int, size: int, limit: int) -> int:
         return min(size, limit - start) if self.physical else size
 
-    def _move(self, array: str, box: Box, real: Box, scale: int = 1) -> None:
+    def _move(self, array: str, box: Box, real: Box, scale: int = 1, way: str = "get") -> None:
         moved = _volume(tuple(_clip(b, r) for b, r in zip(box, real, strict=True))) \
             if self.physical else _volume(box)
         if moved or not self.physical:
             self.transfers += 1
         self.traffic[array] += moved * scale
+        if self.log is not None:
+            self.log.append((array, way, box, moved * scale))
 
     # boxes in array coordinates: input (n, c, y, x), weights (oc, kc), outputs (n, oc, y, x)
     def in_box(self, on: int, kc: int, oy: int, ox: int, tx: int | None = None) -> Box:
-        layer, t = self.layer, self.tile
+        layer, t, (dn, dc, _, dy) = self.full, self.tile, self.offset
         tn, tk = self.extent(on, t.TOn, self.On), self.extent(kc, t.TKc, self.Kc)
         ty = self.extent(oy, t.TOy, self.Oy)
         tx = self.extent(ox, t.TOx, self.Ox) if tx is None else tx
-        y0, x0 = oy * layer.Sy - layer.Py, ox * layer.Sx - layer.Px
+        y0, x0 = (oy + dy) * layer.Sy - layer.Py, ox * layer.Sx - layer.Px
+        on, kc = on + dn, kc + dc
         return ((on, on + tn), (kc, kc + tk), (y0, y0 + (ty - 1) * layer.Sy + layer.Ky),
                 (x0, x0 + (tx - 1) * layer.Sx + layer.Kx))
 
     def in_real(self) -> Box:
         big = 1 << 60
-        return ((0, big), (0, big), (0, self.layer.Iy), (0, self.layer.Ix))
+        return ((0, big), (0, big), (0, self.full.Iy), (0, self.full.Ix))
 
     def w_box(self, oc: int, kc: int) -> Box:
-        t = self.tile
-        return ((oc, oc + self.extent(oc, t.TOc, self.Oc)), (kc, kc + self.extent(kc, t.TKc,
-                                                                                     self.Kc)))
+        t, d = self.tile, self.offset[2]
+        return ((oc + d, oc + d + self.extent(oc, t.TOc, self.Oc)),
+                (kc, kc + self.extent(kc, t.TKc, self.Kc)))
 
     def out_box(self, on: int, oc: int, oy: int, ox: int) -> Box:
-        t = self.tile
-        return ((on, on + self.extent(on, t.TOn, self.On)),
-                (oc, oc + self.extent(oc, t.TOc, self.Oc)),
-                (oy, oy + self.extent(oy, t.TOy, self.Oy)),
+        t, (dn, _, dc, dy) = self.tile, self.offset
+        return ((on + dn, on + dn + self.extent(on, t.TOn, self.On)),
+                (oc + dc, oc + dc + self.extent(oc, t.TOc, self.Oc)),
+                (oy + dy, oy + dy + self.extent(oy, t.TOy, self.Oy)),
                 (ox, ox + self.extent(ox, t.TOx, self.Ox)))
 
     # DMA operations
@@ -97,7 +107,7 @@ class _Machine:
 
     def put_out(self) -> None:
         key, state = self.b_out
-        self._move("out", key, key)
+        self._move("out", key, key, way="put")
         self.stored[key] = state
 
     def compute(self, on: int, oc: int, oy: int, ox: int, kc: int) -> None:
@@ -111,6 +121,10 @@ class _Machine:
             raise WorkbenchError(f"trace: B_out does not hold partial sums of {key}")
         self.b_out = (key, self.b_out[1] | {kc})
         self.n_tiles += 1
+        self.macs += self.layer.Kx * self.layer.Ky * _volume(tuple(
+            (s, min(s + t, d)) for s, t, d in zip((on, oc, oy, ox, kc), (
+                self.tile.TOn, self.tile.TOc, self.tile.TOy, self.tile.TOx, self.tile.TKc),
+                (self.On, self.Oc, self.Oy, self.Ox, self.Kc), strict=True)))
         live = (_volume(self.b_in), _volume(self.b_w) * self.layer.Kx * self.layer.Ky,
                 _volume(key))
         self.peak = tuple(max(a, b) for a, b in zip(self.peak, live, strict=True))
@@ -213,17 +227,24 @@ def _run_weight_stationary(m: _Machine, schedule: str, xs, ys, cs, ns, ks, step)
                         m.put_out()
 
 
-def trace(layer: ConvLayer, tile: Tile, schedule: str, mode: str = "model") -> Counts:
-    """Execute the schedule's loop nest; Counts with the peak live buffer volumes as bin/bw/bout."""
+def _execute(layer: ConvLayer, tile: Tile, schedule: str, mode: str,
+             full: ConvLayer | None = None, base: tuple[int, int, int] = (0, 0, 0),
+             log: list | None = None) -> tuple[Counts, list[_Machine]]:
+    """Run every group of `layer` (placed at images, output maps per group, rows `base` of
+    `full`); the Counts and the machines, one per group."""
     check_schedule(schedule)
     check_tile(layer, tile)
     if mode not in ("model", "physical"):
         raise WorkbenchError(f"trace mode must be 'model' or 'physical', got {mode!r}")
+    full = full or layer
     totals = {"in": 0, "w": 0, "out": 0}
     transfers = n_tiles = 0
     peak = (0, 0, 0)
-    for _group in range(layer.groups):
-        machine = _Machine(layer, tile, physical=(mode == "physical"))
+    machines = []
+    for group in range(layer.groups):
+        offset = (base[0], group * layer.Kc, group * (full.Oc // full.groups) + base[1], base[2])
+        machine = _Machine(layer, tile, physical=(mode == "physical"), full=full, offset=offset,
+                           log=log)
         _run(machine, schedule)
         machine.finish()
         for key in totals:
@@ -231,6 +252,7 @@ def trace(layer: ConvLayer, tile: Tile, schedule: str, mode: str = "model") -> C
         transfers += machine.transfers
         n_tiles += machine.n_tiles
         peak = machine.peak
+        machines.append(machine)
     if mode == "model":
         import numpy as np
 
@@ -240,4 +262,9 @@ def trace(layer: ConvLayer, tile: Tile, schedule: str, mode: str = "model") -> C
                                  f"{expected}")
     return Counts(in_accesses=totals["in"], w_accesses=totals["w"], out_accesses=totals["out"],
                   dma_transfers=transfers, n_tiles=n_tiles, bin=peak[0], bw=peak[1],
-                  bout=peak[2])
+                  bout=peak[2]), machines
+
+
+def trace(layer: ConvLayer, tile: Tile, schedule: str, mode: str = "model") -> Counts:
+    """Execute the schedule's loop nest; Counts with the peak live buffer volumes as bin/bw/bout."""
+    return _execute(layer, tile, schedule, mode)[0]
