@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from model_files import ALEXNET, ALEXNET_NAMES, LENET5, LENET5_NAMES, write_onnx, write_prototxt
@@ -92,3 +93,107 @@ def test_prototxt_parser_and_errors(tmp_path: Path) -> None:
     bad.write_text('layer { name: "c" type: "Convolution" bottom: "data" top: "c" }')
     with pytest.raises(FileFormatError, match="reads blob 'data' that no layer produced"):
         layers.load_network(bad)
+
+
+def _conv_node(name: str, x: str, maps: int, channels: int, inits: list) -> onnx.NodeProto:
+    inits.append(onnx.numpy_helper.from_array(np.zeros((maps, channels, 1, 1), np.float32),
+                                              f"{name}_w"))
+    return helper.make_node("Conv", [x, f"{name}_w"], [name], name=name, kernel_shape=[1, 1])
+
+
+def _save(tmp_path: Path, nodes: list, inits: list, shape: list[int], out: str) -> Path:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+    graph = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info(
+        out, TensorProto.FLOAT, None)], initializer=inits)
+    path = tmp_path / "joins.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path
+
+
+def test_onnx_eltwise_and_concat(tmp_path: Path) -> None:
+    """A residual Add, a channel Concat, Mul/Sum/Max of data tensors become layers; a bias Add,
+    a scale by a Constant and the Concat of a flatten's shape arithmetic are passed over."""
+    inits = [onnx.numpy_helper.from_array(np.zeros((4, 1, 1), np.float32), "bias"),
+             onnx.numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             onnx.numpy_helper.from_array(np.array([0], np.int64), "axes"),
+             onnx.numpy_helper.from_array(np.array([-1], np.int64), "rest")]
+    nodes = [_conv_node("c1", "x", 4, 4, inits),
+             helper.make_node("Add", ["x", "c1"], ["res"], name="res"),
+             helper.make_node("Add", ["res", "bias"], ["biased"], name="biased"),
+             _conv_node("b1", "biased", 2, 4, inits), _conv_node("b2", "biased", 3, 4, inits),
+             helper.make_node("Concat", ["b1", "b2"], ["cat"], name="cat", axis=1),
+             helper.make_node("Mul", ["cat", "cat"], ["sq"], name="sq"),
+             helper.make_node("Sum", ["sq", "cat", "cat"], ["sum3"], name="sum3"),
+             helper.make_node("Max", ["sum3", "cat"], ["top"], name="top"),
+             helper.make_node("Constant", [], ["half"], name="half",
+                              value=helper.make_tensor("h", TensorProto.FLOAT, [], [0.5])),
+             helper.make_node("Mul", ["top", "half"], ["scaled"], name="scaled"),
+             helper.make_node("Shape", ["scaled"], ["shape"], name="shape"),
+             helper.make_node("Gather", ["shape", "zero"], ["n"], name="n"),
+             helper.make_node("Unsqueeze", ["n", "axes"], ["n1"], name="n1"),
+             helper.make_node("Concat", ["n1", "rest"], ["flat_shape"], name="flat_shape",
+                              axis=0),
+             helper.make_node("Reshape", ["scaled", "flat_shape"], ["flat"], name="flat")]
+    net = layers.load_network(_save(tmp_path, nodes, inits, [2, 4, 6, 6], "flat"))
+    assert [layer.name for layer in net] == ["c1", "res", "b1", "b2", "cat", "sq", "sum3", "top"]
+    assert net["res"] == layers.EltwiseLayer("res", 4, 6, 6, 2, inputs=2, op="sum")
+    assert net["cat"] == layers.ConcatLayer("cat", (2, 3), 6, 6, 2)
+    assert (net["sq"].op, net["sq"].inputs) == ("prod", 2)
+    assert (net["sum3"].op, net["sum3"].inputs, net["sum3"].ops) == ("sum", 3, 2 * 5 * 36 * 2)
+    assert (net["top"].op, net["top"].C) == ("max", 5)
+
+
+def test_onnx_joins_unsupported(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Concat", ["x", "x"], ["y"], name="rows", axis=2)]
+    with pytest.raises(SpecError, match="node 'rows' \\(Concat\\): only concatenation along "
+                                        "the channels \\(axis 1\\) is supported, got axis 2"):
+        layers.load_network(_save(tmp_path, nodes, [], [1, 4, 6, 6], "y"))
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["g"], name="g"),
+             helper.make_node("Mul", ["x", "g"], ["y"], name="se")]
+    with pytest.raises(SpecError, match="node 'se' \\(Mul\\): broadcasting between inputs"):
+        layers.load_network(_save(tmp_path, nodes, [], [1, 4, 6, 6], "y"))
+    nodes = [helper.make_node("Sub", ["x", "x"], ["y"], name="d")]
+    with pytest.raises(SpecError, match="node 'd': unknown layer type 'Sub'"):
+        layers.load_network(_save(tmp_path, nodes, [], [1, 4, 6, 6], "y"))
+
+
+_JOINS = """name: "joins"
+layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 4 dim: 6
+  dim: 6 } } }
+layer { name: "c1" type: "Convolution" bottom: "data" top: "c1"
+  convolution_param { num_output: 4 kernel_size: 1 } }
+layer { name: "res" type: "Eltwise" bottom: "data" bottom: "c1" top: "res" }
+layer { name: "b1" type: "Convolution" bottom: "res" top: "b1"
+  convolution_param { num_output: 2 kernel_size: 1 } }
+layer { name: "b2" type: "Convolution" bottom: "res" top: "b2"
+  convolution_param { num_output: 3 kernel_size: 1 } }
+layer { name: "cat" type: "Concat" bottom: "b1" bottom: "b2" top: "cat" }
+layer { name: "sq" type: "Eltwise" bottom: "cat" bottom: "cat" bottom: "cat" top: "sq"
+  eltwise_param { operation: PROD } }
+layer { name: "top" type: "Eltwise" bottom: "sq" bottom: "cat" top: "top"
+  eltwise_param { operation: 2 } }
+layer { name: "fc" type: "InnerProduct" bottom: "top" top: "fc"
+  inner_product_param { num_output: 10 } }
+"""
+
+
+def test_prototxt_eltwise_and_concat(tmp_path: Path) -> None:
+    path = tmp_path / "joins.prototxt"
+    path.write_text(_JOINS)
+    net = layers.load_network(path)
+    assert [layer.name for layer in net] == ["c1", "res", "b1", "b2", "cat", "sq", "top", "fc"]
+    assert net["res"] == layers.EltwiseLayer("res", 4, 6, 6, 2, inputs=2, op="sum")
+    assert net["cat"] == layers.ConcatLayer("cat", (2, 3), 6, 6, 2)
+    assert (net["sq"].op, net["sq"].inputs, net["top"].op) == ("prod", 3, "max")
+    assert net["fc"].Kc == 5 * 6 * 6
+    for old, new, error, message in [
+            ('top: "cat" }', 'top: "cat" concat_param { axis: 2 } }', SpecError,
+             "layer 'cat': only concatenation along the channels"),
+            ('bottom: "data" bottom: "c1"', 'bottom: "data" bottom: "b1"', FileFormatError,
+             "layer 'res' reads blob 'b1' that no layer produced"),
+            ('bottom: "sq" bottom: "cat"', 'bottom: "sq" bottom: "res"', SpecError,
+             "layer 'top': Eltwise inputs have different shapes"),
+            ("operation: 2", "operation: MIN", SpecError, "eltwise operation 'MIN'")]:
+        path.write_text(_JOINS.replace(old, new))
+        with pytest.raises(error, match=message):
+            layers.load_network(path)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from workbench import layers
 from workbench.errors import SpecError, UnknownNameError
-from workbench.layers import ConvLayer, PoolLayer
+from workbench.layers import ConcatLayer, ConvLayer, EltwiseLayer, PoolLayer
 
 
 @given(i=st.integers(1, 300), k=st.integers(1, 11), s=st.integers(1, 5), p=st.integers(0, 5))
@@ -86,3 +86,34 @@ def test_network_lookup_and_errors() -> None:
         net["conv9"]
     with pytest.raises(SpecError, match="batch must be a positive integer"):
         net.with_batch(0)
+
+
+def test_eltwise_and_concat_specs() -> None:
+    add = EltwiseLayer("add", C=4, H=3, W=5, On=2, inputs=3, op="max")
+    assert add.kind == "eltwise" and add.ops == 2 * 4 * 3 * 5 * 2 and add.macs == 0
+    assert add.in_shape == add.out_shape == (4, 3, 5) and add.with_batch(1).ops == 2 * 60
+    cat = ConcatLayer("cat", parts=(2, 3), H=4, W=4)
+    assert cat.kind == "concat" and cat.C == 5 and cat.out_shape == (5, 4, 4) and cat.ops == 0
+    assert ConcatLayer("cat", [2, 3], 4, 4) == cat and not cat.tiled and not add.tiled
+    for kwargs, message in [({"inputs": 1}, "at least 2 inputs, got 1"),
+                            ({"op": "min"}, "op must be one of"), ({"H": 0}, "H must be")]:
+        with pytest.raises(SpecError, match=message) as info:
+            EltwiseLayer(**({"name": "e", "C": 1, "H": 2, "W": 2} | kwargs))
+        assert "'e'" in str(info.value)
+    for parts in [(), (2, 0), (2, True), 3]:
+        with pytest.raises(SpecError, match="layer 'c': parts must be a non-empty list"):
+            ConcatLayer("c", parts, 2, 2)
+
+
+def test_eltwise_and_concat_in_network_files() -> None:
+    net = layers.network_from_dict({"name": "n", "input": [8, 6, 6], "batch": 2, "layers": [
+        {"name": "add", "type": "eltwise", "op": "prod", "inputs": 3},
+        {"name": "cat", "type": "concat", "parts": [8, 4]},
+        {"name": "c", "type": "conv", "maps": 2, "kernel": 1}]}, "test")
+    assert net["add"] == EltwiseLayer("add", 8, 6, 6, 2, inputs=3, op="prod")
+    assert net["cat"] == ConcatLayer("cat", (8, 4), 6, 6, 2) and net["c"].Kc == 12
+    assert "eltwise" in layers.LAYER_TYPES and "concat" in layers.LAYER_TYPES
+    assert net.summary()["kind"].tolist() == ["eltwise", "concat", "conv"]
+    with pytest.raises(SpecError, match="layer 'cat'.*parts must be a list"):
+        layers.network_from_dict({"name": "n", "input": [8, 6, 6], "layers": [
+            {"name": "cat", "type": "concat"}]}, "test")

@@ -4,7 +4,9 @@ from workbench.layers.builder import LAYER_TYPES, build_layers, network_from_dic
 from workbench.layers.network import Network
 from workbench.layers.spec import (
     ActivationLayer,
+    ConcatLayer,
     ConvLayer,
+    EltwiseLayer,
     Layer,
     LRNLayer,
     MapLayer,
@@ -16,7 +18,7 @@ from workbench.layers.spec import (
 from workbench.layers.zoo import list_networks, load_network
 
 __all__ = [
-    "LAYER_TYPES", "ActivationLayer", "ConvLayer", "LRNLayer", "Layer", "MapLayer", "Network",
-    "PoolLayer", "SoftmaxLayer", "build_layers", "in_size", "list_networks", "load_network",
-    "network_from_dict", "out_size",
+    "LAYER_TYPES", "ActivationLayer", "ConcatLayer", "ConvLayer", "EltwiseLayer", "LRNLayer",
+    "Layer", "MapLayer", "Network", "PoolLayer", "SoftmaxLayer", "build_layers", "in_size",
+    "list_networks", "load_network", "network_from_dict", "out_size",
 ]

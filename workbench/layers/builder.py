@@ -11,6 +11,9 @@ Format (all sizes in elements; pairs are [height, width], a single int means bot
       - {name: pool1, type: pool, mode: max, kernel: 2, stride: 2}
       - {name: fc3, type: fc, outputs: 512}
 
+`eltwise` (inputs: 2, op: sum|prod|max) combines `inputs` maps of the current shape; `concat`
+(parts: [maps, ...]) stacks inputs of the current height and width into sum(parts) maps.
+
 A layer's input is the previous layer's output unless it gives `input: [C, H, W]` (for tables
 of independent layers). A conv may give `out: [H, W]`: without `pad` the smallest padding that
 reaches it is used; with `pad` the output is cropped to it. `connections` is a sparse table.
@@ -26,7 +29,9 @@ from workbench.layers.network import Network
 from workbench.layers.spec import (
     ACTIVATIONS,
     ActivationLayer,
+    ConcatLayer,
     ConvLayer,
+    EltwiseLayer,
     Layer,
     LRNLayer,
     PoolLayer,
@@ -43,6 +48,8 @@ _KEYS = {
     "pool": {"mode", "kernel", "stride", "pad", "ceil_mode", "global"},
     "lrn": {"size", "alpha", "beta", "k"},
     "softmax": set(),
+    "eltwise": {"inputs", "op"},
+    "concat": {"parts"},
     "flatten": set(),
     **{func: set() for func in ACTIVATIONS},
 }
@@ -113,6 +120,21 @@ def _lrn(spec: Mapping[str, Any], name: str, shape: Shape, batch: int, where: st
                     k=float(spec.get("k", 1.0)))
 
 
+def _eltwise(spec: Mapping[str, Any], name: str, shape: Shape, batch: int,
+             where: str) -> EltwiseLayer:
+    c, h, w = shape
+    return EltwiseLayer(name=name, C=c, H=h, W=w, On=batch, inputs=spec.get("inputs", 2),
+                        op=spec.get("op", "sum"))
+
+
+def _concat(spec: Mapping[str, Any], name: str, shape: Shape, batch: int,
+            where: str) -> ConcatLayer:
+    parts = spec.get("parts")
+    if not isinstance(parts, list | tuple):
+        raise SpecError(f"{where}: parts must be a list of input map counts, got {parts!r}")
+    return ConcatLayer(name=name, parts=tuple(parts), H=shape[1], W=shape[2], On=batch)
+
+
 def _fc(spec: Mapping[str, Any], name: str, shape: Shape, batch: int, where: str) -> ConvLayer:
     c, h, w = shape
     return ConvLayer.fc(name, c * h * w, _int(spec, "outputs", where), On=batch)
@@ -123,6 +145,8 @@ _BUILDERS: dict[str, Callable[..., Layer]] = {
     "fc": _fc,
     "pool": _pool,
     "lrn": _lrn,
+    "eltwise": _eltwise,
+    "concat": _concat,
     "softmax": lambda spec, name, s, n, where: SoftmaxLayer(name, s[0], s[1], s[2], n),
     **{func: (lambda spec, name, s, n, where, f=func: ActivationLayer(name, s[0], s[1], s[2], n,
                                                                        func=f))

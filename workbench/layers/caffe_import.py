@@ -2,8 +2,9 @@
 
 A small reader of the protobuf text format (no Caffe needed). Layer types: Input (or the
 legacy `input`/`input_shape`/`input_dim` fields), Convolution, InnerProduct, Pooling (Caffe's
-round-up output), LRN, ReLU, Sigmoid, TanH, Softmax; Dropout, Flatten, Split, Concat and
-Eltwise carry no MACs and are passed over. Legacy V1 `layers { type: CONVOLUTION }` also reads.
+round-up output), LRN, ReLU, Sigmoid, TanH, Softmax, Eltwise (SUM, PROD, MAX) and Concat (along
+the channels); Dropout, Flatten and Split carry no data work and are passed over. Legacy V1
+`layers { type: CONVOLUTION }` also reads.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from workbench.errors import FileFormatError, SpecError
 from workbench.layers.network import Network
 from workbench.layers.spec import (
     ActivationLayer,
+    ConcatLayer,
     ConvLayer,
+    EltwiseLayer,
     Layer,
     LRNLayer,
     PoolLayer,
@@ -31,7 +34,8 @@ _V1_TYPES = {"CONVOLUTION": "Convolution", "INNER_PRODUCT": "InnerProduct", "POO
              "LRN": "LRN", "RELU": "ReLU", "SIGMOID": "Sigmoid", "TANH": "TanH",
              "SOFTMAX": "Softmax", "DROPOUT": "Dropout", "FLATTEN": "Flatten", "SPLIT": "Split",
              "CONCAT": "Concat", "ELTWISE": "Eltwise", "SOFTMAX_LOSS": "SoftmaxWithLoss"}
-PASSED_OVER = ("Dropout", "Flatten", "Split", "Concat", "Eltwise", "Input")
+PASSED_OVER = ("Dropout", "Flatten", "Split", "Input")
+ELTWISE_OPS = {"SUM": "sum", "PROD": "prod", "MAX": "max", 0: "prod", 1: "sum", 2: "max"}
 ACTIVATIONS = {"ReLU": "relu", "Sigmoid": "sigmoid", "TanH": "tanh"}
 
 
@@ -157,6 +161,27 @@ def _layer(kind: str, name: str, msg: dict[str, list[Any]], shape: Shape, batch:
     return SoftmaxLayer(name, c, h, w, batch)
 
 
+def _joining(kind: str, name: str, msg: dict[str, list[Any]], shapes: list[Shape],
+             batch: int) -> Layer:
+    """An Eltwise or Concat layer over its bottoms' shapes."""
+    if kind == "Concat":
+        p = _one(msg, "concat_param", {})
+        axis = _one(p, "axis", _one(p, "concat_dim", 1))
+        if axis not in (1, -3):
+            raise SpecError(f"layer {name!r}: only concatenation along the channels (axis 1) "
+                            f"is supported, got axis {axis}")
+        if len({s[1:] for s in shapes}) != 1:
+            raise SpecError(f"layer {name!r}: Concat inputs differ in height or width: {shapes}")
+        return ConcatLayer(name, tuple(s[0] for s in shapes), shapes[0][1], shapes[0][2], batch)
+    operation = _one(_one(msg, "eltwise_param", {}), "operation", "SUM")
+    if operation not in ELTWISE_OPS:
+        raise SpecError(f"layer {name!r}: eltwise operation {operation!r} not supported")
+    if len(set(shapes)) != 1:
+        raise SpecError(f"layer {name!r}: Eltwise inputs have different shapes: {shapes}")
+    c, h, w = shapes[0]
+    return EltwiseLayer(name, c, h, w, batch, inputs=len(shapes), op=ELTWISE_OPS[operation])
+
+
 def network_from_prototxt(path: str | Path) -> Network:
     """A Network from a Caffe deploy prototxt (N of the input shape becomes the batch)."""
     path = Path(path)
@@ -182,24 +207,26 @@ def network_from_prototxt(path: str | Path) -> Network:
             continue
         if kind in ("Data", "ImageData", "HDF5Data", "MemoryData", "SoftmaxWithLoss", "Accuracy"):
             continue  # training-only layers of a train_test definition
-        known = ("Convolution", "InnerProduct", "Pooling", "LRN", "Softmax", *ACTIVATIONS)
+        known = ("Convolution", "InnerProduct", "Pooling", "LRN", "Softmax", "Eltwise",
+                 "Concat", *ACTIVATIONS)
         if kind not in known + PASSED_OVER:
             raise SpecError(f"prototxt layer {name!r}: unknown layer type {kind!r}; supported: "
                             + ", ".join(known + PASSED_OVER))
-        if not bottoms or bottoms[0] not in blobs:
+        joining = kind in ("Eltwise", "Concat")
+        missing = [b for b in (bottoms if joining else bottoms[:1]) if b not in blobs]
+        if not bottoms or missing:
             raise FileFormatError(f"prototxt {str(path)!r}: layer {name!r} reads blob "
-                                  f"{bottoms[0] if bottoms else None!r} that no layer produced "
+                                  f"{missing[0] if missing else None!r} that no layer produced "
                                   "(deploy prototxts need an input shape)")
         if kind in PASSED_OVER:
             c, h, w = blobs[bottoms[0]]
             if kind == "Flatten":
                 c, h, w = c * h * w, 1, 1
-            elif kind == "Concat":
-                c = sum(blobs[b][0] for b in bottoms if b in blobs)
             for top in tops:
                 blobs[top] = (c, h, w)
             continue
-        layer = _layer(kind, name, msg, blobs[bottoms[0]], batch)
+        layer = _joining(kind, name, msg, [blobs[b] for b in bottoms], batch) if joining \
+            else _layer(kind, name, msg, blobs[bottoms[0]], batch)
         layers.append(layer)
         for top in tops:
             blobs[top] = layer.out_shape

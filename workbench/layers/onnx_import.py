@@ -1,7 +1,9 @@
 """Import an ONNX model as a Network, with shapes from ONNX shape inference.
 
-Conv, Gemm/MatMul, MaxPool/AveragePool (and global), LRN, Relu/Sigmoid/Tanh and Softmax become
-layers; shape-only or MAC-free operators (Flatten, Reshape, Add, Concat, ...) are passed over.
+Conv, Gemm/MatMul, MaxPool/AveragePool (and global), LRN, Relu/Sigmoid/Tanh, Softmax,
+Add/Sum/Mul/Max of two or more same-shape data tensors (eltwise) and Concat along the channels
+become layers; shape-only operators (Flatten, Reshape, ...), a bias or scale (Add/Mul with one
+data input, the other a constant) and arithmetic on shape tensors (rank < 2) are passed over.
 Every layer takes its input shape from the tensor it reads, so branching graphs import too.
 """
 
@@ -14,7 +16,9 @@ from workbench.errors import FileFormatError, SpecError
 from workbench.layers.network import Network
 from workbench.layers.spec import (
     ActivationLayer,
+    ConcatLayer,
     ConvLayer,
+    EltwiseLayer,
     Layer,
     LRNLayer,
     PoolLayer,
@@ -22,12 +26,14 @@ from workbench.layers.spec import (
     conv_from_input,
 )
 
-PASSED_OVER = ("Flatten", "Reshape", "Dropout", "Identity", "Add", "Concat", "Constant",
-               "BatchNormalization", "Squeeze", "Unsqueeze", "Shape", "Gather", "Cast")
+PASSED_OVER = ("Flatten", "Reshape", "Dropout", "Identity", "Constant", "BatchNormalization",
+               "Squeeze", "Unsqueeze", "Shape", "Gather", "Cast")
 ACTIVATION_OPS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh"}
 POOL_OPS = {"MaxPool": "max", "AveragePool": "avg", "GlobalMaxPool": "max",
             "GlobalAveragePool": "avg"}
-SUPPORTED = ("Conv", "Gemm", "MatMul", "LRN", "Softmax", *POOL_OPS, *ACTIVATION_OPS, *PASSED_OVER)
+ELTWISE_OPS = {"Add": "sum", "Sum": "sum", "Mul": "prod", "Max": "max"}
+SUPPORTED = ("Conv", "Gemm", "MatMul", "LRN", "Softmax", "Concat", *POOL_OPS, *ACTIVATION_OPS,
+             *ELTWISE_OPS, *PASSED_OVER)
 
 
 def _f32(value: float) -> float:
@@ -61,6 +67,31 @@ def _window(attrs: dict[str, Any], where: str) -> tuple[tuple[int, int], ...]:
     if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
         raise SpecError(f"{where}: auto_pad is not supported; export with explicit pads")
     return kernel, strides, (max(pads[0], pads[2]), max(pads[1], pads[3]))
+
+
+def _joining(node: Any, name: str, shapes: dict[str, tuple[int, ...]], batch: int,
+             constants: set[str]) -> Layer | None:
+    """An eltwise layer of the node's data (non-constant) inputs, or None for a bias or a
+    scale; a concat layer of all its inputs."""
+    where = f"ONNX node {name!r} ({node.op_type})"
+    out = shapes[node.output[0]]
+    if node.op_type == "Concat":
+        axis = _attrs(node).get("axis", 1)
+        if axis % len(out) != 1:
+            raise SpecError(f"{where}: only concatenation along the channels (axis 1) is "
+                            f"supported, got axis {axis}")
+        dims = [_spatial(shapes[i], where) for i in node.input if i]
+        if len({d[1:] for d in dims}) != 1:
+            raise SpecError(f"{where}: inputs differ in height or width: {dims}")
+        return ConcatLayer(name, tuple(d[0] for d in dims), dims[0][1], dims[0][2], batch)
+    data = [i for i in node.input if i and i not in constants]
+    if len(data) < 2:
+        return None
+    if any(shapes[i] != out for i in data):
+        raise SpecError(f"{where}: broadcasting between inputs of shapes "
+                        f"{[list(shapes[i]) for i in data]} is not supported")
+    c, h, w = _spatial(out, where)
+    return EltwiseLayer(name, c, h, w, batch, inputs=len(data), op=ELTWISE_OPS[node.op_type])
 
 
 def _layer(node: Any, name: str, shapes: dict[str, tuple[int, ...]], batch: int) -> Layer | None:
@@ -116,18 +147,29 @@ def network_from_onnx(path: str | Path, name: str | None = None) -> Network:
     if not data_inputs:
         raise FileFormatError(f"ONNX file {str(path)!r}: the graph has no data input")
     batch = shapes[data_inputs[0].name][0] if shapes[data_inputs[0].name] else 1
+    constants = set(weights)
     layers: list[Layer] = []
     for index, node in enumerate(graph.node):
         node_name = node.name or (node.output[0] if node.output else f"node{index}")
         if node.op_type not in SUPPORTED:
             raise SpecError(f"ONNX node {node_name!r}: unknown layer type {node.op_type!r}; "
                             "supported: " + ", ".join(SUPPORTED))
+        if node.op_type == "Constant" or (node.input and all(i in constants
+                                                             for i in node.input if i)):
+            constants.update(node.output)  # constants and what is computed from them alone
         if node.op_type in PASSED_OVER:
             continue
-        if node.input[0] not in shapes or node.output[0] not in shapes:
+        joining = node.op_type in ELTWISE_OPS or node.op_type == "Concat"
+        if joining and len(shapes.get(node.output[0], (0, 0))) < 2:
+            continue  # arithmetic on shape tensors
+        needed = [i for i in node.input if i and (node.op_type == "Concat"
+                                                  or i not in constants)] if joining \
+            else node.input[:1]
+        if any(i not in shapes for i in [*needed, node.output[0]]):
             raise FileFormatError(f"ONNX file {str(path)!r}: shape inference gave no shape "
                                   f"around node {node_name!r}")
-        layer = _layer(node, node_name, shapes, batch)
+        layer = _joining(node, node_name, shapes, batch, constants) if joining \
+            else _layer(node, node_name, shapes, batch)
         if layer is not None:
             layers.append(layer)
     return Network(name or graph.name or path.stem, tuple(layers), title=graph.name,

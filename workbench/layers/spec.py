@@ -239,7 +239,8 @@ class PoolLayer:
 
 @dataclass(frozen=True, slots=True)
 class MapLayer:
-    """Base of the shape-preserving layers (activation, LRN, softmax) on C × H × W maps."""
+    """Base of the shape-preserving layers (activation, LRN, softmax, eltwise) on C × H × W
+    maps."""
 
     name: str
     C: int
@@ -326,7 +327,80 @@ class SoftmaxLayer(MapLayer):
     ops_per_element: ClassVar[int] = 3
 
 
-Layer = ConvLayer | PoolLayer | ActivationLayer | LRNLayer | SoftmaxLayer
+ELTWISE_OPS = ("sum", "prod", "max")
+
+
+@dataclass(frozen=True, slots=True)
+class EltwiseLayer(MapLayer):
+    """Element-wise sum, product or maximum of `inputs` maps of the same C × H × W shape:
+    inputs − 1 ops per output element."""
+
+    inputs: int = 2
+    op: str = "sum"
+    kind: ClassVar[str] = "eltwise"
+
+    def __post_init__(self) -> None:
+        MapLayer.__post_init__(self)
+        if isinstance(self.inputs, bool) or not isinstance(self.inputs, int) or self.inputs < 2:
+            raise SpecError(f"layer {self.name!r}: an element-wise layer needs at least 2 "
+                            f"inputs, got {self.inputs!r}")
+        if self.op not in ELTWISE_OPS:
+            raise SpecError(f"layer {self.name!r}: element-wise op must be one of "
+                            f"{ELTWISE_OPS}, got {self.op!r}")
+
+    @property
+    def ops(self) -> int:
+        return (self.inputs - 1) * self.elements
+
+
+@dataclass(frozen=True, slots=True)
+class ConcatLayer:
+    """Concatenation along the maps of inputs with `parts` maps each, all H × W: C = sum(parts)
+    output maps; a copy, no ops. in_shape is the inputs taken together (C, H, W)."""
+
+    name: str
+    parts: tuple[int, ...]
+    H: int
+    W: int
+    On: int = 1
+
+    kind: ClassVar[str] = "concat"
+    tiled: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        _check_name(self.name)
+        _check_ints(self.name, H=self.H, W=self.W, On=self.On)
+        parts = self.parts
+        if (not isinstance(parts, tuple | list) or not parts
+                or any(isinstance(p, bool) or not isinstance(p, int) or p < 1 for p in parts)):
+            raise SpecError(f"layer {self.name!r}: parts must be a non-empty list of positive "
+                            f"map counts, got {parts!r}")
+        object.__setattr__(self, "parts", tuple(parts))
+
+    @property
+    def C(self) -> int:
+        return sum(self.parts)
+
+    @property
+    def in_shape(self) -> Shape:
+        return (self.C, self.H, self.W)
+
+    out_shape = in_shape
+    macs = property(lambda self: 0)
+    params = property(lambda self: 0)
+    biases = property(lambda self: 0)
+    ops = property(lambda self: 0, doc="A copy: no ops.")
+
+    @property
+    def elements(self) -> int:
+        return self.C * self.H * self.W * self.On
+
+    def with_batch(self, n: int) -> ConcatLayer:
+        return dataclasses.replace(self, On=n)
+
+
+Layer = (ConvLayer | PoolLayer | ActivationLayer | LRNLayer | SoftmaxLayer | EltwiseLayer
+         | ConcatLayer)
 
 
 def conv_from_input(name: str, in_shape: Shape, maps: int, kernel: tuple[int, int],
