@@ -223,19 +223,28 @@ def _needed_bytes(footprint: np.ndarray | int, platform: Platform) -> np.ndarray
     return footprint * (2 if platform.double_buffer else 1) * platform.elem_bytes
 
 
+def kept_bytes(layer: Layer, platform: Platform, kept: tuple[bool, bool]) -> int:
+    """Local memory (bytes) of the whole input and/or output maps kept on chip (fusion)."""
+    maps = (kept[0] * int(np.prod(layer.in_shape)) + kept[1] * int(np.prod(layer.out_shape)))
+    return maps * layer.On * platform.elem_bytes
+
+
 def _evaluate(layer: Layer, platform: Platform, k: int, rows: np.ndarray, maps: np.ndarray,
-              parts: bool = True, fitting: bool = False) -> dict[str, np.ndarray]:
+              parts: bool = True, fitting: bool = False,
+              kept: tuple[bool, bool] = (False, False)) -> dict[str, np.ndarray]:
     """Chunk sizes (rows[i], maps[i]) on k cores (only those fitting local memory if
     `fitting`): cycles and cycle parts of the slowest core; energy, accesses, transfers and
-    chunks summed over the cores; footprint the largest core's."""
+    chunks summed over the cores; footprint the largest core's. A kept input or output map
+    (`kept`, fusion) stays in local memory beside the buffers: no external traffic."""
     per = [chunk_counts(layer, rows, maps, s) for s in split_maps(geometry(layer).units, k)]
     mat = {f.name: np.stack([np.broadcast_to(getattr(c, f.name), rows.shape) for c in per])
            for f in fields(StreamCounts)}
     mat["footprint"] = mat["in_buffer"] + mat["out_buffer"]
     need = _needed_bytes(mat["footprint"].max(axis=0), platform)
-    keep = need <= platform.local_mem_bytes if fitting else np.ones(len(rows), dtype=bool)
+    room = platform.local_mem_bytes - kept_bytes(layer, platform, kept)
+    keep = need <= room if fitting else np.ones(len(rows), dtype=bool)
     mat = {key: value[:, keep] for key, value in mat.items()}
-    ext = mat["in_elems"] + mat["out_elems"]
+    ext = (not kept[0]) * mat["in_elems"] + (not kept[1]) * mat["out_elems"]
     tile = (mat["ops_per_chunk"] / platform.simd_lanes).ravel()
     contention = perf.Contention(cores=k, shared_copies=k, dma_channels=platform.dma_channels)
     full = perf.CountVector.of(mat["footprint"].ravel(), ext.ravel(),
@@ -264,12 +273,12 @@ def _evaluate(layer: Layer, platform: Platform, k: int, rows: np.ndarray, maps: 
 
 
 def price_stream(layer: Layer, platform: Platform, cores: int, rows: int,
-                 maps: int) -> dict[str, float]:
+                 maps: int, kept: tuple[bool, bool] = (False, False)) -> dict[str, float]:
     """One configuration: k = `cores` cores, chunks of (rows, maps), fitting or not; keys
     of `perf.price` (slowest core's cycles, all cores' energy) plus ext_accesses (elements),
     footprint_elems (largest core), bytes (its buffers in local memory), dma_transfers, chunks."""
     _check_cores(cores, geometry(layer).units)
-    res = _evaluate(layer, platform, cores, np.array([rows]), np.array([maps]))
+    res = _evaluate(layer, platform, cores, np.array([rows]), np.array([maps]), kept=kept)
     return {key: float(value[0]) for key, value in res.items()}
 
 
@@ -280,13 +289,15 @@ def _check_cores(cores: object, most: int | None = None) -> None:
         raise WorkbenchError(f"cores must be {rule}, got {cores!r}")
 
 
-def _candidates(layer: Layer, platform: Platform, cores: int | None) -> list[dict]:
+def _candidates(layer: Layer, platform: Platform, cores: int | None,
+                kept: tuple[bool, bool] = (False, False)) -> list[dict]:
     """Every fitting chunk (rows, maps) of every k ≤ min(cores, units), one dict per k; a
     WorkbenchError naming the layer when not even the smallest chunk fits."""
     g = geometry(layer)
     limit = platform.cores if cores is None else cores
     _check_cores(limit)
-    smallest = _needed_bytes(chunk_counts(layer, 1, 1).footprint, platform)
+    smallest = _needed_bytes(chunk_counts(layer, 1, 1).footprint, platform) \
+        + kept_bytes(layer, platform, kept)
     if smallest > platform.local_mem_bytes:
         raise WorkbenchError(
             f"layer {layer.name!r}: no chunk of this {layer.kind} layer fits "
@@ -297,7 +308,7 @@ def _candidates(layer: Layer, platform: Platform, cores: int | None) -> list[dic
         r, m = np.meshgrid(np.arange(1, g.out_rows + 1), np.arange(1, -(-g.units // k) + 1),
                            indexing="ij")
         per_k.append(_evaluate(layer, platform, k, r.ravel(), m.ravel(), parts=False,
-                               fitting=True))
+                               fitting=True, kept=kept))
     return per_k
 
 
@@ -336,15 +347,17 @@ class StreamChoice:
 
 
 def best_stream(layer: Layer, platform: Platform, objective: str = "cycles",
-                cores: int | None = None) -> StreamChoice:
+                cores: int | None = None,
+                kept: tuple[bool, bool] = (False, False)) -> StreamChoice:
     """The best cores k ≤ min(cores or platform.cores, maps) and chunk (rows, maps) whose
     footprint (×2 if double-buffered) fits local memory, by objective ("cycles", "energy",
-    "accesses", "edp"); ties by cycles, then accesses, then footprint."""
+    "accesses", "edp"); ties by cycles, then accesses, then footprint. `kept`: the input
+    and/or output map stays in local memory (fusion; its bytes are reserved there)."""
     _check_objective(objective)
-    per_k = _candidates(layer, platform, cores)
+    per_k = _candidates(layer, platform, cores, kept)
     merged = {key: np.concatenate([res[key] for res in per_k]) for key in per_k[0]}
     k, rows, maps = _pick(merged, objective)
-    best = price_stream(layer, platform, k, rows, maps)
+    best = price_stream(layer, platform, k, rows, maps, kept)
     return StreamChoice(layer.name, k, rows, maps, best["cycles"], best["energy_pj"],
                         int(best["ext_accesses"]), int(best["footprint_elems"]),
                         int(best["dma_transfers"]), int(best["chunks"]),

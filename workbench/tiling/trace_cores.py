@@ -85,21 +85,26 @@ def _bus(logs: list[list[tuple]], shared: str, broadcast: bool, bus: dict[str, i
                 bus[array] += elements
 
 
-def trace_cores(layer: ConvLayer, kind: str, k: int, tiles: Sequence[Tile], schedule: str,
-                broadcast: bool = False, mode: str = "model",
+def trace_cores(layer: ConvLayer, kind: str, k: int, tiles: Sequence[Tile],
+                schedule: str | Sequence[str], broadcast: bool = False, mode: str = "model",
                 events: bool = False) -> CoreTrace:
     """Execute `layer` split `kind` ("oc", "xy", "on") over k cores, share i tiled by
-    tiles[i] under `schedule`; raises WorkbenchError unless the cores' outputs together cover
-    every output element of the layer exactly once, each with all its Kc contributions."""
+    tiles[i] under `schedule` (one for all shares, or one per share); raises WorkbenchError
+    unless the cores' outputs together cover every output element of the layer exactly once,
+    each with all its Kc contributions."""
     parts = partition.shares(layer, kind, k)
     tiles = tuple(tiles)
+    schedules = [schedule] * len(parts) if isinstance(schedule, str) else list(schedule)
     if len(tiles) != len(parts):
         raise SpecError(f"trace_cores: {len(parts)} shares need {len(parts)} tiles, got "
                         f"{len(tiles)}")
     covered = np.zeros((layer.On, layer.Oc, layer.Oy, layer.Ox), dtype=np.int64)
     bus = {"in": 0, "w": 0, "out": 0}
     starts, counts, macs, logs = [], [], [], []
-    for share, tile in zip(parts, tiles, strict=True):
+    if len(schedules) != len(parts):
+        raise SpecError(f"trace_cores: {len(parts)} shares need 1 or {len(parts)} schedules, "
+                        f"got {len(schedules)}")
+    for share, tile, schedule in zip(parts, tiles, schedules, strict=True):
         share_logs = []
         for start in share.starts:
             log: list = []

@@ -1,0 +1,119 @@
+"""Whole-network plans: every layer costed, fusion exact and sound, the replay equals the model."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workbench import explore, layers, platforms
+from workbench.errors import WorkbenchError
+from workbench.explore.network import network_plan
+from workbench.explore.plan_trace import trace_plan
+from workbench.layers.network import Network
+from workbench.layers.spec import ActivationLayer, ConvLayer, PoolLayer, conv_from_input
+
+
+def _total(df, objective):
+    col = {"cycles": "cycles", "energy": "energy_pj", "accesses": "ext_accesses",
+           "edp": "edp"}[objective]
+    return float(df[col].sum())
+
+
+@pytest.mark.parametrize("net_name,plat_name", [("lenet5", "idsp"), ("cifar10_quick", "shave"),
+                                                ("alexnet_oxford102", "idsp")])
+def test_replay_equals_the_plan(net_name, plat_name):
+    net = layers.load_network(net_name)
+    plat = platforms.load_platform(plat_name)
+    plan = network_plan(net, plat)
+    replay = trace_plan(net, plat, plan)
+    assert replay["ext_accesses"].tolist() == plan["ext_accesses"].tolist()
+    assert (replay["local_bytes"] <= plat.local_mem_bytes).all()
+    assert set(plan["kind"]) >= {"conv", "pool", "activation"}
+    assert (plan.loc[plan["kind"] == "pool", "cycles"] > 0).all()  # non-conv layers cost
+
+
+def test_one_core_without_fusion_is_todays_model():
+    net = layers.load_network("lenet5", batch=2)
+    plat = platforms.load_platform("idsp")
+    plan = network_plan(net, plat, fusion="off")
+    tiled = plan[plan["kind"].isin(["conv", "fc"])].reset_index(drop=True)
+    ref = explore.explore_network(net, plat)
+    assert np.array_equal(tiled["cycles"].to_numpy(), ref["cycles"].to_numpy())
+    assert np.array_equal(tiled["energy_pj"].to_numpy(), ref["energy_pj"].to_numpy())
+    assert not plan["fused_in"].any() and not plan["fused_out"].any() and not plan["folded"].any()
+
+
+def _chain(draw_sizes):
+    """conv -> relu -> pool -> conv -> relu -> fc, sizes from the test's draws."""
+    c, m1, m2, hw, out = draw_sizes
+    conv1 = conv_from_input("conv1", (c, hw, hw), m1, (3, 3), (1, 1), (1, 1))
+    relu1 = ActivationLayer("relu1", m1, hw, hw)
+    pool1 = PoolLayer("pool1", m1, hw, hw, 2, 2, 2, 2)
+    conv2 = conv_from_input("conv2", pool1.out_shape, m2, (3, 3), (1, 1), (1, 1))
+    relu2 = ActivationLayer("relu2", m2, conv2.Oy, conv2.Ox)
+    fc = ConvLayer.fc("fc", m2 * conv2.Oy * conv2.Ox, out)
+    return Network("chain", (conv1, relu1, pool1, conv2, relu2, fc))
+
+
+@settings(max_examples=12, deadline=None)
+@given(sizes=st.tuples(st.integers(1, 3), st.integers(2, 6), st.integers(2, 6),
+                       st.sampled_from([4, 6, 8]), st.integers(2, 10)),
+       memory=st.sampled_from([2048, 4096, 16384]), n_cores=st.integers(1, 3),
+       objective=st.sampled_from(["cycles", "energy", "accesses", "edp"]))
+def test_fusion_search_equals_every_forced_choice(sizes, memory, n_cores, objective):
+    """The automatic plan is the best of the plans with every boundary forced or off, and
+    every plan replays exactly within memory."""
+    net = _chain(sizes)
+    plat = platforms.load_platform("idsp", local_mem_bytes=memory, cores=n_cores,
+                                   register_file_bytes=64)
+    try:
+        auto = network_plan(net, plat, objective)
+    except WorkbenchError:
+        return  # nothing fits this memory at all
+    assert trace_plan(net, plat, auto)["ext_accesses"].tolist() == \
+        auto["ext_accesses"].tolist()
+    names = [layer.name for layer in net][:-1]
+    best = None
+    for modes in itertools.product(["off", "force"], repeat=len(names)):
+        try:
+            plan = network_plan(net, plat, objective, dict(zip(names, modes, strict=True)))
+        except WorkbenchError:
+            continue
+        replay = trace_plan(net, plat, plan)          # raises if memory is overrun
+        assert replay["ext_accesses"].tolist() == plan["ext_accesses"].tolist()
+        value = _total(plan, objective)
+        best = value if best is None else min(best, value)
+    assert _total(auto, objective) == pytest.approx(best, rel=1e-12)
+
+
+def test_fusion_saves_traffic_only_where_it_fits():
+    net = layers.load_network("lenet5")
+    big = network_plan(net, platforms.load_platform("idsp"), "accesses")
+    assert big["fused_out"].any()
+    assert big["ext_accesses"].sum() < big.attrs["unfused_ext_accesses"]
+    small = platforms.load_platform("idsp", local_mem_bytes=4096)
+    tight = network_plan(net, small, "accesses")
+    # conv1's 32x28x28 output (50 KB at 2 B) cannot be kept in 4 KB
+    assert not tight.set_index("layer").loc["conv1", "fused_out"]
+    assert (trace_plan(net, small, tight)["local_bytes"] <= 4096).all()
+
+
+def test_fusion_modes_and_errors():
+    net = layers.load_network("lenet5")
+    plat = platforms.load_platform("idsp", local_mem_bytes=8192)
+    with pytest.raises(WorkbenchError, match="fusion mode of layer 'conv1' must be one of"):
+        network_plan(net, plat, fusion={"conv1": "maybe"})
+    with pytest.raises(WorkbenchError, match="has no layer"):
+        network_plan(net, plat, fusion={"nope": "off"})
+    with pytest.raises(WorkbenchError, match="'prob': fusion forced, but it is the last layer"):
+        network_plan(net, plat, fusion={"prob": "force"})
+    forced = network_plan(net, platforms.load_platform("idsp"), fusion={"conv2": "force"})
+    row = forced.set_index("layer").loc["conv2"]
+    assert row["fused_out"] or forced.set_index("layer").loc["relu2", "folded"]
+    off = network_plan(net, platforms.load_platform("idsp"), fusion={"conv1": "off"})
+    first = off.set_index("layer")
+    assert not first.loc["conv1", "fused_out"] and not first.loc["relu1", "folded"]

@@ -1,0 +1,248 @@
+"""The whole-network plan: every layer's mapping (cores, split, tile or chunk), the layers
+between convolutions, and where to fuse, chosen exactly for a per-layer objective.
+
+Layers. Conv and fc layers take their best split over the platform's cores
+(`explore.cores`); pool, LRN, eltwise, concat, activation and softmax layers are streamed
+(`streaming`). Network totals add every layer.
+
+Fusion. The boundary between a layer and the next one, which reads exactly its output, can keep
+that map in local memory: the producer writes no output and the consumer reads no input
+externally. Both must then fit their working set beside the kept map(s) (a map kept on the way
+in and one on the way out both count), and a fused run executes on one core, whose local memory
+holds the map; DMA setups are still paid (window moves inside local memory). An element-wise
+activation right after a conv/fc layer can also be folded into it: applied to each output tile
+before it is written (no memory, no traffic; its vector operations run on the producer's cores).
+
+The choice is exact: a shortest path over the boundaries (state: is the map entering this layer
+kept?), the sum of the layers' objective values (then cycles, then external accesses) being the
+path length; each layer's cost in each state is itself an exact optimum. `fusion` per layer:
+"auto" (the search decides), "off" (its output is never kept or folded), "force" (it must be).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from workbench import streaming
+from workbench.errors import WorkbenchError
+from workbench.explore.cores import best_split, share_rows
+from workbench.explore.query import OBJECTIVE_COLUMNS, check_objective, ranking
+from workbench.layers.network import Network
+from workbench.layers.spec import ActivationLayer, ConcatLayer, EltwiseLayer, Layer
+from workbench.perf import CountVector, layer_local_accesses, price
+from workbench.platforms import Platform
+from workbench.tiling.model import SCHEDULES, TILE_DIMS
+
+FUSION_MODES = ("auto", "off", "force")
+CYCLE_PARTS = ("compute", "dma_setup", "bus_stall", "prolog_epilog")
+ENERGY_PARTS = ("compute", "dma_setup", "local", "external")
+
+
+def map_elems(layer: Layer, side: str) -> int:
+    """Elements of a layer's input or output maps (all images)."""
+    shape = layer.in_shape if side == "in" else layer.out_shape
+    return int(np.prod(shape)) * layer.On
+
+
+def fusable(producer: Layer, consumer: Layer) -> bool:
+    """The consumer reads exactly the producer's output (and nothing else)."""
+    if isinstance(consumer, EltwiseLayer | ConcatLayer):
+        return False
+    return map_elems(producer, "out") == map_elems(consumer, "in")
+
+
+def _tiled_kept(layer, platform: Platform, objective: str, in_kept: bool, out_kept: bool,
+                schedules: Sequence[str], local_traffic: bool) -> dict | None:
+    """Best single-core mapping of a conv/fc layer with its input and/or output kept."""
+    kept = (in_kept * map_elems(layer, "in") + out_kept * map_elems(layer, "out")) \
+        * platform.elem_bytes
+    one = platform.replace(cores=1)
+    if kept >= one.local_mem_bytes:
+        return None
+    rows = share_rows(layer, one, schedules, one.local_mem_bytes - kept, kind="arrays")
+    if len(rows.n) == 0:
+        return None
+    ext = rows.ext - in_kept * rows.acc[:, 0] - out_kept * rows.acc[:, 2]
+    v = CountVector.of(rows.footprint, ext, rows.dma, rows.n, rows.tile_macs)
+    n_local = layer_local_accesses(layer, one, local_traffic)
+    p = price(one, v, n_local, parts=False)
+    p["edp"] = p["cycles"] * p["energy_pj"]
+    p["ext_accesses"] = ext
+    p["footprint_bytes"] = rows.footprint
+    key = [p[OBJECTIVE_COLUMNS[c] if c in OBJECTIVE_COLUMNS else c]
+           for c in reversed(ranking(objective))]
+    i = int(np.lexsort(key)[0])
+    pick = np.array([i])
+    v1 = CountVector.of(rows.footprint[pick], ext[pick], rows.dma[pick], rows.n[pick],
+                        rows.tile_macs[pick])
+    q = {k: float(x[0]) for k, x in price(one, v1, n_local).items()}
+    acc = rows.acc[i] * np.array([not in_kept, 1, not out_kept])
+    row = {"split": "oc", "cores": 1, "schedule": schedules[int(rows.schedule[i])],
+           **{d: int(rows.tiles[i, j]) for j, d in enumerate(TILE_DIMS)},
+           "cycles": q["cycles"], "energy_pj": q["energy_pj"],
+           "ext_accesses": int(ext[i]), "in_accesses": int(acc[0]), "w_accesses": int(acc[1]),
+           "out_accesses": int(acc[2]), "dma_transfers": int(rows.dma[i]),
+           "footprint_bytes": int(rows.footprint[i]) * platform.elem_bytes
+           * (2 if platform.double_buffer else 1) + kept,
+           "compute_cycles": q["cycles_compute"],
+           "shares": ((1, schedules[int(rows.schedule[i])],
+                       tuple(int(x) for x in rows.tiles[i])),)}
+    row |= {f"cycles_{part}": q[f"cycles_{part}"] for part in CYCLE_PARTS}
+    row |= {f"energy_{part}_pj": q[f"energy_{part}_pj"] for part in ENERGY_PARTS}
+    return row
+
+
+def _tiled(layer, platform, objective, schedules, local_traffic) -> dict:
+    best = best_split(layer, platform, objective, schedules, local_traffic=local_traffic)
+    return {k: v for k, v in best.items() if k not in ("layer", "speedup", "edp",
+                                                       "throughput_gops", "utilization",
+                                                       "bus_cycles", "bound")}
+
+
+def _streamed(layer, platform, objective, in_kept, out_kept) -> dict | None:
+    try:
+        c = streaming.best_stream(layer, platform, objective,
+                                  cores=1 if in_kept or out_kept else None,
+                                  kept=(in_kept, out_kept))
+    except WorkbenchError:
+        return None
+    row = {"split": "maps", "cores": c.cores, "schedule": "stream", "rows": c.rows,
+           "maps": c.maps, "cycles": c.cycles, "energy_pj": c.energy_pj,
+           "ext_accesses": c.ext_accesses, "dma_transfers": c.dma_transfers,
+           "footprint_bytes": c.footprint_elems * platform.elem_bytes
+           * (2 if platform.double_buffer else 1), "compute_cycles": c.breakdown["cycles_compute"]}
+    return row | {k: v for k, v in c.breakdown.items() if k.startswith(("cycles_", "energy_"))}
+
+
+def _folded(layer: ActivationLayer, cores: int, platform: Platform) -> dict:
+    """An activation applied to its producer's output tiles: vector ops on its cores only."""
+    cycles = layer.ops / (platform.simd_lanes * cores)
+    energy = cycles * cores * platform.core_pj_per_cycle
+    row = {"split": "folded", "cores": cores, "schedule": "folded", "folded": True,
+           "cycles": cycles,
+           "energy_pj": energy, "ext_accesses": 0, "dma_transfers": 0, "footprint_bytes": 0,
+           "compute_cycles": cycles}
+    row |= {f"cycles_{part}": 0.0 for part in CYCLE_PARTS} | {"cycles_compute": cycles}
+    row |= {f"energy_{part}_pj": 0.0 for part in ENERGY_PARTS} | {"energy_compute_pj": energy}
+    return row
+
+
+def _key(row: dict, objective: str) -> tuple[float, float, float]:
+    value = row["cycles"] * row["energy_pj"] if objective == "edp" \
+        else row[OBJECTIVE_COLUMNS[objective]]
+    return (float(value), float(row["cycles"]), float(row["ext_accesses"]))
+
+
+def _modes(net: Network, fusion: str | Mapping[str, str]) -> list[str]:
+    names = [layer.name for layer in net]
+    if isinstance(fusion, str):
+        table = dict.fromkeys(names, fusion)
+    else:
+        unknown = set(fusion) - set(names)
+        if unknown:
+            raise WorkbenchError(f"fusion: network {net.name!r} has no layer(s) "
+                                 f"{sorted(unknown)}")
+        table = dict.fromkeys(names, "auto") | dict(fusion)
+    for name, mode in table.items():
+        if mode not in FUSION_MODES:
+            raise WorkbenchError(f"fusion mode of layer {name!r} must be one of "
+                                 f"{FUSION_MODES}, got {mode!r}")
+    return [table[n] for n in names]
+
+
+def network_plan(net: Network, platform: Platform, objective: str = "cycles",
+                 fusion: str | Mapping[str, str] = "auto",
+                 schedules: Sequence[str] = SCHEDULES, local_traffic: bool = True
+                 ) -> pd.DataFrame:
+    """One row per layer in network order: cores, split, tile (conv/fc) or chunk (streamed),
+    cycles and energy by part, external accesses, `fused_in`/`fused_out`, `folded`, `bound`
+    ("compute" or "I/O"), throughput, utilization. df.attrs["unfused_ext_accesses"]: the same
+    network's external accesses with fusion off."""
+    check_objective(objective)
+    layers = list(net)
+    modes = _modes(net, fusion)
+    n = len(layers)
+    ok_boundary = [i + 1 < n and modes[i] != "off" and fusable(layers[i], layers[i + 1])
+                   for i in range(n)]
+    for i in range(n):
+        if modes[i] == "force" and not ok_boundary[i]:
+            raise WorkbenchError(f"layer {layers[i].name!r}: fusion forced, but "
+                                 + ("it is the last layer" if i + 1 == n else
+                                    f"{layers[i + 1].name!r} does not read exactly its output"))
+    cache: dict[tuple, dict | None] = {}
+
+    def cost(i: int, kin: bool, kout: bool) -> dict | None:
+        if (i, kin, kout) not in cache:
+            layer = layers[i]
+            if layer.tiled:
+                row = _tiled(layer, platform, objective, schedules, local_traffic) \
+                    if not (kin or kout) else _tiled_kept(layer, platform, objective, kin, kout,
+                                                          schedules, local_traffic)
+            else:
+                row = _streamed(layer, platform, objective, kin, kout)
+            cache[i, kin, kout] = row
+        return cache[i, kin, kout]
+
+    def outs(i: int) -> list[bool]:
+        if not ok_boundary[i]:
+            return [False]
+        return [True] if modes[i] == "force" else [False, True]
+
+    # shortest path: best[i][kept] = (key, plan) for the boundary before layer i
+    best: list[dict[bool, tuple]] = [{False: ((0.0, 0.0, 0.0), [])}] + [{} for _ in range(n)]
+    for i in range(n):
+        for kin, (key, plan) in list(best[i].items()):
+            for kout in outs(i):
+                if (row := cost(i, kin, kout)) is not None:
+                    _relax(best, i + 1, kout, key, [_key(row, objective)],
+                           plan + [(i, kin, kout, row)])
+            # an activation folded into its conv/fc producer: the pair writes one map
+            if layers[i].tiled and ok_boundary[i] and isinstance(layers[i + 1], ActivationLayer):
+                for kout in outs(i + 1):
+                    if (row := cost(i, kin, kout)) is not None:
+                        fold = _folded(layers[i + 1], row["cores"], platform)
+                        _relax(best, i + 2, kout, key,
+                               [_key(row, objective), _key(fold, objective)],
+                               plan + [(i, kin, kout, row), (i + 1, False, kout, fold)])
+    if False not in best[n]:
+        forced = [layers[i].name for i in range(n) if modes[i] == "force"]
+        raise WorkbenchError(f"network {net.name!r}: no plan fits {platform.local_mem_bytes} B "
+                             "of local memory" + (f" with fusion forced after {forced}"
+                                                  if forced else ""))
+    return _frame(net, platform, objective, best[n][False][1], fusion, schedules,
+                  local_traffic)
+
+
+def _relax(best: list, j: int, kout: bool, key: tuple, adds: list[tuple], plan: list) -> None:
+    total = tuple(sum(parts) for parts in zip(key, *adds, strict=True))
+    if kout not in best[j] or total < best[j][kout][0]:
+        best[j][kout] = (total, plan)
+
+
+def _frame(net, platform, objective, plan, fusion, schedules, local_traffic) -> pd.DataFrame:
+    rows = []
+    for i, kin, kout, row in plan:
+        layer = list(net)[i]
+        r = {"layer": layer.name, "kind": layer.kind} | row
+        r |= {"fused_in": kin, "fused_out": kout, "folded": bool(row.get("folded", False)),
+              "objective": objective, "macs": layer.macs, "ops": layer.ops}
+        rows.append(r)
+    df = pd.DataFrame(rows)
+    df["folded"] = df["folded"].astype(bool)
+    io = df["ext_accesses"] / platform.bus_elems_per_cycle
+    df["bound"] = np.where(df["compute_cycles"] >= io, "compute", "I/O")
+    df["throughput_gops"] = platform.clock_mhz * 2.0 * df["macs"] / df["cycles"] * 1e-3
+    df["utilization"] = df["macs"] / (platform.macs_per_cycle * df["cores"]) / df["cycles"]
+    df["ctc"] = 2.0 * df["macs"] / (df["ext_accesses"].clip(lower=1) * platform.elem_bytes)
+    df["edp"] = df["cycles"] * df["energy_pj"]
+    for col in ("dma_transfers", "ext_accesses", "cores"):
+        df[col] = df[col].astype(np.int64)
+    if fusion != "off":
+        off = network_plan(net, platform, objective, "off", schedules, local_traffic)
+        df.attrs["unfused_ext_accesses"] = int(off["ext_accesses"].sum())
+    else:
+        df.attrs["unfused_ext_accesses"] = int(df["ext_accesses"].sum())
+    return df

@@ -1,0 +1,64 @@
+"""A network plan replayed literally: every conv/fc layer's cores run their loop nests
+(`tiling.trace_cores`), every streamed layer's cores walk their chunks (`streaming`), and each
+map lives where the plan put it (external memory, or kept in local memory by fusion).
+
+The replay counts what crosses the external bus and checks the plan's promises: a kept map is
+read by the layer after the one that kept it, and on every core the live buffers (doubled when
+double-buffered) plus the kept maps fit the local memory.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from workbench import streaming
+from workbench.errors import WorkbenchError
+from workbench.layers.network import Network
+from workbench.platforms import Platform
+from workbench.tiling.model import Tile
+from workbench.tiling.trace_cores import trace_cores
+
+
+def trace_plan(net: Network, platform: Platform, plan: pd.DataFrame) -> pd.DataFrame:
+    """Per layer: external input, weight and output elements moved, and the local memory
+    (bytes) its busiest core needs; raises WorkbenchError where the plan breaks a promise."""
+    layers = list(net)
+    if list(plan["layer"]) != [layer.name for layer in layers]:
+        raise WorkbenchError("trace_plan: the plan's layers are not the network's")
+    scale = platform.elem_bytes * (2 if platform.double_buffer else 1)
+    out, kept_before = [], False
+    for layer, row in zip(layers, plan.itertuples(index=False), strict=True):
+        if row.fused_in and not kept_before and not row.folded:
+            raise WorkbenchError(f"layer {layer.name!r} reads a kept map nobody kept")
+        moved, peak = {"in": 0, "w": 0, "out": 0}, 0
+        if row.folded:  # applied to the producer's output tiles in local memory
+            pass
+        elif layer.tiled:
+            tiles = [Tile(*tile) for _, _, tile in row.shares]
+            t = trace_cores(layer, row.split, int(row.cores), tiles,
+                            [schedule for _, schedule, _ in row.shares],
+                            broadcast=platform.dma_broadcast and row.cores > 1)
+            moved = dict(t.bus)
+            peak = max(c.bin + c.bw + c.bout for c in t.counts)
+        else:
+            units = streaming.geometry(layer).units
+            for share in streaming.split_maps(units, int(row.cores)):
+                c = streaming.trace_counts(layer, int(row.rows), int(row.maps), share)
+                moved["in"] += c.in_elems
+                moved["out"] += c.out_elems
+                peak = max(peak, c.in_buffer + c.out_buffer)
+        if row.fused_in:
+            moved["in"] = 0
+        if row.fused_out:
+            moved["out"] = 0
+        kept = streaming.kept_bytes(layer, platform, (bool(row.fused_in) and not row.folded,
+                                                      bool(row.fused_out) and not row.folded))
+        need = peak * scale + kept
+        if need > platform.local_mem_bytes:
+            raise WorkbenchError(f"layer {layer.name!r}: buffers and kept maps need {need} B, "
+                                 f"more than {platform.local_mem_bytes} B of local memory")
+        out.append({"layer": layer.name, "in": moved["in"], "w": moved["w"],
+                    "out": moved["out"], "ext_accesses": sum(moved.values()),
+                    "local_bytes": need})
+        kept_before = bool(row.fused_out)
+    return pd.DataFrame(out)
