@@ -184,9 +184,11 @@ def _option(layer: ConvLayer, platform: Platform, objective: str, schedules: Seq
         if platform.dma_broadcast:
             copies[ARRAYS.index(SHARED[split])] = 1
         s["bus"] = r.acc[i] * copies
-        s["energy_cores_pj"] = sh.cores * (s["energy_compute_pj"] + s["energy_dma_setup_pj"]
-                                           + s["energy_local_pj"])
-        s["energy_external_pj"] = s["energy_pj"] - s["energy_cores_pj"]
+        for part in ("compute", "dma_setup", "local"):
+            s[f"energy_{part}_pj"] = sh.cores * s[f"energy_{part}_pj"]
+        s["energy_external_pj"] = s["energy_pj"] - (s["energy_compute_pj"]
+                                                    + s["energy_dma_setup_pj"]
+                                                    + s["energy_local_pj"])
     slow = int(np.argmax([s["cycles"] for s in sel]))
     bus = sum(s["bus"] for s in sel)
     cycles = float(sel[slow]["cycles"])
@@ -211,8 +213,8 @@ def _option(layer: ConvLayer, platform: Platform, objective: str, schedules: Seq
                            for sh, f, i in zip(parts, found, picks, strict=True))}
     for part in ("compute", "dma_setup", "bus_stall", "prolog_epilog"):
         row[f"cycles_{part}"] = float(sel[slow][f"cycles_{part}"])
-    row["energy_cores_pj"] = float(sum(s["energy_cores_pj"] for s in sel))
-    row["energy_external_pj"] = float(sum(s["energy_external_pj"] for s in sel))
+    for part in ("compute", "dma_setup", "local", "external"):  # all cores
+        row[f"energy_{part}_pj"] = float(sum(s[f"energy_{part}_pj"] for s in sel))
     ops = 2.0 * layer.macs
     row["throughput_gops"] = platform.clock_mhz * ops / cycles * 1e-3
     row["utilization"] = (layer.macs / (platform.macs_per_cycle * k)) / cycles
