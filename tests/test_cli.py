@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from workbench import layers
+
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "workbench.cli", *args], capture_output=True,
@@ -58,8 +60,9 @@ def test_explore_prints_best_per_layer_and_writes_files(tmp_path: Path) -> None:
     import pandas as pd
 
     table = pd.read_csv(csv)
-    assert list(table["layer"]) == ["conv1", "conv2", "fc3", "fc4"]
+    assert list(table["layer"]) == [layer.name for layer in layers.load_network("lenet5")]
     assert (table["footprint_bytes"] <= 64 * 1024).all()
+    assert {"pool", "activation", "softmax"} <= set(table["kind"])
     text = page.read_text()
     assert "<table" in text and "http" not in text and "<script" not in text
 
@@ -67,7 +70,8 @@ def test_explore_prints_best_per_layer_and_writes_files(tmp_path: Path) -> None:
 def test_explore_json_and_schedule_filter() -> None:
     out = run("explore", "lenet5", "--schedule", "inter_kc", "--json")
     doc = json.loads(out.stdout)
-    assert {row["schedule"] for row in doc["rows"]} == {"inter_kc"}
+    assert {row["schedule"] for row in doc["rows"] if row["kind"] in ("conv", "fc")} == \
+        {"inter_kc"}
     assert doc["totals"]["cycles"] == sum(row["cycles"] for row in doc["rows"])
 
 
@@ -99,9 +103,12 @@ def test_simd_mapping_report_and_errors() -> None:
 
 
 def test_explore_objective_accesses_reproduces_table_7_10() -> None:
-    out = run("explore", "lenet5", "--batch", "8", "--objective", "accesses", "--json")
+    out = run("explore", "lenet5", "--batch", "8", "--objective", "accesses", "--fusion", "off",
+              "--json")
     doc = json.loads(out.stdout)
-    assert doc["totals"]["energy_pj"] / 1e6 == pytest.approx(1608, rel=0.02)
+    tiled = [row for row in doc["rows"] if row["kind"] in ("conv", "fc")]  # the seed's layers
+    assert sum(row["energy_pj"] for row in tiled) / 1e6 == pytest.approx(1608, rel=0.02)
+    assert doc["totals"]["energy_pj"] > sum(row["energy_pj"] for row in tiled)  # + pool, relu
     assert {row["objective"] for row in doc["rows"]} == {"accesses"}
     assert "best by accesses" in doc["title"]
     table = run("explore", "lenet5", "--batch", "8", "--objective", "energy")
@@ -150,3 +157,21 @@ def test_json_before_or_after_the_command() -> None:
     assert run("platforms").stdout.lstrip().startswith("platform")
     explore = run("--json", "explore", "lenet5", "--batch", "8")
     assert json.loads(explore.stdout)["totals"]["cycles"] > 0
+
+
+def test_explore_cores_and_fusion_options() -> None:
+    out = run("explore", "cifar10_quick", "--platform", "shave", "--cores", "4",
+              "--broadcast", "on", "--fuse", "conv1=off", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert max(row["cores"] for row in doc["rows"]) == 4
+    conv1 = next(row for row in doc["rows"] if row["layer"] == "conv1")
+    assert not conv1["fused_out"]
+    assert "4 core(s)" in doc["title"]
+    for args, message in [(("--fuse", "conv1=maybe"), "fusion mode of layer 'conv1' must be"),
+                          (("--fuse", "conv1"), "--fuse 'conv1': expected LAYER=MODE"),
+                          (("--fuse", "prob=force"), "'prob': fusion forced, but it is the last"),
+                          (("--cores", "0"), "cores must be positive")]:
+        bad = run("explore", "cifar10_quick", *args)
+        assert bad.returncode != 0 and message in bad.stderr, (args, bad.stderr)
+        assert len(bad.stderr.strip().splitlines()) == 1

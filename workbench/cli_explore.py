@@ -6,7 +6,6 @@ import argparse
 import html
 import json
 import re
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -29,17 +28,42 @@ def parse_bytes(text: str) -> int:
     return int(value)
 
 
+def platform_of(args: argparse.Namespace) -> platforms.Platform:
+    """The platform of --platform with --memory, --cores, --dma-channels, --broadcast."""
+    overrides = {"local_mem_bytes": parse_bytes(args.memory)} if args.memory else {}
+    for name in ("cores", "dma_channels"):
+        if getattr(args, name, None) is not None:
+            overrides[name] = getattr(args, name)
+    if getattr(args, "broadcast", None) is not None:
+        overrides["dma_broadcast"] = args.broadcast == "on"
+    return platforms.load_platform(args.platform, **overrides)
+
+
+def fusion_modes(args: argparse.Namespace, net) -> str | dict[str, str]:
+    """--fusion for every layer, with --fuse LAYER=MODE exceptions."""
+    if not args.fuse:
+        return args.fusion
+    modes = {layer.name: args.fusion for layer in net}
+    for item in args.fuse:
+        name, sep, mode = item.partition("=")
+        if not sep:
+            raise WorkbenchError(f"--fuse {item!r}: expected LAYER=MODE, MODE one of "
+                                 + ", ".join(explore.FUSION_MODES))
+        modes[name] = mode
+    return modes
+
+
 def best_per_layer(args: argparse.Namespace) -> tuple[pd.DataFrame, dict, str]:
     net = layers.load_network(args.network, batch=args.batch)
-    overrides = {"local_mem_bytes": parse_bytes(args.memory)} if args.memory else {}
-    plat = platforms.load_platform(args.platform, **overrides)
-    per_layer = explore.explore_network(net, plat, args.schedule or SCHEDULES,
-                                        objective=args.objective,
-                                        progress=not args.json and sys.stderr.isatty())
+    plat = platform_of(args)
+    per_layer = explore.network_plan(net, plat, args.objective, fusion_modes(args, net),
+                                     tuple(args.schedule or SCHEDULES), compare_unfused=True)
     totals = explore.network_totals(per_layer, plat)
-    title = (f"{net.name} (batch {net.batch}) on {plat.name}: {plat.local_mem_bytes / 1024:g} KB "
-             f"local memory, {'double' if plat.double_buffer else 'single'} buffered, best by "
-             f"{args.objective}")
+    totals["unfused_ext_accesses"] = per_layer.attrs["unfused_ext_accesses"]
+    title = (f"{net.name} (batch {net.batch}) on {plat.name}: {plat.cores} core(s), "
+             f"{plat.local_mem_bytes / 1024:g} KB local memory each, "
+             f"{'double' if plat.double_buffer else 'single'} buffered, fusion {args.fusion}"
+             f"{' with exceptions' if args.fuse else ''}, best by {args.objective}")
     return per_layer, totals, title
 
 
@@ -134,6 +158,18 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--objective", choices=explore.OBJECTIVES, default="cycles",
                    help="what 'best' means: least cycles, energy, external accesses (seed 000 "
                         "table 7.10) or energy-delay product")
+    p.add_argument("--cores", type=int, help="cores (default: the platform's)")
+    p.add_argument("--dma-channels", type=int,
+                   help="DMA setups in flight at once (default: the platform's)")
+    p.add_argument("--broadcast", choices=("on", "off"),
+                   help="one DMA fetch delivered to every core that shares it (default: the "
+                        "platform's)")
+    p.add_argument("--fusion", choices=explore.FUSION_MODES, default="auto",
+                   help="keep maps on chip between layers: the search decides (auto), never "
+                        "(off), or wherever the next layer reads exactly this one's output "
+                        "(force)")
+    p.add_argument("--fuse", action="append", metavar="LAYER=MODE",
+                   help="fusion mode of one layer's output (repeat), e.g. conv1=off")
     p.add_argument("--jobs", type=int, default=1,
                    help="accepted for compatibility (the candidate-set query needs no workers)")
     p.add_argument("--csv", help="write every column of the per-layer table to this CSV")

@@ -6,6 +6,7 @@ import html
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from workbench import explore, layers, platforms
@@ -49,19 +50,49 @@ def build(network: str, platform: str, batch: int | None = None, memory_kb: floa
                       explore.network_totals(per_layer, plat), objective)
 
 
+def _mapping(per_layer: pd.DataFrame) -> pd.Series:
+    """Tile TOx x TOy x TOc x TOn x TKc of conv/fc rows; chunk "rows r x maps m" of streamed
+    rows; "folded" for an activation applied inside its producer."""
+    out = []
+    for row in per_layer.to_dict("records"):
+        if row.get("folded"):
+            out.append("folded")
+        elif pd.notna(row.get("TOx", np.nan)):
+            out.append("x".join(str(int(row[d])) for d in ("TOx", "TOy", "TOc", "TOn", "TKc")))
+        else:
+            out.append(f"{int(row['rows'])} rows x {int(row['maps'])} maps")
+    return pd.Series(out, index=per_layer.index)
+
+
+def _fused(per_layer: pd.DataFrame) -> pd.Series:
+    if "fused_in" not in per_layer:
+        return pd.Series("", index=per_layer.index)
+    return pd.Series([" ".join(w for w, on in (("in", r["fused_in"] and not r["folded"]),
+                                                ("out", r["fused_out"] and not r["folded"]),
+                                                ("folded", r["folded"])) if on) or "-"
+                      for r in per_layer.to_dict("records")], index=per_layer.index)
+
+
 def per_layer_table(per_layer: pd.DataFrame) -> pd.DataFrame:
-    """The readable per-layer table: schedule, tile, footprint, traffic, cycles, energy."""
-    tile = per_layer[["TOx", "TOy", "TOc", "TOn", "TKc"]].astype(str).agg("x".join, axis=1)
+    """The readable per-layer table: cores and split, schedule, tile or chunk, fusion, bound,
+    footprint, traffic, cycles, energy (network plans and single-core tables alike)."""
     chosen_by = per_layer["objective"] if "objective" in per_layer else "cycles"
-    return pd.DataFrame({
-        "layer": per_layer["layer"], "chosen by": chosen_by, "schedule": per_layer["schedule"],
-        "tile": tile,
+    table = {"layer": per_layer["layer"]}
+    if "kind" in per_layer:
+        table |= {"kind": per_layer["kind"], "cores": per_layer["cores"],
+                  "split": per_layer["split"]}
+    table |= {"chosen by": chosen_by, "schedule": per_layer["schedule"],
+              "tile / chunk": _mapping(per_layer)}
+    if "fused_in" in per_layer:
+        table |= {"fused": _fused(per_layer), "bound": per_layer["bound"]}
+    table |= {
         "footprint_KB": (per_layer["footprint_bytes"] / 1024).round(1),
         "ext_accesses": per_layer["ext_accesses"], "dma": per_layer["dma_transfers"],
         "cycles": per_layer["cycles"].round(0).astype("int64"),
         "GOps/s": per_layer["throughput_gops"].round(2), "CTC": per_layer["ctc"].round(1),
         "util": per_layer["utilization"].round(3),
-        "energy_uJ": (per_layer["energy_pj"] / 1e6).round(1)})
+        "energy_uJ": (per_layer["energy_pj"] / 1e6).round(1)}
+    return pd.DataFrame(table)
 
 
 def headline(data: ReportData) -> str:

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from workbench.errors import WorkbenchError
 from workbench.explore.query import check_objective, ranking
+from workbench.explore.solutions import too_small
 from workbench.layers.spec import ConvLayer
 from workbench.perf import Contention, CountVector, layer_local_accesses, price
 from workbench.platforms import Platform
@@ -155,9 +155,9 @@ def split_options(layer: ConvLayer, platform: Platform, objective: str = "cycles
                 continue  # one core: every split is the whole layer
             rows.append(_option(layer, platform, objective, schedules, split, k,
                                 memory_bytes, local_traffic))
-    if not rows or any(r is None for r in rows):
-        raise WorkbenchError(f"layer {layer.name!r}: no tile of a core's share fits "
-                             f"{memory_bytes or platform.local_mem_bytes} bytes of local memory")
+    if not rows or any(r is None for r in rows):  # a share fits wherever the layer fits
+        raise too_small(layer, memory_bytes or platform.local_mem_bytes, platform.elem_bytes,
+                        platform.double_buffer)
     df = pd.DataFrame(rows)
     base = df.loc[df["cores"] == 1, "cycles"]
     df["speedup"] = float(base.iloc[0]) / df["cycles"] if len(base) else np.nan

@@ -137,9 +137,15 @@ def _key(row: dict, objective: str) -> tuple[float, float, float]:
 
 
 def _modes(net: Network, fusion: str | Mapping[str, str]) -> list[str]:
+    """Per layer mode; "force" for the whole network forces every boundary that can fuse."""
     names = [layer.name for layer in net]
     if isinstance(fusion, str):
-        table = dict.fromkeys(names, fusion)
+        if fusion == "force":
+            nxt = list(net)[1:] + [None]
+            table = {layer.name: "force" if after is not None and fusable(layer, after)
+                     else "auto" for layer, after in zip(net, nxt, strict=True)}
+        else:
+            table = dict.fromkeys(names, fusion)
     else:
         unknown = set(fusion) - set(names)
         if unknown:
@@ -155,12 +161,12 @@ def _modes(net: Network, fusion: str | Mapping[str, str]) -> list[str]:
 
 def network_plan(net: Network, platform: Platform, objective: str = "cycles",
                  fusion: str | Mapping[str, str] = "auto",
-                 schedules: Sequence[str] = SCHEDULES, local_traffic: bool = True
-                 ) -> pd.DataFrame:
+                 schedules: Sequence[str] = SCHEDULES, local_traffic: bool = True,
+                 compare_unfused: bool = False) -> pd.DataFrame:
     """One row per layer in network order: cores, split, tile (conv/fc) or chunk (streamed),
     cycles and energy by part, external accesses, `fused_in`/`fused_out`, `folded`, `bound`
     ("compute" or "I/O"), throughput, utilization. df.attrs["unfused_ext_accesses"]: the same
-    network's external accesses with fusion off."""
+    network's external accesses with fusion off (when `compare_unfused`)."""
     check_objective(objective)
     layers = list(net)
     modes = _modes(net, fusion)
@@ -212,8 +218,12 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
         raise WorkbenchError(f"network {net.name!r}: no plan fits {platform.local_mem_bytes} B "
                              "of local memory" + (f" with fusion forced after {forced}"
                                                   if forced else ""))
-    return _frame(net, platform, objective, best[n][False][1], fusion, schedules,
-                  local_traffic)
+    df = _frame(net, platform, objective, best[n][False][1])
+    if compare_unfused:
+        off = df if fusion == "off" else network_plan(net, platform, objective, "off",
+                                                      schedules, local_traffic)
+        df.attrs["unfused_ext_accesses"] = int(off["ext_accesses"].sum())
+    return df
 
 
 def _relax(best: list, j: int, kout: bool, key: tuple, adds: list[tuple], plan: list) -> None:
@@ -222,7 +232,7 @@ def _relax(best: list, j: int, kout: bool, key: tuple, adds: list[tuple], plan: 
         best[j][kout] = (total, plan)
 
 
-def _frame(net, platform, objective, plan, fusion, schedules, local_traffic) -> pd.DataFrame:
+def _frame(net: Network, platform: Platform, objective: str, plan: list) -> pd.DataFrame:
     rows = []
     for i, kin, kout, row in plan:
         layer = list(net)[i]
@@ -234,15 +244,12 @@ def _frame(net, platform, objective, plan, fusion, schedules, local_traffic) -> 
     df["folded"] = df["folded"].astype(bool)
     io = df["ext_accesses"] / platform.bus_elems_per_cycle
     df["bound"] = np.where(df["compute_cycles"] >= io, "compute", "I/O")
-    df["throughput_gops"] = platform.clock_mhz * 2.0 * df["macs"] / df["cycles"] * 1e-3
+    # work: 2 ops per MAC of conv/fc layers, the vector ops of the others (rooflines)
+    df["work_ops"] = np.where(df["macs"] > 0, 2.0 * df["macs"], df["ops"])
+    df["throughput_gops"] = platform.clock_mhz * df["work_ops"] / df["cycles"] * 1e-3
     df["utilization"] = df["macs"] / (platform.macs_per_cycle * df["cores"]) / df["cycles"]
-    df["ctc"] = 2.0 * df["macs"] / (df["ext_accesses"].clip(lower=1) * platform.elem_bytes)
+    df["ctc"] = df["work_ops"] / (df["ext_accesses"].clip(lower=1) * platform.elem_bytes)
     df["edp"] = df["cycles"] * df["energy_pj"]
     for col in ("dma_transfers", "ext_accesses", "cores"):
         df[col] = df[col].astype(np.int64)
-    if fusion != "off":
-        off = network_plan(net, platform, objective, "off", schedules, local_traffic)
-        df.attrs["unfused_ext_accesses"] = int(off["ext_accesses"].sum())
-    else:
-        df.attrs["unfused_ext_accesses"] = int(df["ext_accesses"].sum())
     return df

@@ -275,9 +275,12 @@ def explore_network(net: Network, platform: Platform, schedules: Iterable[str] =
 def network_totals(per_layer: pd.DataFrame | Mapping[str, np.ndarray],
                    platform: Platform) -> dict[str, float]:
     """Whole-network sums of a per-layer table (a DataFrame, or its columns as arrays):
-    cycles, accesses, energy (pJ), throughput (GOps/s) and time (ms)."""
+    cycles, accesses, energy (pJ), throughput (GOps/s of conv/fc MACs) and time (ms)."""
     cycles = float(per_layer["cycles"].sum())
-    ops = float((per_layer["throughput_gops"] * per_layer["cycles"]).sum())  # ∝ ops per layer
+    if "macs" in per_layer:  # throughput counts MAC work (2 ops per MAC) over every layer's time
+        ops = 2.0 * float(per_layer["macs"].sum()) * platform.clock_mhz * 1e-3
+    else:
+        ops = float((per_layer["throughput_gops"] * per_layer["cycles"]).sum())  # ∝ ops
     return {"cycles": cycles, "ext_accesses": int(per_layer["ext_accesses"].sum()),
             "dma_transfers": int(per_layer["dma_transfers"].sum()),
             "energy_pj": float(per_layer["energy_pj"].sum()),
