@@ -23,6 +23,9 @@ SMALL = {
                                 "models": ["dataflow", "peemen"]},
     "07_design_space.ipynb": {"network": "lenet5", "batch": 2, "objective": "energy",
                               "memory_kb": 16},
+    "08_multicore.ipynb": {"network": "lenet5", "layer": "conv2", "cores": 4,
+                           "seed004_cores": 3, "yang_layers": ["conv3", "fc1"],
+                           "yang_cores": 4},
     "report.ipynb": {"network": "lenet5", "batch": 2, "buffer_sizes_kb": [4, 64]},
 }
 

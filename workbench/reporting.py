@@ -21,7 +21,7 @@ class ReportData:
 
     net: Network
     platform: Platform
-    per_layer: pd.DataFrame      # best solution per layer at the platform's memory
+    per_layer: pd.DataFrame      # every layer's mapping (explore.network_plan)
     solutions: pd.DataFrame      # Pareto (throughput, CTC) solutions per layer and schedule
     sweep: pd.DataFrame          # per layer, schedule and buffer size: the fastest solution
     totals: dict[str, float]
@@ -31,14 +31,18 @@ class ReportData:
 def build(network: str, platform: str, batch: int | None = None, memory_kb: float = 0,
           buffer_sizes_kb: Iterable[float] = (1, 4, 16, 64, 256, 1024),
           schedules: Iterable[str] = SCHEDULES, jobs: int = 1,
-          objective: str = "cycles") -> ReportData:
-    """Explore every conv/fc layer of `network` on `platform` (memory_kb 0: the preset's),
-    best mappings ranked by `objective`."""
+          objective: str = "cycles", cores: int = 0, fusion: str = "auto") -> ReportData:
+    """Plan every layer of `network` on `platform` (memory_kb 0: the preset's; cores 0: the
+    preset's), mappings ranked by `objective`, fusion "auto", "off" or "force"; Pareto
+    solutions and buffer-size sweeps of the conv/fc layers on one core."""
     net = layers.load_network(network, batch=batch)
     overrides = {"local_mem_bytes": int(memory_kb * 1024)} if memory_kb else {}
+    if cores:
+        overrides["cores"] = int(cores)
     plat = platforms.load_platform(platform, **overrides)
     schedules = tuple(schedules)
-    per_layer = explore.explore_network(net, plat, schedules, objective=objective)
+    per_layer = explore.network_plan(net, plat, objective, fusion, schedules,
+                                     compare_unfused=True)
     solutions = explore.explore_layers(net.tiled_layers(), plat, schedules,
                                        [plat.local_mem_bytes], keep="pareto", jobs=jobs)
     sizes = sorted({int(kb * 1024) for kb in buffer_sizes_kb} | {plat.local_mem_bytes})
@@ -46,8 +50,9 @@ def build(network: str, platform: str, batch: int | None = None, memory_kb: floa
                                   objective=objective)
     sweep = pd.concat([explore.sweep_summary(layer, best[best.layer == layer.name], objective)
                        for layer in net.tiled_layers()], ignore_index=True)
-    return ReportData(net, plat, per_layer, solutions, sweep,
-                      explore.network_totals(per_layer, plat), objective)
+    totals = explore.network_totals(per_layer, plat)
+    totals["unfused_ext_accesses"] = per_layer.attrs["unfused_ext_accesses"]
+    return ReportData(net, plat, per_layer, solutions, sweep, totals, objective)
 
 
 def _mapping(per_layer: pd.DataFrame) -> pd.Series:
@@ -97,12 +102,15 @@ def per_layer_table(per_layer: pd.DataFrame) -> pd.DataFrame:
 
 def headline(data: ReportData) -> str:
     p, t = data.platform, data.totals
-    return (f"{data.net.name} (batch {data.net.batch}) on {p.name}: "
-            f"{p.local_mem_bytes / 1024:g} KB local memory, "
+    saved = 1 - t["ext_accesses"] / t["unfused_ext_accesses"] if t.get(
+        "unfused_ext_accesses") else 0.0
+    return (f"{data.net.name} (batch {data.net.batch}) on {p.name}: {p.cores} core(s), "
+            f"{p.local_mem_bytes / 1024:g} KB local memory each, "
             f"{'double' if p.double_buffer else 'single'} buffered, {p.dma_setup_cycles:g}-cycle "
             f"DMA setup: {t['time_ms']:.3g} ms per batch, {t['throughput_gops']:.3g} GOps/s "
-            f"of {p.peak_gops:.3g} peak, {t['energy_pj'] / 1e6:.4g} µJ; each layer's mapping "
-            f"chosen by least {data.objective}")
+            f"of {p.peak_gops * p.cores:.3g} peak, {t['energy_pj'] / 1e6:.4g} µJ, "
+            f"{t['ext_accesses']:,} external accesses ({saved:.1%} saved by fusion); each "
+            f"layer's mapping chosen by least {data.objective}")
 
 
 def summary_html(data: ReportData) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from bokeh.models import ColorBar, ColumnDataSource, HoverTool, LinearColorMapper
 from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 
 from workbench.layers.network import Network
+from workbench.platforms import Platform
 from workbench.viz.common import PART_COLORS, TOOLS
 
 
@@ -28,6 +30,38 @@ def network_breakdown(per_layer: pd.DataFrame, kind: str = "cycles",
     p.vbar_stack(parts, x="layer", width=0.8, source=ColumnDataSource({"layer": names, **values}),
                  color=[PART_COLORS[k] for k in parts], legend_label=parts)
     p.legend.location = "top_right"
+    return p
+
+
+def network_roofline(per_layer: pd.DataFrame, platform: Platform,
+                     title: str | None = None) -> figure:
+    """Every layer of a network plan on one roofline: x = work per external byte (ops/byte),
+    y = GOps/s; roofs of all the platform's cores (MAC peak) and of the shared bus. Conv/fc
+    work is 2 ops per MAC, the other layers' their vector ops; colour: compute- or I/O-bound."""
+    rows = per_layer[per_layer["cycles"] > 0]
+    ctc = rows["ctc"].to_numpy(dtype=float)
+    lo, hi = max(float(ctc.min()) / 4, 1e-3), float(ctc.max()) * 4
+    peak = platform.peak_gops * platform.cores
+    ridge = peak * 1e9 / platform.bus_bytes_per_s
+    x = np.geomspace(min(lo, ridge / 4), max(hi, ridge * 4), 64)
+    p = figure(title=title or f"every layer on {platform.name} ({platform.cores} cores)",
+               x_axis_type="log", y_axis_type="log", tools=TOOLS, width=640, height=400,
+               x_axis_label="work per external byte (ops/byte)",
+               y_axis_label="throughput (GOps/s)")
+    p.line(x, np.minimum(peak, platform.bus_bytes_per_s * x / 1e9), color="black",
+           line_width=2, legend_label=f"{platform.cores} cores' MAC peak and the shared bus")
+    src = ColumnDataSource({"layer": rows["layer"].tolist(), "kind": rows["kind"].tolist(),
+                            "cores": rows["cores"].tolist(), "bound": rows["bound"].tolist(),
+                            "ctc": ctc.tolist(),
+                            "gops": rows["throughput_gops"].clip(lower=1e-6).tolist(),
+                            "color": ["#1f77b4" if b == "compute" else "#d62728"
+                                      for b in rows["bound"]]})
+    dots = p.scatter("ctc", "gops", source=src, color="color", size=9, alpha=0.8,
+                     legend_field="bound")
+    p.add_tools(HoverTool(renderers=[dots], tooltips=[
+        ("layer", "@layer (@kind)"), ("cores", "@cores"), ("bound", "@bound"),
+        ("GOps/s", "@gops{0.00}"), ("ops/byte", "@ctc{0.00}")]))
+    p.legend.location = "bottom_right"
     return p
 
 

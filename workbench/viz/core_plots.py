@@ -1,0 +1,249 @@
+"""Multi-core figures: a layer's speed-up over the cores per split, the K-vs-XY comparison per
+layer (bus traffic and cycles, DMA broadcast off and on), and the split and cores chosen per
+layer, coloured compute- or I/O-bound.
+
+The "data" functions reshape `explore.cores` tables (`split_options`, `network_cores`, or
+`ui.split_comparison`) into ColumnDataSource dicts; the figure factories draw given sources, so
+an app updates them in place. Nothing here computes a model number: traffic is shown in
+millions of elements, and the ideal line is speed-up = cores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from bokeh.layouts import column, row
+from bokeh.models import (
+    CategoricalPatternMapper,
+    ColumnDataSource,
+    FactorRange,
+    HoverTool,
+    LabelSet,
+)
+from bokeh.plotting import figure
+from bokeh.transform import factor_cmap
+
+from workbench.tiling.partition import SPLITS
+from workbench.viz.common import TOOLS
+
+SPLIT_COLORS = {"oc": "#1f77b4", "xy": "#ff7f0e", "on": "#2ca02c"}
+SPLIT_NAMES = {"oc": "K (output maps)", "xy": "XY (image rows)", "on": "N (batch)"}
+SPLIT_SHORT = {"oc": "K", "xy": "XY", "on": "N"}
+BOUND_COLORS = {"compute": "#2ca02c", "I/O": "#d62728"}
+ARRAY_COLORS = {"in": "#4c72b0", "w": "#dd8452", "out": "#55a868"}
+SPEEDUP_COLUMNS = ("cores", "speedup", "cycles", "traffic_m", "bound", "schedule")
+CHOSEN_COLUMNS = ("layer", "cores", "split", "split_name", "label", "bound", "cycles",
+                  "speedup", "traffic_m", "schedule")
+COMPARISON_VARIANTS = (("oc", False), ("oc", True), ("xy", False), ("xy", True))
+COMPARISON_COLUMNS = ("x", "layer", "variant", "split", "broadcast", "cores", "cycles",
+                      "traffic_m", "in", "w", "out", "cycles_rel", "traffic_rel", "in_rel",
+                      "w_rel", "out_rel", "bound", "color")
+
+
+def variant_label(split: str, broadcast: bool) -> str:
+    """'K · bcast off', 'XY · bcast on', …: one bar of the comparison."""
+    return f"{SPLIT_SHORT[split]} · bcast {'on' if broadcast else 'off'}"
+
+
+# speed-up vs cores -------------------------------------------------------------------------
+def speedup_data(options: pd.DataFrame, split: str) -> dict[str, list]:
+    """The speed-up line of one split from a `split_options` table: its rows by cores, led by
+    the one-core row (the whole layer, listed under the first split only)."""
+    if options.empty:
+        return {k: [] for k in SPEEDUP_COLUMNS}
+    rows = options[(options["split"] == split) | (options["cores"] == 1)]
+    rows = rows.drop_duplicates("cores").sort_values("cores")
+    if (rows["cores"] > 1).sum() == 0:  # the split cannot use two cores: no line
+        return {k: [] for k in SPEEDUP_COLUMNS}
+    return {"cores": rows["cores"].astype(int).tolist(),
+            "speedup": rows["speedup"].astype(float).tolist(),
+            "cycles": rows["cycles"].astype(float).tolist(),
+            "traffic_m": (rows["ext_accesses"].to_numpy(dtype=float) / 1e6).tolist(),
+            "bound": rows["bound"].tolist(), "schedule": rows["schedule"].tolist()}
+
+
+def ideal_data(max_cores: int) -> dict[str, list]:
+    """The ideal (linear) speed-up line, 1…max_cores."""
+    cores = list(range(1, max(int(max_cores), 1) + 1))
+    return {"cores": cores, "speedup": [float(k) for k in cores]}
+
+
+def speedup_figure(lines: Mapping[str, ColumnDataSource], ideal: ColumnDataSource,
+                   title: str = "Speed-up over one core") -> figure:
+    """x = cores, y = speed-up over one core: one line per split (`speedup_data` sources keyed
+    by split) and the ideal linear speed-up dashed."""
+    p = figure(title=title, tools=TOOLS, width=520, height=340, x_axis_label="cores",
+               y_axis_label="speed-up over one core", name="core_speedup")
+    p.line("cores", "speedup", source=ideal, color="black", line_dash="dashed",
+           legend_label="ideal (linear)", name="ideal")
+    drawn = []
+    for split, src in lines.items():
+        color = SPLIT_COLORS[split]
+        p.line("cores", "speedup", source=src, color=color, line_width=2,
+               legend_label=SPLIT_NAMES[split], name=f"speedup_{split}")
+        drawn.append(p.scatter("cores", "speedup", source=src, color=color, size=6,
+                               legend_label=SPLIT_NAMES[split]))
+    p.add_tools(HoverTool(renderers=drawn, tooltips=[
+        ("cores", "@cores"), ("speed-up", "@speedup{0.00}×"), ("cycles", "@cycles{0,0}"),
+        ("bus traffic", "@traffic_m{0.000} M elements"), ("bound", "@bound"),
+        ("schedule", "@schedule")]))
+    p.legend.location = "top_left"
+    p.legend.label_text_font_size = "8pt"
+    p.legend.click_policy = "hide"
+    p.x_range.start = p.y_range.start = 0
+    return p
+
+
+def speedup_plot(options: pd.DataFrame, title: str,
+                 splits: Sequence[str] = SPLITS) -> figure:
+    """A static speed-up figure of one `split_options` table (splits without a line omitted)."""
+    lines = {s: ColumnDataSource(speedup_data(options, s)) for s in splits}
+    lines = {s: src for s, src in lines.items() if src.data["cores"]}
+    top = int(options["cores"].max()) if len(options) else 1
+    return speedup_figure(lines, ColumnDataSource(ideal_data(top)), title)
+
+
+# K vs XY ------------------------------------------------------------------------------------
+def comparison_factors(layer_names: Sequence[str]) -> list[tuple[str, str]]:
+    """The nested x factors of the comparison: (layer, variant) for every layer."""
+    return [(name, variant_label(s, b)) for name in layer_names
+            for s, b in COMPARISON_VARIANTS]
+
+
+def comparison_data(comparison: pd.DataFrame, layer_names: Sequence[str]) -> dict[str, list]:
+    """One bar per (layer, split, broadcast) from a table with layer, split, broadcast,
+    cores, cycles, ext_accesses, in/w/out_accesses and bound: traffic in M elements, and
+    "_rel" columns scaled by the layer's largest bar (so every layer spans 0…1). A split that
+    cannot use that many cores (no row) gets NaN (no bar)."""
+    variants = [v for _ in layer_names for v in COMPARISON_VARIANTS]
+    index = {} if comparison.empty else {
+        (r.layer, r.split, bool(r.broadcast)): r for r in comparison.itertuples(index=False)}
+    rows = [index.get((name, split, broadcast)) for name in layer_names
+            for split, broadcast in COMPARISON_VARIANTS]
+    values = np.array([(np.nan,) * 6 if r is None else (
+        r.cores, r.cycles, r.ext_accesses / 1e6, r.in_accesses / 1e6, r.w_accesses / 1e6,
+        r.out_accesses / 1e6) for r in rows], dtype=float).reshape(-1, 6)
+    per_layer = values.reshape(len(layer_names), len(COMPARISON_VARIANTS), 6)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        largest = np.fmax.reduce(per_layer, axis=1, initial=-np.inf)  # NaN-free max
+        largest[:, 3:] = largest[:, 2:3]  # the arrays' parts stack to the traffic's share
+        rel = (per_layer / largest[:, None, :]).reshape(-1, 6)
+    out = {"x": comparison_factors(layer_names),
+           "layer": [name for name in layer_names for _ in COMPARISON_VARIANTS],
+           "variant": [variant_label(s, b) for s, b in variants],
+           "split": [s for s, _ in variants],
+           "broadcast": ["on" if b else "off" for _, b in variants],
+           "bound": ["—" if r is None else r.bound for r in rows],
+           "color": [SPLIT_COLORS[s] for s, _ in variants]}
+    for j, key in enumerate(("cores", "cycles", "traffic_m", "in", "w", "out")):
+        out[key] = values[:, j].tolist()
+    for j, key in ((1, "cycles_rel"), (2, "traffic_rel"), (3, "in_rel"), (4, "w_rel"),
+                   (5, "out_rel")):
+        out[key] = rel[:, j].tolist() if len(rel) else []
+    return {k: out[k] for k in COMPARISON_COLUMNS}
+
+
+def _comparison_base(source: ColumnDataSource, title: str, label: str, name: str) -> figure:
+    p = figure(x_range=FactorRange(factors=list(source.data.get("x", []))), title=title,
+               tools=TOOLS, width=860, height=330, y_axis_label=label, name=name)
+    p.xaxis.major_label_orientation = 1.0
+    p.xaxis.group_label_orientation = 0.0
+    p.xaxis.major_label_text_font_size = "7pt"
+    p.y_range.start = 0
+    return p
+
+
+def comparison_traffic(source: ColumnDataSource,
+                       title: str = "Bus traffic per layer: K vs XY, broadcast off / on"
+                       ) -> figure:
+    """Stacked bars of the bus traffic by array (input, weights, outputs) per layer and
+    (split, broadcast) from `comparison_data`, each layer scaled by its largest bar (the
+    hover shows M elements)."""
+    p = _comparison_base(source, title, "bus traffic ÷ the layer's largest",
+                         "comparison_traffic")
+    arrays = list(ARRAY_COLORS)
+    bars = p.vbar_stack([f"{a}_rel" for a in arrays], x="x", width=0.8, source=source,
+                        color=[ARRAY_COLORS[a] for a in arrays],
+                        legend_label=["input", "weights", "outputs"])
+    p.add_tools(HoverTool(renderers=bars, tooltips=[
+        ("layer", "@layer"), ("split", "@variant"), ("cores", "@cores"),
+        ("bus traffic", "@traffic_m{0.000} M elements"), ("input", "@in{0.000} M"),
+        ("weights", "@w{0.000} M"), ("outputs", "@out{0.000} M")]))
+    p.legend.label_text_font_size = "8pt"
+    p.add_layout(p.legend[0], "right")
+    return p
+
+
+def comparison_cycles(source: ColumnDataSource,
+                      title: str = "Cycles per layer: K vs XY, broadcast off / on") -> figure:
+    """Bars of the layer's cycles per (split, broadcast), each layer scaled by its slowest
+    bar, coloured by split; broadcast-on bars hatched (the hover shows cycles)."""
+    p = _comparison_base(source, title, "cycles ÷ the layer's slowest", "comparison_cycles")
+    bars = p.vbar(x="x", top="cycles_rel", width=0.8, source=source, color="color",
+                  hatch_pattern={"field": "broadcast", "transform": CategoricalPatternMapper(
+                      factors=["off", "on"], patterns=[" ", "/"])},
+                  hatch_color="white", hatch_alpha=0.6)
+    p.add_tools(HoverTool(renderers=[bars], tooltips=[
+        ("layer", "@layer"), ("split", "@variant"), ("cores", "@cores"),
+        ("cycles", "@cycles{0,0}"), ("bound", "@bound")]))
+    return p
+
+
+def comparison_plots(comparison: pd.DataFrame, layer_names: Sequence[str]):
+    """Static traffic and cycles comparison figures of one table, stacked vertically."""
+    source = ColumnDataSource(comparison_data(comparison, layer_names))
+    return column(comparison_traffic(source), comparison_cycles(source))
+
+
+# chosen split and cores ----------------------------------------------------------------------
+def chosen_data(chosen: pd.DataFrame, layer_names: Sequence[str]) -> dict[str, list]:
+    """Per layer of `layer_names` its chosen split and cores (`network_cores` rows); layers
+    without a row are left out."""
+    if chosen.empty:
+        return {k: [] for k in CHOSEN_COLUMNS}
+    rows = chosen.set_index("layer").reindex([n for n in layer_names
+                                              if n in set(chosen["layer"])])
+    splits = rows["split"].tolist()
+    cores = rows["cores"].astype(int).tolist()
+    return {"layer": rows.index.tolist(), "cores": cores, "split": splits,
+            "split_name": [SPLIT_NAMES[s] for s in splits],
+            "label": [f"{SPLIT_SHORT[s]}×{k}" for s, k in zip(splits, cores, strict=True)],
+            "bound": rows["bound"].tolist(), "cycles": rows["cycles"].astype(float).tolist(),
+            "speedup": rows["speedup"].astype(float).tolist(),
+            "traffic_m": (rows["ext_accesses"].to_numpy(dtype=float) / 1e6).tolist(),
+            "schedule": rows["schedule"].tolist()}
+
+
+def chosen_split(source: ColumnDataSource, max_cores: int,
+                 title: str = "Chosen split and cores per layer") -> figure:
+    """Bars of the cores each layer uses, labelled with its split (K, XY, N) and coloured
+    compute-bound or I/O-bound. The x range holds the source's layers: set
+    `fig.x_range.factors` on a new network."""
+    p = figure(x_range=FactorRange(factors=list(source.data.get("layer", []))), title=title,
+               tools=TOOLS, width=560, height=330, y_axis_label="cores used",
+               name="chosen_split")
+    cmap = factor_cmap("bound", palette=list(BOUND_COLORS.values()),
+                       factors=list(BOUND_COLORS))
+    bars = p.vbar(x="layer", top="cores", width=0.8, source=source, color=cmap,
+                  legend_field="bound")
+    p.add_layout(LabelSet(x="layer", y="cores", text="label", source=source, y_offset=2,
+                          text_font_size="7pt", text_align="center"))
+    p.add_tools(HoverTool(renderers=[bars], tooltips=[
+        ("layer", "@layer"), ("split", "@split_name"), ("cores", "@cores"),
+        ("speed-up", "@speedup{0.00}×"), ("cycles", "@cycles{0,0}"),
+        ("bus traffic", "@traffic_m{0.000} M"), ("bound", "@bound"),
+        ("schedule", "@schedule")]))
+    p.xaxis.major_label_orientation = 0.8
+    p.y_range.start = 0
+    p.y_range.end = max_cores + 1.5
+    p.legend.label_text_font_size = "8pt"
+    p.add_layout(p.legend[0], "right")
+    return p
+
+
+def cores_overview(speedup: figure, chosen: figure, traffic: figure, cycles: figure):
+    """The app's figures in one layout: speed-up and chosen split side by side, the K-vs-XY
+    traffic and cycles below."""
+    return column(row(speedup, chosen), traffic, cycles)
