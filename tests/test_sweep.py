@@ -109,10 +109,13 @@ def test_sweep_switches_traffic_models(tmp_path: Path) -> None:
 
 def test_sweep_objectives_from_the_grid_and_the_command_line(tmp_path: Path) -> None:
     grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=8, buffer_kb=[128],
-                      objectives=["cycles", "accesses"])
+                      objectives=["cycles", "accesses"], fusion=["off", "auto"])
     frame = sweep.run(grid, tmp_path / "a")
-    by = frame.set_index("objective")
-    assert by.loc["accesses", "energy_uj"] == pytest.approx(1608, rel=0.02)  # table 7.10
+    fused = frame[frame["fusion"] == "auto"].set_index("objective")
+    by = frame[frame["fusion"] == "off"].set_index("objective")  # seed 000 fuses nothing
+    assert fused.loc["accesses", "ext_accesses"] < by.loc["accesses", "ext_accesses"]
+    assert by.loc["accesses", "conv_fc_energy_uj"] == pytest.approx(1608, rel=0.02)  # t. 7.10
+    assert by.loc["accesses", "energy_uj"] > by.loc["accesses", "conv_fc_energy_uj"]
     assert by.loc["accesses", "ext_accesses"] <= by.loc["cycles", "ext_accesses"]
     assert by.loc["cycles", "cycles"] <= by.loc["accesses", "cycles"]
     (tmp_path / "g.yaml").write_text("networks: [lenet5]\nplatforms: [idsp]\nbatch: 8\n")
@@ -123,3 +126,22 @@ def test_sweep_objectives_from_the_grid_and_the_command_line(tmp_path: Path) -> 
     assert list(pd.read_parquet(tmp_path / "b" / "results.parquet")["objective"]) == ["edp"]
     with pytest.raises(WorkbenchError, match="unknown objective 'fast'"):
         sweep.Grid(networks=["lenet5"], platforms=["idsp"], objectives=["fast"])
+    with pytest.raises(WorkbenchError, match="'fusion' must be a non-empty list of auto"):
+        sweep.Grid(networks=["lenet5"], platforms=["idsp"], fusion=["always"])
+
+
+def test_sweeping_cores_changes_the_answer(tmp_path: Path) -> None:
+    """`cores` used to be stored and ignored; each core count now gives its own plan."""
+    grid = sweep.Grid(networks=["cifar10_quick"], platforms=["shave"], buffer_kb=[128],
+                      overrides={"cores": [1, 4, 12], "dma_broadcast": [False, True]},
+                      objectives=["cycles", "accesses"])
+    frame = sweep.run(grid)
+    least = frame[frame["objective"] == "accesses"].set_index(["cores", "dma_broadcast"])
+    frame = frame[frame["objective"] == "cycles"].set_index(["cores", "dma_broadcast"])
+    cycles = frame["cycles"]
+    assert cycles[(1, False)] > cycles[(4, False)] > cycles[(12, False)]
+    assert frame.loc[(1, False), "most_cores_used"] == 1
+    assert frame.loc[(12, False), "most_cores_used"] > 4
+    assert cycles[(1, True)] == cycles[(1, False)]  # one core: nothing to broadcast
+    # a broadcast never adds traffic, so the least traffic with it is no more than without
+    assert least.loc[(12, True), "ext_accesses"] <= least.loc[(12, False), "ext_accesses"]

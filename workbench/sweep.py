@@ -40,6 +40,7 @@ class Grid:
     bound: str = "data"
     traffic_models: list[str] = field(default_factory=list)
     objectives: list[str] = field(default_factory=lambda: ["cycles"])
+    fusion: list[str] = field(default_factory=lambda: ["auto"])
     reports: bool = False
     report_timeout_s: int = 600
     report_retries: int = 1
@@ -49,6 +50,10 @@ class Grid:
             raise WorkbenchError("grid: 'objectives' must be a non-empty list")
         for objective in self.objectives:
             explore.check_objective(objective)
+        if not isinstance(self.fusion, list) or not self.fusion or any(
+                mode not in explore.FUSION_MODES for mode in self.fusion):
+            raise WorkbenchError("grid: 'fusion' must be a non-empty list of "
+                                 + ", ".join(explore.FUSION_MODES))
         for model in self.traffic_models:
             if model not in explore.TRAFFIC_MODELS:
                 raise WorkbenchError(f"grid: unknown traffic model {model!r}; valid: "
@@ -83,6 +88,7 @@ class Case:
     schedules: tuple[str, ...]
     traffic_model: str | None = None
     objective: str = "cycles"
+    fusion: str = "auto"
 
     @property
     def case_id(self) -> str:
@@ -100,10 +106,11 @@ def cases(grid: Grid) -> list[Case]:
     combos = list(itertools.product(*(grid.overrides[n] for n in names))) or [()]
     return [Case(net, plat, grid.batch, int(kb * 1024), bits, tuple(zip(names, combo,
                                                                           strict=True)),
-                 tuple(grid.schedules), model, objective)
+                 tuple(grid.schedules), model, objective, fusion)
             for net in grid.networks for plat in grid.platforms for kb in grid.buffer_kb
             for bits in grid.acc_bits for combo in combos
-            for model in (grid.traffic_models or [None]) for objective in grid.objectives]
+            for model in (grid.traffic_models or [None]) for objective in grid.objectives
+            for fusion in grid.fusion]
 
 
 _ACCURACY: dict[tuple, float] = {}
@@ -129,11 +136,11 @@ def _accuracy(network: str, weights: str, acc_bits: int, bound: str) -> float:
 
 
 def evaluate_case(case: Case, grid: Grid) -> pd.DataFrame:
-    """One row: the case's settings and the network totals of its per-layer best mapping
-    (seed 000 engine: cycles, energy, ...), and, for a traffic-model case, the least
-    off-accelerator traffic of the network's layers under that model (traffic_mb, with
-    compulsory_mb; elements at the platform's input/weight widths, partial sums at the
-    accumulator width). Non-seed000 models give traffic only."""
+    """One row: the case's settings and the network totals of its plan (`explore.network_plan`:
+    every layer, cores and fusion; cycles, energy, ... and the conv/fc layers' energy), and,
+    for a traffic-model case, the least off-accelerator traffic of the network's layers under
+    that model (traffic_mb, with compulsory_mb; elements at the platform's input/weight
+    widths, partial sums at the accumulator width). Non-seed000 models give traffic only."""
     overrides = dict(case.overrides)
     if "simd_lanes" in overrides:
         overrides["macs_per_cycle"] = overrides["simd_lanes"]
@@ -154,15 +161,19 @@ def evaluate_case(case: Case, grid: Grid) -> pd.DataFrame:
                    traffic_mb=table["traffic_bytes"].sum(min_count=len(table)) / 1e6,
                    compulsory_mb=table["compulsory_bytes"].sum() / 1e6)
     if case.traffic_model in (None, "seed000"):
-        per_layer = explore.explore_network(net, plat, case.schedules, objective=case.objective)
+        per_layer = explore.network_plan(net, plat, case.objective, case.fusion, case.schedules)
         totals = explore.network_totals(per_layer, plat)
+        tiled = per_layer[per_layer["kind"].isin(["conv", "fc"])]
         row.update({
-            "objective": case.objective,
+            "objective": case.objective, "fusion": case.fusion, "cores": plat.cores,
+            "most_cores_used": int(per_layer["cores"].max()),
+            "io_bound_layers": int((per_layer["bound"] == "I/O").sum()),
+            "conv_fc_energy_uj": float(tiled["energy_pj"].sum()) / 1e6,  # seed 000's scope
             "cycles": totals["cycles"], "time_ms": totals["time_ms"],
             "throughput_gops": totals["throughput_gops"],
             "energy_uj": totals["energy_pj"] / 1e6, "ext_accesses": totals["ext_accesses"],
             "dma_transfers": totals["dma_transfers"],
-            "schedules_used": ",".join(sorted(set(per_layer["schedule"])))})
+            "schedules_used": ",".join(sorted(set(tiled["schedule"])))})
     if case.network in grid.weights:
         row["accuracy"] = _accuracy(case.network, grid.weights[case.network], case.acc_bits,
                                     grid.bound)
