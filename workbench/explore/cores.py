@@ -18,7 +18,8 @@ needed because T·(E_A + E_B) does not separate). Ties: cycles, then bus traffic
 
 from __future__ import annotations
 
-import functools
+import dataclasses
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,45 +40,80 @@ ARRAYS = ("in", "w", "out")
 
 @dataclass(frozen=True, eq=False)
 class ShareRows:
-    """The fitting candidate rows of one share shape over the schedules (per core, elements)."""
+    """Candidate rows of one share shape over the schedules, in elements per core: straight
+    from the candidate sets' count vectors (per-array accesses only for the "arrays" kind)."""
 
     schedule: np.ndarray    # index into the schedules
     tiles: np.ndarray       # (N, 5)
-    acc: np.ndarray         # (N, 3) input, weight, output accesses
-    ext: np.ndarray         # their sum
+    acc: np.ndarray | None  # (N, 3) input, weight, output accesses ("arrays" kind)
+    ext: np.ndarray         # external accesses (their sum)
     dma: np.ndarray
     n: np.ndarray
     footprint: np.ndarray   # Bin+Bw+Bout
     tile_macs: np.ndarray
+    cap: float = np.inf     # rows with footprint up to this many elements are all here
+
+    def take(self, rows: np.ndarray | slice) -> ShareRows:
+        arrays = [None if f is None else f[rows] for f in
+                  (getattr(self, name) for name in list(self.__dataclass_fields__)[:-1])]
+        return ShareRows(*arrays, cap=self.cap)
 
 
-@functools.lru_cache(maxsize=2048)
-def _share_rows(key: tuple, layer: ConvLayer, schedules: tuple[str, ...], kind: str,
-                max_elems: float) -> ShareRows:
+_ROWS: OrderedDict[tuple, ShareRows] = OrderedDict()   # per shape: rows up to a footprint cap
+_ROWS_LIMIT = 2048
+
+
+def _rows_up_to(layer: ConvLayer, schedules: tuple[str, ...], kind: str,
+                cap: float) -> ShareRows:
+    """The candidate rows with footprint ≤ cap (elements), sorted by footprint."""
     sets = candidate_sets([(layer, s) for s in schedules], kind=kind)
-    parts = []
-    for si, (schedule, cs) in enumerate(zip(schedules, sets, strict=True)):
-        tiles = cs.tiles[cs.column("footprint_elems") <= max_elems]
-        c = counts_array(layer, tiles, schedule)
-        parts.append((np.full(len(tiles), si), tiles, c))
-    c = {k: np.concatenate([p[2][k] for p in parts]) for k in parts[0][2]}
-    tiles = np.concatenate([p[1] for p in parts])
-    return ShareRows(np.concatenate([p[0] for p in parts]), tiles,
-                     np.column_stack([c["in_accesses"], c["w_accesses"], c["out_accesses"]]),
-                     c["in_accesses"] + c["w_accesses"] + c["out_accesses"], c["dma_transfers"],
-                     c["n_tiles"], c["bin"] + c["bw"] + c["bout"],
-                     tiles.prod(axis=1) * (layer.Kx * layer.Ky))
+    fits = [np.flatnonzero(cs.column("footprint_elems") <= cap) for cs in sets]
+
+    def cat(name: str) -> np.ndarray:
+        return np.concatenate([cs.column(name)[f] for cs, f in zip(sets, fits, strict=True)])
+
+    acc = None
+    if kind == "arrays":
+        acc = np.column_stack([cat(f"{a}_accesses") for a in ARRAYS])
+        ext = acc.sum(axis=1)
+    else:
+        ext = cat("ext_accesses")
+    rows = ShareRows(np.concatenate([np.full(len(f), i) for i, f in enumerate(fits)]),
+                     np.concatenate([cs.tiles[f] for cs, f in zip(sets, fits, strict=True)]),
+                     acc, ext, cat("dma_transfers"), cat("n_tiles"), cat("footprint_elems"),
+                     cat("tile_elems") * (layer.Kx * layer.Ky))
+    return rows.take(np.argsort(rows.footprint, kind="stable"))
 
 
 def share_rows(layer: ConvLayer, platform: Platform, schedules: Sequence[str] = SCHEDULES,
                memory_bytes: float | None = None, kind: str | None = None) -> ShareRows:
-    """Candidate rows of a (share) layer that fit one core's memory (cached per shape); kind
-    "arrays" when an array's traffic is weighed apart (default: when the DMA broadcasts)."""
+    """Candidate rows of a (share) layer that fit one core's memory, in footprint order; kind
+    "arrays" when an array's traffic is weighed apart (default: when the DMA broadcasts).
+    Cached per shape up to the largest memory asked so far: a smaller memory is a prefix."""
     scale = platform.elem_bytes * (2 if platform.double_buffer else 1)
     limit = platform.local_mem_bytes if memory_bytes is None else memory_bytes
     if kind is None:
         kind = "arrays" if platform.dma_broadcast and platform.cores > 1 else "cost"
-    return _share_rows(shape_key(layer), layer, tuple(schedules), kind, float(limit // scale))
+    cap = float(limit // scale)
+    key = (shape_key(layer), tuple(schedules), kind)
+    rows = _ROWS.get(key)
+    if rows is None or rows.cap < cap:
+        rows = dataclasses.replace(_rows_up_to(layer, tuple(schedules), kind, cap), cap=cap)
+        _ROWS[key] = rows
+        if len(_ROWS) > _ROWS_LIMIT:
+            _ROWS.popitem(last=False)
+    _ROWS.move_to_end(key)
+    end = int(np.searchsorted(rows.footprint, cap, side="right"))
+    return rows.take(slice(0, end))
+
+
+def pick_accesses(rows: ShareRows, i: int, layer: ConvLayer,
+                  schedules: Sequence[str]) -> np.ndarray:
+    """Input, weight and output accesses (elements, one core) of row i."""
+    if rows.acc is not None:
+        return rows.acc[i]
+    c = counts_array(layer, rows.tiles[i:i + 1], schedules[int(rows.schedule[i])])
+    return np.array([c["in_accesses"][0], c["w_accesses"][0], c["out_accesses"][0]])
 
 
 def _price_share(rows: ShareRows, layer: ConvLayer, platform: Platform, split: str, k: int,
@@ -86,9 +122,9 @@ def _price_share(rows: ShareRows, layer: ConvLayer, platform: Platform, split: s
     """Cycles of one core and energy (pJ), bus traffic (elements) of all m cores of a share,
     per row (only `picks`; with parts when picks are given)."""
     p = platform
-    broadcast = p.dma_broadcast
-    shared = rows.acc[picks, ARRAYS.index(SHARED[split])]
+    broadcast = p.dma_broadcast and p.cores > 1  # the "arrays" rows of share_rows
     ext = rows.ext[picks]
+    shared = rows.acc[picks, ARRAYS.index(SHARED[split])] if broadcast else 0 * ext
     v = CountVector.of(rows.footprint[picks], ext, rows.dma[picks], rows.n[picks],
                        rows.tile_macs[picks], shared_accesses=shared)
     cont = Contention(k, n_shares if broadcast else k, p.dma_channels)
@@ -183,7 +219,7 @@ def _option(layer: ConvLayer, platform: Platform, objective: str, schedules: Seq
         copies = np.full(3, sh.cores)
         if platform.dma_broadcast:
             copies[ARRAYS.index(SHARED[split])] = 1
-        s["bus"] = r.acc[i] * copies
+        s["bus"] = pick_accesses(r, i, sh.layer, schedules) * copies
         for part in ("compute", "dma_setup", "local"):
             s[f"energy_{part}_pj"] = sh.cores * s[f"energy_{part}_pj"]
         s["energy_external_pj"] = s["energy_pj"] - (s["energy_compute_pj"]
