@@ -29,6 +29,7 @@ test: lint
 bench: $(STAMP)
 	$(PY) benchmarks/bench_explore.py
 	$(PY) benchmarks/bench_cores.py
+	$(PY) benchmarks/bench_fusion.py
 	$(PY) benchmarks/bench_quant.py
 	$(PY) benchmarks/bench_simd.py
 	$(PY) benchmarks/bench_dataflow.py
