@@ -168,6 +168,11 @@ def test_explore_cores_and_fusion_options() -> None:
     conv1 = next(row for row in doc["rows"] if row["layer"] == "conv1")
     assert not conv1["fused_out"]
     assert "4 core(s)" in doc["title"]
+    forced = run("explore", "lenet5", "--fusion", "force", "--fuse", "conv1=off", "--json")
+    assert forced.returncode == 0, forced.stderr
+    rows = {row["layer"]: row for row in json.loads(forced.stdout)["rows"]}
+    assert not rows["conv1"]["fused_out"] and not rows["relu1"]["folded"]
+    assert rows["conv2"]["fused_out"] or rows["relu2"]["folded"]
     for args, message in [(("--fuse", "conv1=maybe"), "fusion mode of layer 'conv1' must be"),
                           (("--fuse", "conv1"), "--fuse 'conv1': expected LAYER=MODE"),
                           (("--fuse", "prob=force"), "'prob': fusion forced, but it is the last"),

@@ -43,7 +43,9 @@ def fusion_modes(args: argparse.Namespace, net) -> str | dict[str, str]:
     """--fusion for every layer, with --fuse LAYER=MODE exceptions."""
     if not args.fuse:
         return args.fusion
-    modes = {layer.name: args.fusion for layer in net}
+    from workbench.explore.network import fusion_modes as expand
+
+    modes = dict(zip([layer.name for layer in net], expand(net, args.fusion), strict=True))
     for item in args.fuse:
         name, sep, mode = item.partition("=")
         if not sep:

@@ -136,7 +136,7 @@ def _key(row: dict, objective: str) -> tuple[float, float, float]:
     return (float(value), float(row["cycles"]), float(row["ext_accesses"]))
 
 
-def _modes(net: Network, fusion: str | Mapping[str, str]) -> list[str]:
+def fusion_modes(net: Network, fusion: str | Mapping[str, str]) -> list[str]:
     """Per layer mode; "force" for the whole network forces every boundary that can fuse."""
     names = [layer.name for layer in net]
     if isinstance(fusion, str):
@@ -169,7 +169,7 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
     network's external accesses with fusion off (when `compare_unfused`)."""
     check_objective(objective)
     layers = list(net)
-    modes = _modes(net, fusion)
+    modes = fusion_modes(net, fusion)
     n = len(layers)
     ok_boundary = [i + 1 < n and modes[i] != "off" and fusable(layers[i], layers[i + 1])
                    for i in range(n)]
