@@ -190,3 +190,9 @@ def test_data_functions_reshape_only() -> None:
     assert [viz.memory_label(b) for b in (128, 8192, 1 << 21)] == ["128 B", "8 KB", "2 MB"]
     with pytest.raises(WorkbenchError, match="unknown objective 'speed'"):
         ui.design_space(network="lenet5", objective="speed")
+
+
+def test_multi_core_platforms_are_said_to_be_per_core() -> None:
+    app = ui.design_space(network="lenet5", batch=1, platform="shave")
+    assert "one of the 12 cores" in app.totals.value
+    assert "cores" not in ui.design_space(network="lenet5", batch=1).totals.value

@@ -270,7 +270,10 @@ class DesignSpaceApp:
         return (f"<b>{self.net.name}</b>, batch {self.net.batch}, {label} local memory: "
                 f"<b>{t['time_ms']:,.3f} ms</b> · <b>{t['energy_pj'] / 1e6:,.1f} µJ</b> · "
                 f"{t['throughput_gops']:,.2f} GOps/s · {t['traffic_mb']:,.3f} MB external "
-                f"traffic — mappings chosen by <b>{self.objective.value}</b>")
+                f"traffic — mappings chosen by <b>{self.objective.value}</b>"
+                + (f" · conv/fc layers on one of the {self.platform.cores} cores (splits over "
+                   "cores: notebook 08, <code>workbench explore</code>)"
+                   if self.platform.cores > 1 else ""))
 
     # layout --------------------------------------------------------------------------------
     @functools.cached_property
