@@ -89,7 +89,8 @@ def _totals(v_footprint, v_ext, v_n, v_rho, v_rho_dma, v_tile_macs, v_shared, lo
     setup = setup_1 * queue
     three_setup = 3.0 * setup
     for i in range(len(v_n)):
-        cc_tile = v_tile_macs[i] / macs if np.isnan(cc_const) else cc_const
+        cc_tile = v_tile_macs[i] / macs if np.isnan(cc_const[0]) else \
+            cc_const[i if len(cc_const) > 1 else 0]
         dma_rest = v_rho_dma[i] * setup
         dsp = (v_n[i] - 1.0) * cc_tile + dma_rest
         n_local = local[layer_of[i]]
@@ -104,7 +105,7 @@ def _totals(v_footprint, v_ext, v_n, v_rho, v_rho_dma, v_tile_macs, v_shared, lo
 
 
 def price(platform: Platform, v: CountVector, n_local: float | np.ndarray,
-          tile_cycles: float | None = None, parts: bool = True, energy: bool = True,
+          tile_cycles: float | np.ndarray | None = None, parts: bool = True, energy: bool = True,
           layer_of: np.ndarray | None = None, contention: Contention = SINGLE) -> dict:
     """Cycles and energy (pJ) of counted rows; by part unless parts=False (then only
     "cycles" and, if energy, "energy_pj"). n_local: local-memory accesses per layer
@@ -128,20 +129,31 @@ def price(platform: Platform, v: CountVector, n_local: float | np.ndarray,
     out = {"cycles": np.empty(rows), "energy_pj": np.empty(rows)}
     want_energy = energy or parts
     _totals(v.footprint, v.ext, v.n, v.rho, v.rho_dma, v.tile_macs, v.shared, local, layer_of,
-            np.nan if tile_cycles is None else float(tile_cycles), pf, p.double_buffer,
+            _tile_cycles(tile_cycles, rows), pf, p.double_buffer,
             want_energy, out["cycles"], out["energy_pj"])
     if not want_energy:
         del out["energy_pj"]
     return out | (_parts(p, v, local[layer_of], tile_cycles, contention) if parts else {})
 
 
-def _parts(p: Platform, v: CountVector, n_local: np.ndarray, tile_cycles: float | None,
+def _tile_cycles(tile_cycles: float | np.ndarray | None, rows: int) -> np.ndarray:
+    """CC_tile given by the caller: one number, or one per row ([nan]: from the MACs)."""
+    if tile_cycles is None:
+        return np.array([np.nan])
+    cc = np.atleast_1d(np.asarray(tile_cycles, dtype=np.float64))
+    if cc.size not in (1, rows) or np.isnan(cc).any():
+        raise ValueError(f"tile_cycles: one number or one per row ({rows}), no NaN")
+    return cc
+
+
+def _parts(p: Platform, v: CountVector, n_local: np.ndarray,
+           tile_cycles: float | np.ndarray | None,
            contention: Contention = SINGLE) -> dict[str, np.ndarray]:
     """The cycle and energy breakdowns of `price` (same expressions as `_totals`)."""
     k_priv, k_shared, queue = contention.factors
     setup = p.dma_setup_cycles * queue
     cc_tile = v.tile_macs / p.macs_per_cycle if tile_cycles is None \
-        else np.full(v.n.shape, float(tile_cycles))
+        else np.broadcast_to(_tile_cycles(tile_cycles, len(v.n)), v.n.shape).copy()
     dma_rest = v.rho_dma * setup
     dsp = (v.n - 1.0) * cc_tile + dma_rest
     traffic = k_priv * (v.ext - v.shared) + k_shared * v.shared

@@ -19,6 +19,7 @@ memory (concat: none, DMA only). CC_tile = ops of a full chunk / simd_lanes.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -229,17 +230,35 @@ def kept_bytes(layer: Layer, platform: Platform, kept: tuple[bool, bool]) -> int
     return maps * layer.On * platform.elem_bytes
 
 
-def _evaluate(layer: Layer, platform: Platform, k: int, rows: np.ndarray, maps: np.ndarray,
-              parts: bool = True, fitting: bool = False,
-              kept: tuple[bool, bool] = (False, False)) -> dict[str, np.ndarray]:
-    """Chunk sizes (rows[i], maps[i]) on k cores (only those fitting local memory if
-    `fitting`): cycles and cycle parts of the slowest core; energy, accesses, transfers and
-    chunks summed over the cores; footprint the largest core's. A kept input or output map
-    (`kept`, fusion) stays in local memory beside the buffers: no external traffic."""
+def _count_matrix(layer: Layer, k: int, rows: np.ndarray,
+                  maps: np.ndarray) -> dict[str, np.ndarray]:
+    """`chunk_counts` of every core (axis 0) and chunk (axis 1), platform-free."""
     per = [chunk_counts(layer, rows, maps, s) for s in split_maps(geometry(layer).units, k)]
     mat = {f.name: np.stack([np.broadcast_to(getattr(c, f.name), rows.shape) for c in per])
            for f in fields(StreamCounts)}
     mat["footprint"] = mat["in_buffer"] + mat["out_buffer"]
+    return mat
+
+
+@functools.lru_cache(maxsize=512)
+def _grid(layer: Layer, k: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Every chunk (rows, maps) of k cores' shares and its counts (cached: platform-free)."""
+    g = geometry(layer)
+    r, m = np.meshgrid(np.arange(1, g.out_rows + 1), np.arange(1, -(-g.units // k) + 1),
+                       indexing="ij")
+    return r.ravel(), m.ravel(), _count_matrix(layer, k, r.ravel(), m.ravel())
+
+
+def _evaluate(layer: Layer, platform: Platform, k: int, rows: np.ndarray, maps: np.ndarray,
+              parts: bool = True, fitting: bool = False,
+              kept: tuple[bool, bool] = (False, False),
+              counted: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Chunk sizes (rows[i], maps[i]) on k cores (`counted`: their `_count_matrix`; only
+    those fitting local memory if `fitting`): cycles and cycle parts of the slowest core;
+    energy, accesses, transfers and chunks summed over the cores; footprint the largest
+    core's. A kept input or output map (`kept`, fusion) stays in local memory beside the
+    buffers: no external traffic."""
+    mat = _count_matrix(layer, k, rows, maps) if counted is None else counted
     need = _needed_bytes(mat["footprint"].max(axis=0), platform)
     room = platform.local_mem_bytes - kept_bytes(layer, platform, kept)
     keep = need <= room if fitting else np.ones(len(rows), dtype=bool)
@@ -251,16 +270,8 @@ def _evaluate(layer: Layer, platform: Platform, k: int, rows: np.ndarray, maps: 
                                mat["dma_transfers"].ravel(), mat["chunks"].ravel(),
                                np.zeros(tile.size))
     local = mat["local_accesses"].ravel().astype(np.float64)
-    res: dict[str, np.ndarray] = {}
-    order = np.argsort(tile, kind="stable")
-    values, starts = np.unique(tile[order], return_index=True)
-    for cycles, lo, hi in zip(values, starts, [*starts[1:], tile.size], strict=True):
-        idx = order[lo:hi]  # the rows of one tile time: price takes one per call
-        v = perf.CountVector(*(getattr(full, f.name)[idx] for f in fields(perf.CountVector)))
-        priced = perf.price(platform, v, local[idx], tile_cycles=float(cycles), parts=parts,
-                            layer_of=np.arange(idx.size), contention=contention)
-        for key, value in priced.items():
-            res.setdefault(key, np.empty(tile.size))[idx] = value
+    res = perf.price(platform, full, local, tile_cycles=tile, parts=parts,
+                     layer_of=np.arange(tile.size), contention=contention)
     n = int(keep.sum())
     slow = res["cycles"].reshape(k, n).argmax(axis=0) if n else np.zeros(0, dtype=np.int64)
     out = {"cores": np.full(n, k), "rows": rows[keep], "maps": maps[keep]}
@@ -303,13 +314,12 @@ def _candidates(layer: Layer, platform: Platform, cores: int | None,
             f"layer {layer.name!r}: no chunk of this {layer.kind} layer fits "
             f"{platform.local_mem_bytes} B of local memory (the smallest needs {smallest} B"
             f"{', double-buffered' if platform.double_buffer else ''})")
-    per_k = []
+    out = []
     for k in range(1, min(limit, g.units) + 1):
-        r, m = np.meshgrid(np.arange(1, g.out_rows + 1), np.arange(1, -(-g.units // k) + 1),
-                           indexing="ij")
-        per_k.append(_evaluate(layer, platform, k, r.ravel(), m.ravel(), parts=False,
-                               fitting=True, kept=kept))
-    return per_k
+        rows, maps, counted = _grid(layer, k)
+        out.append(_evaluate(layer, platform, k, rows, maps, parts=False, fitting=True,
+                             kept=kept, counted=counted))
+    return out
 
 
 def _check_objective(objective: str) -> None:
