@@ -6,6 +6,7 @@ import argparse
 import html
 import json
 import re
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -59,7 +60,8 @@ def best_per_layer(args: argparse.Namespace) -> tuple[pd.DataFrame, dict, str]:
     net = layers.load_network(args.network, batch=args.batch)
     plat = platform_of(args)
     per_layer = explore.network_plan(net, plat, args.objective, fusion_modes(args, net),
-                                     tuple(args.schedule or SCHEDULES), compare_unfused=True)
+                                     tuple(args.schedule or SCHEDULES), compare_unfused=True,
+                                     progress=not args.json and sys.stderr.isatty())
     totals = explore.network_totals(per_layer, plat)
     totals["unfused_ext_accesses"] = per_layer.attrs["unfused_ext_accesses"]
     title = (f"{net.name} (batch {net.batch}) on {plat.name}: {plat.cores} core(s), "

@@ -85,6 +85,11 @@ def _rows_up_to(layer: ConvLayer, schedules: tuple[str, ...], kind: str,
     return rows.take(np.argsort(rows.footprint, kind="stable"))
 
 
+def broadcasts(platform: Platform) -> bool:
+    """Whether shared fetches cross the bus once per share (then rows are of "arrays" kind)."""
+    return platform.dma_broadcast and platform.cores > 1
+
+
 def share_rows(layer: ConvLayer, platform: Platform, schedules: Sequence[str] = SCHEDULES,
                memory_bytes: float | None = None, kind: str | None = None) -> ShareRows:
     """Candidate rows of a (share) layer that fit one core's memory, in footprint order; kind
@@ -93,7 +98,7 @@ def share_rows(layer: ConvLayer, platform: Platform, schedules: Sequence[str] = 
     scale = platform.elem_bytes * (2 if platform.double_buffer else 1)
     limit = platform.local_mem_bytes if memory_bytes is None else memory_bytes
     if kind is None:
-        kind = "arrays" if platform.dma_broadcast and platform.cores > 1 else "cost"
+        kind = "arrays" if broadcasts(platform) else "cost"
     cap = float(limit // scale)
     key = (shape_key(layer), tuple(schedules), kind)
     rows = _ROWS.get(key)
@@ -122,7 +127,7 @@ def _price_share(rows: ShareRows, layer: ConvLayer, platform: Platform, split: s
     """Cycles of one core and energy (pJ), bus traffic (elements) of all m cores of a share,
     per row (only `picks`; with parts when picks are given)."""
     p = platform
-    broadcast = p.dma_broadcast and p.cores > 1  # the "arrays" rows of share_rows
+    broadcast = broadcasts(p)
     ext = rows.ext[picks]
     shared = rows.acc[picks, ARRAYS.index(SHARED[split])] if broadcast else 0 * ext
     v = CountVector.of(rows.footprint[picks], ext, rows.dma[picks], rows.n[picks],
@@ -217,7 +222,7 @@ def _option(layer: ConvLayer, platform: Platform, objective: str, schedules: Seq
     sel = [{key: val[0] for key, val in s.items()} for s in sel]
     for s, r, i, sh in zip(sel, found, picks, parts, strict=True):
         copies = np.full(3, sh.cores)
-        if platform.dma_broadcast:
+        if broadcasts(platform):
             copies[ARRAYS.index(SHARED[split])] = 1
         s["bus"] = pick_accesses(r, i, sh.layer, schedules) * copies
         for part in ("compute", "dma_setup", "local"):
@@ -273,12 +278,23 @@ def network_cores(layer_list: Sequence[ConvLayer], platform: Platform,
                   splits: Sequence[str] = SPLITS, memory_bytes: float | None = None,
                   local_traffic: bool = True, progress: bool = False) -> pd.DataFrame:
     """`best_split` of every layer, in order (one row each)."""
-    if progress:  # build the missing candidate sets with a bar first
-        kind = "arrays" if platform.dma_broadcast and platform.cores > 1 else "cost"
-        pairs = [(sh.layer, s) for layer in layer_list for split in splits
-                 for k in range(1, max_cores(layer, split, platform.cores) + 1)
-                 for sh in shares(layer, split, k) for s in schedules]
-        candidate_sets(pairs, progress=True, kind=kind)
+    if progress:
+        prebuild(layer_list, platform, schedules, splits)
     return pd.DataFrame([best_split(layer, platform, objective, schedules, splits,
                                     memory_bytes, local_traffic) for layer in layer_list]
                         ).reset_index(drop=True)
+
+
+def prebuild(layer_list: Sequence[ConvLayer], platform: Platform,
+             schedules: Sequence[str] = SCHEDULES, splits: Sequence[str] = SPLITS,
+             single_core_arrays: bool = False) -> None:
+    """Build the missing candidate sets of every share with a progress bar (stderr); with
+    `single_core_arrays` also the whole layers' "arrays" sets (fusion's kept variants)."""
+    kind = "arrays" if broadcasts(platform) else "cost"
+    pairs = [(sh.layer, s) for layer in layer_list for split in splits
+             for k in range(1, max_cores(layer, split, platform.cores) + 1)
+             for sh in shares(layer, split, k) for s in schedules]
+    candidate_sets(pairs, progress=True, kind=kind)
+    if single_core_arrays:
+        candidate_sets([(layer, s) for layer in layer_list for s in schedules],
+                       progress=True, kind="arrays")

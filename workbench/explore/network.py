@@ -28,7 +28,7 @@ import pandas as pd
 
 from workbench import streaming
 from workbench.errors import WorkbenchError
-from workbench.explore.cores import best_split, share_rows
+from workbench.explore.cores import best_split, prebuild, share_rows
 from workbench.explore.query import OBJECTIVE_COLUMNS, check_objective, ranking
 from workbench.layers.network import Network
 from workbench.layers.spec import ActivationLayer, ConcatLayer, EltwiseLayer, Layer
@@ -162,14 +162,18 @@ def fusion_modes(net: Network, fusion: str | Mapping[str, str]) -> list[str]:
 def network_plan(net: Network, platform: Platform, objective: str = "cycles",
                  fusion: str | Mapping[str, str] = "auto",
                  schedules: Sequence[str] = SCHEDULES, local_traffic: bool = True,
-                 compare_unfused: bool = False) -> pd.DataFrame:
+                 compare_unfused: bool = False, progress: bool = False) -> pd.DataFrame:
     """One row per layer in network order: cores, split, tile (conv/fc) or chunk (streamed),
     cycles and energy by part, external accesses, `fused_in`/`fused_out`, `folded`, `bound`
     ("compute" or "I/O"), throughput, utilization. df.attrs["unfused_ext_accesses"]: the same
-    network's external accesses with fusion off (when `compare_unfused`)."""
+    network's external accesses with fusion off (when `compare_unfused`). `progress`: a bar
+    on stderr while missing candidate sets are built."""
     check_objective(objective)
     layers = list(net)
     modes = fusion_modes(net, fusion)
+    if progress:
+        prebuild(net.tiled_layers(), platform, schedules,
+                 single_core_arrays=any(mode != "off" for mode in modes))
     n = len(layers)
     ok_boundary = [i + 1 < n and modes[i] != "off" and fusable(layers[i], layers[i + 1])
                    for i in range(n)]
