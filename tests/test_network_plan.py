@@ -117,3 +117,17 @@ def test_fusion_modes_and_errors():
     off = network_plan(net, platforms.load_platform("idsp"), fusion={"conv1": "off"})
     first = off.set_index("layer")
     assert not first.loc["conv1", "fused_out"] and not first.loc["relu1", "folded"]
+
+
+def test_network_roofline_shows_every_layer_with_traffic():
+    from workbench import viz
+
+    net = layers.load_network("lenet5")
+    plat = platforms.load_platform("shave")
+    plan = network_plan(net, plat)
+    fig = viz.network_roofline(plan, plat)
+    points = next(r for r in fig.renderers if "layer" in r.data_source.data).data_source.data
+    moving = plan[plan["ext_accesses"] > 0]
+    assert points["layer"] == moving["layer"].tolist()
+    assert set(points["bound"]) <= {"compute", "I/O"}
+    assert {"pool", "conv", "fc"} <= set(points["kind"])

@@ -252,7 +252,8 @@ def _frame(net: Network, platform: Platform, objective: str, plan: list) -> pd.D
     df["work_ops"] = np.where(df["macs"] > 0, 2.0 * df["macs"], df["ops"])
     df["throughput_gops"] = platform.clock_mhz * df["work_ops"] / df["cycles"] * 1e-3
     df["utilization"] = df["macs"] / (platform.macs_per_cycle * df["cores"]) / df["cycles"]
-    df["ctc"] = df["work_ops"] / (df["ext_accesses"].clip(lower=1) * platform.elem_bytes)
+    ext_bytes = (df["ext_accesses"] * platform.elem_bytes).where(df["ext_accesses"] > 0)
+    df["ctc"] = df["work_ops"] / ext_bytes   # NaN: no external traffic (fused or folded)
     df["edp"] = df["cycles"] * df["energy_pj"]
     for col in ("dma_transfers", "ext_accesses", "cores"):
         df[col] = df[col].astype(np.int64)

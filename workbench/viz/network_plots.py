@@ -37,8 +37,9 @@ def network_roofline(per_layer: pd.DataFrame, platform: Platform,
                      title: str | None = None) -> figure:
     """Every layer of a network plan on one roofline: x = work per external byte (ops/byte),
     y = GOps/s; roofs of all the platform's cores (MAC peak) and of the shared bus. Conv/fc
-    work is 2 ops per MAC, the other layers' their vector ops; colour: compute- or I/O-bound."""
-    rows = per_layer[per_layer["cycles"] > 0]
+    work is 2 ops per MAC, the other layers' their vector ops; colour: compute- or I/O-bound.
+    Layers with no external traffic (kept maps, folded activations) have no point."""
+    rows = per_layer[(per_layer["cycles"] > 0) & np.isfinite(per_layer["ctc"])]
     ctc = rows["ctc"].to_numpy(dtype=float)
     lo, hi = max(float(ctc.min()) / 4, 1e-3), float(ctc.max()) * 4
     peak = platform.peak_gops * platform.cores
