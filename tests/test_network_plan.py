@@ -131,3 +131,67 @@ def test_network_roofline_shows_every_layer_with_traffic():
     assert points["layer"] == moving["layer"].tolist()
     assert set(points["bound"]) <= {"compute", "I/O"}
     assert {"pool", "conv", "fc"} <= set(points["kind"])
+
+
+def test_pool_folded_into_its_conv_by_hand():
+    """Seed 003 §2.1.2: a 3x3 conv and a 2x2 pool computed together; 8x8 output, 2 maps."""
+    from workbench.explore import pool_fold
+
+    conv = conv_from_input("conv", (1, 10, 10), 2, (3, 3), (1, 1), (0, 0))   # 2 x 8 x 8
+    pool = PoolLayer("pool", 2, 8, 8, 2, 2, 2, 2)
+    assert pool_fold.foldable(conv, pool)
+    assert not pool_fold.foldable(conv, PoolLayer("p3", 2, 8, 8, 3, 3, 2, 2))  # overlapping
+    plat = platforms.load_platform("idsp")
+    row, pooled = pool_fold.best_folded(conv, pool, plat, "accesses", False, False,
+                                        ["inter_kc"], True)
+    # whole layer in one tile: input 100, weights 18, and 2x4x4 = 32 pooled outputs (not 128)
+    assert (row["in_accesses"], row["w_accesses"], row["out_accesses"]) == (100, 18, 32)
+    assert pooled["ext_accesses"] == 0 and pooled["cycles"] == pool.ops / plat.simd_lanes
+
+
+@settings(max_examples=15, deadline=None)
+@given(ox=st.sampled_from([2, 4, 6]), oy=st.sampled_from([2, 4]), oc=st.integers(1, 3),
+       kc=st.integers(1, 3), memory=st.sampled_from([512, 2048, 1 << 20]),
+       kin=st.booleans(), kout=st.booleans(),
+       objective=st.sampled_from(["cycles", "energy", "accesses", "edp"]))
+def test_pool_fold_search_equals_every_aligned_tile(ox, oy, oc, kc, memory, kin, kout,
+                                                    objective):
+    from workbench import perf, tiling
+    from workbench.explore import pool_fold
+
+    conv = ConvLayer("c", Ox=ox, Oy=oy, Oc=oc, Kx=3, Ky=3, Kc=kc)
+    pool = PoolLayer("p", oc, ox, oy, 2, 2, 2, 2)
+    plat = platforms.load_platform("idsp", local_mem_bytes=memory, register_file_bytes=16)
+    got = pool_fold.best_folded(conv, pool, plat, objective, kin, kout, tiling.SCHEDULES, True)
+    kept = (kin * conv.Kc * conv.Iy * conv.Ix + kout * oc * (ox // 2) * (oy // 2)) * 2
+    best = None
+    for schedule in tiling.SCHEDULES:
+        for tiles in tiling.gen_tiles(conv, reduced=False):
+            tiles = tiles[(tiles[:, 0] % 2 == 0) & (tiles[:, 1] % 2 == 0)]
+            c = tiling.counts_array(conv, tiles, schedule)
+            fp = (c["bin"] + c["bw"] + c["bout"]) * 4
+            tiles, c = tiles[fp + kept <= memory], {k: v[fp + kept <= memory]
+                                                    for k, v in c.items()}
+            if not len(tiles):
+                continue
+            final = (-(-ox // tiles[:, 0])) * (-(-oy // tiles[:, 1])) * \
+                (-(-oc // tiles[:, 2])) * c["bout"]
+            ext = (not kin) * c["in_accesses"] + c["w_accesses"] + \
+                (not kout) * final // 4 + c["out_accesses"] - final
+            p = perf.price(plat, perf.CountVector.of(
+                c["bin"] + c["bw"] + c["bout"], ext, c["dma_transfers"], c["n_tiles"],
+                tiles.prod(1) * 9), perf.layer_local_accesses(conv, plat, True))
+            cyc = p["cycles"] + pool.ops / plat.simd_lanes
+            en = p["energy_pj"] + pool.ops / plat.simd_lanes * plat.core_pj_per_cycle
+            value = {"cycles": cyc, "energy": en, "accesses": ext, "edp": cyc * en}[objective]
+            best = value.min() if best is None else min(best, value.min())
+    if best is None:
+        assert got is None
+        return
+    row, pooled = got
+    total = {"cycles": row["cycles"] + pooled["cycles"],
+             "energy": row["energy_pj"] + pooled["energy_pj"],
+             "accesses": row["ext_accesses"],
+             "edp": (row["cycles"] + pooled["cycles"]) * (row["energy_pj"]
+                                                         + pooled["energy_pj"])}[objective]
+    assert total == pytest.approx(float(best), rel=1e-12)

@@ -11,7 +11,9 @@ externally. Both must then fit their working set beside the kept map(s) (a map k
 in and one on the way out both count), and a fused run executes on one core, whose local memory
 holds the map; DMA setups are still paid (window moves inside local memory). An element-wise
 activation right after a conv/fc layer can also be folded into it: applied to each output tile
-before it is written (no memory, no traffic; its vector operations run on the producer's cores).
+before it is written (no memory, no traffic; its vector operations run on the producer's cores),
+and so can a non-overlapping pooling layer after it, activation or not (`pool_fold`, seed 003
+§2.1.2): the conv then writes only pooled outputs, on one core.
 
 The choice is exact: a shortest path over the boundaries (state: is the map entering this layer
 kept?), the sum of the layers' objective values (then cycles, then external accesses) being the
@@ -28,6 +30,7 @@ import pandas as pd
 
 from workbench import streaming
 from workbench.errors import WorkbenchError
+from workbench.explore import pool_fold
 from workbench.explore.cores import best_split, prebuild, share_rows
 from workbench.explore.query import OBJECTIVE_COLUMNS, check_objective, ranking
 from workbench.layers.network import Network
@@ -201,6 +204,30 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
             return [False]
         return [True] if modes[i] == "force" else [False, True]
 
+    def _fold_pool(i: int, kin: bool, key: tuple, plan: list) -> None:
+        """conv (+ activation) + pool in one pass: pool_fold."""
+        if not (layers[i].tiled and ok_boundary[i]):
+            return
+        j, act = i + 1, None
+        if isinstance(layers[j], ActivationLayer) and ok_boundary[j]:
+            j, act = j + 1, layers[j]
+        if not pool_fold.foldable(layers[i], layers[j]):
+            return
+        for kout in outs(j):
+            if (i, j, kin, kout) not in cache:
+                cache[i, j, kin, kout] = pool_fold.best_folded(
+                    layers[i], layers[j], platform, objective, kin, kout, schedules,
+                    local_traffic)
+            if cache[i, j, kin, kout] is None:
+                continue
+            row, pooled = cache[i, j, kin, kout]
+            steps = [(i, kin, kout, row)]
+            if act is not None:
+                steps.append((i + 1, False, kout, _folded(act, 1, platform)))
+            steps.append((j, False, kout, pooled))
+            _relax(best, j + 1, kout, key, [_key(r, objective) for *_, r in steps],
+                   plan + steps)
+
     # shortest path: best[i][kept] = (key, plan) for the boundary before layer i
     best: list[dict[bool, tuple]] = [{False: ((0.0, 0.0, 0.0), [])}] + [{} for _ in range(n)]
     for i in range(n):
@@ -209,6 +236,7 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
                 if (row := cost(i, kin, kout)) is not None:
                     _relax(best, i + 1, kout, key, [_key(row, objective)],
                            plan + [(i, kin, kout, row)])
+            _fold_pool(i, kin, key, plan)
             # an activation folded into its conv/fc producer: the pair writes one map
             if layers[i].tiled and ok_boundary[i] and isinstance(layers[i + 1], ActivationLayer):
                 for kout in outs(i + 1):

@@ -9,6 +9,7 @@ double-buffered) plus the kept maps fit the local memory.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from workbench import streaming
@@ -26,8 +27,13 @@ def trace_plan(net: Network, platform: Platform, plan: pd.DataFrame) -> pd.DataF
     if list(plan["layer"]) != [layer.name for layer in layers]:
         raise WorkbenchError("trace_plan: the plan's layers are not the network's")
     scale = platform.elem_bytes * (2 if platform.double_buffer else 1)
+    rows = list(plan.itertuples(index=False))
+    last = list(range(len(rows)))   # the last layer of the folded group each layer starts
+    for i in reversed(range(len(rows) - 1)):
+        if rows[i + 1].folded:
+            last[i] = last[i + 1]
     out, kept_before = [], False
-    for layer, row in zip(layers, plan.itertuples(index=False), strict=True):
+    for i, (layer, row) in enumerate(zip(layers, rows, strict=True)):
         if row.fused_in and not kept_before and not row.folded:
             raise WorkbenchError(f"layer {layer.name!r} reads a kept map nobody kept")
         moved, peak = {"in": 0, "w": 0, "out": 0}, 0
@@ -35,10 +41,20 @@ def trace_plan(net: Network, platform: Platform, plan: pd.DataFrame) -> pd.DataF
             pass
         elif layer.tiled:
             tiles = [Tile(*tile) for _, _, tile in row.shares]
+            pool = getattr(row, "pool_fold", None)
+            pool = pool if isinstance(pool, tuple) else None
             t = trace_cores(layer, row.split, int(row.cores), tiles,
                             [schedule for _, schedule, _ in row.shares],
-                            broadcast=platform.dma_broadcast and row.cores > 1)
+                            broadcast=platform.dma_broadcast and row.cores > 1,
+                            events=pool is not None)
             moved = dict(t.bus)
+            if pool is not None:  # each output box's last put is final: pooled on chip first
+                final = {}
+                for e in t.events:
+                    if e.array == "out" and e.direction == "put":
+                        final[e.core, e.box] = e.elements
+                done = sum(final.values())
+                moved["out"] += done // (pool[0] * pool[1]) - done
             peak = max(c.bin + c.bw + c.bout for c in t.counts)
         else:
             units = streaming.geometry(layer).units
@@ -51,8 +67,10 @@ def trace_plan(net: Network, platform: Platform, plan: pd.DataFrame) -> pd.DataF
             moved["in"] = 0
         if row.fused_out:
             moved["out"] = 0
-        kept = streaming.kept_bytes(layer, platform, (bool(row.fused_in) and not row.folded,
-                                                      bool(row.fused_out) and not row.folded))
+        kept = 0 if row.folded else (
+            bool(row.fused_in) * int(np.prod(layer.in_shape)) * layer.On
+            + bool(row.fused_out) * int(np.prod(layers[last[i]].out_shape))
+            * layers[last[i]].On) * platform.elem_bytes
         need = peak * scale + kept
         if need > platform.local_mem_bytes:
             raise WorkbenchError(f"layer {layer.name!r}: buffers and kept maps need {need} B, "
