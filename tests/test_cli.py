@@ -180,3 +180,16 @@ def test_explore_cores_and_fusion_options() -> None:
         bad = run("explore", "cifar10_quick", *args)
         assert bad.returncode != 0 and message in bad.stderr, (args, bad.stderr)
         assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_report_refuses_unknown_parameter_keys_and_unwritable_paths(tmp_path: Path) -> None:
+    """A --params key reaches the notebook only if its parameters cell assigns it: a key
+    carrying code is refused before any kernel starts."""
+    marker = tmp_path / "pwned"
+    key = f'batch\nimport os; os.system("touch {marker}")\nx'
+    out = run("report", "lenet5", "--params", f"{key}=1", "--out", str(tmp_path / "r.html"))
+    assert out.returncode != 0 and "unknown; parameters: batch" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not marker.exists()
+    bad = run("explore", "lenet5", "--csv", str(tmp_path / "missing" / "x.csv"))
+    assert bad.returncode == 2 and "cannot write or read" in bad.stderr
+    assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

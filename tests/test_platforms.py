@@ -58,3 +58,14 @@ def test_yang_memory_energy_table() -> None:
     assert platforms.memory_energy_pj_per_16b(2**30, 512) == 320
     with pytest.raises(WorkbenchError, match="not tabulated"):
         platforms.memory_energy_pj_per_16b(4 * 2**20, 64)
+
+
+def test_non_finite_and_fractional_fields_are_refused() -> None:
+    for field, value, rule in [("clock_mhz", float("nan"), "must be finite"),
+                               ("macs_per_cycle", float("inf"), "must be finite"),
+                               ("simd_lanes", 2.5, "must be a whole number"),
+                               ("elem_bytes", 1.5, "must be a whole number")]:
+        with pytest.raises(WorkbenchError, match=f"{field} {rule}"):
+            platforms.load_platform("idsp", **{field: value})
+    assert platforms.load_platform("idsp", elem_bytes=2.0).elem_bytes == 2
+    assert isinstance(platforms.load_platform("idsp", cores=4.0).cores, int)

@@ -110,6 +110,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `workbench show vgg16 | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # an output path in a missing or read-only folder, a full disk
+        where = f" {exc.filename!r}" if exc.filename else ""
+        print(f"workbench {args.command}: error: cannot write or read{where}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -74,9 +74,29 @@ def _resolved(name_or_path: str) -> str:
     return str(path.resolve()) if path.suffix and path.exists() else name_or_path
 
 
+def report_parameters(notebook: Path = REPORT_NOTEBOOK) -> tuple[str, ...]:
+    """The names the notebook's `parameters` cell assigns: the only parameters it takes."""
+    import ast
+    import json
+
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    for cell in cells:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            tree = ast.parse("".join(cell["source"]))
+            return tuple(t.id for node in tree.body if isinstance(node, ast.Assign)
+                         for t in node.targets if isinstance(t, ast.Name))
+    raise WorkbenchError(f"{notebook}: no cell tagged 'parameters'")
+
+
 def build_report(network: str, platform: str, out: str | Path, timeout_s: int = 600,
                  **params: Any) -> Path:
-    """Execute the report notebook for one network and platform and write the HTML file."""
+    """Execute the report notebook for one network and platform and write the HTML file.
+    Parameters must be names of the notebook's parameters cell (nothing else reaches it)."""
+    known = report_parameters()
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise WorkbenchError(f"report parameter(s) {unknown} unknown; parameters: "
+                             + ", ".join(k for k in known if k not in ("network", "platform")))
     executed = execute(REPORT_NOTEBOOK, {"network": _resolved(network),
                                          "platform": _resolved(platform), **params}, timeout_s)
     out = Path(out)

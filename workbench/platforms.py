@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,10 +62,19 @@ class Platform:
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            if field.type in ("int", "float") and (isinstance(value, bool)
-                                                   or not isinstance(value, int | float)):
+            if field.type not in ("int", "float"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
                 raise WorkbenchError(f"platform {self.name!r}: {field.name} must be a number, "
                                      f"got {value!r}")
+            if not math.isfinite(value):
+                raise WorkbenchError(f"platform {self.name!r}: {field.name} must be finite, "
+                                     f"got {value!r}")
+            if field.type == "int" and not isinstance(value, int):
+                if not float(value).is_integer():
+                    raise WorkbenchError(f"platform {self.name!r}: {field.name} must be a "
+                                         f"whole number, got {value!r}")
+                object.__setattr__(self, field.name, int(value))
         positive = ("clock_mhz", "bus_elems_per_cycle", "macs_per_cycle", "elem_bytes",
                     "local_mem_bytes", "register_file_bytes", "simd_lanes", "acc_bits",
                     "in_bits", "w_bits", "cores", "dma_channels", "local_access_bytes",

@@ -265,8 +265,10 @@ def _report_task(args: tuple[Case, Grid, Path]) -> tuple[str, str | None]:
     error = None
     for _attempt in range(grid.report_retries + 1):
         try:
+            cores = {k: v for k, v in case.overrides if k == "cores"}
             build_report(case.network, case.platform, path, timeout_s=grid.report_timeout_s,
-                         batch=case.batch, memory_kb=case.memory_bytes / 1024)
+                         batch=case.batch, memory_kb=case.memory_bytes / 1024,
+                         objective=case.objective, fusion=case.fusion, **cores)
             return case.case_id, None
         except Exception as exc:  # noqa: BLE001 - any failure is recorded, the others go on
             error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
