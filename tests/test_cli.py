@@ -193,3 +193,22 @@ def test_report_refuses_unknown_parameter_keys_and_unwritable_paths(tmp_path: Pa
     bad = run("explore", "lenet5", "--csv", str(tmp_path / "missing" / "x.csv"))
     assert bad.returncode == 2 and "cannot write or read" in bad.stderr
     assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_kernel_log_stays_out_of_the_callers_stderr(tmp_path: Path, capfd) -> None:
+    """What the kernel process itself prints on stderr (ipykernel's log: e.g. an interrupt when
+    a loaded machine shuts it down slowly) goes to its private log, not to the caller."""
+    import nbformat
+
+    from workbench.notebook_report import execute
+
+    nb = nbformat.v4.new_notebook(metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"}})
+    nb.cells = [nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("import os\nos.write(2, b'kernel-noise\\n')")]
+    path = tmp_path / "noise.ipynb"
+    nbformat.write(nb, str(path))
+    executed = execute(path, {"x": 2}, timeout_s=120)
+    assert executed.cells[-1].cell_type == "code"
+    assert "kernel-noise" not in capfd.readouterr().err

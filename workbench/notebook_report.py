@@ -20,7 +20,9 @@ text-align:right}h1,h2{font-weight:600}.jp-OutputPrompt,.jp-InputPrompt{display:
 def _kernel_manager_class(private_dir: Path):
     """A kernel manager talking to the kernel over local IPC sockets where the OS has them
     (the default TCP transport makes ipykernel warn about unencrypted traffic). The sockets
-    live in `private_dir`, one folder per run: concurrent runs never share a socket name."""
+    live in `private_dir`, one folder per run: concurrent runs never share a socket name. The
+    kernel's own log (stderr: e.g. an interrupt when a loaded machine shuts it down slowly)
+    goes to `private_dir`/kernel.log, quoted only if the kernel dies."""
     import os
 
     from jupyter_client.manager import KernelManager
@@ -34,6 +36,11 @@ def _kernel_manager_class(private_dir: Path):
             kwargs.setdefault("ip", str(private_dir / "kernel-ipc"))
             super().__init__(**kwargs)
 
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            with open(private_dir / "kernel.log", "ab") as log:  # the child keeps its copy
+                kw["stderr"] = log
+                await super()._async_launch_kernel(kernel_cmd, **kw)
+
     return IPCKernelManager
 
 
@@ -41,6 +48,7 @@ def execute(notebook: Path, parameters: dict[str, Any], timeout_s: int = 600) ->
     """Run a notebook with papermill; returns the executed nbformat notebook."""
     import nbformat
     import papermill as pm
+    from nbclient.exceptions import DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
     with tempfile.TemporaryDirectory(prefix="workbench-nb-") as tmp:
@@ -53,6 +61,11 @@ def execute(notebook: Path, parameters: dict[str, Any], timeout_s: int = 600) ->
         except PapermillExecutionError as exc:
             raise WorkbenchError(f"notebook {notebook.name} failed in cell "
                                  f"{exc.exec_count}: {exc.ename}: {exc.evalue}") from None
+        except DeadKernelError:
+            log = Path(tmp) / "kernel.log"
+            lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
+            raise WorkbenchError(f"notebook {notebook.name}: the kernel died"
+                                 + (f" ({lines[-1]})" if lines else "")) from None
         return nbformat.read(str(out), as_version=4)
 
 
