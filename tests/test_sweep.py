@@ -37,11 +37,11 @@ def test_killed_sweep_resumes_without_losing_or_duplicating_rows(tmp_path: Path)
     proc = _sweep([str(grid), "--out", str(tmp_path / "killed")])
     rows = tmp_path / "killed" / "rows"
     deadline = time.time() + 120
-    while time.time() < deadline and len(list(rows.glob("*.parquet"))) < 5:
+    while time.time() < deadline and len(list(rows.glob("*.json"))) < 5:
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)  # a real kill, mid-run
     proc.wait()
-    done = len(list(rows.glob("*.parquet")))
+    done = len(list(rows.glob("*.json")))
     assert 0 < done < total
     resumed = _sweep([str(grid), "--out", str(tmp_path / "killed"), "--json"])
     out, err = resumed.communicate(timeout=600)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 
 import pandas as pd
@@ -96,8 +98,16 @@ def _extra_commands() -> list[Callable[[argparse._SubParsersAction,
     return [cli_explore.register, cli_quant.register, cli_simd.register, cli_batch.register]
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM ends a command like Ctrl-C: its cleanup runs (a sweep stops its workers and
+    releases its directory), and what it committed stays."""
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         args.func(args)
         sys.stdout.flush()
@@ -105,7 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"workbench {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"workbench {args.command}: interrupted", file=sys.stderr)
+        print(f"workbench {args.command}: interrupted; what was committed is kept",
+              file=sys.stderr)
         return 130
     except BrokenPipeError:  # `workbench show vgg16 | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import time
 
 from workbench.errors import WorkbenchError
@@ -42,24 +43,56 @@ def cmd_report(args: argparse.Namespace) -> None:
 def cmd_sweep(args: argparse.Namespace) -> None:
     from workbench import sweep
 
+    if args.status:
+        if args.grid:
+            raise WorkbenchError("sweep: give either a grid file or --status DIR, not both")
+        lines = sweep.status(args.status)
+        print(json.dumps({"status": lines}) if args.json else "\n".join(lines))
+        return
+    if not args.grid or not args.out:
+        raise WorkbenchError("sweep: needs a grid file and --out DIR (or --status DIR)")
     grid = sweep.Grid.from_yaml(args.grid)
     if args.objective:
         grid = dataclasses.replace(grid, objectives=list(args.objective))
     total = len(sweep.cases(grid))
-    frame = sweep.run(grid, args.out, jobs=args.jobs, progress=not args.json)
-    failures = sweep.run_reports(grid, args.out, jobs=args.jobs,
-                                 progress=not args.json) if grid.reports else {}
+
+    def started(pool, pending: int) -> None:
+        if not args.json:
+            where = f"on {pool.workers} Dask worker(s)"
+            if pool.dashboard:
+                where += f", dashboard {pool.dashboard}"
+            print(f"{pending} of {total} cases to run {where}", file=sys.stderr, flush=True)
+
+    with sweep.executor(args.jobs, args.scheduler, engine="dask") as pool:
+        frame = sweep.run(grid, args.out, progress=not args.json, pool=pool, on_start=started)
+        failures = sweep.run_reports(grid, args.out, progress=not args.json,
+                                     pool=pool) if grid.reports else {}
     if args.json:
         print(json.dumps({"cases": total, "rows": len(frame), "report_failures": failures,
                           "failures": frame.attrs.get("failures", []),
+                          "notes": frame.attrs.get("notes", []),
+                          "client_writes": frame.attrs.get("client_writes", 0),
                           "results": f"{args.out}/results.parquet"}))
         return
+    for note in frame.attrs.get("notes", []):
+        print(f"note: {note}")
     for error in frame.attrs.get("failures", []):
         print(f"failed: {error}")
-    print(f"{len(frame)} of {total} cases in {args.out}/results.parquet")
+    print(f"{len(frame)} of {total} cases in {args.out}/results.parquet "
+          f"({frame.attrs['wall_s']:.1f} s)")
     print(sweep.grid_summary(frame).to_string(index=False))
     for case_id, error in failures.items():
         print(f"report for case {case_id} failed: {error}")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -73,10 +106,17 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--objective", choices=OBJECTIVES, default=None,
                    help="what 'best' means per layer (default cycles)")
     p.set_defaults(func=cmd_report)
-    p = sub.add_parser("sweep", parents=[common], help="evaluate a parameter grid (resumable)")
-    p.add_argument("grid", help="grid YAML file")
-    p.add_argument("--out", required=True, help="output directory (Parquet rows, reports)")
-    p.add_argument("--jobs", type=int, default=1, help="worker processes (capped at the cores)")
+    p = sub.add_parser("sweep", parents=[common],
+                       help="evaluate a parameter grid on Dask (resumable, exactly once)")
+    p.add_argument("grid", nargs="?", help="grid YAML file")
+    p.add_argument("--out", help="sweep directory (rows, results.parquet, reports)")
+    p.add_argument("--jobs", type=_positive, default=1,
+                   help="worker processes of the embedded Dask cluster (default 1)")
+    p.add_argument("--scheduler", default=None,
+                   help="run on an existing Dask cluster: tcp://HOST:PORT (default: "
+                        "$DASK_SCHEDULER_ADDRESS, else an embedded cluster)")
+    p.add_argument("--status", metavar="DIR", default=None,
+                   help="print done/failed/pending counts of a sweep directory and stop")
     p.add_argument("--objective", action="append", choices=OBJECTIVES,
                    help="rank mappings by this (repeat for several; default: the grid's "
                         "'objectives', else cycles)")

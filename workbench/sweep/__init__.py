@@ -1,0 +1,20 @@
+"""Parameter sweeps: a grid of networks × platforms × overrides × buffer sizes × accumulator
+widths × objectives, evaluated case by case in this process or on a Dask cluster, committed
+to a resumable results store (see `store`) exactly once per case."""
+
+from workbench.sweep.engine import DaskExecutor, LocalExecutor, executor
+from workbench.sweep.evaluate import case_layers, case_platform, evaluate_case
+from workbench.sweep.grid import Case, Grid, cases
+from workbench.sweep.runner import collect, load_grid, run, run_reports, status
+from workbench.sweep.store import SweepStore
+
+
+def grid_summary(frame, columns=("network", "platform", "local_mem_kb", "acc_bits", "objective",
+                                 "throughput_gops", "energy_uj", "accuracy")):
+    """The columns of a results frame worth printing (those present)."""
+    return frame[[c for c in columns if c in frame]]
+
+
+__all__ = ["Case", "DaskExecutor", "Grid", "LocalExecutor", "SweepStore", "case_layers",
+           "case_platform", "cases", "collect", "evaluate_case", "executor", "grid_summary",
+           "load_grid", "run", "run_reports", "status"]

@@ -1,0 +1,117 @@
+"""Quantized accuracy in a sweep, for any network with weights and data.
+
+Data per network come from the grid (`data: {net: file.npz}` with `calib_x`, `calib_y`,
+`test_x`, `test_y`; images N×C×H×W float, labels integer classes). Weights come from
+`weights: {net: file}` or, when absent, from the data file itself (keys "<layer>.weight" and
+"<layer>.bias"). A network shaped like MNIST (one 28×28 input map, ten outputs) without a data
+file uses the shipped MNIST digits. Any other network gets no accuracy, and a note says why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from workbench import layers
+from workbench.errors import FileFormatError, WorkbenchError
+from workbench.layers.network import Network
+
+DATA_KEYS = ("calib_x", "calib_y", "test_x", "test_y")
+CALIBRATION_IMAGES = 300  # images for range analysis and the search, as the quantize command
+
+
+def _input_shape(net: Network) -> tuple[int, ...]:
+    return tuple(next(iter(net)).in_shape)
+
+
+def is_mnist_shaped(net: Network) -> bool:
+    """One 28×28 input map and ten outputs: the shipped MNIST digits fit this network."""
+    return _input_shape(net) == (1, 28, 28) and int(np.prod(list(net)[-1].out_shape)) == 10
+
+
+def load_data(path: str | Path, net: Network) -> tuple[np.ndarray, ...]:
+    """(calib_x, calib_y, test_x, test_y) of a data file, checked against the network."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            missing = [k for k in DATA_KEYS if k not in z.files]
+            if missing:
+                raise FileFormatError(f"data file {str(path)!r}: missing array(s) {missing}; "
+                                      "needs " + ", ".join(DATA_KEYS))
+            arrays = tuple(z[k] for k in DATA_KEYS)
+    except (OSError, ValueError, EOFError) as exc:
+        raise FileFormatError(f"data file {str(path)!r}: cannot read as .npz "
+                              f"({type(exc).__name__})") from None
+    shape = _input_shape(net)
+    for name, x, y in (("calib", arrays[0], arrays[1]), ("test", arrays[2], arrays[3])):
+        if x.ndim != 4 or tuple(x.shape[1:]) != shape or not np.issubdtype(x.dtype,
+                                                                          np.floating):
+            raise FileFormatError(f"data file {str(path)!r}: {name}_x must be float images "
+                                  f"N×{'×'.join(map(str, shape))}, got {x.dtype} "
+                                  f"{list(x.shape)}")
+        if y.shape != (len(x),) or not np.issubdtype(y.dtype, np.integer):
+            raise FileFormatError(f"data file {str(path)!r}: {name}_y must hold one integer "
+                                  f"label per image ({len(x)}), got {y.dtype} {list(y.shape)}")
+        if len(x) == 0:
+            raise FileFormatError(f"data file {str(path)!r}: {name}_x holds no images")
+    return arrays
+
+
+def data_source(network: str, weights: str | None, data: str | None) -> tuple[str | None, str]:
+    """(source, reason): where the network's accuracy data come from ("mnist" or the data
+    file), or None with the reason there is none."""
+    net = layers.load_network(network)
+    if data is not None:
+        return data, ""
+    if weights is None:
+        return None, f"network {network!r} has no weights (grid 'weights' or 'data')"
+    if is_mnist_shaped(net):
+        return "mnist", ""
+    return None, (f"network {network!r} has weights but no calibration/test data: add "
+                  f"data: {{{network}: file.npz}} with " + ", ".join(DATA_KEYS))
+
+
+def check(network: str, weights: str | None, data: str | None) -> str:
+    """Fail fast (one line) on a bad data or weights file; returns the note for a network
+    without accuracy, '' otherwise."""
+    from workbench import quant
+
+    source, reason = data_source(network, weights, data)
+    if source is None:
+        return reason
+    net = layers.load_network(network)
+    if source != "mnist":
+        load_data(source, net)
+    quant.load_weights(weights or source, net)
+    return ""
+
+
+_ACCURACY: dict[tuple, float] = {}
+
+
+def accuracy(network: str, weights: str | None, data: str | None, acc_bits: int,
+             bound: str) -> float | None:
+    """Held-out accuracy of the network quantized for acc_bits, None without data (cached per
+    process). A width too narrow for any format gives NaN."""
+    key = (network, weights, data, acc_bits, bound)
+    if key in _ACCURACY:
+        return _ACCURACY[key]
+    source, _reason = data_source(network, weights, data)
+    if source is None:
+        return None
+    from workbench import quant
+    from workbench.quant import mnist
+
+    net = layers.load_network(network)
+    params = quant.load_weights(weights or source, net)
+    if source == "mnist":
+        (cx, cy), (tx, ty) = mnist.load("calib"), mnist.load("test")
+    else:
+        cx, cy, tx, ty = load_data(source, net)
+    n = CALIBRATION_IMAGES
+    try:
+        res = quant.search(net, params, cx[:n], cx[:n], cy[:n], acc_bits=acc_bits, bound=bound)
+        _ACCURACY[key] = float(quant.accuracy(net, params, tx, ty, res.config))
+    except WorkbenchError:
+        _ACCURACY[key] = float("nan")
+    return _ACCURACY[key]
