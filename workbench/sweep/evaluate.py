@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -13,6 +14,12 @@ from workbench.platforms import Platform
 from workbench.sweep import accuracy
 from workbench.sweep.grid import Case, Grid, cases
 from workbench.sweep.store import SweepStore
+
+
+@functools.lru_cache(maxsize=32)
+def _network(name: str, batch: int | None):
+    """The network of a case (networks are immutable: one parse per worker and batch)."""
+    return layers.load_network(name, batch=batch)
 
 
 def case_platform(case: Case) -> Platform:
@@ -32,7 +39,7 @@ def evaluate_case(case: Case, grid: Grid) -> dict:
     widths, partial sums at the accumulator width). Non-seed000 models give traffic only.
     With weights and data, the quantized held-out `accuracy` (0..1)."""
     plat = case_platform(case)
-    net = layers.load_network(case.network, batch=case.batch)
+    net = _network(case.network, case.batch)
     row = {"case_id": case.case_id, "network": case.network, "platform": case.platform,
            "batch": net.batch, "local_mem_kb": case.memory_bytes / 1024,
            "acc_bits": case.acc_bits, **{k: v for k, v in case.overrides}}
