@@ -70,11 +70,13 @@ def run(grid: Grid, out_dir: str | Path | None = None, jobs: int = 1, progress: 
     all_cases = cases(grid)
     grid_notes = notes(grid)
     store = SweepStore(out_dir) if out_dir is not None else None
+    if store is not None and store.root.is_dir() and not store.writable():
+        return _read_only(store, grid, grid_notes)
     own = pool is None
     start = time.perf_counter()
     with store.lock() if store is not None else _no_lock() as token:
         if store is not None:
-            store.write_grid(grid)
+            grid_notes += [n for n in [store.write_grid(grid), *store.clean()] if n]
             done = store.done_ids()
             todo = [c for c in all_cases if c.case_id not in done]
         else:
@@ -124,6 +126,20 @@ def run(grid: Grid, out_dir: str | Path | None = None, jobs: int = 1, progress: 
     frame.attrs.update(failures=failures, notes=grid_notes, wall_s=time.perf_counter() - start,
                        compute_s=compute, tasks=len(tasks), batch=size, workers=workers,
                        client_writes=client_writes)
+    return frame
+
+
+def _read_only(store: SweepStore, grid: Grid, grid_notes: list[str]) -> pd.DataFrame:
+    """A sweep directory this process cannot write: its rows when the grid is complete."""
+    ids = {c.case_id for c in cases(grid)}
+    pending = len(ids - store.done_ids())
+    if pending:
+        raise WorkbenchError(f"sweep directory {str(store.root)!r} is read-only and {pending} "
+                             "case(s) of this grid are pending there; use a writable --out")
+    frame = store.collect(grid, write=False)
+    frame.attrs.update(failures=[], notes=[*grid_notes, "read-only sweep directory: every "
+                                           "case is done, nothing was written"],
+                       wall_s=0.0, compute_s=0.0, tasks=0, batch=0, workers=0, client_writes=0)
     return frame
 
 

@@ -5,7 +5,8 @@ Layout of DIR:
 - `rows/<case_id>.json`: one case's row, a JSON object;
 - `failures/<case_id>.txt`: one case's one-line failure;
 - `results.parquet`, `failures.json`: every row and failure of the grid, gathered at the end;
-- `.lock`: the run that owns DIR (its token, host, pid and start time).
+- `.lock`: the run that owns DIR (its token, host, pid and start time);
+- `corrupt/`: row files that could not be read, moved aside (their cases run again).
 
 Exactly once: a case is written to a temporary file and renamed onto its id (`os.replace`,
 atomic on POSIX filesystems, NFS included), so a reader sees the whole row or none, and a case
@@ -34,9 +35,15 @@ from workbench.sweep.grid import Grid, cases
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    """Write whole or not at all; a failed write (a full disk) leaves no temporary file."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise WorkbenchError(f"cannot write {str(path)!r}: "
+                             f"{exc.strerror or type(exc).__name__}") from None
 
 
 def _plain(value: Any) -> Any:
@@ -147,8 +154,54 @@ class SweepStore:
             raise WorkbenchError(f"sweep output {str(self.root)!r}: cannot create "
                                  f"({exc.strerror or type(exc).__name__})") from None
 
-    def write_grid(self, grid: Grid) -> None:
-        _write_atomic(self.root / "grid.json", json.dumps(grid.__dict__, indent=1))
+    def writable(self) -> bool:
+        """Can this process create files in DIR (a probe file, so it also holds for root)?"""
+        probe = self.root / f".probe.{uuid.uuid4().hex}"
+        try:
+            probe.write_text("")
+            probe.unlink()
+            return True
+        except OSError:
+            return False
+
+    def write_grid(self, grid: Grid) -> str:
+        """Record the grid of this run; returns a note when it differs from the last one."""
+        path = self.root / "grid.json"
+        text = json.dumps(grid.__dict__, indent=1)
+        note = ""
+        if path.exists():
+            try:
+                before = path.read_text()
+            except OSError:
+                before = None
+            if before == text:
+                return ""
+            note = ("this directory was last run with another grid; its rows stay in rows/ "
+                    "and count wherever the grids share cases, the rest is left out of "
+                    "results.parquet")
+        _write_atomic(path, text)
+        return note
+
+    def clean(self) -> list[str]:
+        """Before a run: remove temporary files left by killed writers, and move row files
+        that cannot be read to corrupt/ (their cases are pending again). Returns a note per
+        moved file."""
+        for folder in (self.rows, self.failures_dir, self.root):
+            for tmp in folder.glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
+        moved = []
+        for path in self.rows.glob("*.json"):
+            try:
+                row = json.loads(path.read_text())
+                if not isinstance(row, dict) or row.get("case_id") != path.stem:
+                    raise ValueError("not this case's row")
+            except (OSError, ValueError) as exc:
+                aside = self.root / "corrupt"
+                aside.mkdir(exist_ok=True)
+                os.replace(path, aside / path.name)
+                moved.append(f"row file {path.name} could not be read ({type(exc).__name__}); "
+                             f"moved to {aside.name}/, its case runs again")
+        return moved
 
     def load_grid(self) -> Grid:
         path = self.root / "grid.json"
@@ -206,13 +259,15 @@ class SweepStore:
         return Status(n_done, len(failures), len(ids) - n_done - len(failures), failures,
                       running)
 
-    def collect(self, grid: Grid | None = None) -> pd.DataFrame:
+    def collect(self, grid: Grid | None = None, write: bool = True) -> pd.DataFrame:
         """Every committed row of the grid, in grid order; also written to results.parquet
-        (and the grid's failures to failures.json)."""
+        (and the grid's failures to failures.json) unless `write` is False."""
         grid = grid or self.load_grid()
         ids = [c.case_id for c in cases(grid)]
         done = self.done_ids()
         frame = pd.DataFrame(self.read_rows([i for i in ids if i in done]))
+        if not write:
+            return frame
         failed = self.failed()
         _write_atomic(self.root / "failures.json",
                       json.dumps([failed[i] for i in ids if i in failed and i not in done],
