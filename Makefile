@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_cores.py
 	$(PY) benchmarks/bench_fusion.py
 	$(PY) benchmarks/bench_sweep.py
+	$(PY) benchmarks/bench_sweep_browser.py
 	$(PY) benchmarks/bench_quant.py
 	$(PY) benchmarks/bench_simd.py
 	$(PY) benchmarks/bench_dataflow.py

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -212,3 +214,35 @@ def test_kernel_log_stays_out_of_the_callers_stderr(tmp_path: Path, capfd) -> No
     executed = execute(path, {"x": 2}, timeout_s=120)
     assert executed.cells[-1].cell_type == "code"
     assert "kernel-noise" not in capfd.readouterr().err
+
+
+def test_report_on_a_terminal_shows_progress(tmp_path: Path) -> None:
+    """On a terminal, `workbench report` shows the executed cells, elapsed time and ETA (the
+    bar is left out when stderr is not a terminal, as in the test above)."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the command on a pseudo-terminal of 40 rows x 120 columns
+        import fcntl
+        import struct
+        import termios
+
+        fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        os.chdir(tmp_path)
+        os.execv(sys.executable, [sys.executable, "-m", "workbench.cli", "report", "lenet5",
+                                  "--params", "batch=2", "buffer_sizes_kb=[16]", "--out",
+                                  "r.html"])
+    chunks = []
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    _, status = os.waitpid(pid, 0)
+    text = b"".join(chunks).decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    assert re.search(r"Executing: +100%.*\d+/\d+ \[\d\d:\d\d<00:00", text), text[-500:]
+    assert (tmp_path / "r.html").exists()

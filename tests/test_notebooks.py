@@ -26,6 +26,8 @@ SMALL = {
     "08_multicore.ipynb": {"network": "lenet5", "layer": "conv2", "cores": 4,
                            "seed004_cores": 3, "yang_layers": ["conv3", "fc1"],
                            "yang_cores": 4},
+    "09_sweep_results.ipynb": {"sweep_dir": None, "x": "time_ms", "y": "throughput_gops",
+                               "color": "objective"},  # None: the 20-case demo sweep
     "report.ipynb": {"network": "lenet5", "batch": 2, "buffer_sizes_kb": [4, 64]},
 }
 

@@ -29,15 +29,39 @@ def cmd_report(args: argparse.Namespace) -> None:
     from workbench import layers, platforms
     from workbench.notebook_report import build_report
 
+    if args.sweep:
+        _sweep_report(args)
+        return
+    if not args.network:
+        raise WorkbenchError("report: needs a network (or --sweep DIR)")
     layers.load_network(args.network)  # fail fast, one line, before starting a kernel
     platforms.load_platform(args.platform)
     start = time.perf_counter()
     params = _parse_params(args.params)
     if args.objective:
         params["objective"] = args.objective
-    path = build_report(args.network, args.platform, args.out, timeout_s=args.timeout, **params)
+    path = build_report(args.network, args.platform, args.out, timeout_s=args.timeout,
+                        progress=not args.json and sys.stderr.isatty(), **params)
     size = path.stat().st_size
     print(f"report written to {path} ({size / 1e6:.1f} MB) in {time.perf_counter() - start:.1f} s")
+
+
+def _sweep_report(args: argparse.Namespace) -> None:
+    """`workbench report --sweep DIR`: the results browser as one offline HTML page."""
+    from workbench.viz.sweep_page import sweep_page
+
+    if args.network:
+        raise WorkbenchError("report: give either a network or --sweep DIR, not both")
+    params = _parse_params(args.params)
+    unknown = sorted(set(params) - {"x", "y", "color"})
+    if unknown:
+        raise WorkbenchError(f"report --sweep: unknown parameter(s) {unknown}; "
+                             "parameters: x, y, color (metric names)")
+    start = time.perf_counter()
+    path = sweep_page(args.sweep, args.out, **params)
+    size = path.stat().st_size
+    print(f"sweep report written to {path} ({size / 1e6:.1f} MB) in "
+          f"{time.perf_counter() - start:.1f} s")
 
 
 def cmd_sweep(args: argparse.Namespace) -> None:
@@ -97,10 +121,13 @@ def _positive(text: str) -> int:
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("report", parents=[common], help="self-contained HTML mapping report")
-    p.add_argument("network", help="zoo name or a .yaml/.onnx/.prototxt file")
+    p.add_argument("network", nargs="?", help="zoo name or a .yaml/.onnx/.prototxt file")
     p.add_argument("--platform", default="idsp", help="preset name or platform .yaml")
     p.add_argument("--params", nargs="*", default=[],
-                   help="report parameters as key=value, e.g. batch=8 memory_kb=64")
+                   help="report parameters as key=value, e.g. batch=8 memory_kb=64 (with "
+                        "--sweep: x=time_ms y=energy_uj color=local_mem_kb)")
+    p.add_argument("--sweep", metavar="DIR", default=None,
+                   help="instead of a network: the results browser of a sweep directory")
     p.add_argument("--out", default="report.html", help="HTML file to write")
     p.add_argument("--timeout", type=int, default=600, help="seconds per notebook cell")
     p.add_argument("--objective", choices=OBJECTIVES, default=None,

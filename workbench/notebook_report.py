@@ -44,8 +44,10 @@ def _kernel_manager_class(private_dir: Path):
     return IPCKernelManager
 
 
-def execute(notebook: Path, parameters: dict[str, Any], timeout_s: int = 600) -> Any:
-    """Run a notebook with papermill; returns the executed nbformat notebook."""
+def execute(notebook: Path, parameters: dict[str, Any], timeout_s: int = 600,
+            progress: bool = False) -> Any:
+    """Run a notebook with papermill; returns the executed nbformat notebook. `progress`:
+    a bar of executed cells with elapsed time and ETA on stderr."""
     import nbformat
     import papermill as pm
     from nbclient.exceptions import DeadKernelError
@@ -55,7 +57,7 @@ def execute(notebook: Path, parameters: dict[str, Any], timeout_s: int = 600) ->
         out = Path(tmp) / "executed.ipynb"
         try:
             pm.execute_notebook(str(notebook), str(out), parameters=parameters,
-                                kernel_name="python3", progress_bar=False,
+                                kernel_name="python3", progress_bar=progress,
                                 execution_timeout=timeout_s, cwd=str(notebook.parent),
                                 kernel_manager_class=_kernel_manager_class(Path(tmp)))
         except PapermillExecutionError as exc:
@@ -102,16 +104,18 @@ def report_parameters(notebook: Path = REPORT_NOTEBOOK) -> tuple[str, ...]:
 
 
 def build_report(network: str, platform: str, out: str | Path, timeout_s: int = 600,
-                 **params: Any) -> Path:
+                 progress: bool = False, **params: Any) -> Path:
     """Execute the report notebook for one network and platform and write the HTML file.
-    Parameters must be names of the notebook's parameters cell (nothing else reaches it)."""
+    Parameters must be names of the notebook's parameters cell (nothing else reaches it).
+    `progress`: a bar of executed cells on stderr."""
     known = report_parameters()
     unknown = sorted(set(params) - set(known))
     if unknown:
         raise WorkbenchError(f"report parameter(s) {unknown} unknown; parameters: "
                              + ", ".join(k for k in known if k not in ("network", "platform")))
     executed = execute(REPORT_NOTEBOOK, {"network": _resolved(network),
-                                         "platform": _resolved(platform), **params}, timeout_s)
+                                         "platform": _resolved(platform), **params}, timeout_s,
+                       progress)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(to_html(executed, f"{network} on {platform}"))
