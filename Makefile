@@ -30,6 +30,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_explore.py
 	$(PY) benchmarks/bench_cores.py
 	$(PY) benchmarks/bench_fusion.py
+	$(PY) benchmarks/bench_grouped.py
 	$(PY) benchmarks/bench_sweep.py
 	$(PY) benchmarks/bench_sweep_browser.py
 	$(PY) benchmarks/bench_quant.py

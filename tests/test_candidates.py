@@ -45,12 +45,13 @@ def test_nondominated_on_a_large_random_cloud() -> None:
         assert np.any(np.all(front <= v[i], axis=1))
 
 
-layers_st = st.builds(
-    lambda ox, oy, oc, on, kc, k, s, g: ConvLayer(
+layers_st = st.builds(  # grouped layers: tiles may span whole groups (TOc = g·Oc/groups)
+    lambda ox, oy, oc, on, kc, k, s, g, d: ConvLayer(
         name="r", Ox=ox, Oy=oy, Oc=oc * g, On=on, Kx=k, Ky=max(1, k - 1), Kc=kc, Sx=s,
-        Sy=1, Px=(k - 1) // 2, Py=0, groups=g),
+        Sy=1, Px=(k - 1) // 2, Py=0, groups=g, Dx=d),
     ox=st.integers(1, 9), oy=st.integers(1, 7), oc=st.integers(1, 8), on=st.integers(1, 3),
-    kc=st.integers(1, 6), k=st.integers(1, 4), s=st.integers(1, 3), g=st.sampled_from([1, 1, 2]))
+    kc=st.integers(1, 6), k=st.integers(1, 4), s=st.integers(1, 3),
+    g=st.sampled_from([1, 1, 2, 3, 5]), d=st.sampled_from([1, 1, 1, 2]))
 
 
 @settings(max_examples=40)

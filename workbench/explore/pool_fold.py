@@ -9,7 +9,9 @@ sums (schedules that write and re-read outputs between input-map steps) are not 
 Exact search. On aligned tiles every cost is non-decreasing in the vector (footprint, input,
 weight, final-output and partial-sum accesses, DMA transfers, tiles, tile elements), so the
 non-dominated aligned tiles hold the optimum; aligned sizes T = S·t with t from
-`tiling.tile_candidates(O/S)` lose nothing (for equal ⌈O/T⌉ the smallest T is no worse).
+`tiling.tile_candidates(O/S)` lose nothing (for equal ⌈O/T⌉ the smallest T is no worse), nor
+do the TOc of `tiling.model.toc_values` (tiles spanning whole groups included; same argument).
+Dilation and asymmetric padding enter only the conv's counts, which are exact for them.
 The folded pair runs on one core, like every fused run.
 """
 
@@ -25,7 +27,14 @@ from workbench.layers.spec import ConvLayer, Layer, PoolLayer
 from workbench.perf import CountVector, layer_local_accesses, price
 from workbench.platforms import Platform
 from workbench.tiling.dominance import nondominated
-from workbench.tiling.model import TILE_DIMS, counts_array, dims, tile_candidates
+from workbench.tiling.model import (
+    TILE_DIMS,
+    counts_array,
+    dims,
+    final_outputs,
+    tile_candidates,
+    toc_values,
+)
 
 PARTS = ("compute", "dma_setup", "bus_stall", "prolog_epilog")
 ENERGY = ("compute", "dma_setup", "local", "external")
@@ -44,15 +53,14 @@ def fold_rows(conv: ConvLayer, sx: int, sy: int,
               schedules: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Non-dominated aligned tiles over the schedules: (schedule index, tiles (N, 5), vectors
     (N, 8): footprint, in, w, final out, partial-sum out, DMA transfers, tiles, tile elems)."""
-    ox, oy, oc, on, kc = dims(conv)
+    ox, oy, _, on, kc = dims(conv)
     axes = [sx * tile_candidates(ox // sx), sy * tile_candidates(oy // sy),
-            tile_candidates(oc), tile_candidates(on), tile_candidates(kc)]
+            toc_values(conv), tile_candidates(on), tile_candidates(kc)]
     tiles = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 5)
     out_s, out_t, out_v = [], [], []
+    final = final_outputs(conv, tiles)
     for si, schedule in enumerate(schedules):
         c = counts_array(conv, tiles, schedule)
-        n = [-(-d // tiles[:, i]) for i, d in enumerate((ox, oy, oc, on))]
-        final = conv.groups * n[0] * n[1] * n[2] * n[3] * c["bout"]
         v = np.column_stack([c["bin"] + c["bw"] + c["bout"], c["in_accesses"],
                              c["w_accesses"], final, c["out_accesses"] - final,
                              c["dma_transfers"], c["n_tiles"], tiles.prod(axis=1)])

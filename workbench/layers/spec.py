@@ -58,6 +58,16 @@ class ConvLayer:
 
     `connections`, when given, is a sparse connection table (seed 003): for every output map the
     tuple of input maps it reads; Kc is then the number of input maps and groups must be 1.
+
+    Dilation Dx, Dy: kernel taps are Dx (Dy) input columns (rows) apart, so one window spans
+    (Kx − 1)·Dx + 1 columns (`Kx_span`). Padding: Px, Py zeros before the first column (row);
+    Px_end, Py_end after the last one (None: equal to Px, Py). An end padding may be negative,
+    down to −(Sx − 1) (−(Sy − 1)): trailing input columns (rows) that no window reaches because
+    the stride steps over them, so that Ix, Iy are the producer's real size (torchvision
+    ResNet-18 conv1, 7×7/2 pad 3 on 224 → 112, is Px = 3, Px_end = 2, Ix = 224; a 1×1/2 on
+    56 → 28 is Px_end = −1). The input extent read is
+    Ix = (Ox − 1)·Sx + (Kx − 1)·Dx + 1 − Px − Px_end (likewise Iy). The defaults (D = 1, end
+    padding = start padding) are the seed 000 layer.
     """
 
     name: str
@@ -75,6 +85,10 @@ class ConvLayer:
     groups: int = 1
     connections: tuple[tuple[int, ...], ...] | None = None
     kind: str = "conv"
+    Dx: int = 1
+    Dy: int = 1
+    Px_end: int | None = None
+    Py_end: int | None = None
 
     tiled: ClassVar[bool] = True
 
@@ -82,19 +96,29 @@ class ConvLayer:
         _check_name(self.name)
         _check_ints(self.name, Ox=self.Ox, Oy=self.Oy, Oc=self.Oc, On=self.On, Kx=self.Kx,
                     Ky=self.Ky, Kc=self.Kc, Sx=self.Sx, Sy=self.Sy, Px=self.Px, Py=self.Py,
-                    groups=self.groups)
+                    groups=self.groups, Dx=self.Dx, Dy=self.Dy)
+        for field, end, stride in (("Px_end", self.Px_end, self.Sx),
+                                   ("Py_end", self.Py_end, self.Sy)):
+            if end is None:
+                continue
+            if isinstance(end, bool) or not isinstance(end, int) or end < -(stride - 1):
+                raise SpecError(f"layer {self.name!r}: {field} must be None or an integer "
+                                f">= -(stride - 1) = {-(stride - 1)}, got {end!r}")
         if self.kind not in ("conv", "fc"):
             raise SpecError(f"layer {self.name!r}: kind must be 'conv' or 'fc', got {self.kind!r}")
         if self.kind == "fc" and (self.Ox, self.Oy, self.Kx, self.Ky, self.Sx, self.Sy,
-                                  self.Px, self.Py) != (1, 1, 1, 1, 1, 1, 0, 0):
+                                  self.Px, self.Py, self.Px_e, self.Py_e, self.Dx,
+                                  self.Dy) != (1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1):
             raise SpecError(f"layer {self.name!r}: a fully connected layer needs "
-                            "Ox = Oy = Kx = Ky = Sx = Sy = 1 and no padding")
+                            "Ox = Oy = Kx = Ky = Sx = Sy = 1, no dilation and no padding")
         if self.Oc % self.groups:
             raise SpecError(f"layer {self.name!r}: output maps {self.Oc} not divisible by "
                             f"groups {self.groups}")
         if self.Ix < 1 or self.Iy < 1:
-            raise SpecError(f"layer {self.name!r}: padding {self.Px}x{self.Py} leaves no input "
-                            f"data for kernel {self.Kx}x{self.Ky} (input {self.Ix}x{self.Iy})")
+            raise SpecError(f"layer {self.name!r}: padding {self.Px}+{self.Px_e} x "
+                            f"{self.Py}+{self.Py_e} leaves no input data for kernel "
+                            f"{self.Kx}x{self.Ky} dilated {self.Dx}x{self.Dy} "
+                            f"(input {self.Ix}x{self.Iy})")
         if self.connections is not None:
             self._check_connections()
 
@@ -116,14 +140,40 @@ class ConvLayer:
         return cls(name=name, Ox=1, Oy=1, Oc=out_features, On=On, Kc=in_features, kind="fc")
 
     @property
+    def Px_e(self) -> int:
+        """Padding after the last input column (elements; Px_end, or Px when None)."""
+        return self.Px if self.Px_end is None else self.Px_end
+
+    @property
+    def Py_e(self) -> int:
+        """Padding after the last input row (elements; Py_end, or Py when None)."""
+        return self.Py if self.Py_end is None else self.Py_end
+
+    @property
+    def Kx_span(self) -> int:
+        """Columns one dilated window covers: (Kx − 1)·Dx + 1 (elements)."""
+        return (self.Kx - 1) * self.Dx + 1
+
+    @property
+    def Ky_span(self) -> int:
+        """Rows one dilated window covers: (Ky − 1)·Dy + 1 (elements)."""
+        return (self.Ky - 1) * self.Dy + 1
+
+    @property
+    def plain_window(self) -> bool:
+        """True without dilation and with equal start/end padding (the seed 000 window)."""
+        return (self.Dx == 1 and self.Dy == 1 and self.Px_e == self.Px
+                and self.Py_e == self.Py)
+
+    @property
     def Ix(self) -> int:
         """Input width read by the layer (elements, padding excluded)."""
-        return in_size(self.Ox, self.Kx, self.Sx, self.Px)
+        return (self.Ox - 1) * self.Sx + self.Kx_span - self.Px - self.Px_e
 
     @property
     def Iy(self) -> int:
         """Input height read by the layer (elements, padding excluded)."""
-        return in_size(self.Oy, self.Ky, self.Sy, self.Py)
+        return (self.Oy - 1) * self.Sy + self.Ky_span - self.Py - self.Py_e
 
     @property
     def in_maps(self) -> int:
@@ -277,7 +327,8 @@ class MapLayer:
         return dataclasses.replace(self, On=n)
 
 
-ACTIVATIONS = ("relu", "sigmoid", "tanh")
+ACTIVATIONS = ("relu", "sigmoid", "tanh", "relu6", "clip", "hardswish", "hardsigmoid", "silu",
+               "leaky_relu", "prelu", "elu", "selu", "gelu", "softplus", "mish")
 
 
 @dataclass(frozen=True, slots=True)

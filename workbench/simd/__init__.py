@@ -3,7 +3,7 @@ pressure, local-memory traffic and a VLIW issue model (seed 000 §7.5, seed 003)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -18,7 +18,7 @@ from workbench.tiling.candidates import local_accesses
 from workbench.tiling.model import check_tile
 
 __all__ = ["VECTOR_DIMS", "IssueCounts", "Plan", "SimResult", "best_plan", "counts",
-           "mapping_report", "plan_table", "simulate"]
+           "mapping_report", "one_group", "plan_table", "simulate"]
 
 
 @dataclass(frozen=True)
@@ -60,13 +60,46 @@ def _check_plan(layer: ConvLayer, tile: Tile, plat: Platform, plan: Plan) -> Non
         raise WorkbenchError(f"acc_live_steps must be positive, got {plan.acc_live_steps}")
 
 
+def one_group(layer: ConvLayer, tile: Tile) -> tuple[Tile, int]:
+    """(one-group tile, g): a tile spanning g whole groups (TOc = g·Oc/groups) runs on the
+    vector unit as g one-group tiles, one after the other; its lanes never mix groups, since
+    each group reads its own input maps. Other tiles: (tile, 1)."""
+    per_group = layer.Oc // layer.groups
+    if tile.TOc <= per_group:
+        return tile, 1
+    return replace(tile, TOc=per_group), tile.TOc // per_group
+
+
+def _times(c: IssueCounts, g: int) -> IssueCounts:
+    """The counts of g one-group tiles run one after the other (per-iteration figures kept)."""
+    return replace(c, mac_instructions=c.mac_instructions * g,
+                   issued_lane_macs=c.issued_lane_macs * g,
+                   useful_lane_macs=c.useful_lane_macs * g,
+                   loads={k: v * g for k, v in c.loads.items()},
+                   stores={k: v * g for k, v in c.stores.items()},
+                   unaligned_loads=c.unaligned_loads * g, shuffles=c.shuffles * g,
+                   spilled_vectors=c.spilled_vectors * g, groups=c.groups * g,
+                   cycles=c.cycles * g)
+
+
+def _check_window(layer: ConvLayer) -> None:
+    if layer.Dx != 1 or layer.Dy != 1:
+        raise WorkbenchError(f"layer {layer.name!r}: the SIMD model has no dilated windows "
+                             f"(dilation {layer.Dx}x{layer.Dy})")
+
+
 def counts(layer: ConvLayer, tile: Tile, plat: Platform, plan: Plan) -> IssueCounts:
-    """Instruction, transfer and cycle counts of one tile under a plan."""
+    """Instruction, transfer and cycle counts of one tile under a plan (a tile spanning
+    groups: see `one_group`)."""
     check_tile(layer, tile)
+    _check_window(layer)
+    tile, g = one_group(layer, tile)
     _check_plan(layer, tile, plat, plan)
     if plat.simd_style == "nve":
-        return nve_counts(layer, tile.as_tuple(), plat)
-    return generic_counts(layer, tile.as_tuple(), plat, plan)
+        c = nve_counts(layer, tile.as_tuple(), plat)
+    else:
+        c = generic_counts(layer, tile.as_tuple(), plat, plan)
+    return _times(c, g) if g > 1 else c
 
 
 def best_plan(layer: ConvLayer, tile: Tile, plat: Platform) -> Plan:
@@ -109,6 +142,14 @@ def simulate(layer: ConvLayer, tile: Tile, platform: Platform, vector_dim: str |
     vector_dim None picks `best_plan`. operands: integer codes "q_in" (N, C, H, W),
     "q_w" (Oc, Kc, Ky, Kx), "q_b" (Oc,); random codes of the platform's widths otherwise.
     """
+    check_tile(layer, tile)
+    if not layer.plain_window:
+        raise WorkbenchError(f"layer {layer.name!r}: the simulator executes windows without "
+                             "dilation and with equal start and end padding")
+    if one_group(layer, tile)[1] > 1:
+        raise WorkbenchError(f"layer {layer.name!r}: simulate one group's tile (TOc <= "
+                             f"{layer.Oc // layer.groups}); a tile spanning groups runs as "
+                             "one-group tiles")
     plan = best_plan(layer, tile, platform) if vector_dim is None else \
         Plan(vector_dim, unroll, steps, acc_live_steps)
     c = counts(layer, tile, platform, plan)
@@ -127,6 +168,7 @@ def mapping_report(layer: ConvLayer, tile: Tile, platform: Platform,
     """Seed 000 tables 7.4/7.6 for one layer: vector transfers of the whole layer split into
     the model's best case, redundant partial-sum loads/stores, spills, unaligned loads and the
     rest, with lane utilization and compute cycles."""
+    tile = one_group(layer, tile)[0]  # the same work, counted per one-group tile
     plan = plan or best_plan(layer, tile, platform)
     c = counts(layer, tile, platform, plan)
     extents = dims(layer)

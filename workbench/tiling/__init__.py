@@ -22,7 +22,10 @@ from workbench.tiling.model import (
     counts_array,
     dims,
     gen_tiles,
+    oc_split,
     tile_candidates,
+    tile_limits,
+    toc_values,
 )
 from workbench.tiling.trace import trace
 from workbench.tiling.trace_cores import CoreTrace, trace_cores
@@ -31,5 +34,6 @@ __all__ = ["SCHEDULES", "TILE_DIMS", "CoreTrace", "Counts", "Tile", "buffers", "
            "compulsory_accesses", "counts", "counts_array", "dataflow_listing", "dims",
            "gen_tiles", "listing",
            "tile_candidates", "trace", "trace_cores"]
+__all__ += ["oc_split", "tile_limits", "toc_values"]
 __all__ += ["FmapTraffic", "fits_rule", "fmap_traffic", "fuse_maps", "fusion_table",
             "input_sets", "optimal_groups", "unfused_groups"]

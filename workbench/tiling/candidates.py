@@ -18,9 +18,18 @@ whose vectors no other vector dominates (one tile per distinct vector), found ex
 
 Before that, an exact pre-reduction of the (TOx, TOy) pairs: every count is a sum of products
 of a non-negative factor of (TOc, TOn, TKc) with one of the spatial quantities
-nx·ny, TOx·TOy, X·Y, nx·ny·X·Y, nx·ny·TOx·TOy (X = (TOx−1)·Sx+Kx, Y likewise, n = ⌈O/T⌉) and,
-for `inter_oxoyon_dirx`'s halo reuse, nx·ny·TOx·Y, ny·Y and ny. A pair dominated in those
-quantities gives, with any (TOc, TOn, TKc), a tile dominated in the count vector.
+nx·ny, TOx·TOy, X·Y, nx·ny·X·Y, nx·ny·TOx·TOy (X = (TOx−1)·Sx+(Kx−1)·Dx+1, Y likewise,
+n = ⌈O/T⌉) and, for `inter_oxoyon_dirx`'s halo reuse, nx·ny·TOx·Y, ny·Y and ny (the halo is
+max((Kx−1)·Dx+1−Sx, 0) columns, so X minus the halo is TOx·Sx or X). A pair dominated in those
+quantities gives, with any (TOc, TOn, TKc), a tile dominated in the count vector. On grouped
+layers the factor of (TOc, TOn, TKc) includes the groups a tile spans g, its output-map tiles
+nc and blocks ⌈G/g⌉ (`model.oc_split`), all functions of TOc, non-negative: the argument holds.
+
+The enumerated values per dimension are `model.tile_candidates` (TOx, TOy, TOn, TKc) and
+`model.toc_values` (TOc: inside a group the smallest TOc per ⌈Ocg/TOc⌉; spanning g whole groups
+the smallest g per ⌈G/g⌉, since the counts depend on g through ⌈G/g⌉ and through buffers and
+tile elements non-decreasing in g). Each dropped value has a kept one with the same tile counts
+and no larger buffers, hence a no larger count vector.
 
 A second kind of set, "traffic", serves traffic under mixed precisions (`explore.traffic_table`:
 inputs, weights, final outputs and partial sums of different widths, each buffer at its own
@@ -36,7 +45,8 @@ the bus once), and a fused layer drops its input or output traffic (`explore.fus
 are non-negative weightings of the per-array accesses, non-decreasing in this vector.
 
 Sets are cached in memory and on disk (`paths.cache_dir()`), keyed by the layer shape, the
-schedule, MODEL_VERSION and a hash of `tiling.model`'s source; a file that does not match its
+schedule, MODEL_VERSION and a hash of `tiling.model`'s source (MODEL_VERSION 2: TOc may span
+groups, dilation enters the shape); a file that does not match its
 key, its checksum, or the counts recomputed from its tiles is rebuilt, never used.
 """
 
@@ -65,10 +75,13 @@ from workbench.tiling.model import (
     check_schedule,
     counts_array,
     dims,
+    final_outputs,
     tile_candidates,
+    toc_values,
+    valid_tiles,
 )
 
-MODEL_VERSION = 1  # bump when the candidate-set format or the dominance argument changes
+MODEL_VERSION = 2  # bump when the candidate-set format or the dominance argument changes
 # tiling.model's source: a change to the count formulas invalidates every cached set
 MODEL_HASH = hashlib.sha256(inspect.getsource(model).encode()).hexdigest()
 VECTOR = ("footprint_elems", "ext_accesses", "dma_transfers", "n_tiles", "tile_elems")
@@ -76,10 +89,14 @@ TRAFFIC_VECTOR = ("bin", "bw", "bout", "in_accesses", "w_accesses", "final_out",
 ARRAYS_VECTOR = ("footprint_elems", "in_accesses", "w_accesses", "out_accesses",
                  "dma_transfers", "n_tiles", "tile_elems")
 VECTORS = {"cost": VECTOR, "traffic": TRAFFIC_VECTOR, "arrays": ARRAYS_VECTOR}
-SHAPE_FIELDS = ("Ox", "Oy", "Oc", "On", "Kx", "Ky", "Kc", "Sx", "Sy", "groups")
+SHAPE_FIELDS = ("Ox", "Oy", "Oc", "On", "Kx", "Ky", "Kc", "Sx", "Sy", "groups", "Dx", "Dy")
 _MEMORY: OrderedDict[tuple, CandidateSet] = OrderedDict()
 _MEMORY_LIMIT = 256
 _LOCK = threading.Lock()
+# np.load parses .npy headers with ast.literal_eval, which CPython 3.11 does not make safe across
+# threads ("SystemError: AST constructor recursion depth mismatch", python/cpython#106905):
+# cache files are read one at a time (building sets stays parallel)
+_PARSE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,9 +128,7 @@ def count_vectors(layer: ConvLayer, tiles: np.ndarray, schedule: str,
     """Count vectors of tiles under a schedule, columns VECTORS[kind]."""
     c = counts_array(layer, tiles, schedule)
     if kind == "traffic":
-        final = layer.groups * (-(-layer.Ox // tiles[:, 0]) * -(-layer.Oy // tiles[:, 1])
-                                * -(-(layer.Oc // layer.groups) // tiles[:, 2])
-                                * -(-layer.On // tiles[:, 3])) * c["bout"]
+        final = final_outputs(layer, tiles)
         return np.column_stack([c["bin"], c["bw"], c["bout"], c["in_accesses"],
                                 c["w_accesses"], final, c["out_accesses"] - final])
     if kind == "arrays":
@@ -131,8 +146,8 @@ def _spatial_pairs(layer: ConvLayer, schedule: str) -> np.ndarray:
     tx, ty = tx.ravel(), ty.ravel()
     nxy = -(-layer.Ox // tx) * -(-layer.Oy // ty)
     ny = -(-layer.Oy // ty)
-    x_in = (tx - 1) * layer.Sx + layer.Kx
-    y_in = (ty - 1) * layer.Sy + layer.Ky
+    x_in = (tx - 1) * layer.Sx + layer.Kx_span
+    y_in = (ty - 1) * layer.Sy + layer.Ky_span
     atoms = [nxy, tx * ty, x_in * y_in, nxy * x_in * y_in, nxy * tx * ty]
     if schedule == "inter_oxoyon_dirx":
         atoms += [nxy * tx * y_in, ny * y_in, ny]
@@ -140,19 +155,26 @@ def _spatial_pairs(layer: ConvLayer, schedule: str) -> np.ndarray:
     return np.column_stack([tx[keep], ty[keep]])
 
 
+def _grid_size(layer: ConvLayer) -> int:
+    """Tiles in the reduced enumeration: candidates per dimension, TOc from `toc_values`."""
+    sizes = [len(tile_candidates(d)) for d in dims(layer)]
+    sizes[2] = len(toc_values(layer))
+    return int(np.prod(sizes))
+
+
 def build(layer: ConvLayer, schedule: str, kind: str = "cost") -> CandidateSet:
     """Enumerate and filter (no cache): the exact candidate set of the module docstring."""
     check_schedule(schedule)
     pairs = _spatial_pairs(layer, schedule)
-    _, _, oc, on, kc = dims(layer)
-    rest = np.stack(np.meshgrid(tile_candidates(oc), tile_candidates(on), tile_candidates(kc),
+    _, _, _, on, kc = dims(layer)
+    rest = np.stack(np.meshgrid(toc_values(layer), tile_candidates(on), tile_candidates(kc),
                                 indexing="ij"), axis=-1).reshape(-1, 3)
     tiles = np.empty((len(pairs) * len(rest), 5), dtype=np.int64)
     tiles[:, :2] = np.repeat(pairs, len(rest), axis=0)
     tiles[:, 2:] = np.tile(rest, (len(pairs), 1))
     vectors = count_vectors(layer, tiles, schedule, kind)
     keep = nondominated(vectors)
-    grid = int(np.prod([len(tile_candidates(d)) for d in dims(layer)]))
+    grid = _grid_size(layer)
     return CandidateSet(shape_key(layer), schedule, tiles[keep], vectors[keep], grid, kind)
 
 
@@ -172,7 +194,7 @@ def _file(key: tuple[int, ...], schedule: str, kind: str) -> Path:
 def _load(path: Path, layer: ConvLayer, schedule: str, kind: str) -> CandidateSet | None:
     """The cached set at `path` if it is whole, current and consistent; else None."""
     try:
-        with np.load(path, allow_pickle=False) as f:
+        with _PARSE_LOCK, np.load(path, allow_pickle=False) as f:
             meta = json.loads(str(f["meta"]))
             tiles, vectors = f["tiles"], f["vectors"]
     except (OSError, ValueError, KeyError, EOFError, TypeError, zipfile.BadZipFile):
@@ -185,7 +207,7 @@ def _load(path: Path, layer: ConvLayer, schedule: str, kind: str) -> CandidateSe
           and tiles.ndim == vectors.ndim == 2 and tiles.shape == (len(vectors), 5)
           and vectors.shape[1] == len(VECTORS[kind]) and len(tiles) > 0
           and meta.get("checksum") == _checksum(meta, tiles, vectors))
-    if not ok or np.any(tiles < 1) or np.any(tiles > np.array(dims(layer))):
+    if not ok or not valid_tiles(layer, tiles).all():
         return None
     if not np.array_equal(count_vectors(layer, tiles, schedule, kind), vectors):
         return None
@@ -246,7 +268,7 @@ def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
     unique = {(shape_key(layer), schedule): (layer, schedule) for layer, schedule in pairs}
 
     def size(key: tuple) -> int:  # largest first keeps both threads busy to the end
-        return -int(np.prod([len(tile_candidates(d)) for d in dims(unique[key][0])]))
+        return -_grid_size(unique[key][0])
 
     order = sorted(unique, key=size)
     with _LOCK:  # to be built: neither in memory nor on disk
@@ -255,7 +277,7 @@ def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
     bar = tqdm(total=len(order), unit="set", desc="candidate sets",
                disable=not progress or missing == 0)
     done = {}
-    if jobs == 1 or len(order) < 2:
+    if jobs == 1 or len(order) < 2 or missing == 0:  # all in memory or on disk: no threads
         for key in order:
             done[key] = candidate_set(*unique[key], kind=kind)
             bar.update()

@@ -25,7 +25,7 @@ from itertools import permutations
 
 import numpy as np
 
-from workbench.errors import WorkbenchError
+from workbench.errors import SpecError, WorkbenchError
 from workbench.layers.spec import ConvLayer
 
 ELEMENT_LOOPS = ("FX", "FY", "SX", "SY", "IF", "OF", "N")
@@ -74,7 +74,13 @@ def check_order(order: tuple[str, ...]) -> None:
 
 
 def extents(layer: ConvLayer) -> dict[str, int]:
-    """Iteration extents of the layer: E (per axis), M per group, C, R, N."""
+    """Iteration extents of the layer: E (per axis), M per group, C, R, N.
+
+    Refuses dilated layers (the kernel loops FX, FY step one input column/row here); padding
+    never enters this model (windows in padded coordinates), so asymmetric padding is exact."""
+    if layer.Dx != 1 or layer.Dy != 1:
+        raise SpecError(f"layer {layer.name!r}: the seed 002 dataflow model does not cover "
+                        f"dilation (Dx={layer.Dx}, Dy={layer.Dy}); use the seed 000 schedules")
     return {"Ex": layer.Ox, "Ey": layer.Oy, "M": layer.Oc // layer.groups, "C": layer.Kc,
             "Rx": layer.Kx, "Ry": layer.Ky, "N": layer.On}
 

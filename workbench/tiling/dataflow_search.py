@@ -231,6 +231,17 @@ def compulsory_bytes(layer: ConvLayer, precision: Precision = DEFAULT_PRECISION)
     the input elements the convolution touches (padding included, as the model counts)."""
     from workbench.tiling.dataflow import ELEMENT_LOOPS
 
+    if layer.Dx != 1 or layer.Dy != 1:  # dilated: count the touched coordinates directly
+        def touched(out: int, stride: int, taps: int, dilation: int) -> int:
+            return len(np.unique(np.add.outer(np.arange(out) * stride,
+                                              np.arange(taps) * dilation)))
+
+        per_group_in = layer.On * layer.Kc * touched(layer.Ox, layer.Sx, layer.Kx, layer.Dx) \
+            * touched(layer.Oy, layer.Sy, layer.Ky, layer.Dy)
+        ocg = layer.Oc // layer.groups
+        return layer.groups * float(precision.inputs * per_group_in
+                                    + precision.weights * ocg * layer.Kc * layer.Kx * layer.Ky
+                                    + precision.outputs * layer.On * ocg * layer.Ox * layer.Oy)
     e = extents(layer)
     whole = {"jss": e["Ex"], "iss": e["Ey"], "css": e["C"], "mss": e["M"], "nss": e["N"]}
     n = trip_counts(layer, whole)

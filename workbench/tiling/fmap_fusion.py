@@ -38,7 +38,7 @@ def fits_rule(layer: ConvLayer, capacity: int | Platform, band_rows: int | None 
     each buffer so transfers overlap compute); it must hold, for one image, every input map of
     the union and every output map of the group. With band_rows=None maps are whole (Ix·Iy and
     Ox·Oy elements); with band_rows=r the layer runs in bands of r output rows through a rolling
-    line buffer that keeps the Ky − Sy halo rows, so a map holds min(Iy, (r−1)·Sy + Ky) input
+    line buffer that keeps the Ky′ − Sy halo rows, so a map holds min(Iy, (r−1)·Sy + Ky′) input
     rows of Ix elements (or r output rows of Ox) while each input element is still loaded once.
     Kernels are not counted in the budget.
     """
@@ -46,7 +46,7 @@ def fits_rule(layer: ConvLayer, capacity: int | Platform, band_rows: int | None 
         return lambda n_in, n_out: n_in <= capacity
     budget = capacity.local_mem_bytes // (2 if capacity.double_buffer else 1)
     out_rows = layer.Oy if band_rows is None else min(band_rows, layer.Oy)
-    in_rows = min(layer.Iy, (out_rows - 1) * layer.Sy + layer.Ky)
+    in_rows = min(layer.Iy, (out_rows - 1) * layer.Sy + layer.Ky_span)
     in_bytes = layer.Ix * in_rows * capacity.elem_bytes
     out_bytes = layer.Ox * out_rows * capacity.elem_bytes
     return lambda n_in, n_out: n_in * in_bytes + n_out * out_bytes <= budget

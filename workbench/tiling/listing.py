@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.layers.spec import ConvLayer
-from workbench.tiling.model import Tile, buffers, check_schedule, check_tile, dims
+from workbench.tiling.model import Tile, buffers, check_schedule, check_tile, dims, oc_split
 
 _LOOPS = {
     "intra": ["n", "c", "y", "x", "k"],
@@ -32,10 +32,14 @@ def listing(layer: ConvLayer, tile: Tile, schedule: str) -> str:
     check_tile(layer, tile)
     b_in, b_w, b_out = (int(v[0]) for v in buffers(layer, np.array([tile.as_tuple()])))
     extent = dict(zip("xycnk", dims(layer), strict=True))
+    if tile.TOc > extent["c"]:  # a tile of whole groups: the map loop runs over all Oc maps
+        extent["c"] = layer.Oc
     size = dict(zip("xycnk", tile.as_tuple(), strict=True))
-    ti_x = (tile.TOx - 1) * layer.Sx + layer.Kx
-    ti_y = (tile.TOy - 1) * layer.Sy + layer.Ky
-    get_in = (f"DMA get in[o_n:{tile.TOn}][k_c:{tile.TKc}][i_y:{ti_y}][i_x:{ti_x}] to B_in;"
+    ti_x = (tile.TOx - 1) * layer.Sx + layer.Kx_span
+    ti_y = (tile.TOy - 1) * layer.Sy + layer.Ky_span
+    span = int(oc_split(layer, [tile.TOc])[0][0])
+    maps = f"[k_c:{tile.TKc}]" if span == 1 else f"[g:{span}][k_c:{tile.TKc}]"
+    get_in = (f"DMA get in[o_n:{tile.TOn}]{maps}[i_y:{ti_y}][i_x:{ti_x}] to B_in;"
               f"  // {b_in} elements")
     get_w = (f"DMA get w[o_c:{tile.TOc}][k_c:{tile.TKc}][0:{layer.Ky}][0:{layer.Kx}] to B_w;"
              f"  // {b_w} elements")
@@ -45,9 +49,9 @@ def listing(layer: ConvLayer, tile: Tile, schedule: str) -> str:
     compute = (f"compute tile: {tile.TOx}x{tile.TOy}x{tile.TOc}x{tile.TOn} outputs x "
                f"{layer.Kx}x{layer.Ky}x{tile.TKc} taps  // "
                f"{np.prod(tile.as_tuple()) * layer.Kx * layer.Ky} MACs")
-    halo = max(layer.Kx - layer.Sx, 0)
-    fresh = tile.TOx * layer.Sx * ti_y * tile.TKc * tile.TOn
-    in_box = f"in[o_n:{tile.TOn}][k_c:{tile.TKc}][i_y:{ti_y}]"
+    halo = max(layer.Kx_span - layer.Sx, 0)
+    fresh = tile.TOx * layer.Sx * ti_y * tile.TKc * span * tile.TOn
+    in_box = f"in[o_n:{tile.TOn}]{maps}[i_y:{ti_y}]"
     body = {
         "intra": {4: [get_in, get_w, get_out, compute, put_out]},
         "inter_kc": {3: ["B_out = bias;"], 4: [get_in, get_w, compute], -3: [put_out]},

@@ -1,9 +1,21 @@
 """Analytical access counts of the five seed 000 schedules (§5.2), vectorized over tiles.
 
 All counts are in elements (accesses) or transfers, per layer, with every tile counted at full
-size and halos including padding ("model" counts). A grouped convolution is `groups`
-independent convolutions of Oc/groups maps; a sparse connection table is tiled as the dense
-layer (an upper bound). `tiling.trace` executes the loop nests and must agree exactly.
+size and halos including padding ("model" counts): an input box spans (TOx − 1)·Sx + (Kx − 1)·Dx
++ 1 columns (likewise rows) wherever it lies, so start/end padding and dilation enter only
+through that span; `physical` traces clip to the real Ix × Iy. A sparse connection table is
+tiled as the dense layer (an upper bound). `tiling.trace` executes the loop nests and must agree.
+
+Grouped convolutions (G groups of Ocg = Oc/G output maps, each reading its own Kc input maps).
+A tile either stays inside one group (TOc ≤ Ocg: the layer is G independent convolutions of Ocg
+maps, each tiled alike) or spans g whole groups (TOc = g·Ocg, 1 ≤ g ≤ G): its output tile holds
+TOc maps, its input tile TKc maps of each of its g groups (g·TKc maps), its weights TKc per
+output map; the groups are cut into ⌈G/g⌉ blocks (the last one partial, counted at full size
+like any edge tile) and every block is one convolution with a single output-map tile
+(`oc_split`). A box spanning groups is one DMA transfer, like every box (a strided descriptor
+when TKc < Kc). Input tiles of different blocks hold different maps, so no schedule reuses an
+input tile across blocks. TOc = Ocg is both cases and counts the same either way; dense layers
+(G = 1) are the first case with today's counts.
 """
 
 from __future__ import annotations
@@ -21,7 +33,9 @@ TILE_DIMS = ("TOx", "TOy", "TOc", "TOn", "TKc")
 
 @dataclass(frozen=True, slots=True)
 class Tile:
-    """Tile sizes in elements: output columns, rows, maps, images, and input maps per group."""
+    """Tile sizes in elements: output columns, rows, maps, images, and input maps per group.
+
+    TOc ≤ Oc/groups stays inside one group; a multiple of Oc/groups spans that many groups."""
 
     TOx: int
     TOy: int
@@ -57,11 +71,37 @@ class Counts:
 
 
 def dims(layer: ConvLayer) -> tuple[int, int, int, int, int]:
-    """(Ox, Oy, Oc per group, On, Kc): the extents a tile is cut from."""
+    """(Ox, Oy, Oc per group, On, Kc): the extents a tile is cut from inside one group."""
     if not getattr(layer, "tiled", False):
         raise SpecError(f"layer {layer.name!r}: only conv and fc layers are tiled, "
                         f"not {layer.kind!r}")
     return (layer.Ox, layer.Oy, layer.Oc // layer.groups, layer.On, layer.Kc)
+
+
+def tile_limits(layer: ConvLayer) -> tuple[int, int, int, int, int]:
+    """Largest tile per dimension: (Ox, Oy, Oc, On, Kc); TOc > Oc/groups spans whole groups."""
+    ox, oy, _, on, kc = dims(layer)
+    return (ox, oy, layer.Oc, on, kc)
+
+
+def toc_values(layer: ConvLayer, reduced: bool = True) -> np.ndarray:
+    """Valid TOc (output maps per tile), sorted: 1..Ocg inside a group, then g·Ocg for g whole
+    groups. reduced=True keeps the smallest TOc per tile count: `tile_candidates(Ocg)` and
+    g·Ocg for g in `tile_candidates(G)` (exact: counts depend on g only through ⌈G/g⌉ and
+    through buffers non-decreasing in g, see `oc_split`)."""
+    ocg, groups = dims(layer)[2], layer.groups
+    inside = tile_candidates(ocg) if reduced else np.arange(1, ocg + 1, dtype=np.int64)
+    spans = tile_candidates(groups) if reduced else np.arange(1, groups + 1, dtype=np.int64)
+    return np.unique(np.concatenate([inside, ocg * spans]))
+
+
+def oc_split(layer: ConvLayer, toc: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(g, nc, blocks) per TOc: groups one tile spans (1 inside a group), output-map tiles per
+    block, and blocks (independent convolutions: G, or ⌈G/g⌉ when spanning)."""
+    toc = np.asarray(toc, dtype=np.int64)
+    ocg = layer.Oc // layer.groups
+    span = np.where(toc > ocg, toc // ocg, 1)
+    return span, -(-(span * ocg) // toc), -(-layer.groups // span)
 
 
 def check_schedule(schedule: str) -> None:
@@ -70,18 +110,42 @@ def check_schedule(schedule: str) -> None:
 
 
 def check_tile(layer: ConvLayer, tile: Tile) -> None:
-    for name, size, limit in zip(TILE_DIMS, tile.as_tuple(), dims(layer), strict=True):
+    for name, size, limit in zip(TILE_DIMS, tile.as_tuple(), tile_limits(layer), strict=True):
         if isinstance(size, bool) or not isinstance(size, int | np.integer) or not (
                 1 <= size <= limit):
             raise SpecError(f"layer {layer.name!r}: tile {name}={size} must be an integer in "
                             f"1..{limit}")
+    ocg = layer.Oc // layer.groups
+    if tile.TOc > ocg and tile.TOc % ocg:
+        raise SpecError(f"layer {layer.name!r}: tile TOc={tile.TOc} must be at most the "
+                        f"{ocg} maps of a group or a multiple of them (whole groups)")
+
+
+def valid_tiles(layer: ConvLayer, tiles: np.ndarray) -> np.ndarray:
+    """Boolean mask of the rows of an (N, 5) array that are valid tiles of the layer."""
+    tiles = np.asarray(tiles).reshape(-1, 5)
+    ocg = layer.Oc // layer.groups
+    toc = tiles[:, 2]
+    return ((tiles >= 1) & (tiles <= np.array(tile_limits(layer)))).all(axis=1) & (
+        (toc <= ocg) | (toc % ocg == 0))
 
 
 def buffers(layer: ConvLayer, tiles: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Bin, Bw, Bout in elements for tiles given as an (N, 5) integer array."""
     tox, toy, toc, ton, tkc = tiles.T
-    b_in = ((tox - 1) * layer.Sx + layer.Kx) * ((toy - 1) * layer.Sy + layer.Ky) * tkc * ton
+    span = oc_split(layer, toc)[0]
+    b_in = ((tox - 1) * layer.Sx + layer.Kx_span) * ((toy - 1) * layer.Sy + layer.Ky_span) \
+        * tkc * span * ton
     return b_in, layer.Kx * layer.Ky * tkc * toc, tox * toy * toc * ton
+
+
+def final_outputs(layer: ConvLayer, tiles: np.ndarray) -> np.ndarray:
+    """Final output writes (elements, full-size tiles): one put of Bout per output tile."""
+    tiles = np.asarray(tiles, dtype=np.int64).reshape(-1, 5)
+    _, nc, blocks = oc_split(layer, tiles[:, 2])
+    nx, ny, _, nn, _ = (-(-np.asarray(d, dtype=np.int64) // tiles[:, i])
+                        for i, d in enumerate(dims(layer)))
+    return blocks * nx * ny * nc * nn * buffers(layer, tiles)[2]
 
 
 def counts_array(layer: ConvLayer, tiles: np.ndarray, schedule: str) -> dict[str, np.ndarray]:
@@ -89,17 +153,17 @@ def counts_array(layer: ConvLayer, tiles: np.ndarray, schedule: str) -> dict[str
     check_schedule(schedule)
     tiles = np.asarray(tiles, dtype=np.int64).reshape(-1, 5)
     b_in, b_w, b_out = buffers(layer, tiles)
-    nx, ny, nc, nn, nk = (-(-np.asarray(d, dtype=np.int64) // tiles[:, i])
-                          for i, d in enumerate(dims(layer)))
+    nx, ny, _, nn, nk = (-(-np.asarray(d, dtype=np.int64) // tiles[:, i])
+                         for i, d in enumerate(dims(layer)))
+    span, nc, g = oc_split(layer, tiles[:, 2])  # g: independent blocks of nc map tiles
     out_tiles = nx * ny * nc * nn
     one = np.ones_like(b_in)
     if schedule == "inter_oxoyon_dirx":
-        rows = ((tiles[:, 1] - 1) * layer.Sy + layer.Ky) * tiles[:, 4] * tiles[:, 3]
-        overlap = max(layer.Kx - layer.Sx, 0)
+        rows = ((tiles[:, 1] - 1) * layer.Sy + layer.Ky_span) * tiles[:, 4] * span * tiles[:, 3]
+        overlap = max(layer.Kx_span - layer.Sx, 0)
         b_ol = overlap * rows
         b_nol = b_in - b_ol
     out_mult = 2 * nk - 1  # puts of every kc step plus reloads of all but the first
-    g = layer.groups
 
     def traffic(b_i, b_w_, b_o, b_ol_=None, b_nol_=None) -> tuple:
         if schedule == "intra":
@@ -147,11 +211,12 @@ def gen_tiles(layer: ConvLayer, max_footprint_elems: float = np.inf, reduced: bo
               batch: int = 1 << 20):
     """Yield (N, 5) int64 arrays of candidate tiles whose single-buffered footprint fits.
 
-    reduced=True enumerates only `tile_candidates` per dimension (exact, see there);
-    reduced=False enumerates every tile (brute force).
+    reduced=True enumerates only `tile_candidates` per dimension and `toc_values` (exact, see
+    there); reduced=False enumerates every tile (brute force), TOc over every valid value.
     """
     axes = [tile_candidates(d) if reduced else np.arange(1, d + 1, dtype=np.int64)
             for d in dims(layer)]
+    axes[2] = toc_values(layer, reduced)
     head = np.stack(np.meshgrid(*axes[:4], indexing="ij"), axis=-1).reshape(-1, 4)
     kc = axes[4]
     step = max(1, batch // max(1, len(kc)))

@@ -8,10 +8,13 @@ A layer is cut along one extent into as-even-as-possible shares, one per core us
   reads all weights: the weights are shared. Input halos overlap between bands.
 - ``on``: images of the batch. The weights are shared.
 
-Each core tiles its share as a layer of its own (`share_layer`); the first ``extent % k`` cores
-get one more row/map/image than the others, so a split has at most two distinct share shapes.
-Counts of a share depend only on its shape (padding never enters them), so an XY band is a
-layer with its rows and no vertical padding.
+A grouped layer's shares keep its groups (an ``oc`` share has `size` maps in every group), and
+their tiles may span whole groups like any layer's (`tiling.model`); a depthwise layer (one map
+per group) therefore splits by ``xy`` or ``on`` only. Each core tiles its share as a layer of
+its own (`share_layer`); the first ``extent % k`` cores get one more row/map/image than the
+others, so a split has at most two distinct share shapes. Counts of a share depend only on its
+shape (padding never enters them), so an XY band is a layer with its rows and no vertical
+padding.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ def max_cores(layer: ConvLayer, kind: str, cores: int) -> int:
 
 def share_layer(layer: ConvLayer, kind: str, size: int) -> ConvLayer:
     """The part of `layer` one core computes when its share is `size` along the split."""
-    fields = {"oc": {"Oc": size * layer.groups}, "xy": {"Oy": size, "Py": 0},
+    fields = {"oc": {"Oc": size * layer.groups}, "xy": {"Oy": size, "Py": 0, "Py_end": None},
               "on": {"On": size}}[kind]
     return dataclasses.replace(layer, name=f"{layer.name}[{kind}{size}]", connections=None,
                                **fields)

@@ -7,30 +7,54 @@ element received all Kc contributions. `model` mode moves full tiles with paddin
 `counts`); `physical` mode clips edge tiles and padding to real data (never more than `counts`).
 The output buffer starts from the bias on chip: the first Kc step of an output tile loads
 nothing (listing 2), so listing 3's initial `get out` is not a transfer here.
+
+Input boxes span (T − 1)·S + (K − 1)·D + 1 columns/rows from o·S − P (start padding); physical
+mode clips them to the real Ix × Iy, which the end padding fixes. A grouped layer runs block by
+block: one group at a time, or the g whole groups a tile with TOc = g·Oc/groups covers, the
+boxes carrying the group range (see `_Machine`).
 """
 
 from __future__ import annotations
 
 from workbench.errors import WorkbenchError
 from workbench.layers.spec import ConvLayer
-from workbench.tiling.model import Counts, Tile, buffers, check_schedule, check_tile, dims
+from workbench.tiling.model import (
+    Counts,
+    Tile,
+    buffers,
+    check_schedule,
+    check_tile,
+    dims,
+)
 
 Box = tuple[tuple[int, int], ...]
-Offset = tuple[int, int, int, int]  # added to image, input map, output map, output row
+Offset = tuple[int, int, int]  # added to image, output map (within a group), output row
 
 
 class _Machine:
-    """Local buffers and external-memory state of one traced layer execution."""
+    """Local buffers and external-memory state of one traced block of groups.
+
+    Arrays of a dense layer (groups = 1) are input (n, c, y, x), weights (oc, kc) and outputs
+    (n, oc, y, x); a grouped layer's carry the group apart: input (n, group, kc, y, x), weights
+    (group, oc, kc), outputs (n, group, oc, y, x), oc and kc counted within the group. A
+    machine runs the groups [g0, g0 + span) of one block: one group, or the `span` groups a
+    tile with TOc > Oc/groups covers (then the output-map loop has a single step)."""
 
     def __init__(self, layer: ConvLayer, tile: Tile, physical: bool, full: ConvLayer | None = None,
-                 offset: Offset = (0, 0, 0, 0), log: list | None = None) -> None:
+                 offset: Offset = (0, 0, 0), group: tuple[int, int] = (0, 1),
+                 log: list | None = None) -> None:
         """`layer` is the part that is tiled; boxes are placed at `offset` in the arrays of
-        `full` (default: layer itself), whose padding and input size they use. `log` collects
-        every DMA operation as (array, "get"/"put", box, elements)."""
+        `full` (default: layer itself), whose padding and input size they use. `group` is
+        (first group, groups per tile). `log` collects every DMA operation as (array,
+        "get"/"put", box, elements)."""
         self.layer, self.tile, self.physical = layer, tile, physical
         self.full, self.offset, self.log = full or layer, offset, log
+        self.grouped = self.full.groups > 1
+        self.g0, self.span = group
+        self.real_groups = min(self.span, layer.groups - self.g0)
         self.macs = 0
         self.Ox, self.Oy, self.Oc, self.On, self.Kc = dims(layer)
+        self.toc = min(tile.TOc, self.Oc)  # output maps of a tile within each group
         self.traffic = {"in": 0, "w": 0, "out": 0}
         self.transfers = 0
         self.b_in: Box | None = None
@@ -43,6 +67,18 @@ class _Machine:
     def extent(self, start: int, size: int, limit: int) -> int:
         return min(size, limit - start) if self.physical else size
 
+    def groups(self) -> tuple[tuple[int, int], ...]:
+        """The group range of every box of this block (none for a dense layer)."""
+        if not self.grouped:
+            return ()
+        return ((self.g0, self.g0 + (self.real_groups if self.physical else self.span)),)
+
+    def part(self) -> Box:
+        """The outputs this block computes, in output coordinates of `full`."""
+        dn, dc, dy = self.offset
+        g = ((self.g0, self.g0 + self.real_groups),) if self.grouped else ()
+        return ((dn, dn + self.On), *g, (dc, dc + self.Oc), (dy, dy + self.Oy), (0, self.Ox))
+
     def _move(self, array: str, box: Box, real: Box, scale: int = 1, way: str = "get") -> None:
         moved = _volume(tuple(_clip(b, r) for b, r in zip(box, real, strict=True))) \
             if self.physical else _volume(box)
@@ -52,30 +88,30 @@ class _Machine:
         if self.log is not None:
             self.log.append((array, way, box, moved * scale))
 
-    # boxes in array coordinates: input (n, c, y, x), weights (oc, kc), outputs (n, oc, y, x)
     def in_box(self, on: int, kc: int, oy: int, ox: int, tx: int | None = None) -> Box:
-        layer, t, (dn, dc, _, dy) = self.full, self.tile, self.offset
+        layer, t, (dn, _, dy) = self.full, self.tile, self.offset
         tn, tk = self.extent(on, t.TOn, self.On), self.extent(kc, t.TKc, self.Kc)
         ty = self.extent(oy, t.TOy, self.Oy)
         tx = self.extent(ox, t.TOx, self.Ox) if tx is None else tx
         y0, x0 = (oy + dy) * layer.Sy - layer.Py, ox * layer.Sx - layer.Px
-        on, kc = on + dn, kc + dc
-        return ((on, on + tn), (kc, kc + tk), (y0, y0 + (ty - 1) * layer.Sy + layer.Ky),
-                (x0, x0 + (tx - 1) * layer.Sx + layer.Kx))
+        on = on + dn
+        return ((on, on + tn), *self.groups(), (kc, kc + tk),
+                (y0, y0 + (ty - 1) * layer.Sy + layer.Ky_span),
+                (x0, x0 + (tx - 1) * layer.Sx + layer.Kx_span))
 
     def in_real(self) -> Box:
         big = 1 << 60
-        return ((0, big), (0, big), (0, self.full.Iy), (0, self.full.Ix))
+        return ((0, big),) * (3 if self.grouped else 2) + ((0, self.full.Iy), (0, self.full.Ix))
 
     def w_box(self, oc: int, kc: int) -> Box:
-        t, d = self.tile, self.offset[2]
-        return ((oc + d, oc + d + self.extent(oc, t.TOc, self.Oc)),
+        t, d = self.tile, self.offset[1]
+        return (*self.groups(), (oc + d, oc + d + self.extent(oc, self.toc, self.Oc)),
                 (kc, kc + self.extent(kc, t.TKc, self.Kc)))
 
     def out_box(self, on: int, oc: int, oy: int, ox: int) -> Box:
-        t, (dn, _, dc, dy) = self.tile, self.offset
-        return ((on + dn, on + dn + self.extent(on, t.TOn, self.On)),
-                (oc + dc, oc + dc + self.extent(oc, t.TOc, self.Oc)),
+        t, (dn, dc, dy) = self.tile, self.offset
+        return ((on + dn, on + dn + self.extent(on, t.TOn, self.On)), *self.groups(),
+                (oc + dc, oc + dc + self.extent(oc, self.toc, self.Oc)),
                 (oy + dy, oy + dy + self.extent(oy, t.TOy, self.Oy)),
                 (ox, ox + self.extent(ox, t.TOx, self.Ox)))
 
@@ -87,11 +123,11 @@ class _Machine:
     def get_in_columns(self, box: Box, keep_columns: int) -> None:
         """Append columns to B_in (direction-x reuse), keeping only the last keep_columns."""
         self._move("in", box, self.in_real())
-        if self.b_in is None or self.b_in[:3] != box[:3] or self.b_in[3][1] != box[3][0]:
+        if self.b_in is None or self.b_in[:-1] != box[:-1] or self.b_in[-1][1] != box[-1][0]:
             self.b_in = box
         else:
-            hi = box[3][1]
-            self.b_in = (*box[:3], (max(self.b_in[3][0], hi - keep_columns), hi))
+            hi = box[-1][1]
+            self.b_in = (*box[:-1], (max(self.b_in[-1][0], hi - keep_columns), hi))
 
     def get_w(self, oc: int, kc: int) -> None:
         box = self.w_box(oc, kc)
@@ -121,9 +157,9 @@ class _Machine:
             raise WorkbenchError(f"trace: B_out does not hold partial sums of {key}")
         self.b_out = (key, self.b_out[1] | {kc})
         self.n_tiles += 1
-        self.macs += self.layer.Kx * self.layer.Ky * _volume(tuple(
+        self.macs += self.layer.Kx * self.layer.Ky * self.real_groups * _volume(tuple(
             (s, min(s + t, d)) for s, t, d in zip((on, oc, oy, ox, kc), (
-                self.tile.TOn, self.tile.TOc, self.tile.TOy, self.tile.TOx, self.tile.TKc),
+                self.tile.TOn, self.toc, self.tile.TOy, self.tile.TOx, self.tile.TKc),
                 (self.On, self.Oc, self.Oy, self.Ox, self.Kc), strict=True)))
         live = (_volume(self.b_in), _volume(self.b_w) * self.layer.Kx * self.layer.Ky,
                 _volume(key))
@@ -133,8 +169,7 @@ class _Machine:
         """Every output element must have received every Kc step."""
         all_kc = frozenset(range(0, self.Kc, self.tile.TKc))
         done = [key for key, state in self.stored.items() if state == all_kc]
-        if sum(_volume(key) for key in done) != _volume(
-                ((0, self.On), (0, self.Oc), (0, self.Oy), (0, self.Ox))) and self.physical:
+        if self.physical and sum(_volume(key) for key in done) != _volume(self.part()):
             raise WorkbenchError("trace: some outputs were not completed")
         if len(done) != len(self.stored):
             raise WorkbenchError("trace: an output tile was stored without all Kc steps")
@@ -158,7 +193,7 @@ def _inside(inner: Box, outer: Box) -> bool:
 def _run(m: _Machine, schedule: str) -> None:
     t = m.tile
     xs, ys = range(0, m.Ox, t.TOx), range(0, m.Oy, t.TOy)
-    cs, ns, ks = range(0, m.Oc, t.TOc), range(0, m.On, t.TOn), range(0, m.Kc, t.TKc)
+    cs, ns, ks = range(0, m.Oc, m.toc), range(0, m.On, t.TOn), range(0, m.Kc, t.TKc)
 
     def step(on: int, oc: int, oy: int, ox: int, kc: int, load_out: bool = True) -> None:
         key = m.out_box(on, oc, oy, ox)
@@ -205,8 +240,8 @@ def _run(m: _Machine, schedule: str) -> None:
 
 def _run_weight_stationary(m: _Machine, schedule: str, xs, ys, cs, ns, ks, step) -> None:
     layer = m.layer
-    overlap = max(layer.Kx - layer.Sx, 0)
-    window = (m.tile.TOx - 1) * layer.Sx + layer.Kx
+    overlap = max(layer.Kx_span - layer.Sx, 0)
+    window = (m.tile.TOx - 1) * layer.Sx + layer.Kx_span
     for oc in cs:
         for kc in ks:
             m.get_w(oc, kc)
@@ -214,13 +249,13 @@ def _run_weight_stationary(m: _Machine, schedule: str, xs, ys, cs, ns, ks, step)
                 for oy in ys:
                     if schedule == "inter_oxoyon_dirx" and overlap:
                         first = m.in_box(on, kc, oy, 0)
-                        x0 = first[3][0]
-                        m.get_in_columns((*first[:3], (x0, x0 + overlap)), window)
+                        x0 = first[-1][0]
+                        m.get_in_columns((*first[:-1], (x0, x0 + overlap)), window)
                     for ox in xs:
                         box = m.in_box(on, kc, oy, ox)
                         if schedule == "inter_oxoyon_dirx" and overlap:
-                            lo, hi = box[3]
-                            m.get_in_columns((*box[:3], (lo + overlap, hi)), window)
+                            lo, hi = box[-1]
+                            m.get_in_columns((*box[:-1], (lo + overlap, hi)), window)
                         else:
                             m.get_in(box)
                         step(on, oc, oy, ox, kc)
@@ -230,8 +265,8 @@ def _run_weight_stationary(m: _Machine, schedule: str, xs, ys, cs, ns, ks, step)
 def _execute(layer: ConvLayer, tile: Tile, schedule: str, mode: str,
              full: ConvLayer | None = None, base: tuple[int, int, int] = (0, 0, 0),
              log: list | None = None) -> tuple[Counts, list[_Machine]]:
-    """Run every group of `layer` (placed at images, output maps per group, rows `base` of
-    `full`); the Counts and the machines, one per group."""
+    """Run every block of groups of `layer` (placed at images, output maps per group, rows
+    `base` of `full`); the Counts and the machines, one per block (`model.oc_split`)."""
     check_schedule(schedule)
     check_tile(layer, tile)
     if mode not in ("model", "physical"):
@@ -241,10 +276,11 @@ def _execute(layer: ConvLayer, tile: Tile, schedule: str, mode: str,
     transfers = n_tiles = 0
     peak = (0, 0, 0)
     machines = []
-    for group in range(layer.groups):
-        offset = (base[0], group * layer.Kc, group * (full.Oc // full.groups) + base[1], base[2])
-        machine = _Machine(layer, tile, physical=(mode == "physical"), full=full, offset=offset,
-                           log=log)
+    ocg = layer.Oc // layer.groups
+    span = tile.TOc // ocg if tile.TOc > ocg else 1   # whole groups one tile covers
+    for g0 in range(0, layer.groups, span):
+        machine = _Machine(layer, tile, physical=(mode == "physical"), full=full, offset=base,
+                           group=(g0, span), log=log)
         _run(machine, schedule)
         machine.finish()
         for key in totals:

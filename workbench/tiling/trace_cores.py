@@ -2,11 +2,13 @@
 
 A layer split by `partition.shares` over k cores is executed core by core with `trace`'s
 machine, each core in the absolute coordinates of the full layer: input (n, c, y, x) with the
-layer's padding, weights (oc, kc), outputs (n, oc, y, x). Every DMA get/put is an `Event`; the
-traffic over the shared bus is the sum of the events' elements, except that with a broadcast
-DMA a get of the shared array issued by all cores of one share at the same step with the same
-box crosses the bus once (checked box by box). Units: elements (accesses, bus traffic), DMA
-transfers, tiles and MACs, as in `trace` ("model" or "physical" mode).
+layer's padding, weights (oc, kc), outputs (n, oc, y, x) (a grouped layer's with the group
+apart: (n, group, kc, y, x), (group, oc, kc), (n, group, oc, y, x); see `trace`). Every
+DMA get/put is an `Event`; the traffic over the shared bus is the sum of the events' elements,
+except that with a broadcast DMA a get of the shared array issued by all cores of one share at
+the same step with the same box crosses the bus once (checked box by box). Units: elements
+(accesses, bus traffic), DMA transfers, tiles and MACs, as in `trace` ("model" or "physical"
+mode).
 """
 
 from __future__ import annotations
@@ -58,8 +60,7 @@ def _cover(covered: np.ndarray, machines: list, tile: Tile) -> None:
     model-mode edge tile also writes padding beyond it)."""
     whole = tuple((0, n) for n in covered.shape)
     for m in machines:
-        dn, _, dc, dy = m.offset
-        part = ((dn, dn + m.On), (dc, dc + m.Oc), (dy, dy + m.Oy), (0, m.Ox))
+        part = m.part()
         if not _inside(part, whole):
             raise WorkbenchError(f"trace_cores: a core computes {part}, outside the layer's "
                                  f"outputs {whole}")
@@ -98,7 +99,8 @@ def trace_cores(layer: ConvLayer, kind: str, k: int, tiles: Sequence[Tile],
     if len(tiles) != len(parts):
         raise SpecError(f"trace_cores: {len(parts)} shares need {len(parts)} tiles, got "
                         f"{len(tiles)}")
-    covered = np.zeros((layer.On, layer.Oc, layer.Oy, layer.Ox), dtype=np.int64)
+    maps = (layer.groups, layer.Oc // layer.groups) if layer.groups > 1 else (layer.Oc,)
+    covered = np.zeros((layer.On, *maps, layer.Oy, layer.Ox), dtype=np.int64)
     bus = {"in": 0, "w": 0, "out": 0}
     starts, counts, macs, logs = [], [], [], []
     if len(schedules) != len(parts):
@@ -119,7 +121,8 @@ def trace_cores(layer: ConvLayer, kind: str, k: int, tiles: Sequence[Tile],
         logs.extend(share_logs)
     if not (covered == 1).all():
         bad = np.argwhere(covered != 1)[0]
-        raise WorkbenchError(f"trace_cores: output (n, oc, y, x) = {tuple(bad.tolist())} is "
+        where = "(n, group, oc, y, x)" if layer.groups > 1 else "(n, oc, y, x)"
+        raise WorkbenchError(f"trace_cores: output {where} = {tuple(bad.tolist())} is "
                              f"computed {covered[tuple(bad)]} times, not once")
     trail = tuple(Event(core, step, *op) for core, log in enumerate(logs)
                   for step, op in enumerate(log)) if events else ()
