@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 
 import pandas as pd
 
@@ -76,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="one JSON document on stdout")
+    common.add_argument("--strict", action="store_true", default=argparse.SUPPRESS,
+                        help="an ONNX operator the workbench does not know is an error")
 
     p = sub.add_parser("networks", parents=[common], help="list the zoo networks")
     p.set_defaults(func=cmd_networks)
@@ -104,12 +108,28 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+@contextlib.contextmanager
+def _warnings_as_lines(args: argparse.Namespace) -> Iterator[None]:
+    """Warnings as one `workbench CMD: warning: ...` line each on stderr; with --strict an
+    unknown ONNX operator is an error."""
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        print(f"workbench {args.command}: warning: {message}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        if getattr(args, "strict", False):
+            from workbench.layers.onnx_import import UnknownOperatorWarning
+            warnings.simplefilter("error", UnknownOperatorWarning)
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     try:
-        args.func(args)
+        with _warnings_as_lines(args):
+            args.func(args)
         sys.stdout.flush()
     except WorkbenchError as exc:
         print(f"workbench {args.command}: error: {exc}", file=sys.stderr)

@@ -45,9 +45,17 @@ def shipped_weights(net: layers.Network) -> str:
 
 
 def cmd_quantize(args: argparse.Namespace) -> None:
+    if args.from_model:
+        if args.network:
+            raise WorkbenchError("give a network or --from-model, not both")
+        cmd_from_model(args)
+        return
+    if not args.network:
+        raise WorkbenchError("give a network (zoo name or file), or --from-model model.onnx")
     net = layers.load_network(args.network)
-    params = quant.load_weights(args.weights or shipped_weights(net), net)
-    data = load_data(args.data, net)
+    own = args.network if str(args.network).lower().endswith(".onnx") else None
+    params = quant.load_weights(args.weights or own or shipped_weights(net), net)
+    data = load_data(args.data or "mnist", net)
     n = args.images
     res = quant.search(net, params, data["calib_x"], data["calib_x"][:n], data["calib_y"][:n],
                        acc_bits=args.acc_bits, bound=args.bound, overflow=args.overflow,
@@ -74,13 +82,93 @@ def cmd_quantize(args: argparse.Namespace) -> None:
           f"fixed {test_fixed:.2%} (search set: {res.float_accuracy:.2%} -> {res.accuracy:.2%})")
 
 
+def load_calibration(spec: str, net: layers.Network) -> tuple[np.ndarray, np.ndarray | None]:
+    """Calibration images (and labels when given): 'mnist', or an .npz with calib_x
+    [, calib_y] (NCHW)."""
+    if spec == "mnist":
+        from workbench.quant import mnist
+
+        x, y = mnist.load("calib")
+    else:
+        try:
+            with np.load(spec) as z:
+                x, y = z["calib_x"], (z["calib_y"] if "calib_y" in z.files else None)
+        except (OSError, ValueError, KeyError) as exc:
+            raise FileFormatError(f"data file {spec!r}: needs an array calib_x ({exc})") from None
+    expected = net.layers[0].in_shape
+    if x.ndim != 4 or tuple(x.shape[1:]) != tuple(expected):
+        raise WorkbenchError(f"data {spec!r}: images are {tuple(x.shape[1:])}, model "
+                             f"{net.name!r} expects {tuple(expected)} (C, H, W)")
+    return x, y
+
+
+def cmd_from_model(args: argparse.Namespace) -> None:
+    """Per-layer formats and accumulator bounds of a quantized ONNX model."""
+    from workbench.quant import from_model, infer, overflow
+
+    model = from_model.load_quantized(args.from_model, args.acc_bits, args.overflow)
+    x = y = None
+    if args.data:
+        x, y = load_calibration(args.data, model.net)
+        x, y = x[:args.images], (y[:args.images] if y is not None else None)
+    table = overflow.overflow_table(model.net, model.params, model.formats, args.acc_bits, x,
+                                    model.graph)
+    flags = {name: list(info.flags) for name, info in model.layers.items() if info.flags}
+    flags.update({name: list(f) for name, f in model.joins.items() if f})
+    summary: dict = {"model": model.net.name, "acc_bits": args.acc_bits,
+                     "overflow": args.overflow, "images": 0 if x is None else len(x),
+                     "unquantized": list(model.unquantized), "flags": flags}
+    if x is not None:
+        narrow = infer.logits(model.net, model.params, x, model.formats, model.graph)
+        exact = infer.logits(model.net, model.params, x, model.with_accumulator(
+            overflow.EXACT_BITS), model.graph)
+        summary["top1_agreement"] = float((narrow.argmax(1) == exact.argmax(1)).mean())
+        if y is not None:
+            summary["fixed_accuracy"] = float((narrow.argmax(1) == y).mean())
+            summary["exact_accuracy"] = float((exact.argmax(1) == y).mean())
+    if args.json:
+        print(json.dumps({**summary, "layers": json.loads(table.to_json(orient="records"))},
+                         indent=1))
+        return
+    print(f"{model.net.name} ({model.net.source}): {len(table)} quantized conv/fc layers; "
+          f"accumulator bits each bound needs vs {args.acc_bits}-bit accumulators "
+          f"({args.overflow})")
+    shown = table.assign(overflowing=[f"{o} of {n}" if n is not None and n == n else None
+                                      for o, n in zip(table.overflowing, table.outputs,
+                                                      strict=True)])
+    shown = shown.drop(columns=["acc_bits", "outputs"]).rename(columns={
+        "worst_bits": "worst", "weights_bits": "w-aware", "data_bits": "data",
+        "max_abs_acc": "max|acc|"}).astype(object)
+    shown = shown.where(shown.notna(), "n/a")
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        print(shown.to_string(index=False))
+    for name in model.unquantized:
+        print(f"{name}: not quantized in the model (float input or weights): runs in float")
+    for lines in flags.values():
+        for line in lines:
+            print(f"flag: {line}")
+    if x is None:
+        print("data bound: n/a (give --data with calibration images)")
+    else:
+        line = (f"{len(x)} calibration images: top-1 agreement of {args.acc_bits}-bit with "
+                f"exact accumulators {summary['top1_agreement']:.1%}")
+        if y is not None:
+            line += (f"; accuracy {summary['fixed_accuracy']:.1%} ({args.acc_bits}-bit) vs "
+                     f"{summary['exact_accuracy']:.1%} (exact)")
+        print(line)
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("quantize", parents=[common],
                        help="per-layer fixed-point formats for narrow accumulators")
-    p.add_argument("network", help="zoo name or a .yaml/.onnx/.prototxt file")
+    p.add_argument("network", nargs="?", help="zoo name or a .yaml/.onnx/.prototxt file")
+    p.add_argument("--from-model", metavar="MODEL.onnx",
+                   help="a quantized (QDQ or QLinear) ONNX model: its formats, and per layer "
+                        "the accumulator bits the worst/weights/data bounds need")
     p.add_argument("--weights", default=None,
                    help=".npz (or a name under data/weights) or .onnx with initializers "
-                        "(default: the weights shipped for a zoo network, e.g. lenet5_mnist.npz)")
+                        "(default: an ONNX network's own initializers, the weights shipped "
+                        "for a zoo network, e.g. lenet5_mnist.npz)")
     p.add_argument("--acc-bits", type=int, default=16,
                    help="accumulator width in bits (default: %(default)s)")
     p.add_argument("--bound", choices=quant.BOUNDS, default="data",
@@ -90,11 +178,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="accumulator overflow (default: %(default)s)")
     p.add_argument("--min-bits", type=int, default=2,
                    help="fewest bits per group (default: %(default)s)")
-    p.add_argument("--data", default="mnist",
-                   help="'mnist' or an .npz with calib_x, calib_y, test_x, test_y "
-                        "(default: %(default)s)")
+    p.add_argument("--data", default=None,
+                   help="'mnist' or an .npz with calib_x, calib_y, test_x, test_y (default: "
+                        "mnist; with --from-model: none, or an .npz with calib_x [, calib_y])")
     p.add_argument("--images", type=int, default=1000,
-                   help="search images, from the calibration set (default: %(default)s)")
+                   help="search (or --from-model calibration) images, from the calibration "
+                        "set (default: %(default)s)")
     p.add_argument("--out", help="write the per-layer configuration and the held-out "
                                  "accuracy to this YAML file")
     p.add_argument("--jobs", type=int, default=None,

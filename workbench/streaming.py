@@ -1,5 +1,6 @@
-"""Streamed layers (pool, LRN, eltwise, concat, activation, softmax): chunked on one or k cores,
-priced by the DMA/bus pipeline of `perf` (sizes in elements, time in DSP cycles, energy in pJ).
+"""Streamed layers (pool, LRN, eltwise, concat, activation, softmax, and the imported scale,
+affine, shuffle, resize and generic layers): chunked on one or k cores, priced by the DMA/bus
+pipeline of `perf` (sizes in elements, time in DSP cycles, energy in pJ).
 
 Geometry. Output maps are split over cores: core j of k takes a contiguous range [a, b) of
 them (the first C mod k cores one more). Softmax normalizes across the maps, so it has one
@@ -15,6 +16,11 @@ touches). One DMA get per block and one put per chunk. Buffers hold the largest 
 and output (footprint = their sum). The vector unit runs ops_per_output ops per output element,
 simd_lanes ops per cycle, and reads every fetched element and writes every output once in local
 memory (concat: none, DMA only). CC_tile = ops of a full chunk / simd_lanes.
+
+Imported layers: a scale layer also fetches its maps' vector values per chunk (one more get);
+an affine layer keeps its constants local; a shuffle is a DMA-only copy like concat (one gather
+per chunk); a resize is chunked over its input grid, each point writing Fy·Fx outputs; a generic
+layer is element-wise on its output shape with `inputs` inputs of that shape.
 """
 
 from __future__ import annotations
@@ -36,9 +42,17 @@ from workbench.layers.spec import (
     PoolLayer,
     SoftmaxLayer,
 )
+from workbench.layers.stream_spec import (
+    AffineLayer,
+    GenericLayer,
+    ResizeLayer,
+    ScaleLayer,
+    ShuffleLayer,
+)
 from workbench.platforms import Platform
 
-STREAMED = (PoolLayer, ActivationLayer, LRNLayer, SoftmaxLayer, EltwiseLayer, ConcatLayer)
+STREAMED = (PoolLayer, ActivationLayer, LRNLayer, SoftmaxLayer, EltwiseLayer, ConcatLayer,
+            ScaleLayer, AffineLayer, ShuffleLayer, ResizeLayer, GenericLayer)
 OBJECTIVES = ("cycles", "energy", "accesses", "edp")
 Window = tuple[int, int, int, int]  # kernel, stride, pad, input extent
 
@@ -59,14 +73,21 @@ class Geometry:
     ops_per_output: int
     vector: bool
     boundaries: tuple[int, ...] = ()  # concat: first maps of parts 2..n
+    side: bool = False  # scale: a per-map vector fetched with each chunk
+    out_scale: int = 1  # resize: output elements written per grid point
 
 
 def geometry(layer: Layer) -> Geometry:
     """The chunking geometry of a streamed layer (WorkbenchError for conv/fc)."""
     if not isinstance(layer, STREAMED):
         raise WorkbenchError(f"layer {layer.name!r} is a {layer.kind} layer; streaming covers "
-                             "pool, lrn, eltwise, concat, activation and softmax layers")
+                             "pool, lrn, eltwise, concat, activation, softmax, scale, affine, "
+                             "shuffle, resize and generic layers")
     n = layer.On
+    if isinstance(layer, ResizeLayer):
+        c, h, w = layer.in_shape
+        return Geometry(c, h, w, (1, 1, 0, c), (1, 1, 0, h), (1, 1, 0, w), n, 1,
+                        layer.ops_per_output, True, out_scale=layer.Fy * layer.Fx)
     if isinstance(layer, PoolLayer):
         return Geometry(layer.C, layer.Oy, layer.Ox, (1, 1, 0, layer.C),
                         (layer.Ky, layer.Sy, layer.Py, layer.Iy),
@@ -78,12 +99,13 @@ def geometry(layer: Layer) -> Geometry:
     if isinstance(layer, LRNLayer):
         lrn = (layer.size, 1, layer.size // 2, c)
         return Geometry(c, h, w, lrn, same, cols, n, 1, 2 * layer.size + 3, True)
-    if isinstance(layer, ConcatLayer):
-        starts = tuple(int(s) for s in np.cumsum(layer.parts)[:-1])
+    if isinstance(layer, ConcatLayer | ShuffleLayer):
+        starts = tuple(int(s) for s in np.cumsum(layer.parts)[:-1]) \
+            if isinstance(layer, ConcatLayer) else ()
         return Geometry(c, h, w, (1, 1, 0, c), same, cols, n, 1, 0, False, starts)
-    inputs = layer.inputs if isinstance(layer, EltwiseLayer) else 1
-    ops = inputs - 1 if isinstance(layer, EltwiseLayer) else layer.ops_per_element
-    return Geometry(c, h, w, (1, 1, 0, c), same, cols, n, inputs, ops, True)
+    inputs = layer.inputs if isinstance(layer, EltwiseLayer | GenericLayer) else 1
+    return Geometry(c, h, w, (1, 1, 0, c), same, cols, n, inputs, layer.ops // layer.elements,
+                    True, side=isinstance(layer, ScaleLayer))
 
 
 @dataclass(frozen=True)
@@ -159,15 +181,17 @@ def chunk_counts(layer: Layer, rows: int | np.ndarray, maps: int | np.ndarray,
     bands, in_rows, big_rows = _bands(0, g.out_rows, r, g.row_win)
     _, in_cols, _ = _bands(0, g.out_cols, np.int64(g.out_cols), g.col_win)
     chunks = g.images * groups * bands
-    gets = chunks * g.inputs
+    gets = chunks * (g.inputs + g.side)
     for p in g.boundaries:  # concat: a group straddling a part boundary reads two blocks
         gets = gets + g.images * bands * ((a < p < b) & ((p - a) % np.minimum(m, b - a) != 0))
-    out = g.images * (b - a) * g.out_rows * g.out_cols
-    fetched = g.images * g.inputs * in_maps * in_rows * in_cols
-    chunk_out = np.minimum(m, b - a) * np.minimum(r, g.out_rows) * g.out_cols
+    out = g.images * (b - a) * g.out_rows * g.out_cols * g.out_scale
+    fetched = (g.images * g.inputs * in_maps * in_rows * in_cols
+               + g.side * g.images * bands * (b - a))
+    chunk_out = np.minimum(m, b - a) * np.minimum(r, g.out_rows) * g.out_cols * g.out_scale
     counts = StreamCounts(
         in_elems=fetched, out_elems=np.broadcast_to(out, r.shape), dma_transfers=gets + chunks,
-        chunks=chunks, in_buffer=g.inputs * big_maps * big_rows * in_cols, out_buffer=chunk_out,
+        chunks=chunks, out_buffer=chunk_out,
+        in_buffer=g.inputs * big_maps * big_rows * in_cols + g.side * np.minimum(m, b - a),
         ops_per_chunk=chunk_out * g.ops_per_output,
         ops=np.broadcast_to(out * g.ops_per_output, r.shape),
         local_accesses=(fetched + out) if g.vector else np.zeros_like(fetched))
@@ -199,9 +223,10 @@ def trace_counts(layer: Layer, rows: int, maps: int,
             in_maps = len(_block(group, g.map_win))
             for y0 in range(0, g.out_rows, rows):
                 band = range(y0, min(y0 + rows, g.out_rows))
-                got = g.inputs * in_maps * len(_block(band, g.row_win)) * cols
-                gets = len(set(part_of[list(group)])) if g.boundaries else g.inputs
-                put = len(group) * len(band) * g.out_cols
+                got = g.inputs * in_maps * len(_block(band, g.row_win)) * cols \
+                    + g.side * len(group)
+                gets = (len(set(part_of[list(group)])) if g.boundaries else g.inputs) + g.side
+                put = len(group) * len(band) * g.out_cols * g.out_scale
                 written[image, group.start:group.stop, band.start:band.stop, :] += 1
                 fetched, out, dma, chunks = fetched + got, out + put, dma + gets + 1, chunks + 1
                 in_buf, out_buf = max(in_buf, got), max(out_buf, put)

@@ -15,10 +15,18 @@ from workbench.layers.spec import (
     in_size,
     out_size,
 )
+from workbench.layers.stream_spec import (
+    AffineLayer,
+    GenericLayer,
+    ResizeLayer,
+    ScaleLayer,
+    ShuffleLayer,
+)
 from workbench.layers.zoo import list_networks, load_network
 
 __all__ = [
-    "LAYER_TYPES", "ActivationLayer", "ConcatLayer", "ConvLayer", "EltwiseLayer", "LRNLayer",
-    "Layer", "MapLayer", "Network", "PoolLayer", "SoftmaxLayer", "build_layers", "in_size",
-    "list_networks", "load_network", "network_from_dict", "out_size",
+    "LAYER_TYPES", "ActivationLayer", "AffineLayer", "ConcatLayer", "ConvLayer", "EltwiseLayer",
+    "GenericLayer", "LRNLayer", "Layer", "MapLayer", "Network", "PoolLayer", "ResizeLayer",
+    "ScaleLayer", "ShuffleLayer", "SoftmaxLayer", "build_layers", "in_size", "list_networks",
+    "load_network", "network_from_dict", "out_size",
 ]

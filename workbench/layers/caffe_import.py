@@ -1,10 +1,18 @@
 """Import a Caffe deploy .prototxt as a Network, deriving shapes the way Caffe does.
 
 A small reader of the protobuf text format (no Caffe needed). Layer types: Input (or the
-legacy `input`/`input_shape`/`input_dim` fields), Convolution, InnerProduct, Pooling (Caffe's
-round-up output), LRN, ReLU, Sigmoid, TanH, Softmax, Eltwise (SUM, PROD, MAX) and Concat (along
-the channels); Dropout, Flatten and Split carry no data work and are passed over. Legacy V1
-`layers { type: CONVOLUTION }` also reads.
+legacy `input`/`input_shape`/`input_dim` fields), Convolution (also DepthwiseConvolution and
+ConvolutionDepthwise, whose group defaults to the input maps), InnerProduct, Pooling (Caffe's
+round-up output), LRN, ReLU, ReLU6, Sigmoid, TanH, Softmax, BatchNorm and Scale, Eltwise (SUM,
+PROD, MAX) and Concat (along the channels); Dropout, Flatten and Split carry no data work and
+are passed over. Legacy V1 `layers { type: CONVOLUTION }` also reads.
+
+A convolution reads exactly its bottom blob (floor rounding, `windows.exact_conv`, so a
+stride-2 layer on 56 rows reads all 56). BatchNorm and Scale right after a Convolution or
+InnerProduct (the usual in-place `conv → BatchNorm → Scale` of ResNet deploys) fold into it:
+the layer gains a bias (BatchNorm's −mean/σ, or the Scale's bias_term). Elsewhere they are an
+affine layer (per-map scale and shift), into which a following Scale folds.
+`bias_term: false` leaves a conv/fc layer without biases (`Network.unbiased`).
 """
 
 from __future__ import annotations
@@ -25,8 +33,9 @@ from workbench.layers.spec import (
     PoolLayer,
     Shape,
     SoftmaxLayer,
-    conv_from_input,
 )
+from workbench.layers.stream_spec import AffineLayer
+from workbench.layers.windows import exact_conv
 
 _TOKEN = re.compile(r'\s*(?:#[^\n]*|"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\''
                     r'|([{}:])|([^\s{}:"\']+))')
@@ -35,8 +44,10 @@ _V1_TYPES = {"CONVOLUTION": "Convolution", "INNER_PRODUCT": "InnerProduct", "POO
              "SOFTMAX": "Softmax", "DROPOUT": "Dropout", "FLATTEN": "Flatten", "SPLIT": "Split",
              "CONCAT": "Concat", "ELTWISE": "Eltwise", "SOFTMAX_LOSS": "SoftmaxWithLoss"}
 PASSED_OVER = ("Dropout", "Flatten", "Split", "Input")
+MAX_DEPTH = 64  # nesting of { } blocks
 ELTWISE_OPS = {"SUM": "sum", "PROD": "prod", "MAX": "max", 0: "prod", 1: "sum", 2: "max"}
-ACTIVATIONS = {"ReLU": "relu", "Sigmoid": "sigmoid", "TanH": "tanh"}
+ACTIVATIONS = {"ReLU": "relu", "ReLU6": "relu6", "Sigmoid": "sigmoid", "TanH": "tanh"}
+CONVOLUTIONS = ("Convolution", "DepthwiseConvolution", "ConvolutionDepthwise")
 
 
 def _tokens(text: str, origin: str) -> list[tuple[str, str]]:
@@ -63,8 +74,11 @@ def parse_prototxt(text: str, origin: str = "<text>") -> dict[str, list[Any]]:
     """Protobuf text format as nested dicts; every field maps to a list of its values."""
     tokens, pos = _tokens(text, origin), 0
 
-    def message(closing: bool) -> dict[str, list[Any]]:
+    def message(closing: bool, depth: int = 0) -> dict[str, list[Any]]:
         nonlocal pos
+        if depth > MAX_DEPTH:
+            raise FileFormatError(f"prototxt {origin!r}: messages nested deeper than "
+                                  f"{MAX_DEPTH} levels")
         fields: dict[str, list[Any]] = {}
         while pos < len(tokens):
             kind, value = tokens[pos]
@@ -82,7 +96,7 @@ def parse_prototxt(text: str, origin: str = "<text>") -> dict[str, list[Any]]:
                 raise FileFormatError(f"prototxt {origin!r}: field {value!r} has no value")
             if tokens[pos] == ("punct", "{"):
                 pos += 1
-                fields.setdefault(value, []).append(message(True))
+                fields.setdefault(value, []).append(message(True, depth + 1))
             else:
                 vkind, raw = tokens[pos]
                 if vkind == "punct":
@@ -133,11 +147,13 @@ def _input_shape(net: dict[str, list[Any]], origin: str) -> Shape | None:
 
 def _layer(kind: str, name: str, msg: dict[str, list[Any]], shape: Shape, batch: int) -> Layer:
     c, h, w = shape
-    if kind == "Convolution":
+    if kind in CONVOLUTIONS:
         p = _one(msg, "convolution_param", {})
-        return conv_from_input(name, shape, _one(p, "num_output"), _hw(p, "kernel", 1),
-                               _hw(p, "stride", 1), _hw(p, "pad", 0),
-                               groups=_one(p, "group", 1), On=batch)
+        group = _one(p, "group", 1 if kind == "Convolution" else c)
+        dilation = _one(p, "dilation", 1)
+        return exact_conv(name, shape, _one(p, "num_output"), _hw(p, "kernel", 1),
+                          _hw(p, "stride", 1), _hw(p, "pad", 0), dilation=(dilation, dilation),
+                          groups=group, On=batch, where=f"layer {name!r}")
     if kind == "InnerProduct":
         return ConvLayer.fc(name, c * h * w, _one(_one(msg, "inner_product_param", {}),
                                                   "num_output"), On=batch)
@@ -182,10 +198,44 @@ def _joining(kind: str, name: str, msg: dict[str, list[Any]], shapes: list[Shape
     return EltwiseLayer(name, c, h, w, batch, inputs=len(shapes), op=ELTWISE_OPS[operation])
 
 
+def _bias_term(kind: str, msg: dict[str, list[Any]]) -> bool:
+    key = "inner_product_param" if kind == "InnerProduct" else "convolution_param"
+    return bool(_one(_one(msg, key, {}), "bias_term", True))
+
+
+def _normalization(kind: str, name: str, msg: dict[str, list[Any]], bottom: str,
+                   state: dict[str, Any], shape: Shape, batch: int) -> Layer | None:
+    """BatchNorm ((x − mean)/σ: a scale and a shift) or Scale (a shift if bias_term) folded
+    into the conv/fc or affine layer that last wrote `bottom` (None), or an affine layer."""
+    shift = kind == "BatchNorm" or bool(_one(_one(msg, "scale_param", {}), "bias_term", False))
+    last = state["writer"].get(bottom)
+    if last is not None and last in state["foldable"]:
+        if shift:
+            state["unbiased"].discard(last)
+        return None
+    c, h, w = shape
+    return AffineLayer(name, c, h, w, batch, scales=c, shifts=c if shift else 0)
+
+
+def _build(kind: str, name: str, msg: dict[str, list[Any]], bottoms: list[str],
+           blobs: dict[str, Shape], state: dict[str, Any], batch: int) -> Layer | None:
+    if kind in ("BatchNorm", "Scale"):
+        return _normalization(kind, name, msg, bottoms[0], state, blobs[bottoms[0]], batch)
+    if kind in ("Eltwise", "Concat"):
+        return _joining(kind, name, msg, [blobs[b] for b in bottoms], batch)
+    return _layer(kind, name, msg, blobs[bottoms[0]], batch)
+
+
 def network_from_prototxt(path: str | Path) -> Network:
     """A Network from a Caffe deploy prototxt (N of the input shape becomes the batch)."""
     path = Path(path)
-    net = parse_prototxt(path.read_text(), str(path))
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FileFormatError(f"prototxt {str(path)!r}: cannot read "
+                              f"({getattr(exc, 'strerror', None) or type(exc).__name__})") \
+            from None
+    net = parse_prototxt(text, str(path))
     blobs: dict[str, Shape] = {}
     batch = 1
     shape = _input_shape(net, str(path))
@@ -193,22 +243,32 @@ def network_from_prototxt(path: str | Path) -> Network:
         blobs[str(_one(net, "input", "data"))] = shape
         batch = (net.get("input_shape", [{}])[0].get("dim") or net.get("input_dim"))[0]
     layers: list[Layer] = []
+    # writer: blob -> the layer that last wrote it ("" = network input); foldable: conv/fc
+    # layers whose output nothing but BatchNorm/Scale touched yet
+    state: dict[str, Any] = {"writer": dict.fromkeys(blobs, ""), "foldable": set(),
+                             "unbiased": set()}
+    inputs: dict[str, tuple[str, ...]] = {}
+    known = (*CONVOLUTIONS, "InnerProduct", "Pooling", "LRN", "Softmax", "Eltwise", "Concat",
+             "BatchNorm", "Scale", *ACTIVATIONS)
     for msg in net.get("layer", []) + net.get("layers", []):
+        if not isinstance(msg, dict):
+            raise FileFormatError(f"prototxt {str(path)!r}: 'layer' must be a {{ }} block")
         name = str(_one(msg, "name", f"layer{len(layers)}"))
         kind = str(_one(msg, "type", ""))
         kind = _V1_TYPES.get(kind, kind)
         tops = [str(t) for t in msg.get("top", [])]
         bottoms = [str(b) for b in msg.get("bottom", [])]
         if kind == "Input":
-            dims = _one(_one(msg, "input_param", {}), "shape", {}).get("dim", [])
-            if len(dims) != 4:
-                raise FileFormatError(f"prototxt {str(path)!r}: Input layer {name!r} needs 4 dims")
+            p = _one(msg, "input_param", {})
+            dims = _one(p, "shape", {}).get("dim", []) if isinstance(p, dict) else []
+            if len(dims) != 4 or not tops or not all(isinstance(d, int) and d > 0 for d in dims):
+                raise FileFormatError(f"prototxt {str(path)!r}: Input layer {name!r} needs a "
+                                      "top and 4 positive dims")
             batch, blobs[tops[0]] = dims[0], (dims[1], dims[2], dims[3])
+            state["writer"][tops[0]] = ""
             continue
         if kind in ("Data", "ImageData", "HDF5Data", "MemoryData", "SoftmaxWithLoss", "Accuracy"):
             continue  # training-only layers of a train_test definition
-        known = ("Convolution", "InnerProduct", "Pooling", "LRN", "Softmax", "Eltwise",
-                 "Concat", *ACTIVATIONS)
         if kind not in known + PASSED_OVER:
             raise SpecError(f"prototxt layer {name!r}: unknown layer type {kind!r}; supported: "
                             + ", ".join(known + PASSED_OVER))
@@ -224,11 +284,33 @@ def network_from_prototxt(path: str | Path) -> Network:
                 c, h, w = c * h * w, 1, 1
             for top in tops:
                 blobs[top] = (c, h, w)
+                state["writer"][top] = state["writer"].get(bottoms[0], "")
             continue
-        layer = _joining(kind, name, msg, [blobs[b] for b in bottoms], batch) if joining \
-            else _layer(kind, name, msg, blobs[bottoms[0]], batch)
+        try:
+            layer = _build(kind, name, msg, bottoms, blobs, state, batch)
+        except (TypeError, AttributeError, KeyError, IndexError, ZeroDivisionError) as exc:
+            raise SpecError(f"prototxt layer {name!r} ({kind}): malformed parameters "
+                            f"({type(exc).__name__}: {str(exc).splitlines()[0][:80]})") from None
+        if layer is None:  # folded into the layer before
+            for top in tops:
+                blobs[top] = blobs[bottoms[0]]
+                state["writer"][top] = state["writer"][bottoms[0]]
+            continue
+        if layer.name in inputs:
+            raise SpecError(f"prototxt {str(path)!r}: layer name {layer.name!r} used twice")
         layers.append(layer)
+        inputs[layer.name] = tuple(state["writer"].get(b, "")
+                                   for b in (bottoms if joining else bottoms[:1]))
+        state["foldable"].discard(state["writer"].get(bottoms[0]))
+        if kind in (*CONVOLUTIONS, "InnerProduct", "BatchNorm", "Scale"):
+            state["foldable"].add(layer.name)
+            if not _bias_term(kind, msg):
+                state["unbiased"].add(layer.name)
         for top in tops:
             blobs[top] = layer.out_shape
+            state["writer"][top] = layer.name
+    if not layers:
+        raise FileFormatError(f"prototxt {str(path)!r}: no layers")
     return Network(str(_one(net, "name", path.stem)), tuple(layers),
-                   title=str(_one(net, "name", "")), source=f"Caffe {path.name}")
+                   title=str(_one(net, "name", "")), source=f"Caffe {path.name}", inputs=inputs,
+                   unbiased=frozenset(state["unbiased"]))

@@ -1,9 +1,15 @@
-"""Network: an ordered, named sequence of layer specs with whole-network counts."""
+"""Network: an ordered, named sequence of layer specs with whole-network counts.
+
+`inputs` (optional) records the graph: for each layer name, the names of the layers whose
+outputs it reads, in order ("" for the network's input). Without it the network is a chain
+(each layer reads the previous one). `unbiased` names the conv/fc layers that have no bias
+term (a Caffe `bias_term: false`, an ONNX Conv without bias input).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -19,6 +25,8 @@ class Network:
     layers: tuple[Layer, ...]
     title: str = ""
     source: str = ""
+    inputs: Mapping[str, tuple[str, ...]] | None = field(default=None, compare=False)
+    unbiased: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -27,7 +35,25 @@ class Network:
         for layer in self.layers:
             if layer.name in seen:
                 raise SpecError(f"network {self.name!r}: layer name {layer.name!r} used twice")
+            if self.inputs is not None and any(
+                    src and src not in seen for src in self.inputs.get(layer.name, ())):
+                raise SpecError(f"network {self.name!r}: layer {layer.name!r} reads a layer "
+                                "that does not come before it")
             seen.add(layer.name)
+        object.__setattr__(self, "unbiased", frozenset(self.unbiased))
+
+    def producers(self, name: str) -> tuple[str, ...]:
+        """Names of the layers whose outputs layer `name` reads ("" for the network input)."""
+        index = next((i for i, lay in enumerate(self.layers) if lay.name == name), None)
+        if index is None:
+            self[name]  # the one-line UnknownNameError
+        if self.inputs is not None:
+            return tuple(self.inputs.get(name, ("",)))
+        return (self.layers[index - 1].name,) if index else ("",)
+
+    def layer_biases(self, layer: Layer) -> int:
+        """Bias terms of one layer (0 for an unbiased conv/fc layer)."""
+        return 0 if layer.name in self.unbiased else layer.biases
 
     def __getitem__(self, name: str) -> Layer:
         for layer in self.layers:
@@ -57,7 +83,7 @@ class Network:
 
     @property
     def biases(self) -> int:
-        return sum(layer.biases for layer in self.layers)
+        return sum(self.layer_biases(layer) for layer in self.layers)
 
     def tiled_layers(self) -> list[ConvLayer]:
         """The conv and fully connected layers: the ones the tiling engine maps."""
@@ -68,7 +94,7 @@ class Network:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise SpecError(f"network {self.name!r}: batch must be a positive integer, got {n!r}")
         return Network(self.name, tuple(layer.with_batch(n) for layer in self.layers),
-                       self.title, self.source)
+                       self.title, self.source, self.inputs, self.unbiased)
 
     def summary(self, elem_bytes: int = 2) -> pd.DataFrame:
         """One row per layer: shapes, MACs, params, footprints of inputs/weights/outputs (bytes)."""
@@ -85,7 +111,7 @@ class Network:
                 "groups": getattr(layer, "groups", 1),
                 "macs": layer.macs,
                 "params": layer.params,
-                "biases": layer.biases,
+                "biases": self.layer_biases(layer),
                 "input_bytes": c_in * h_in * w_in * layer.On * elem_bytes,
                 "weight_bytes": layer.params * elem_bytes,
                 "output_bytes": c_out * h_out * w_out * layer.On * elem_bytes,

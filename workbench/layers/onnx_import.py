@@ -1,176 +1,151 @@
 """Import an ONNX model as a Network, with shapes from ONNX shape inference.
 
-Conv, Gemm/MatMul, MaxPool/AveragePool (and global), LRN, Relu/Sigmoid/Tanh, Softmax,
-Add/Sum/Mul/Max of two or more same-shape data tensors (eltwise) and Concat along the channels
-become layers; shape-only operators (Flatten, Reshape, ...), a bias or scale (Add/Mul with one
-data input, the other a constant) and arithmetic on shape tensors (rank < 2) are passed over.
-Every layer takes its input shape from the tensor it reads, so branching graphs import too.
+Reading (`onnx_graph`): weight data is never needed (architecture-only files, missing
+external data), shapes come from shape inference plus the evaluation of shape arithmetic.
+Layers, named after their nodes: conv/fc (`onnx_ops`: Conv, QLinearConv, ConvInteger,
+ConvTranspose, Gemm, MatMul, QLinearMatMul, MatMulInteger), pooling and global reductions,
+and the map operators of `onnx_maps` (activations, BatchNormalization, arithmetic, Concat,
+Softmax, LRN, Resize, channel shuffle). Shape-only operators (Flatten, Reshape, Squeeze,
+Unsqueeze, Split, Slice, Gather, Identity, Dropout, Cast, QuantizeLinear, DequantizeLinear, a
+layout Transpose) pass through: the next layer reads the tensor with its own inferred shape.
+Computations on constants or shapes alone are skipped.
+
+An operator the workbench does not know is carried as a non-tiled `GenericLayer` with its
+inferred output shape, costed as a streaming element-wise layer, and listed in one
+`UnknownOperatorWarning` line per operator type; with strict=True it is a SpecError instead
+(the CLI's --strict turns the warning into that one-line error).
+
+The network is named after the file; `Network.inputs` records which layers feed which.
 """
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import FileFormatError, SpecError
+from workbench.errors import SpecError, WorkbenchError
+from workbench.layers import onnx_maps, onnx_ops
 from workbench.layers.network import Network
-from workbench.layers.spec import (
-    ActivationLayer,
-    ConcatLayer,
-    ConvLayer,
-    EltwiseLayer,
-    Layer,
-    LRNLayer,
-    PoolLayer,
-    SoftmaxLayer,
-    conv_from_input,
-)
+from workbench.layers.onnx_context import ImportContext
+from workbench.layers.onnx_graph import read_onnx
 
-PASSED_OVER = ("Flatten", "Reshape", "Dropout", "Identity", "Constant", "BatchNormalization",
-               "Squeeze", "Unsqueeze", "Shape", "Gather", "Cast")
-ACTIVATION_OPS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh"}
-POOL_OPS = {"MaxPool": "max", "AveragePool": "avg", "GlobalMaxPool": "max",
-            "GlobalAveragePool": "avg"}
-ELTWISE_OPS = {"Add": "sum", "Sum": "sum", "Mul": "prod", "Max": "max"}
-SUPPORTED = ("Conv", "Gemm", "MatMul", "LRN", "Softmax", "Concat", *POOL_OPS, *ACTIVATION_OPS,
-             *ELTWISE_OPS, *PASSED_OVER)
+PASS_THROUGH = ("Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Cast",
+                "CastLike", "QuantizeLinear", "DequantizeLinear", "Split", "Slice", "Gather",
+                "Expand", "Constant")
+SHAPE_OPS = ("Shape", "Size", "ConstantOfShape", "Range", "NonZero")
+GENERIC_NAMES = ("main_graph", "torch_jit", "torch-jit-export", "tf2onnx", "")
 
 
-def _f32(value: float) -> float:
-    """An ONNX float attribute (stored as float32) back to its shortest decimal."""
-    return float(f"{value:.7g}")
+class UnknownOperatorWarning(WorkbenchError, UserWarning):
+    """Operators the workbench has no model for, carried as generic streamed layers (one line
+    per operator type). As an error (warnings filter "error", the CLI's --strict) it is a
+    WorkbenchError like any other bad input."""
 
 
-def _attrs(node: Any) -> dict[str, Any]:
-    import onnx
-
-    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-
-
-def _spatial(shape: tuple[int, ...], where: str) -> tuple[int, int, int]:
-    """(C, H, W) of an NCHW tensor, (F, 1, 1) of an NF one."""
-    if len(shape) == 4:
-        return shape[1], shape[2], shape[3]
-    if len(shape) == 2:
-        return shape[1], 1, 1
-    raise SpecError(f"{where}: expected an NCHW or NF tensor, got shape {list(shape)}")
+def _pad(ctx: ImportContext, node: Any, name: str) -> None:
+    if not onnx_ops.convert_pad(ctx, node, name):
+        onnx_maps.generic_layer(ctx, node, name, ctx.data_inputs(node)[:1])
 
 
-def _window(attrs: dict[str, Any], where: str) -> tuple[tuple[int, int], ...]:
-    kernel = tuple(attrs["kernel_shape"])
-    strides = tuple(attrs.get("strides", (1, 1)))
-    pads = tuple(attrs.get("pads", (0, 0, 0, 0)))
-    if len(kernel) != 2:
-        raise SpecError(f"{where}: only 2-D windows are supported, got kernel {list(kernel)}")
-    if any(d != 1 for d in attrs.get("dilations", (1, 1))):
-        raise SpecError(f"{where}: dilated windows are not supported")
-    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
-        raise SpecError(f"{where}: auto_pad is not supported; export with explicit pads")
-    return kernel, strides, (max(pads[0], pads[2]), max(pads[1], pads[3]))
+CONVERTERS: dict[str, Callable[[ImportContext, Any, str], None]] = {
+    **dict.fromkeys(("Conv", "QLinearConv", "ConvInteger"), onnx_ops.convert_conv),
+    "ConvTranspose": onnx_ops.convert_conv_transpose,
+    **dict.fromkeys(("Gemm", "MatMul", "QLinearMatMul", "MatMulInteger"),
+                    onnx_ops.convert_matmul),
+    **dict.fromkeys(("MaxPool", "AveragePool", "GlobalMaxPool", "GlobalAveragePool"),
+                    onnx_ops.convert_pool),
+    **dict.fromkeys(("ReduceMean", "ReduceMax", "ReduceSum"), onnx_ops.convert_reduce),
+    "Pad": _pad,
+    **dict.fromkeys(onnx_maps.ACTIVATION_OPS, onnx_maps.convert_activation),
+    "BatchNormalization": onnx_maps.convert_batchnorm,
+    **dict.fromkeys(onnx_maps.ARITHMETIC, onnx_maps.convert_arithmetic),
+    "Concat": onnx_maps.convert_concat,
+    **dict.fromkeys(("Softmax", "LogSoftmax"), onnx_maps.convert_softmax),
+    "LRN": onnx_maps.convert_lrn,
+    **dict.fromkeys(("Resize", "Upsample"), onnx_maps.convert_resize),
+    "Transpose": onnx_maps.convert_transpose,
+}
+SUPPORTED = tuple(sorted({*CONVERTERS, *PASS_THROUGH, *SHAPE_OPS}))
 
 
-def _joining(node: Any, name: str, shapes: dict[str, tuple[int, ...]], batch: int,
-             constants: set[str]) -> Layer | None:
-    """An eltwise layer of the node's data (non-constant) inputs, or None for a bias or a
-    scale; a concat layer of all its inputs."""
-    where = f"ONNX node {name!r} ({node.op_type})"
-    out = shapes[node.output[0]]
-    if node.op_type == "Concat":
-        axis = _attrs(node).get("axis", 1)
-        if axis % len(out) != 1:
-            raise SpecError(f"{where}: only concatenation along the channels (axis 1) is "
-                            f"supported, got axis {axis}")
-        dims = [_spatial(shapes[i], where) for i in node.input if i]
-        if len({d[1:] for d in dims}) != 1:
-            raise SpecError(f"{where}: inputs differ in height or width: {dims}")
-        return ConcatLayer(name, tuple(d[0] for d in dims), dims[0][1], dims[0][2], batch)
-    data = [i for i in node.input if i and i not in constants]
-    if len(data) < 2:
-        return None
-    if any(shapes[i] != out for i in data):
-        raise SpecError(f"{where}: broadcasting between inputs of shapes "
-                        f"{[list(shapes[i]) for i in data]} is not supported")
-    c, h, w = _spatial(out, where)
-    return EltwiseLayer(name, c, h, w, batch, inputs=len(data), op=ELTWISE_OPS[node.op_type])
+def _skipped(ctx: ImportContext, node: Any) -> bool:
+    """Constants, shape arithmetic and pass-through operators (recording the pass-through)."""
+    g = ctx.g
+    operands = node.input[:1] if node.op_type == "CastLike" else node.input
+    if node.op_type in SHAPE_OPS or all(g.is_constant(i) for i in operands if i):
+        g.weights.update(o for o in node.output if o and o not in g.values)
+        return True
+    if node.op_type in PASS_THROUGH:
+        data = ctx.data_inputs(node)
+        if data:
+            ctx.alias(node, data[0])
+        return True
+    shape = g.shapes.get(node.output[0]) if node.output else None
+    return node.op_type in onnx_maps.ARITHMETIC and shape is not None and len(shape) < 2
 
 
-def _layer(node: Any, name: str, shapes: dict[str, tuple[int, ...]], batch: int) -> Layer | None:
-    where = f"ONNX node {name!r} ({node.op_type})"
-    op, attrs = node.op_type, _attrs(node)
-    c, h, w = _spatial(shapes[node.input[0]], where)
-    out = shapes[node.output[0]]
-    if op == "Conv":
-        kernel, strides, pads = _window(attrs, where)
-        return conv_from_input(name, (c, h, w), out[1], kernel, strides, pads,
-                               groups=attrs.get("group", 1), out=(out[2], out[3]), On=batch)
-    if op in ("Gemm", "MatMul"):
-        return ConvLayer.fc(name, c * h * w, out[-1], On=batch)
-    if op in POOL_OPS:
-        if op.startswith("Global"):
-            return PoolLayer(name, c, w, h, w, h, 1, 1, On=batch, mode=POOL_OPS[op])
-        (ky, kx), (sy, sx), (py, px) = _window(attrs, where)
-        return PoolLayer(name, c, w, h, kx, ky, sx, sy, px, py, On=batch, mode=POOL_OPS[op],
-                         ceil_mode=bool(attrs.get("ceil_mode", 0)))
-    if op == "LRN":
-        return LRNLayer(name, c, h, w, batch, size=attrs["size"],
-                        alpha=_f32(attrs.get("alpha", 1e-4)), beta=_f32(attrs.get("beta", 0.75)),
-                        k=_f32(attrs.get("bias", 1.0)))
-    if op in ACTIVATION_OPS:
-        return ActivationLayer(name, c, h, w, batch, func=ACTIVATION_OPS[op])
-    if op == "Softmax":
-        return SoftmaxLayer(name, c, h, w, batch)
-    return None
+def _unknown(ctx: ImportContext, node: Any, name: str, strict: bool, origin: str) -> None:
+    if strict:
+        raise SpecError(f"{origin}: node {name!r}: unknown operator {node.op_type!r} "
+                        "(strict import; without --strict it is carried as a generic layer)")
+    ctx.unknown.setdefault(node.op_type, []).append(name)
+    onnx_maps.generic_layer(ctx, node, name, ctx.data_inputs(node))
 
 
-def network_from_onnx(path: str | Path, name: str | None = None) -> Network:
-    """A Network from an ONNX file; batch = the input's N when it is a number, else 1."""
-    try:
-        import onnx
-        from onnx import shape_inference
-    except ImportError:  # pragma: no cover - onnx is a core dependency
-        raise FileFormatError("reading ONNX files needs the 'onnx' package") from None
+def _warn(ctx: ImportContext, origin: str) -> None:
+    for op, names in ctx.unknown.items():
+        shown = ", ".join(repr(n) for n in names[:3]) + (", ..." if len(names) > 3 else "")
+        warnings.warn(f"{origin}: unknown operator {op!r} ({len(names)} node(s): {shown}) "
+                      "carried as a generic layer costed as streaming element-wise",
+                      UnknownOperatorWarning, stacklevel=3)
+
+
+def _text(value: str | bytes) -> str:
+    """A protobuf string (bytes when the file holds invalid UTF-8) as text."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _title(model: Any) -> str:
+    props = {p.key: p.value for p in model.metadata_props}
+    if model.graph.name not in GENERIC_NAMES:
+        return model.graph.name
+    return props.get("source", "") or model.doc_string.split("\n")[0][:120]
+
+
+def network_from_onnx(path: str | Path, name: str | None = None,
+                      strict: bool = False) -> Network:
+    """A Network from an ONNX file, named after the file; batch = the data input's N when it
+    is a number, else 1. strict: an unknown operator is an error instead of a warning."""
     path = Path(path)
-    try:
-        model = shape_inference.infer_shapes(onnx.load(str(path)))
-    except Exception as exc:  # onnx raises DecodeError, ValidationError, InferenceError...
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise FileFormatError(f"ONNX file {str(path)!r}: cannot load ({message})") from None
-    graph = model.graph
-    shapes: dict[str, tuple[int, ...]] = {}
-    for value in [*graph.input, *graph.value_info, *graph.output]:
-        dims = value.type.tensor_type.shape.dim
-        shapes[value.name] = tuple(d.dim_value if d.dim_value > 0 else 1 for d in dims)
-    for init in graph.initializer:
-        shapes[init.name] = tuple(init.dims)
-    weights = {init.name for init in graph.initializer}
-    data_inputs = [v for v in graph.input if v.name not in weights]
-    if not data_inputs:
-        raise FileFormatError(f"ONNX file {str(path)!r}: the graph has no data input")
-    batch = shapes[data_inputs[0].name][0] if shapes[data_inputs[0].name] else 1
-    constants = set(weights)
-    layers: list[Layer] = []
-    for index, node in enumerate(graph.node):
-        node_name = node.name or (node.output[0] if node.output else f"node{index}")
-        if node.op_type not in SUPPORTED:
-            raise SpecError(f"ONNX node {node_name!r}: unknown layer type {node.op_type!r}; "
-                            "supported: " + ", ".join(SUPPORTED))
-        if node.op_type == "Constant" or (node.input and all(i in constants
-                                                             for i in node.input if i)):
-            constants.update(node.output)  # constants and what is computed from them alone
-        if node.op_type in PASSED_OVER:
+    origin = f"ONNX file {path.name!r}"
+    model, g = read_onnx(path)
+    ctx = ImportContext(g)
+    for index, node in enumerate(g.nodes):
+        node_name = _text(node.name) or (_text(node.output[0]) if node.output
+                                          and node.output[0] else f"{node.op_type}_{index}")
+        if not node.output or not node.output[0]:
+            raise SpecError(f"{origin}: node {node_name!r} ({node.op_type}) has no output")
+        if _skipped(ctx, node):
             continue
-        joining = node.op_type in ELTWISE_OPS or node.op_type == "Concat"
-        if joining and len(shapes.get(node.output[0], (0, 0))) < 2:
-            continue  # arithmetic on shape tensors
-        needed = [i for i in node.input if i and (node.op_type == "Concat"
-                                                  or i not in constants)] if joining \
-            else node.input[:1]
-        if any(i not in shapes for i in [*needed, node.output[0]]):
-            raise FileFormatError(f"ONNX file {str(path)!r}: shape inference gave no shape "
-                                  f"around node {node_name!r}")
-        layer = _joining(node, node_name, shapes, batch, constants) if joining \
-            else _layer(node, node_name, shapes, batch)
-        if layer is not None:
-            layers.append(layer)
-    return Network(name or graph.name or path.stem, tuple(layers), title=graph.name,
-                   source=f"ONNX {path.name}")
+        if not node.input or not node.input[0]:
+            raise SpecError(f"{origin}: node {node_name!r} ({node.op_type}) has no data input")
+        converter = CONVERTERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        try:
+            if converter is None:
+                _unknown(ctx, node, node_name, strict, origin)
+            else:
+                converter(ctx, node, node_name)
+        except (TypeError, AttributeError, KeyError, IndexError, ZeroDivisionError,
+                OverflowError) as exc:  # attributes or inputs of unexpected types or sizes
+            raise SpecError(f"{origin}: node {node_name!r} ({node.op_type}): malformed "
+                            f"attributes or inputs ({type(exc).__name__}: "
+                            f"{str(exc).splitlines()[0][:80] if str(exc) else ''})") from None
+    if not ctx.layers:
+        raise SpecError(f"{origin}: no layer to import (the graph computes only constants "
+                        "or shapes)")
+    _warn(ctx, origin)
+    return Network(name or path.stem, tuple(ctx.layers), title=_title(model),
+                   source=f"ONNX {path.name}", inputs=dict(ctx.reads),
+                   unbiased=frozenset(ctx.unbiased))

@@ -1,4 +1,5 @@
-"""Network zoo (data/networks/*.yaml) and loading a network from a name or a file."""
+"""Network zoo (data/networks/*.yaml, and the structure-only ONNX corpus data/onnx/*.onnx) and
+loading a network from a name or a file."""
 
 from __future__ import annotations
 
@@ -16,9 +17,14 @@ def _zoo_dir() -> Path:
     return data_dir() / "networks"
 
 
+def _onnx_dir() -> Path:
+    return data_dir() / "onnx"
+
+
 def list_networks() -> list[str]:
-    """Names of the zoo networks."""
-    return sorted(p.stem for p in _zoo_dir().glob("*.yaml"))
+    """Names of the zoo networks (YAML descriptions and ONNX corpus files)."""
+    return sorted({p.stem for p in _zoo_dir().glob("*.yaml")}
+                  | {p.stem for p in _onnx_dir().glob("*.onnx")})
 
 
 def read_yaml(path: Path, what: str) -> object:
@@ -37,21 +43,29 @@ def read_yaml(path: Path, what: str) -> object:
             from None
 
 
-def load_network(name_or_path: str | Path, batch: int | None = None) -> Network:
-    """A zoo network by name, or a network file (.yaml/.yml, .onnx, .prototxt)."""
+def load_network(name_or_path: str | Path, batch: int | None = None,
+                 strict: bool = False) -> Network:
+    """A zoo network by name, or a network file (.yaml/.yml, .onnx, .prototxt). strict: an
+    operator the ONNX importer does not know is an error instead of a warning."""
     path = Path(name_or_path)
     suffix = path.suffix.lower()
     if suffix in (".yaml", ".yml", ".onnx", ".prototxt") or path.exists():
         if not path.exists():
             raise FileFormatError(f"network file {str(path)!r} does not exist")
+        if path.is_dir():
+            raise FileFormatError(f"network file {str(path)!r} is a folder")
         if suffix == ".onnx":
             from workbench.layers.onnx_import import network_from_onnx
-            net = network_from_onnx(path)
+            net = network_from_onnx(path, strict=strict)
         elif suffix == ".prototxt":
             from workbench.layers.caffe_import import network_from_prototxt
             net = network_from_prototxt(path)
         else:
             net = network_from_dict(read_yaml(path, "network"), str(path))
+    elif (_onnx_dir() / f"{name_or_path}.onnx").exists() and not (
+            _zoo_dir() / f"{name_or_path}.yaml").exists():
+        from workbench.layers.onnx_import import network_from_onnx
+        net = network_from_onnx(_onnx_dir() / f"{name_or_path}.onnx", strict=strict)
     else:
         zoo_file = _zoo_dir() / f"{name_or_path}.yaml"
         if not zoo_file.exists():

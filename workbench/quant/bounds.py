@@ -48,3 +48,19 @@ def available_bits(acc_bits: int, bound: str, **ranges: float) -> int:
     if isinstance(acc_bits, bool) or not isinstance(acc_bits, int) or acc_bits < 2:
         raise WorkbenchError(f"accumulator bits must be an integer >= 2, got {acc_bits!r}")
     return acc_bits + 1 - delta_bits(bound, **ranges)
+
+
+def format_delta(bound: str, ils: tuple[int, int], *, K: int | None = None,
+                 w_abs_sum: float | None = None, acc_abs_max: float | None = None) -> int:
+    """Δ of a bound for given formats: their integer lengths ils = (IL(in), IL(w)), each
+    BW − 1 − FL, stand in for the ones measured from data (a model's own formats)."""
+    il_in, il_w = ils
+    if bound == "weights":
+        if w_abs_sum is None:
+            raise WorkbenchError("the 'weights' bound needs w_abs_sum")
+        return integer_length(w_abs_sum) - il_w
+    if bound == "data":
+        if acc_abs_max is None:
+            raise WorkbenchError("the 'data' bound needs acc_abs_max")
+        return max(0, integer_length(acc_abs_max) - il_in - il_w)
+    return delta_bits(bound, K=K)

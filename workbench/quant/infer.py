@@ -1,4 +1,5 @@
-"""Float and bit-true integer inference of a network (conv, fc, pooling, ReLU, LRN).
+"""Float and bit-true integer inference of a network (conv, fc, pooling, ReLU, LRN, and the
+element-wise and concat joins of branching networks, which follow `quant.graph`).
 
 Images come in NCHW; inside, activations are channel-major, (C, N, H, W) or (F, N), so a
 layer is one matrix product W·P per chunk of images (`logits` returns N × outputs). A
@@ -18,6 +19,7 @@ LRN runs on the dequantized values and is kept in 32-bit fixed point; softmax is
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +27,10 @@ import numpy as np
 from workbench.errors import WorkbenchError
 from workbench.layers.network import Network
 from workbench.layers.spec import ConvLayer, Layer
-from workbench.quant.fixed import FixedFormat, requantize, to_fixed, to_float, wrap
+from workbench.quant.act import Act
+from workbench.quant.fixed import FixedFormat, requantize, to_fixed, wrap
+from workbench.quant.graph import INPUT, Graph, graph_of, join_fixed, join_float
+from workbench.quant.maps import activation, lrn, pool
 
 OVERFLOW_MODES = ("wrap", "saturate")
 
@@ -50,36 +55,27 @@ class LayerFormat:
         return FixedFormat(self.acc_bits, self.in_fmt.fl + self.w_fmt.fl)
 
 
-@dataclass(frozen=True, slots=True)
-class Act:
-    """An activation tensor: float values (fmt None) or integer codes in a format."""
-
-    values: np.ndarray
-    fmt: FixedFormat | None = None
-
-    def as_float(self, dtype: type = np.float32) -> np.ndarray:
-        if self.fmt is None:
-            return self.values.astype(dtype)
-        if np.dtype(dtype).itemsize == 4 and self.fmt.bw <= 24:  # codes exact in float32
-            out = self.values.astype(np.float32)
-            out *= np.float32(2.0 ** -self.fmt.fl)  # a power of two: exact
-            return out
-        return to_float(self.values, self.fmt).astype(dtype)
-
-
 CHUNK_ELEMENTS = 1 << 22  # patch-matrix entries per matrix product (a cache-sized chunk)
 
 
 def patches(x: np.ndarray, layer: ConvLayer) -> np.ndarray:
     """Padded channel-major input (C, n, H, W) → (C·Ky·Kx, n·Oy·Ox) patch matrix, rows in
-    (input map, kernel row, kernel column) order."""
+    (input map, kernel row, kernel column) order; taps Dy rows and Dx columns apart."""
     c, n = x.shape[:2]
+    dy, dx = getattr(layer, "Dy", 1), getattr(layer, "Dx", 1)
     out = np.empty((c, layer.Ky, layer.Kx, n, layer.Oy, layer.Ox), dtype=x.dtype)
     for ky in range(layer.Ky):
         for kx in range(layer.Kx):
-            out[:, ky, kx] = x[:, :, ky:ky + (layer.Oy - 1) * layer.Sy + 1:layer.Sy,
-                               kx:kx + (layer.Ox - 1) * layer.Sx + 1:layer.Sx]
+            out[:, ky, kx] = x[:, :, ky * dy:ky * dy + (layer.Oy - 1) * layer.Sy + 1:layer.Sy,
+                               kx * dx:kx * dx + (layer.Ox - 1) * layer.Sx + 1:layer.Sx]
     return out.reshape(c * layer.Ky * layer.Kx, n * layer.Oy * layer.Ox)
+
+
+def _conv_pads(layer: ConvLayer) -> tuple[tuple[int, int], ...]:
+    """np.pad widths of a channel-major input: start padding, and the end padding where it
+    is positive (a negative one marks columns no window reaches: they are never read)."""
+    py_end, px_end = getattr(layer, "Py_e", layer.Py), getattr(layer, "Px_e", layer.Px)
+    return ((0, 0), (0, 0), (layer.Py, max(0, py_end)), (layer.Px, max(0, px_end)))
 
 
 def _dense_weights(layer: ConvLayer, w: np.ndarray) -> np.ndarray:
@@ -101,10 +97,10 @@ def _matmuls(layer: ConvLayer, x: np.ndarray, w: np.ndarray, product) -> np.ndar
     per, n = layer.Oc // layer.groups, x.shape[1]
     out = None
     images = max(1, CHUNK_ELEMENTS // (layer.Kc * layer.Ky * layer.Kx * layer.Oy * layer.Ox))
-    pads = ((0, 0), (0, 0), (layer.Py, layer.Py), (layer.Px, layer.Px))
+    pads = _conv_pads(layer)
     for lo in range(0, n, images):
         part = x[:, lo:lo + images]
-        part = np.pad(part, pads) if layer.Px or layer.Py else part
+        part = np.pad(part, pads) if any(p for pair in pads for p in pair) else part
         for g in range(layer.groups):
             cols = patches(part[g * layer.Kc:(g + 1) * layer.Kc], layer)
             sl = slice(g * per, (g + 1) * per)
@@ -184,48 +180,33 @@ def quantized_params(w: np.ndarray, b: np.ndarray, fmt: LayerFormat) -> tuple[np
     return to_fixed(w, fmt.w_fmt), to_fixed(b, fmt.acc_fmt)
 
 
-def _pool(layer, act: Act) -> Act:
-    """Max or average pooling: the window maximum, or the window mean (integer codes: rounded
-    to nearest). Windows reaching into padding see −∞ (max) or 0 (average, divided by the full
-    window as Caffe does)."""
+def _layer_input(layer: ConvLayer, act: Act) -> np.ndarray:
+    """A conv/fc layer's input; an fc layer's as (C·H·W, n), features in (c, h, w) order."""
     x = act.values
-    fill = (np.iinfo(x.dtype).min if act.fmt is not None else -np.inf) \
-        if layer.mode == "max" else 0
-    # pad only what the windows reach: the padding, and beyond it for round-up (ceil) pools
-    extra_y = max(0, (layer.Oy - 1) * layer.Sy + layer.Ky - x.shape[2] - 2 * layer.Py)
-    extra_x = max(0, (layer.Ox - 1) * layer.Sx + layer.Kx - x.shape[3] - 2 * layer.Px)
-    pads = ((0, 0), (0, 0), (layer.Py, layer.Py + extra_y), (layer.Px, layer.Px + extra_x))
-    if any(p for pair in pads for p in pair):
-        x = np.pad(x, pads, constant_values=fill)
-    out = None
-    for ky in range(layer.Ky):
-        for kx in range(layer.Kx):
-            part = x[:, :, ky:ky + (layer.Oy - 1) * layer.Sy + 1:layer.Sy,
-                     kx:kx + (layer.Ox - 1) * layer.Sx + 1:layer.Sx]
-            if out is None:
-                out = part.astype(np.float64 if act.fmt is not None and layer.mode == "avg"
-                                  else part.dtype, copy=True)
-            elif layer.mode == "max":
-                np.maximum(out, part, out=out)
-            else:
-                out += part
-    if layer.mode == "max":
-        return Act(out, act.fmt)
-    mean = out / (layer.Kx * layer.Ky)
-    if act.fmt is None:
-        return Act(mean.astype(act.values.dtype), None)
-    return Act(to_fixed(mean, FixedFormat(act.fmt.bw, 0)), act.fmt)
+    if layer.kind == "fc" and x.ndim == 4:
+        x = x.transpose(0, 2, 3, 1).reshape(-1, x.shape[1])
+    return x
 
 
-def _lrn(layer, act: Act) -> Act:
-    x = act.as_float(np.float64)
-    sq = np.pad(x * x, ((layer.size // 2, layer.size // 2), (0, 0), (0, 0), (0, 0)))
-    window = sum(sq[i:i + x.shape[0]] for i in range(layer.size))
-    y = x / (layer.k + layer.alpha / layer.size * window) ** layer.beta
-    if act.fmt is None:
-        return Act(y.astype(act.values.dtype), None)
-    wide = FixedFormat(32, act.fmt.fl + 32 - act.fmt.bw)  # |y| <= |x| when k >= 1
-    return Act(to_fixed(y, wide), wide)
+def _fixed_operands(layer: ConvLayer, act: Act, params: dict, fmt: LayerFormat,
+                    cache: dict | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Input codes in fmt.in_fmt, weight codes and bias codes (cached per layer and format)."""
+    x = _layer_input(layer, act)
+    q_in = to_fixed(x, fmt.in_fmt) if act.fmt is None else requantize(x, act.fmt, fmt.in_fmt)
+    key = (layer.name, fmt)
+    if cache is None or key not in cache:
+        qp = quantized_params(*params[layer.name], fmt)
+        if cache is not None:
+            cache[key] = qp
+    else:
+        qp = cache[key]
+    return q_in, qp[0], qp[1]
+
+
+def accumulators(layer: ConvLayer, act: Act, params: dict, fmt: LayerFormat,
+                 cache: dict | None = None) -> np.ndarray:
+    """The final BW(acc)-bit register codes of a quantized conv/fc layer (fmt.acc_fmt)."""
+    return conv_fixed(layer, *_fixed_operands(layer, act, params, fmt, cache), fmt)
 
 
 def apply_layer(layer: Layer, act: Act, params: dict, fmt: LayerFormat | None,
@@ -235,36 +216,27 @@ def apply_layer(layer: Layer, act: Act, params: dict, fmt: LayerFormat | None,
     owned: the caller will not use `act` again, so element-wise layers may work in place."""
     kind = layer.kind
     if kind in ("conv", "fc"):
-        w, b = params[layer.name]
-        x = act.values
-        if kind == "fc" and x.ndim == 4:  # (C, n, H, W) → (C·H·W, n), features in (c, h, w)
-            x = x.transpose(0, 2, 3, 1).reshape(-1, x.shape[1])
         if fmt is None:
-            return Act(conv_float(layer, Act(x, act.fmt).as_float(), w, b))
-        q_in = to_fixed(x, fmt.in_fmt) if act.fmt is None else requantize(x, act.fmt,
-                                                                         fmt.in_fmt)
-        key = (layer.name, fmt)
-        if cache is None or key not in cache:
-            qp = quantized_params(w, b, fmt)
-            if cache is not None:
-                cache[key] = qp
-        else:
-            qp = cache[key]
-        out = conv_fixed(layer, q_in, qp[0], qp[1], fmt, fmt.out_fmt)
+            w, b = params[layer.name]
+            return Act(conv_float(layer, Act(_layer_input(layer, act), act.fmt).as_float(),
+                                  w, b))
+        out = conv_fixed(layer, *_fixed_operands(layer, act, params, fmt, cache), fmt,
+                         fmt.out_fmt)
         narrow = fmt.out_fmt.bw <= 32 and out.dtype != np.int32
         return Act(out.astype(np.int32) if narrow else out, fmt.out_fmt)
     if kind == "activation":
-        if layer.func != "relu":
-            return Act(getattr(np, layer.func)(act.as_float()), None)
-        return Act(np.maximum(act.values, 0, out=act.values if owned else None), act.fmt)
+        return activation(layer, act, owned)
     if kind == "pool":
-        return _pool(layer, act)
+        return pool(layer, act)
     if kind == "lrn":
-        return _lrn(layer, act)
+        return lrn(layer, act)
     return act  # softmax: monotone, the arg-max is unchanged
 
 
 IMAGES_PER_PASS = 32  # forward() runs this many images through all layers before the next
+
+State = dict[str, Act]  # live tensors by producer name (graph.INPUT for the images)
+Formats = Mapping[str, "LayerFormat | FixedFormat"]  # conv/fc formats; join output formats
 
 
 def to_channel_major(x: np.ndarray) -> np.ndarray:
@@ -272,37 +244,98 @@ def to_channel_major(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.swapaxes(x, 0, 1))
 
 
-def forward(net: Network, params: dict, x: np.ndarray | Act,
-            formats: dict[str, LayerFormat] | None = None, start: int = 0,
-            stop: int | None = None, cache: dict | None = None) -> Act:
-    """Run layers start..stop−1; layers named in `formats` run bit-true in fixed point.
+def step(layer: Layer, acts: list[Act], params: dict,
+         fmt: LayerFormat | FixedFormat | None, cache: dict | None = None,
+         owned: bool = False) -> Act:
+    """One layer on the tensors it reads (joins follow the rule of `quant.graph`)."""
+    if layer.kind not in ("eltwise", "concat"):
+        return apply_layer(layer, acts[0], params, fmt, cache, owned)
+    if any(a.fmt is None for a in acts):
+        return Act(join_float(layer, [a.as_float() for a in acts]))
+    codes, out_fmt = join_fixed(layer, [a.values for a in acts], [a.fmt for a in acts], fmt)
+    return Act(codes.astype(np.int32) if out_fmt.bw <= 32 else codes, out_fmt)
 
-    x: NCHW images, or an Act already in the channel-major layout (as returned here)."""
-    act = x if isinstance(x, Act) else Act(to_channel_major(np.asarray(x, dtype=np.float32)))
+
+def advance(net: Network, params: dict, state: State, formats: Formats | None = None,
+            start: int = 0, stop: int | None = None, cache: dict | None = None,
+            graph: Graph | None = None, given: frozenset[str] | None = None) -> State:
+    """Run layers start..stop−1 on the live tensors `state`; returns the tensors later layers
+    read plus the last layer's output. Tensors in `given` (default: all of `state`) belong to
+    the caller and are never changed in place. graph: as `graph_of` returns it (default:
+    the network's own)."""
+    graph = graph if graph is not None else graph_of(net)
     formats = formats or {}
-    n = act.values.shape[1]
+    stop = len(net.layers) if stop is None else stop
+    last = graph.last_use(net)
+    given = frozenset(state) if given is None else given
+    state = dict(state)
+    for index in range(start, stop):
+        layer = net.layers[index]
+        sources = graph.inputs[layer.name]
+        missing = [s for s in sources if s not in state]
+        if missing:
+            raise WorkbenchError(f"layer {layer.name!r} reads {missing[0]!r}, which was not "
+                                 "computed")
+        owned = (len(sources) == 1 and sources[0] not in given
+                 and last.get(sources[0], -1) <= index)
+        state[layer.name] = step(layer, [state[s] for s in sources], params,
+                                 formats.get(layer.name), cache, owned)
+        for s in set(sources):
+            if last.get(s, -1) <= index:
+                del state[s]
+    return state
+
+
+def _initial_state(net: Network, graph: Graph, x: np.ndarray | Act | State,
+                   start: int) -> tuple[State, bool]:
+    """Live tensors before layer `start`, and whether they belong to the caller."""
+    if isinstance(x, dict):
+        return x, True
+    if not isinstance(x, Act):
+        return {INPUT: Act(to_channel_major(np.asarray(x, dtype=np.float32)))}, False
+    needed = graph.needed(net, start)
+    if len(needed) != 1:
+        raise WorkbenchError(f"layers from {net.layers[start].name!r} on read "
+                             f"{len(needed)} tensors; pass them as a dict by producer name")
+    return {needed.pop(): x}, True
+
+
+def forward(net: Network, params: dict, x: np.ndarray | Act | State,
+            formats: Formats | None = None, start: int = 0, stop: int | None = None,
+            cache: dict | None = None, graph: Graph | None = None) -> Act:
+    """Run layers start..stop−1 along the graph (default: the network's own); layers named in
+    `formats` run bit-true in fixed point. Returns the output of layer stop−1.
+
+    x: NCHW images, an Act in the channel-major layout (as returned here) holding the one
+    tensor layers start.. read, or a dict of such tensors by producer name."""
+    graph = graph_of(net, graph)
+    state, given = _initial_state(net, graph, x, start)
+    owner = frozenset(state) if given else frozenset()
+    stop = len(net.layers) if stop is None else stop
+    name = net.layers[stop - 1].name
+    n = next(iter(state.values())).values.shape[1]
     if n > IMAGES_PER_PASS:  # a few images through every layer at a time: cache-resident
-        parts = [forward(net, params, Act(act.values[:, lo:lo + IMAGES_PER_PASS], act.fmt),
-                         formats, start, stop, cache) for lo in range(0, n, IMAGES_PER_PASS)]
+        parts = [advance(net, params, {k: Act(a.values[:, lo:lo + IMAGES_PER_PASS], a.fmt)
+                                       for k, a in state.items()}, formats, start, stop, cache,
+                         graph, owner)[name]
+                 for lo in range(0, n, IMAGES_PER_PASS)]
         return Act(np.concatenate([p.values for p in parts], axis=1), parts[0].fmt)
-    for number, layer in enumerate(net.layers[start:stop]):
-        act = apply_layer(layer, act, params, formats.get(layer.name), cache,
-                          owned=number > 0 or not isinstance(x, Act))
-    return act
+    return advance(net, params, state, formats, start, stop, cache, graph, owner)[name]
 
 
-def logits(net: Network, params: dict, x: np.ndarray,
-           formats: dict[str, LayerFormat] | None = None) -> np.ndarray:
+def logits(net: Network, params: dict, x: np.ndarray, formats: Formats | None = None,
+           graph: Graph | None = None) -> np.ndarray:
     """Network outputs for NCHW images as an N × outputs float64 array."""
-    out = forward(net, params, x, formats).as_float(np.float64)
+    out = forward(net, params, x, formats, graph=graph).as_float(np.float64)
     return np.swapaxes(out, 0, 1).reshape(out.shape[1], -1)
 
 
-def accuracy(net: Network, params: dict, x: np.ndarray | Act, y: np.ndarray,
-             formats: dict[str, LayerFormat] | None = None, start: int = 0,
-             cache: dict | None = None) -> float:
+def accuracy(net: Network, params: dict, x: np.ndarray | Act | State, y: np.ndarray,
+             formats: Formats | None = None, start: int = 0, cache: dict | None = None,
+             graph: Graph | None = None) -> float:
     """Top-1 accuracy (0..1) of the network's arg-max output."""
-    out = forward(net, params, x, formats, start, cache=cache).as_float(np.float64)
+    out = forward(net, params, x, formats, start, cache=cache,
+                  graph=graph).as_float(np.float64)
     out = out.reshape(out.shape[0], -1) if out.ndim == 2 else out.reshape(out.shape[0],
                                                                           out.shape[1], -1)
     scores = out if out.ndim == 2 else out.max(axis=2)

@@ -8,6 +8,8 @@
    bit-true with the earlier layers at their chosen formats and the later layers in float; the
    most accurate split is kept (ties: the first, i.e. the fewest input bits). The output format
    is at accumulator width: FL(out) = BW(acc) − 1 − IL(out).
+Ranges and runs follow the network's graph (`quant.graph`): branches, residual sums and
+concatenations, whose fixed-point formats follow the join rule stated there.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from workbench.errors import FileFormatError, WorkbenchError
 from workbench.layers.network import Network
 from workbench.quant.bounds import BOUNDS, delta_bits
 from workbench.quant.fixed import FixedFormat, integer_length
+from workbench.quant.graph import INPUT, Graph, graph_of
 from workbench.quant.infer import (
     OVERFLOW_MODES,
     Act,
     LayerFormat,
     accuracy,
-    apply_layer,
+    advance,
     to_channel_major,
 )
 
@@ -48,23 +51,28 @@ class LayerRange:
 
 
 def ranges(net: Network, params: dict, calib_x: np.ndarray, n_batches: int = 10,
-           batch_size: int = 100) -> dict[str, LayerRange]:
-    """Range analysis on the first n_batches × batch_size calibration images."""
+           batch_size: int = 100, graph: Graph | None = None) -> dict[str, LayerRange]:
+    """Range analysis on the first n_batches × batch_size calibration images, along the
+    graph (default: the network's own)."""
+    graph = graph_of(net, graph)
     x = np.asarray(calib_x, dtype=np.float32)[: n_batches * batch_size]
     if len(x) == 0:
         raise WorkbenchError("range analysis needs at least one calibration image")
-    act = Act(to_channel_major(x))
+    state = {INPUT: Act(to_channel_major(x))}
     found: dict[str, LayerRange] = {}
-    for layer in net.layers:
-        out = apply_layer(layer, act, params, None)
+    for index, layer in enumerate(net.layers):
+        if layer.tiled:
+            in_abs_max = float(np.abs(state[graph.inputs[layer.name][0]].values).max())
+        state = advance(net, params, state, None, index, index + 1, graph=graph,
+                        given=frozenset())
         if layer.tiled:
             w, _ = params[layer.name]
             per_output = np.abs(w.reshape(w.shape[0], -1)).sum(axis=1)
             found[layer.name] = LayerRange(
-                in_abs_max=float(np.abs(act.values).max()), w_abs_max=float(np.abs(w).max()),
-                w_abs_sum=float(per_output.max()), acc_abs_max=float(np.abs(out.values).max()),
+                in_abs_max=in_abs_max, w_abs_max=float(np.abs(w).max()),
+                w_abs_sum=float(per_output.max()),
+                acc_abs_max=float(np.abs(state[layer.name].values).max()),
                 K=layer.Kx * layer.Ky * layer.Kc)
-        act = out
     return found
 
 
@@ -117,8 +125,9 @@ PARALLEL_MIN_IMAGES = 256  # smaller evaluation sets are faster without worker p
 
 
 def _split_accuracy(fmt: LayerFormat) -> float:
-    net, params, prefix, y, config, name, index, cache = _JOB
-    return accuracy(net, params, prefix, y, {**config, name: fmt}, start=index, cache=cache)
+    net, params, prefix, y, config, name, index, cache, graph = _JOB
+    return accuracy(net, params, prefix, y, {**config, name: fmt}, start=index, cache=cache,
+                    graph=graph)
 
 
 def _one_blas_thread() -> None:
@@ -155,21 +164,24 @@ def _accuracies(splits: list[LayerFormat], job: tuple, jobs: int | None,
 def search(net: Network, params: dict, calib_x: np.ndarray, eval_x: np.ndarray,
            eval_y: np.ndarray, acc_bits: int = 16, bound: str = "data", overflow: str = "wrap",
            min_bits: int = 2, n_batches: int = 10, batch_size: int = 100,
-           progress: bool = False, jobs: int | None = None) -> SearchResult:
+           progress: bool = False, jobs: int | None = None,
+           graph: Graph | None = None) -> SearchResult:
     """The greedy layer-wise search (module docstring); accuracies on eval_x/eval_y.
 
-    jobs: worker processes that evaluate a layer's splits (None: one per core)."""
+    jobs: worker processes that evaluate a layer's splits (None: one per core).
+    graph: the layers' producers (default: the network's own, see `quant.graph`)."""
     if bound not in BOUNDS:
         raise WorkbenchError(f"unknown bound {bound!r}; valid: " + ", ".join(BOUNDS))
     if overflow not in OVERFLOW_MODES:
         raise WorkbenchError(f"unknown overflow mode {overflow!r}; valid: "
                              + ", ".join(OVERFLOW_MODES))
-    found = ranges(net, params, calib_x, n_batches, batch_size)
+    graph = graph_of(net, graph)
+    found = ranges(net, params, calib_x, n_batches, batch_size, graph)
     config: dict[str, LayerFormat] = {}
     cache: dict = {}
     rows = []
-    prefix, start = Act(to_channel_major(np.asarray(eval_x, dtype=np.float32))), 0
-    float_acc = final = accuracy(net, params, prefix, eval_y)
+    prefix, start = {INPUT: Act(to_channel_major(np.asarray(eval_x, dtype=np.float32)))}, 0
+    float_acc = final = accuracy(net, params, prefix, eval_y, graph=graph)
     tiled = net.tiled_layers()
     for number, layer in enumerate(tiled, 1):
         r = found[layer.name]
@@ -187,8 +199,8 @@ def search(net: Network, params: dict, calib_x: np.ndarray, eval_x: np.ndarray,
                 "per group")
         index = net.layers.index(layer)
         # run everything before this layer once: earlier layers at their chosen formats
-        for earlier in net.layers[start:index]:
-            prefix = apply_layer(earlier, prefix, params, config.get(earlier.name), cache)
+        prefix = advance(net, params, prefix, config, start, index, cache, graph,
+                         given=frozenset())  # the prefix is ours: relu may run in place
         start = index
         out_fmt = FixedFormat(acc_bits, acc_bits - 1 - il_out)
         splits = [LayerFormat(FixedFormat(bw_in, bw_in - 1 - il_in),
@@ -196,7 +208,7 @@ def search(net: Network, params: dict, calib_x: np.ndarray, eval_x: np.ndarray,
                               acc_bits, overflow)
                   for bw_in in range(min_bits, avail - min_bits + 1)]
         accs = _accuracies(splits, (net, params, prefix, eval_y, config, layer.name, index,
-                                    cache), jobs,
+                                    cache, graph), jobs,
                            lambda fmt, n=number, name=layer.name: _progress(
                                progress, f"layer {n}/{len(tiled)} {name}: "
                                          f"BW(in)={fmt.in_fmt.bw:2d} BW(w)={fmt.w_fmt.bw:2d}"))

@@ -57,8 +57,52 @@ def load_npz(path: str | Path, net: Network) -> Params:
     return check_params(net, params)
 
 
+FOLDED = ("BatchNormalization", "Add", "Sub", "Mul", "Div")
+
+
+def _fold(model, inits: dict[str, np.ndarray], tensor: str, w: np.ndarray,
+          b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fold into (w, b) what the importer folds into a conv/fc layer: the BatchNormalization
+    and per-map constant Add/Sub/Mul/Div that alone read its output, one after another."""
+    import onnx
+
+    readers: dict[str, list] = {}
+    for node in model.graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    per_map = (w.shape[0],)
+    while len(readers.get(tensor, [])) == 1 and readers[tensor][0].op_type in FOLDED:
+        node = readers[tensor][0]
+        consts = [i for i in node.input if i and i != tensor]
+        if not consts or any(c not in inits for c in consts):
+            break
+        values = [inits[c].astype(np.float64) for c in consts]
+        if node.op_type == "BatchNormalization":
+            gamma, beta, mean, var = values
+            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            scale = gamma / np.sqrt(var + attrs.get("epsilon", 1e-5))
+            w, b = w * scale.reshape(-1, *[1] * (w.ndim - 1)), (b - mean) * scale + beta
+        else:
+            if len(values) != 1 or values[0].size not in (1, w.shape[0]):
+                break
+            c = np.broadcast_to(values[0].reshape(-1), per_map)
+            first = node.input[0] != tensor  # c − y or c / y
+            if node.op_type == "Add":
+                b = b + c
+            elif node.op_type == "Sub":
+                w, b = (-w, c - b) if first else (w, b - c)
+            elif node.op_type == "Mul" or not first:
+                factor = c if node.op_type == "Mul" else 1 / c
+                w, b = w * factor.reshape(-1, *[1] * (w.ndim - 1)), b * factor
+            else:
+                break  # c / y is not linear in y
+        tensor = node.output[0]
+    return w, b
+
+
 def load_onnx(path: str | Path, net: Network) -> Params:
-    """Weights from the initializers of the Conv/Gemm/MatMul nodes named like the layers."""
+    """Weights from the initializers of the Conv/Gemm/MatMul nodes named like the layers, with
+    the BatchNormalization and per-map constants the importer folds into them."""
     import onnx
     from onnx import numpy_helper
 
@@ -67,18 +111,27 @@ def load_onnx(path: str | Path, net: Network) -> Params:
     except Exception as exc:  # noqa: BLE001 - onnx raises several unrelated types
         raise FileFormatError(f"ONNX file {str(path)!r}: cannot load ({exc})") from None
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            inits[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
     params = {}
     for index, node in enumerate(model.graph.node):
         name = node.name or (node.output[0] if node.output else f"node{index}")
+        if node.op_type in ("QLinearConv", "QLinearMatMul", "DequantizeLinear") \
+                or node.op_type.endswith("Integer"):
+            raise SpecError(f"weights: ONNX file {str(path)!r} is a quantized model "
+                            f"({node.op_type}); read it with `workbench quantize --from-model` "
+                            "(quant.load_quantized)")
         if node.op_type not in ("Conv", "Gemm", "MatMul") or node.input[1] not in inits:
             continue
-        w = inits[node.input[1]]
+        w = inits[node.input[1]].astype(np.float64)
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         if node.op_type == "MatMul" or (node.op_type == "Gemm" and not attrs.get("transB", 0)):
             w = w.T
         b = inits.get(node.input[2]) if len(node.input) > 2 else None
-        params[name] = (w.astype(np.float32),
-                        (b if b is not None else np.zeros(w.shape[0])).astype(np.float32))
+        b = np.zeros(w.shape[0]) if b is None else b.astype(np.float64)
+        w, b = _fold(model, inits, node.output[0], w, b)
+        params[name] = (w.astype(np.float32), b.astype(np.float32))
     return check_params(net, params)
 
 

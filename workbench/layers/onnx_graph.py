@@ -1,0 +1,234 @@
+"""Read an ONNX file into static shapes and known constant values (`OnnxGraph`).
+
+- Weight data is not needed: an initializer stored in a missing external-data file, or a
+  weight declared only as a graph input with its type and shape (an architecture-only file)
+  reads the same. A weight is any initializer, and any graph input that feeds a node's
+  parameter slot (the weight, bias, scale or zero-point inputs of a Conv, Gemm, MatMul,
+  BatchNormalization, QLinearConv, DequantizeLinear, ..., directly or through Identity, Cast,
+  Transpose, Reshape, QuantizeLinear or DequantizeLinear).
+- The data inputs are the graph inputs that are not weights; after the first, only those of
+  its rank and batch dimension (a stripped bias or layer scale of another rank is a weight).
+- The batch dimension of the data inputs may be symbolic (taken as 1); any other symbolic
+  dimension of a data input is an error (give the model a fixed input size).
+- Shapes come from ONNX shape inference (with data propagation). Shape arithmetic that
+  inference does not evaluate (Shape → Gather → Div → Slice, as torch exports a `chunk`) is
+  evaluated here on integers and inference is run again. An operator inference knows nothing of
+  (a custom domain) is given its first data input's shape so that inference goes on past it.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workbench.errors import FileFormatError
+
+WEIGHT_SLOTS = {"Conv": (1, 2), "ConvTranspose": (1, 2), "QLinearConv": tuple(range(1, 9)),
+                "ConvInteger": (1, 2, 3), "Gemm": (1, 2), "MatMul": (1,),
+                "QLinearMatMul": tuple(range(1, 8)), "MatMulInteger": (1, 2, 3),
+                "BatchNormalization": (1, 2, 3, 4), "InstanceNormalization": (1, 2),
+                "LayerNormalization": (1, 2), "GroupNormalization": (1, 2), "PRelu": (1,),
+                "QuantizeLinear": (1, 2), "DequantizeLinear": (1, 2)}
+PASS_BACK = {"Identity", "Cast", "Transpose", "Reshape", "QuantizeLinear", "DequantizeLinear",
+             "Unsqueeze", "Squeeze", "Flatten"}
+MAX_VALUE_ELEMS = 4096  # constants evaluated or kept as values (shape arithmetic)
+ROUNDS = 4  # inference ↔ folding rounds
+
+
+@dataclass
+class OnnxGraph:
+    """Static shapes (None for unknown) and small constant values of every tensor."""
+
+    name: str
+    nodes: list[Any]
+    shapes: dict[str, tuple[int, ...] | None]
+    dtypes: dict[str, int]
+    values: dict[str, np.ndarray]
+    weights: set[str]
+    data_inputs: list[str]
+    batch: int
+    opset: int
+    known_ops: frozenset[str] = field(default_factory=frozenset)
+
+    def is_constant(self, tensor: str) -> bool:
+        return tensor in self.weights or tensor in self.values
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
+def _load(path: Path) -> Any:
+    import onnx
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FileFormatError(f"ONNX file {str(path)!r}: cannot read ({exc.strerror})") from None
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as exc:  # DecodeError, RecursionError, ...
+        raise FileFormatError(f"ONNX file {str(path)!r}: cannot load (not an ONNX model: "
+                              f"{_first_line(exc)})") from None
+    if not model.HasField("graph") or not model.graph.node:
+        raise FileFormatError(f"ONNX file {str(path)!r}: the model has no graph nodes")
+    return model
+
+
+def _weights(graph: Any) -> set[str]:
+    """Initializers and the graph inputs that feed parameter slots."""
+    weights = {init.name for init in graph.initializer}
+    producer = {out: node for node in graph.node for out in node.output}
+    stack = [node.input[slot] for node in graph.node
+             for slot in WEIGHT_SLOTS.get(node.op_type, ()) if slot < len(node.input)]
+    seen: set[str] = set()
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = producer.get(name)
+        if not name:
+            continue
+        if node is None:
+            weights.add(name)
+        elif node.op_type in PASS_BACK and node.input:
+            stack.append(node.input[0])
+    inputs = {v.name for v in graph.input}
+    return weights & (inputs | {init.name for init in graph.initializer})
+
+
+def _main_inputs(graph: Any, names: list[str]) -> tuple[list[str], set[str]]:
+    """(data inputs, the other candidates, taken as weights): after the first, an input is data
+    only with the first's rank and batch dimension; a stripped bias or layer scale (rank 1, or
+    C×1×1) is not."""
+    dims = {v.name: v.type.tensor_type.shape.dim for v in graph.input}
+
+    def lead(name: str) -> tuple[int, str | int]:
+        d = dims[name]
+        return len(d), (d[0].dim_param or d[0].dim_value) if len(d) else 0
+
+    keep = [n for n in names if n == names[0] or lead(n) == lead(names[0])]
+    return keep, set(names) - set(keep)
+
+
+def _fix_batch(graph: Any, data_inputs: list[str], origin: str) -> int:
+    """Set a symbolic batch of the data inputs to 1; the batch (first dim of the first)."""
+    batch = 1
+    for value in graph.input:
+        if value.name not in data_inputs:
+            continue
+        dims = value.type.tensor_type.shape.dim
+        for axis, dim in enumerate(dims):
+            if dim.HasField("dim_value") and dim.dim_value > 0:
+                continue
+            if axis != 0:
+                label = dim.dim_param or "?"
+                raise FileFormatError(f"{origin}: input {value.name!r} has a dynamic dimension "
+                                      f"{label!r} at axis {axis}; give the model a fixed size")
+            dim.Clear()
+            dim.dim_value = 1
+        if value.name == data_inputs[0] and len(dims):
+            batch = dims[0].dim_value
+    return batch
+
+
+def _static(value: Any) -> tuple[int, ...] | None:
+    t = value.type.tensor_type
+    if not t.HasField("shape"):
+        return None
+    dims = []
+    for d in t.shape.dim:
+        if not d.HasField("dim_value") or d.dim_value < 0:
+            return None
+        dims.append(d.dim_value)
+    return tuple(dims)
+
+
+def _infer(model: Any, origin: str) -> Any:
+    from onnx import shape_inference
+
+    try:
+        return shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as exc:  # InferenceError, ValidationError, ...
+        raise FileFormatError(f"{origin}: shape inference failed ({_first_line(exc)})") from None
+
+
+def _initial_values(graph: Any) -> dict[str, np.ndarray]:
+    from onnx import numpy_helper
+
+    values = {}
+    for init in graph.initializer:
+        size = int(np.prod(init.dims)) if init.dims else 1
+        if size > MAX_VALUE_ELEMS or init.data_location == 1:  # EXTERNAL: not read
+            continue
+        try:
+            values[init.name] = np.asarray(numpy_helper.to_array(init))
+        except Exception:  # noqa: BLE001 - malformed tensor data: treat as unknown
+            continue
+    return values
+
+
+@functools.cache
+def _known_ops() -> frozenset[str]:
+    """Operators ONNX shape inference knows (standard and com.microsoft domains)."""
+    import onnx
+
+    return frozenset(s.name for s in onnx.defs.get_all_schemas_with_history()
+                     if s.domain in ("", "ai.onnx", "com.microsoft"))
+
+
+def read_onnx(path: str | Path) -> tuple[Any, OnnxGraph]:
+    """The shape-inferred model and its OnnxGraph (FileFormatError for unreadable files)."""
+    from workbench.layers.onnx_fold import fold_constants, give_unknown_shapes
+
+    path = Path(path)
+    origin = f"ONNX file {str(path)!r}"
+    model = _load(path)
+    graph = model.graph
+    weights = _weights(graph)
+    data_inputs = [v.name for v in graph.input if v.name not in weights]
+    if not data_inputs:  # every input feeds a weight slot somewhere: take the first one
+        data_inputs = [v.name for v in graph.input
+                       if v.name not in {i.name for i in graph.initializer}][:1]
+        weights -= set(data_inputs)
+    if not data_inputs:
+        raise FileFormatError(f"{origin}: the graph has no data input")
+    data_inputs, extra = _main_inputs(graph, data_inputs)
+    weights |= extra
+    batch = _fix_batch(graph, data_inputs, origin)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    known = _known_ops()
+    values = _initial_values(graph)
+    for _ in range(ROUNDS):
+        model = _infer(model, origin)
+        g = _collect(model, values, weights, data_inputs, batch, opset, known)
+        changed = fold_constants(model, g) | give_unknown_shapes(model, g)
+        if not changed:
+            break
+    model = _infer(model, origin)
+    return model, _collect(model, values, weights, data_inputs, batch, opset, known)
+
+
+def _collect(model: Any, values: dict[str, np.ndarray], weights: set[str],
+             data_inputs: list[str], batch: int, opset: int,
+             known: frozenset[str]) -> OnnxGraph:
+    graph = model.graph
+    shapes: dict[str, tuple[int, ...] | None] = {}
+    dtypes: dict[str, int] = {}
+    for value in [*graph.input, *graph.output, *graph.value_info]:
+        if shapes.get(value.name) is None:
+            shapes[value.name] = _static(value)
+            dtypes[value.name] = value.type.tensor_type.elem_type
+    for init in graph.initializer:
+        shapes[init.name] = tuple(int(d) for d in init.dims)
+        dtypes[init.name] = init.data_type
+    for name, value in values.items():
+        shapes.setdefault(name, tuple(value.shape))
+    return OnnxGraph(model.graph.name, list(graph.node), shapes, dtypes, values, weights,
+                     data_inputs, batch, opset, known)
