@@ -195,3 +195,28 @@ def test_pool_fold_search_equals_every_aligned_tile(ox, oy, oc, kc, memory, kin,
              "edp": (row["cycles"] + pooled["cycles"]) * (row["energy_pj"]
                                                          + pooled["energy_pj"])}[objective]
     assert total == pytest.approx(float(best), rel=1e-12)
+
+
+def test_a_map_another_layer_also_reads_is_never_kept_on_chip():
+    """conv1 -> relu1 -> conv2 -> add(relu1, conv2): relu1's output also feeds the add, so
+    it must reach external memory and the relu1 | conv2 boundary cannot fuse; as a chain
+    (no graph recorded) the same layers may fuse there."""
+    from workbench.layers.spec import EltwiseLayer
+
+    conv1 = ConvLayer("conv1", Ox=16, Oy=16, Oc=8, Kx=3, Ky=3, Kc=8, Px=1, Py=1)
+    relu1 = ActivationLayer("relu1", C=8, H=16, W=16)
+    conv2 = ConvLayer("conv2", Ox=16, Oy=16, Oc=8, Kx=3, Ky=3, Kc=8, Px=1, Py=1)
+    add = EltwiseLayer("add", C=8, H=16, W=16)
+    graph = {"conv1": ("",), "relu1": ("conv1",), "conv2": ("relu1",),
+             "add": ("relu1", "conv2")}
+    residual = Network("residual", [conv1, relu1, conv2, add], inputs=graph)
+    chain = Network("chain", [conv1, relu1, conv2, add])
+    plat = platforms.load_platform("idsp", local_mem_bytes=64 * 1024)
+    assert not explore.network.fusable_at(residual, 1)
+    assert explore.network.fusable_at(chain, 1) and explore.network.fusable_at(residual, 0)
+    plan = network_plan(residual, plat, "accesses", "auto").set_index("layer")
+    assert not plan.loc["relu1", "fused_out"] and not plan.loc["conv2", "fused_in"]
+    with pytest.raises(WorkbenchError, match="'conv2' does not read exactly its output"):
+        network_plan(residual, plat, "accesses", {"relu1": "force"})
+    forced = network_plan(chain, plat, "accesses", {"relu1": "force"}).set_index("layer")
+    assert forced.loc["relu1", "fused_out"]

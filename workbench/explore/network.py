@@ -57,6 +57,21 @@ def fusable(producer: Layer, consumer: Layer) -> bool:
     return map_elems(producer, "out") == map_elems(consumer, "in")
 
 
+def fusable_at(net: Network, i: int) -> bool:
+    """Layer i's output may stay on chip for layer i + 1: that layer reads exactly it and
+    nothing else, and no other layer reads it (in a branching graph, a map another layer
+    also reads must go to external memory anyway)."""
+    layers = list(net)
+    if i + 1 >= len(layers) or not fusable(layers[i], layers[i + 1]):
+        return False
+    if net.inputs is None:  # a chain
+        return True
+    producer, consumer = layers[i].name, layers[i + 1].name
+    if net.producers(consumer) != (producer,):
+        return False
+    return all(producer not in net.producers(layer.name) for layer in layers[i + 2:])
+
+
 def _tiled_kept(layer, platform: Platform, objective: str, in_kept: bool, out_kept: bool,
                 schedules: Sequence[str], local_traffic: bool) -> dict | None:
     """Best single-core mapping of a conv/fc layer with its input and/or output kept."""
@@ -144,9 +159,8 @@ def fusion_modes(net: Network, fusion: str | Mapping[str, str]) -> list[str]:
     names = [layer.name for layer in net]
     if isinstance(fusion, str):
         if fusion == "force":
-            nxt = list(net)[1:] + [None]
-            table = {layer.name: "force" if after is not None and fusable(layer, after)
-                     else "auto" for layer, after in zip(net, nxt, strict=True)}
+            table = {layer.name: "force" if fusable_at(net, i) else "auto"
+                     for i, layer in enumerate(net)}
         else:
             table = dict.fromkeys(names, fusion)
     else:
@@ -178,8 +192,7 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
         prebuild(net.tiled_layers(), platform, schedules,
                  single_core_arrays=any(mode != "off" for mode in modes))
     n = len(layers)
-    ok_boundary = [i + 1 < n and modes[i] != "off" and fusable(layers[i], layers[i + 1])
-                   for i in range(n)]
+    ok_boundary = [modes[i] != "off" and fusable_at(net, i) for i in range(n)]
     for i in range(n):
         if modes[i] == "force" and not ok_boundary[i]:
             raise WorkbenchError(f"layer {layers[i].name!r}: fusion forced, but "
