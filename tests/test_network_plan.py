@@ -220,3 +220,17 @@ def test_a_map_another_layer_also_reads_is_never_kept_on_chip():
         network_plan(residual, plat, "accesses", {"relu1": "force"})
     forced = network_plan(chain, plat, "accesses", {"relu1": "force"}).set_index("layer")
     assert forced.loc["relu1", "fused_out"]
+
+
+def test_roles_and_dma_setup_share_of_mobilenet_v2():
+    """Each conv of MobileNet-v2 has the role its shape gives it (counted here from the
+    torchvision architecture: the 3×3 stem; 17 inverted-residual blocks, each a depthwise
+    3×3 and a pointwise projection, all but the first with a pointwise expansion too: 17
+    depthwise, 16 + 17 pointwise; the last 1×1 conv to 1280 maps: 34 pointwise), and the
+    DMA-setup share is the setup cycles over the layer's cycles."""
+    net = layers.load_network("mobilenet_v2")
+    plan = network_plan(net, platforms.load_platform("idsp"))
+    roles = plan[plan["kind"] == "conv"]["role"].value_counts().to_dict()
+    assert roles == {"pointwise": 34, "depthwise": 17, "conv": 1}
+    share = plan["cycles_dma_setup"] / plan["cycles"]
+    assert np.allclose(plan["dma_setup_share"], share) and share.between(0, 1).all()

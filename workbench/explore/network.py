@@ -277,11 +277,25 @@ def _relax(best: list, j: int, kout: bool, key: tuple, adds: list[tuple], plan: 
         best[j][kout] = (total, plan)
 
 
+def role(layer: Layer) -> str:
+    """What a conv layer does: "depthwise" (one input map per output map, groups = maps),
+    "pointwise" (1×1, dense), "grouped", "conv"; other layers: their kind."""
+    if layer.kind != "conv":
+        return layer.kind
+    if layer.groups > 1 and layer.Kc == 1 and layer.groups == layer.Oc:
+        return "depthwise"
+    if layer.groups > 1:
+        return "grouped"
+    if layer.Kx == layer.Ky == 1:
+        return "pointwise"
+    return "conv"
+
+
 def _frame(net: Network, platform: Platform, objective: str, plan: list) -> pd.DataFrame:
     rows = []
     for i, kin, kout, row in plan:
         layer = list(net)[i]
-        r = {"layer": layer.name, "kind": layer.kind} | row
+        r = {"layer": layer.name, "kind": layer.kind, "role": role(layer)} | row
         r |= {"fused_in": kin, "fused_out": kout, "folded": bool(row.get("folded", False)),
               "objective": objective, "macs": layer.macs, "ops": layer.ops}
         rows.append(r)
@@ -296,6 +310,8 @@ def _frame(net: Network, platform: Platform, objective: str, plan: list) -> pd.D
     ext_bytes = (df["ext_accesses"] * platform.elem_bytes).where(df["ext_accesses"] > 0)
     df["ctc"] = df["work_ops"] / ext_bytes   # NaN: no external traffic (fused or folded)
     df["edp"] = df["cycles"] * df["energy_pj"]
+    # the part of the layer's time spent setting up DMA transfers (0..1)
+    df["dma_setup_share"] = df["cycles_dma_setup"] / df["cycles"]
     for col in ("dma_transfers", "ext_accesses", "cores"):
         df[col] = df[col].astype(np.int64)
     return df
