@@ -39,13 +39,19 @@ POINTS_JS = """() => { for (const d of Bokeh.documents) {
   return null; }"""
 
 
-def test_report_offline_renders_and_reacts(browser, tmp_path: Path) -> None:
-    out = tmp_path / "report.html"
+@pytest.fixture(scope="module")
+def lenet5_report(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("report") / "report.html"
     run = subprocess.run([sys.executable, "-m", "workbench.cli", "report", "lenet5",
                           "--platform", "idsp", "--params", "batch=8", "--out", str(out)],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert "WARNING" not in run.stderr  # the kernel talks over IPC: no unencrypted-TCP warning
+    return out
+
+
+def test_report_offline_renders_and_reacts(browser, lenet5_report: Path) -> None:
+    out = lenet5_report
     assert offline_problems(out.read_text()) == []  # no URL in src/href, no CDN anywhere
     page = browser.new_page()
     requested, errors = [], []
@@ -74,6 +80,73 @@ def test_report_offline_renders_and_reacts(browser, tmp_path: Path) -> None:
     page.wait_for_timeout(300)
     schedules = page.evaluate(js.replace("m.data.layer", "m.data.schedule"))
     assert "inter_kc" not in schedules and schedules
+    page.close()
+
+
+ROOFLINE_PX_JS = """() => {
+  const v = Bokeh.index.query_one((v) => v.model.name === 'roofline');
+  v.el.scrollIntoView();
+  const r = v.el.getBoundingClientRect();
+  const d = v.model.document.get_model_by_name('report_points').data;
+  const f = v.frame;
+  return {frame: [f.bbox.left, f.bbox.right, f.bbox.top, f.bbox.bottom], origin: [r.left, r.top],
+          px: Array.from(d.ctc, (x, i) => [f.x_scale.compute(x),
+                                           f.y_scale.compute(d.throughput_gops[i])]),
+          values: Array.from(d.ctc, (x, i) => x + ',' + d.throughput_gops[i])};
+}"""
+TICKS_JS = """() => { const out = [];
+  for (const doc of Bokeh.documents) for (const m of doc.all_models) {
+    if (m.type === 'LinearAxis' || m.type === 'LogAxis')
+      for (const t of [[0, 1250000, 2500000], [2.302, 2.304, 2.306], [0.001, 0.1, 10]])
+        out.push(m.formatter.doFormat(t, {loc: 0}).join(' '));
+  } return out; }"""
+
+
+def test_report_reads_well(browser, lenet5_report: Path) -> None:
+    """What the page shows: the summary first, no ¶, axes without exponents, one tooltip over
+    overlapping points, a roofline whose solutions spread over the plot, every layer drawn."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(lenet5_report.as_uri())
+    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length >= 3", timeout=30000)
+    page.wait_for_timeout(1000)
+    body = page.inner_text("body")
+    summary = page.locator(".wb-summary").first.inner_text()
+    assert body.index("Summary: lenet5 on idsp") < body.index("Every layer's mapping")
+    for key in ("time:", "ms per batch", "energy:", "mJ", "bottlenecks: conv2", "I/O-bound:"):
+        assert key in summary, summary
+    assert "¶" not in body and not re.search(r"\d[eE][+-]\d", body)
+    assert "tile TOx×TOy×TOc×TOn×TKc / chunk" in body
+    ticks = page.evaluate(TICKS_JS)
+    assert len(ticks) >= 30 and not any(re.search(r"[eE][+-]", t) for t in ticks)
+    assert set(ticks) == {"0 1.25 M 2.5 M", "2.302 2.304 2.306", "0.001 0.1 10"}
+    # every layer with external traffic is a dot on the network roofline
+    drawn = page.evaluate("() => { for (const d of Bokeh.documents) { const m = "
+                          "d.get_model_by_name('network_roofline'); if (m) return m.renderers"
+                          ".filter((r) => r.name === 'layers')[0].data_source.data.layer; } }")
+    assert set(drawn) == {"conv1", "conv2", "fc3", "fc4", "prob"}
+    # the roofline of each layer's solutions: distinct costs land on distinct pixels, spread
+    # over most of the frame; hovering a spot several solutions share shows ONE tooltip
+    for layer in ("conv1", "conv2", "fc3"):
+        page.locator("select").first.select_option(layer)
+        page.wait_for_timeout(400)
+        shown = page.evaluate(ROOFLINE_PX_JS)
+        left, right, top, bottom = shown["frame"]
+        pixels = {(round(x), round(y)) for x, y in shown["px"]}
+        assert len(pixels) == len(set(shown["values"])) > 1, layer
+        xs, ys = [x for x, _ in pixels], [y for _, y in pixels]
+        assert max(xs) - min(xs) > 0.5 * (right - left) or max(ys) - min(ys) > \
+            0.5 * (bottom - top), (layer, pixels)
+        assert all(left <= x <= right and top <= y <= bottom for x, y in pixels)
+        label = page.get_by_text(re.compile("solutions shown")).first.inner_text()
+        assert f"{len(shown['values'])} solutions shown" in label
+    page.locator("select").first.select_option("conv1")  # 12 solutions on 6 spots
+    page.wait_for_timeout(400)
+    shown = page.evaluate(ROOFLINE_PX_JS)
+    repeated = next(i for i, v in enumerate(shown["values"]) if shown["values"].count(v) > 1)
+    x, y = shown["px"][repeated]
+    page.mouse.move(shown["origin"][0] + x, shown["origin"][1] + y)
+    page.wait_for_timeout(500)
+    assert page.locator(".bk-tooltip-content").count() == 1
     page.close()
 
 
@@ -138,6 +211,11 @@ def _run_all_cells(page) -> None:
     raise AssertionError("the notebook's cells did not start running in JupyterLab")
 
 
+def _memory_slider(page):
+    """The memory slider (labelled 'memory', reading '128 KB')."""
+    return page.locator(".widget-slider", has_text=re.compile(r"^memory")).first
+
+
 def _open_and_run(browser, jupyterlab: str, notebook: str) -> tuple:
     """Open a notebook of the lab's folder, run all cells, wait for a slider and a plot;
     returns the page and the list its JavaScript errors are collected in."""
@@ -159,14 +237,14 @@ def test_jupyterlab_notebook_03_slider_changes_the_plot(browser, jupyterlab: str
     page.wait_for_function(f"() => ({js})() !== null", timeout=60000)
     before = page.evaluate(js)
     assert max(before) > 8
-    handle = page.locator(".widget-slider", has_text="memory 2^").first.locator(".noUi-handle")
+    handle = _memory_slider(page).locator(".noUi-handle")
     handle.focus()
     for _ in range(4):
         handle.press("ArrowLeft")  # 128 KB -> 8 KB of local memory
     # the kernel re-explores and the plotted footprints (KB) follow the new memory size
     page.wait_for_function(f"() => Math.max(...({js})()) <= 8", timeout=120000)
-    assert page.locator(".widget-slider", has_text="memory 2^").first.inner_text().strip() \
-        .endswith("13")
+    assert _memory_slider(page).inner_text() \
+        .strip().endswith("8 KB")  # the slider reads in bytes, not 2^13
     assert errors == []
     page.close()
 
@@ -192,7 +270,7 @@ def test_jupyterlab_notebook_07_slider_changes_totals(browser, jupyterlab: str,
     selected = POINTS_JS.replace("NAME", "'design_selected'").replace(
         "m.data.layer ?? m.data.footprint_kb", "m.data.memory_bytes")
     assert page.evaluate(selected) == [131072]
-    handle = page.locator(".widget-slider", has_text="memory 2^").first.locator(".noUi-handle")
+    handle = _memory_slider(page).locator(".noUi-handle")
     handle.focus()
     for _ in range(4):
         handle.press("ArrowLeft")  # 128 KB -> 8 KB of local memory
@@ -202,8 +280,9 @@ def test_jupyterlab_notebook_07_slider_changes_totals(browser, jupyterlab: str,
     page.wait_for_function("() => document.querySelector('.wb-design-totals')"
                            ".innerText.includes('8 KB local memory')", timeout=60000)
     after = totals.inner_text()
-    assert after != before and "ms" in after and "µJ" in after
-    assert page.locator(".widget-slider", has_text="memory 2^").first.inner_text().strip() \
-        .endswith("13")
+    assert after != before and "e+" not in after
+    assert re.search(r"\d ms · \d[\d.]* mJ", after)  # units chosen per value
+    assert _memory_slider(page).inner_text() \
+        .strip().endswith("8 KB")  # the slider reads in bytes, not 2^13
     assert errors == []
     page.close()

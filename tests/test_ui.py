@@ -18,10 +18,15 @@ def _app() -> ui.TileExplorer:
 def test_memory_slider_updates_the_roofline_source() -> None:
     app = _app()
     before = list(app.points.data["footprint_kb"])
+    assert app.memory_log2.label == "128 KB" and app.memory_log2.description == "memory"
     app.memory_log2.value = 13  # 8 KB
     after = app.points.data["footprint_kb"]
     assert after != before and max(after) <= 8
     assert app.panel.fields["local_mem_bytes"].value == 8192
+    assert app.memory_log2.label == "8 KB"  # the slider reads in bytes, not 2^13
+    assert [label for label, _ in app.memory_log2.options][:4] == ["128 B", "256 B", "512 B",
+                                                                    "1 KB"]
+    assert app.memory_log2.options[-1] == ("16 MB", 24)
 
 
 def test_platform_panel_updates_sources_and_roofs() -> None:
@@ -40,10 +45,11 @@ def test_platform_panel_updates_sources_and_roofs() -> None:
 def test_buffer_range_updates_the_sweep_figure() -> None:
     app = _app()
     xs = app.sweep_figure.renderers[0].data_source.data["x"]
-    assert list(xs) == [1024, 2048, 4096, 8192, 16384]
+    assert list(xs) == [1, 2, 4, 8, 16]  # KB
+    assert app.buffer_range.label == ("1 KB", "16 KB")
     app.buffer_range.value = (12, 18)
     xs = app.sweep_figure.renderers[0].data_source.data["x"]
-    assert min(xs) == 4096 and max(xs) == 262144
+    assert min(xs) == 4 and max(xs) == 256
 
 
 def test_selecting_a_point_shows_its_loop_nest_and_breakdown() -> None:
@@ -97,7 +103,13 @@ def test_traffic_explorer_switches_models_layers_and_widths() -> None:
     stated = float(re.search(r"traffic (\d+) B", app.listing.value).group(1))
     assert stated == app.table.set_index(["layer", "model", "memory_bytes"]).loc[
         ("conv2", "dataflow", 16 * 1024), "traffic_bytes"]
-    assert "for TN in" in app.listing.value and "fill B_W" in app.listing.value
+    # one vocabulary with notebook 03 (tiling.listing): tile TOx..TKc, loops o_n/o_c/k_c
+    listing = app.listing.value
+    assert "for o_n in" in listing and "for k_c in" in listing and "fill B_w" in listing
+    assert re.search(r"tile TOx=\d+, TOy=\d+, TKc=\d+, TOc=\d+, TOn=\d+", listing)
+    assert not re.search(r"\b(jss|iss|css|mss|nss|TOF|TIF|TSY|TSX|TN|B_W|B_I|B_O)\b", listing)
+    assert "O[n][oc][y][x] += I[n][kc]" in listing
+    assert "partial sums if stored before" in listing  # prose untouched
     narrow = list(app.source.data["dataflow"])
     app.psum_bytes.value = 1  # cheaper partial sums: never more traffic
     assert all(a <= b for a, b in zip(app.source.data["dataflow"], narrow, strict=True))
@@ -117,6 +129,8 @@ def test_objective_control_ranks_the_explorer_and_its_sweep() -> None:
     want = explore.explore_layer(app.net["conv2"], plat, keep="best", objective="accesses")
     best = want.sort_values(list(explore.ranking("accesses"))).iloc[0]
     assert f"{best['ext_accesses']:,} accesses" in app.status.value
+    tile = "×".join(str(int(best[d])) for d in ("TOx", "TOy", "TOc", "TOn", "TKc"))
+    assert f"tile TOx×TOy×TOc×TOn×TKc {tile}" in app.status.value
     # every drawn point is a candidate that fits the memory
     assert max(app.points.data["footprint_kb"]) <= 8
 
@@ -133,3 +147,24 @@ def test_network_box_switches_lenet5_vgg16_and_an_onnx_path(tmp_path) -> None:
         assert app.layer.value == first and len(app.layer.options) == count, network
         assert "candidate mappings fit" in app.status.value, app.status.value
         assert set(app.points.data["layer"]) == {first}
+
+
+def test_traffic_explorer_shows_progress_and_whole_labels() -> None:
+    app = ui.traffic_explorer(network="lenet5", memory_kb=(1, 16))
+    assert app.progress.max == 2 and app.progress.value == 2  # lenet5's 2 conv layers done
+    assert app.progress.layout.display == "none"  # hidden once done
+    for control in (app.elem_bytes, app.psum_bytes, app.memory, app.layer):
+        assert control.style.description_width == "110px"
+    assert app.memory.label == "1 KB" and app.psum_bytes.label == "4 B"
+    assert "<th>1 KB</th>" in app.summary.value and "e+" not in app.summary.value
+
+
+def test_network_switch_shows_a_status_line_while_it_works() -> None:
+    """The status line says what runs before a switch's long work, then the result."""
+    app = _app()
+    seen: list[str] = []
+    app.status.observe(lambda change: seen.append(change["new"]), names="value")
+    app.network.value = "cifar10_quick"
+    assert any("loading cifar10_quick" in s for s in seen)
+    assert any("pricing the candidate tiles of conv1" in s for s in seen)
+    assert "candidate mappings fit" in seen[-1]

@@ -14,6 +14,7 @@ import pandas as pd
 from workbench import explore, layers, platforms, reporting
 from workbench.errors import WorkbenchError
 from workbench.tiling import SCHEDULES
+from workbench.viz import units
 
 _UNITS = {"": 1, "B": 1, "KB": 1024, "K": 1024, "MB": 1 << 20, "M": 1 << 20, "GB": 1 << 30}
 
@@ -56,7 +57,8 @@ def fusion_modes(args: argparse.Namespace, net) -> str | dict[str, str]:
     return modes
 
 
-def best_per_layer(args: argparse.Namespace) -> tuple[pd.DataFrame, dict, str]:
+def best_per_layer(args: argparse.Namespace
+                   ) -> tuple[pd.DataFrame, dict, str, platforms.Platform]:
     net = layers.load_network(args.network, batch=args.batch)
     plat = platform_of(args)
     per_layer = explore.network_plan(net, plat, args.objective, fusion_modes(args, net),
@@ -65,15 +67,17 @@ def best_per_layer(args: argparse.Namespace) -> tuple[pd.DataFrame, dict, str]:
     totals = explore.network_totals(per_layer, plat)
     totals["unfused_ext_accesses"] = per_layer.attrs["unfused_ext_accesses"]
     title = (f"{net.name} (batch {net.batch}) on {plat.name}: {plat.cores} core(s), "
-             f"{plat.local_mem_bytes / 1024:g} KB local memory each, "
+             f"{units.fmt_bytes(plat.local_mem_bytes)} local memory each, "
              f"{'double' if plat.double_buffer else 'single'} buffered, fusion {args.fusion}"
              f"{' with exceptions' if args.fuse else ''}, best by {args.objective}")
-    return per_layer, totals, title
+    return per_layer, totals, title, plat
 
 
-def write_html(path: Path, title: str, table: pd.DataFrame, totals: dict) -> None:
+def write_html(path: Path, title: str, table: pd.DataFrame, totals: dict,
+               plat: platforms.Platform) -> None:
     """A self-contained static HTML page (no scripts, no external references)."""
-    rows = "".join(f"<li>{html.escape(k)}: {v:,.4g}</li>" for k, v in totals.items())
+    rows = "".join(f"<li>{html.escape(part)}</li>"
+                   for part in reporting.totals_text(totals, plat).split(", "))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>" + html.escape(title)
@@ -85,12 +89,12 @@ def write_html(path: Path, title: str, table: pd.DataFrame, totals: dict) -> Non
 
 
 def cmd_explore(args: argparse.Namespace) -> None:
-    per_layer, totals, title = best_per_layer(args)
-    table = reporting.per_layer_table(per_layer)
+    per_layer, totals, title, plat = best_per_layer(args)
+    table = reporting.per_layer_table(per_layer, plat)
     if args.csv:
         per_layer.to_csv(args.csv, index=False)
     if args.html:
-        write_html(Path(args.html), title, table, totals)
+        write_html(Path(args.html), title, table, totals, plat)
     if args.json:
         print(json.dumps({"title": title, "rows": json.loads(per_layer.to_json(orient="records")),
                           "totals": totals}, indent=1))
@@ -98,7 +102,9 @@ def cmd_explore(args: argparse.Namespace) -> None:
     print(title)
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         print(table.to_string(index=False))
-    print("total: " + ", ".join(f"{k} {v:,.4g}" for k, v in totals.items()))
+    print("total: " + reporting.totals_text(totals, plat))
+    for key, text in reporting.key_findings(per_layer, totals, plat).items():
+        print(f"{key}: {text}")
 
 
 def cmd_traffic(args: argparse.Namespace) -> None:
@@ -123,13 +129,13 @@ def cmd_traffic(args: argparse.Namespace) -> None:
               .unstack("model") / 1e6)
     totals["compulsory"] = table.groupby("memory_bytes")["compulsory_bytes"].sum() / \
         table["model"].nunique() / 1e6
-    totals.index = [f"{int(b) // 1024} KB" if b >= 1024 else f"{int(b)} B" for b in totals.index]
+    totals.index = [units.fmt_bytes(b) for b in totals.index]
     if args.json:
         print(json.dumps({"rows": json.loads(table.to_json(orient="records"))}))
         return
     print(f"{net.name}: off-accelerator traffic (MB) of {len(convs)} layers by local memory "
           f"and model ({args.elem_bytes}-byte elements, {args.psum_bytes}-byte partial sums)")
-    print(totals.round(3).to_string())
+    print(units.readable(totals).to_string())
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ import pandas as pd
 from workbench import explore, layers, platforms, simd
 from workbench.errors import WorkbenchError
 from workbench.tiling import Tile
+from workbench.viz import units
 
 
 def cmd_simd(args: argparse.Namespace) -> None:
@@ -34,7 +35,7 @@ def cmd_simd(args: argparse.Namespace) -> None:
     print(f"{net.name} (batch {net.batch}) on {plat.name}: {plat.simd_lanes} lanes, "
           f"{plat.acc_bits}-bit accumulators; local vector transfers by cause")
     with pd.option_context("display.width", 200, "display.max_columns", 30):
-        print(table.round(3).to_string(index=False))
+        print(units.readable(table).to_string(index=False))
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

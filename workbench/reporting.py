@@ -13,6 +13,7 @@ from workbench import explore, layers, platforms
 from workbench.layers.network import Network
 from workbench.platforms import Platform
 from workbench.tiling import SCHEDULES
+from workbench.viz import units
 
 
 @dataclass(frozen=True)
@@ -56,16 +57,16 @@ def build(network: str, platform: str, batch: int | None = None, memory_kb: floa
 
 
 def _mapping(per_layer: pd.DataFrame) -> pd.Series:
-    """Tile TOx x TOy x TOc x TOn x TKc of conv/fc rows; chunk "rows r x maps m" of streamed
-    rows; "folded" for an activation applied inside its producer."""
+    """Tile TOx×TOy×TOc×TOn×TKc of conv/fc rows; chunk "r rows × m maps" of streamed rows;
+    "folded" for an activation applied inside its producer."""
     out = []
     for row in per_layer.to_dict("records"):
         if row.get("folded"):
             out.append("folded")
         elif pd.notna(row.get("TOx", np.nan)):
-            out.append("x".join(str(int(row[d])) for d in ("TOx", "TOy", "TOc", "TOn", "TKc")))
+            out.append(units.fmt_tile(row[d] for d in ("TOx", "TOy", "TOc", "TOn", "TKc")))
         else:
-            out.append(f"{int(row['rows'])} rows x {int(row['maps'])} maps")
+            out.append(f"{int(row['rows'])} rows × {int(row['maps'])} maps")
     return pd.Series(out, index=per_layer.index)
 
 
@@ -78,42 +79,147 @@ def _fused(per_layer: pd.DataFrame) -> pd.Series:
                       for r in per_layer.to_dict("records")], index=per_layer.index)
 
 
-def per_layer_table(per_layer: pd.DataFrame) -> pd.DataFrame:
-    """The readable per-layer table: cores and split, schedule, tile or chunk, fusion, bound,
-    footprint, traffic, cycles, energy (network plans and single-core tables alike)."""
+def per_layer_table(per_layer: pd.DataFrame, platform: Platform | None = None) -> pd.DataFrame:
+    """The readable per-layer table: cores and split, schedule, tile (TOx×TOy×TOc×TOn×TKc,
+    named in the header) or chunk, fusion, bound, footprint, traffic, cycles, energy, all as
+    text in human units; energy "n/a" on a platform without energy figures."""
+    known = units.has_energy(platform) if platform is not None else \
+        bool((per_layer["energy_pj"] > 0).any())
     chosen_by = per_layer["objective"] if "objective" in per_layer else "cycles"
     table = {"layer": per_layer["layer"]}
     if "kind" in per_layer:
         table |= {"kind": per_layer["kind"], "cores": per_layer["cores"],
                   "split": per_layer["split"]}
-    table |= {"chosen by": chosen_by, "schedule": per_layer["schedule"],
-              "tile / chunk": _mapping(per_layer)}
+    table |= {"chosen by": chosen_by, "schedule": per_layer["schedule"].fillna("-"),
+              f"{units.TILE_HEADER} / chunk": _mapping(per_layer)}
     if "fused_in" in per_layer:
         table |= {"fused": _fused(per_layer), "bound": per_layer["bound"]}
     table |= {
-        "footprint_KB": (per_layer["footprint_bytes"] / 1024).round(1),
-        "ext_accesses": per_layer["ext_accesses"], "dma": per_layer["dma_transfers"],
-        "cycles": per_layer["cycles"].round(0).astype("int64"),
-        "GOps/s": per_layer["throughput_gops"].round(2), "CTC": per_layer["ctc"].round(1),
-        "util": per_layer["utilization"].round(3),
-        "energy_uJ": (per_layer["energy_pj"] / 1e6).round(1)}
+        "footprint": [units.fmt_bytes(v) for v in per_layer["footprint_bytes"]],
+        "ext. accesses": [units.fmt_count(v) for v in per_layer["ext_accesses"]],
+        "DMA": [units.fmt_count(v) for v in per_layer["dma_transfers"]],
+        "cycles": [units.fmt_count(v) for v in per_layer["cycles"]],
+        "GOps/s": [units.fmt_number(v) for v in per_layer["throughput_gops"]],
+        "CTC ops/B": [units.fmt_number(v) for v in per_layer["ctc"]],
+        "util": [units.fmt_percent(v) for v in per_layer["utilization"]],
+        "energy": [units.fmt_energy(v, known) for v in per_layer["energy_pj"]]}
     return pd.DataFrame(table)
+
+
+def totals_text(totals: dict[str, float], platform: Platform) -> str:
+    """The network totals on one line, in human units ('n/a' energy without figures)."""
+    parts = [f"{units.fmt_count(totals['cycles'])} cycles",
+             units.fmt_ms(totals["time_ms"]), units.fmt_gops(totals["throughput_gops"]),
+             f"energy {units.fmt_energy(totals['energy_pj'], units.has_energy(platform))}",
+             f"{units.fmt_count(totals['ext_accesses'])} external accesses "
+             f"({units.fmt_bytes(totals['ext_accesses'] * platform.elem_bytes)})",
+             f"{units.fmt_count(totals['dma_transfers'])} DMA transfers"]
+    if totals.get("unfused_ext_accesses"):
+        saved = 1 - totals["ext_accesses"] / totals["unfused_ext_accesses"]
+        parts.append(f"fusion saved {saved:.0%} of the external accesses")
+    return ", ".join(parts)
 
 
 def headline(data: ReportData) -> str:
     p, t = data.platform, data.totals
-    saved = 1 - t["ext_accesses"] / t["unfused_ext_accesses"] if t.get(
-        "unfused_ext_accesses") else 0.0
     return (f"{data.net.name} (batch {data.net.batch}) on {p.name}: {p.cores} core(s), "
-            f"{p.local_mem_bytes / 1024:g} KB local memory each, "
-            f"{'double' if p.double_buffer else 'single'} buffered, {p.dma_setup_cycles:g}-cycle "
-            f"DMA setup: {t['time_ms']:.3g} ms per batch, {t['throughput_gops']:.3g} GOps/s "
-            f"of {p.peak_gops * p.cores:.3g} peak, {t['energy_pj'] / 1e6:.4g} µJ, "
-            f"{t['ext_accesses']:,} external accesses ({saved:.1%} saved by fusion); each "
-            f"layer's mapping chosen by least {data.objective}")
+            f"{units.fmt_bytes(p.local_mem_bytes)} local memory each, "
+            f"{'double' if p.double_buffer else 'single'} buffered, "
+            f"{units.fmt_count(p.dma_setup_cycles)}-cycle DMA setup; "
+            f"{totals_text(t, p)}; each layer's mapping chosen by least {data.objective}")
+
+
+def _names(rows: pd.DataFrame, column: str, total: float) -> str:
+    def share(value: float) -> str:
+        return "<1%" if value / total < 0.005 else f"{value / total:.0%}"
+
+    return ", ".join(f"{r['layer']} ({share(r[column])})" for r in rows.to_dict("records"))
+
+
+def key_findings(per_layer: pd.DataFrame, totals: dict[str, float],
+                 platform: Platform) -> dict[str, str]:
+    """What a reader needs first: time, energy, the bottleneck layers (fewest layers taking
+    80% of the time, at most 3) and the I/O-bound layers with their share of the time."""
+    cycles = float(totals["cycles"]) or 1.0
+    by_time = per_layer.sort_values("cycles", ascending=False)
+    share = by_time["cycles"].cumsum() / cycles
+    top = by_time[(share.shift(fill_value=0) < 0.8)].head(3)
+    io = per_layer[per_layer["bound"] == "I/O"] if "bound" in per_layer else per_layer.iloc[:0]
+    known = units.has_energy(platform)
+    energy = units.fmt_energy(totals["energy_pj"], known)
+    if known and totals["energy_pj"] > 0:
+        hungry = per_layer.sort_values("energy_pj", ascending=False).head(2)
+        energy += f", mostly in {_names(hungry, 'energy_pj', totals['energy_pj'])}"
+    elif not known:
+        energy += f" ({platform.name} has no energy figures)"
+    return {
+        "time": f"{units.fmt_ms(totals['time_ms'])} per batch at "
+                f"{units.fmt_gops(totals['throughput_gops'])} "
+                f"(peak {units.fmt_gops(platform.peak_gops * platform.cores)})",
+        "energy": energy,
+        "bottlenecks": _names(top, "cycles", cycles) + " of the time",
+        "I/O-bound": (_names(io, "cycles", cycles) + " of the time: more bus or local "
+                      "memory would speed them up") if len(io) else
+                     "none: every layer is compute-bound (more compute, not memory, helps)"}
+
+
+# nbconvert appends a "¶" anchor link to every heading; the exported report hides them
+REPORT_STYLE = ("<style>a.anchor-link{display:none}.wb-summary{border-left:4px solid #1f77b4;"
+                "padding:0.2em 1em;margin:1em 0;background:#f5f8fc}.wb-summary h2{margin:0.3em 0}"
+                "</style>")
+
+
+def findings_html(data: ReportData) -> str:
+    """The manager's summary as HTML (the report's first output)."""
+    items = key_findings(data.per_layer, data.totals, data.platform)
+    rows = "".join(f"<li><b>{html.escape(k)}:</b> {html.escape(v)}</li>"
+                   for k, v in items.items())
+    return (f"<div class='wb-summary'><h2>Summary: {html.escape(data.net.name)} on "
+            f"{html.escape(data.platform.name)}</h2><ul>{rows}</ul></div>")
 
 
 def summary_html(data: ReportData) -> str:
     """Headline and per-layer table as an HTML fragment."""
     return (f"<p><b>{html.escape(headline(data))}</b></p>"
-            + per_layer_table(data.per_layer).to_html(index=False, border=0))
+            + per_layer_table(data.per_layer, data.platform).to_html(index=False, border=0))
+
+TRANSFER_CAUSES = ("input_loads", "unaligned_loads", "weight_loads", "output_stores",
+                   "redundant_psums", "spills")
+
+
+def transfer_causes(net: Network, platform: Platform, objective: str = "cycles",
+                    memory_bytes: int | None = None) -> pd.DataFrame:
+    """Per conv/fc layer at its best tile and plan (as `explore.network_mapping`): the local
+    vector transfers of the whole layer by array and cause (TRANSFER_CAUSES: aligned input
+    loads, extra loads of unaligned windows, weight loads, the necessary output stores,
+    partial sums stored and reloaded because the accumulators ran out, spill traffic), which
+    add up to `total`; with seed 000's best case (`model_transfers`) and lane utilization."""
+    from workbench import simd
+    from workbench.tiling import TILE_DIMS, Tile, dims
+
+    best = explore.explore_network(net, platform, memory_bytes=memory_bytes,
+                                   objective=objective)
+    rows = []
+    for _, row in best.iterrows():
+        layer = net[row["layer"]]
+        tile = simd.one_group(layer, Tile(*(int(row[d]) for d in TILE_DIMS)))[0]
+        plan = simd.best_plan(layer, tile, platform)
+        c = simd.counts(layer, tile, platform, plan)
+        n = int(np.prod([-(-e // s) for e, s in zip(dims(layer), tile.as_tuple(),
+                                                     strict=True)])) * layer.groups
+        needed = c.groups * plan.unroll if platform.simd_style == "generic" else \
+            c.stores["psums"]
+        report = simd.mapping_report(layer, tile, platform, plan).iloc[0]
+        parts = {"input_loads": c.loads["inputs"] - c.unaligned_loads,
+                 "unaligned_loads": c.unaligned_loads, "weight_loads": c.loads["weights"],
+                 "output_stores": needed,
+                 "redundant_psums": c.loads["psums"] + c.stores["psums"] - needed,
+                 "spills": c.loads["spills"] + c.stores["spills"]}
+        rows.append({"layer": layer.name, "vector_dim": plan.vector_dim,
+                     "unroll": plan.unroll, **{k: int(v) * n for k, v in parts.items()},
+                     "total": int(report["total"]),
+                     "model_transfers": int(report["model_transfers"]),
+                     "lane_utilization": float(report["lane_utilization"])})
+    table = pd.DataFrame(rows)
+    assert (table[list(TRANSFER_CAUSES)].sum(axis=1) == table["total"]).all()
+    return table

@@ -105,8 +105,8 @@ class Network:
             rows.append({
                 "layer": layer.name,
                 "kind": layer.kind,
-                "input": f"{h_in}x{w_in}x{c_in}",
-                "output": f"{h_out}x{w_out}x{c_out}",
+                "input": f"{c_in}x{h_in}x{w_in}",
+                "output": f"{c_out}x{h_out}x{w_out}",
                 "kernel": f"{layer.Ky}x{layer.Kx}/{layer.Sy}" if hasattr(layer, "Kx") else "",
                 "groups": getattr(layer, "groups", 1),
                 "macs": layer.macs,

@@ -30,6 +30,7 @@ from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.errors import error_html
 from workbench.ui.platform_panel import PlatformPanel
 from workbench.viz import core_plots as cp
+from workbench.viz.common import apply_labels
 
 _KEEP = 8  # memoized results per kind
 QUICK_FIELDS = ("cores", "dma_channels", "dma_broadcast", "bus_elems_per_cycle",
@@ -128,6 +129,7 @@ class CoresExplorer:
         for src in (self.chosen_source, self.comparison_source):
             src.data = {k: [] for k in src.data}
         self.chosen_figure.x_range.factors = names
+        apply_labels(self.chosen_figure.xaxis[0], names, self.chosen_figure.width - 160)
         self.traffic_figure.x_range.factors = self.cycles_figure.x_range.factors = \
             cp.comparison_factors(names)
 

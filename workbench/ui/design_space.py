@@ -25,9 +25,11 @@ from workbench import explore, layers, viz
 from workbench.errors import WorkbenchError
 from workbench.platforms import Platform
 from workbench.ui.bokeh_widget import bokeh_widget
+from workbench.ui.controls import memory_slider
 from workbench.ui.errors import error_html
 from workbench.ui.platform_panel import PlatformPanel
 from workbench.viz import design_plots as dp
+from workbench.viz import units
 
 MEMORY_LOG2 = (7, 24)
 SIZES = tuple(1 << k for k in range(MEMORY_LOG2[0], MEMORY_LOG2[1] + 1))  # bytes
@@ -64,8 +66,7 @@ class DesignSpaceApp:
         self.objective = widgets.Dropdown(options=explore.OBJECTIVES, value=objective,
                                           description="objective")
         memory = memory_kb * 1024 if memory_kb else self.platform.local_mem_bytes
-        self.memory_log2 = widgets.IntSlider(value=log2_size(memory), min=MEMORY_LOG2[0],
-                                             max=MEMORY_LOG2[1], description="memory 2^")
+        self.memory_log2 = memory_slider(log2_size(memory), *MEMORY_LOG2)
         self.status = widgets.HTML()
         self.totals = widgets.HTML()
         self.totals.add_class("wb-design-totals")
@@ -130,6 +131,7 @@ class DesignSpaceApp:
                          (self.energy_source, self.energy_figure)):
             src.data = {k: [] for k in src.data}
             fig.x_range.factors = names
+            dp.fit_layer_labels(fig, names)
         self.points.data = viz.roofline_data(pd.DataFrame())
 
     def _platform_changed(self) -> None:
@@ -185,9 +187,9 @@ class DesignSpaceApp:
         key = (tiled, self.platform.replace(local_mem_bytes=SIZES[0]), objective)
         start = time.perf_counter()
         if key not in self._memo:
-            self.status.value = (f"<i>computing the best mappings of {len(tiled)} layers for "
-                                 f"{len(SIZES)} memory sizes (a new network's candidate sets "
-                                 "take a few seconds the first time)…</i>")
+            self.status.value = (f"<i>⏳ computing the best mappings of {len(tiled)} layers "
+                                 f"for {len(SIZES)} memory sizes (a new network's candidate "
+                                 "sets take a few seconds the first time)…</i>")
             try:
                 best = explore.best_mappings(tiled, self.platform, SIZES, objective=objective)
             except WorkbenchError as exc:
@@ -236,7 +238,7 @@ class DesignSpaceApp:
                  f"{int(self.sizes['pareto'].sum())} sizes on the Pareto front"
                  if len(feasible) else "no size up to 16 MB fits every layer")
         return (f"{self.net.name}, batch {self.net.batch}: {len(self.layer_names)} conv/fc "
-                f"layers × {len(SIZES)} memory sizes in {seconds * 1e3:,.0f} ms; {reach}")
+                f"layers × {len(SIZES)} memory sizes in {units.fmt_seconds(seconds)}; {reach}")
 
     def select(self) -> None:
         """Show the kept rows of the slider's size: totals line, status and every source."""
@@ -267,13 +269,21 @@ class DesignSpaceApp:
 
     def _totals_html(self, label: str) -> str:
         t = self.current
+        energy = units.fmt_energy(t["energy_pj"], units.has_energy(self.platform))
         return (f"<b>{self.net.name}</b>, batch {self.net.batch}, {label} local memory: "
-                f"<b>{t['time_ms']:,.3f} ms</b> · <b>{t['energy_pj'] / 1e6:,.1f} µJ</b> · "
-                f"{t['throughput_gops']:,.2f} GOps/s · {t['traffic_mb']:,.3f} MB external "
+                f"<b>{units.fmt_ms(t['time_ms'])}</b> · <b>{energy}</b> · "
+                f"{units.fmt_gops(t['throughput_gops'])} · "
+                f"{units.fmt_number(t['traffic_mb'])} MB external "
                 f"traffic — mappings chosen by <b>{self.objective.value}</b>"
                 + (f" · conv/fc layers on one of the {self.platform.cores} cores (splits over "
                    "cores: notebook 08, <code>workbench explore</code>)"
                    if self.platform.cores > 1 else ""))
+
+    def layer_table(self) -> pd.DataFrame:
+        """The per-layer mappings of the selected size, readable (tile named in the header)."""
+        return units.mapping_table(self.per_layer, (
+            "layer", "schedule", "TOx", "TOy", "TOc", "TOn", "TKc", "footprint_bytes",
+            "cycles", "energy_pj", "throughput_gops", "ctc"), units.has_energy(self.platform))
 
     # layout --------------------------------------------------------------------------------
     @functools.cached_property

@@ -27,6 +27,7 @@ from workbench import sweep
 from workbench.errors import WorkbenchError
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.errors import error_html
+from workbench.viz import design_plots as dp
 from workbench.viz import sweep_plots as sp
 
 _KEEP = 32  # memoized per-layer plans
@@ -243,6 +244,7 @@ class SweepBrowser:
                                (self.energy_source, self.energy_figure, energy)):
             src.data = {k: [] for k in src.data}  # no glyph refers to a missing layer
             fig.x_range.factors = data["layer"]
+            dp.fit_layer_labels(fig, list(data["layer"]))  # readable at 50+ layers
             src.data = data
 
     def _case_layers(self, case_id: str) -> pd.DataFrame:

@@ -17,10 +17,25 @@ from bokeh.models import ColumnDataSource
 from workbench import explore, layers, perf, tiling, viz
 from workbench.errors import WorkbenchError
 from workbench.ui.bokeh_widget import bokeh_widget
+from workbench.ui.controls import memory_slider, range_slider
 from workbench.ui.errors import error_html
 from workbench.ui.platform_panel import PlatformPanel
+from workbench.ui.progress import busy, took
+from workbench.viz.units import (
+    TILE_HEADER,
+    fmt_count,
+    fmt_energy,
+    fmt_number,
+    fmt_tile,
+    has_energy,
+)
 
 MAX_POINTS = 5000  # larger candidate sets are drawn as their per-schedule Pareto fronts
+
+
+def best_tile(row) -> str:
+    """'tile TOx×TOy×TOc×TOn×TKc 14×16×32×1×16' of a solutions row."""
+    return f"{TILE_HEADER} {fmt_tile(row[d] for d in tiling.TILE_DIMS)}"
 
 
 class TileExplorer:
@@ -45,11 +60,9 @@ class TileExplorer:
         explore.check_objective(objective)
         self.objective = widgets.Dropdown(options=explore.OBJECTIVES, value=objective,
                                           description="best by")
-        self.memory_log2 = widgets.IntSlider(
-            value=int(self.panel.fields["local_mem_bytes"].value).bit_length() - 1, min=7,
-            max=24, description="memory 2^")
-        self.buffer_range = widgets.IntRangeSlider(value=buffer_range_log2, min=7, max=24,
-                                                   description="sweep 2^")
+        self.memory_log2 = memory_slider(
+            int(self.panel.fields["local_mem_bytes"].value).bit_length() - 1)
+        self.buffer_range = range_slider(buffer_range_log2)
         self.status = widgets.HTML()
         self.listing = widgets.HTML("<i>select a point on the roofline</i>")
         self.breakdown = widgets.HTML()
@@ -75,9 +88,11 @@ class TileExplorer:
 
     # callbacks -----------------------------------------------------------------------------
     def _load_network(self, change) -> None:
-        """A zoo name or a model file: reload, offer its conv/fc layers, re-explore."""
+        """A zoo name or a model file: reload, offer its conv/fc layers, re-explore (the
+        status line says so meanwhile: a big network's candidate sets take seconds)."""
         try:
-            net = layers.load_network(change["new"], batch=self.batch)
+            with busy(self.status, f"loading {change['new']} and pricing its first layer"):
+                net = layers.load_network(change["new"], batch=self.batch)
         except WorkbenchError as exc:
             self.status.value = error_html(exc)
             return
@@ -109,8 +124,9 @@ class TileExplorer:
         try:
             plat = self.panel.platform().replace(local_mem_bytes=1 << self.memory_log2.value)
             layer = self.net[self.layer.value]
-            df = explore.fitting_candidates(layer, plat, self.schedules.value,
-                                            max_rows=MAX_POINTS)
+            with busy(self.status, f"pricing the candidate tiles of {layer.name}") as timing:
+                df = explore.fitting_candidates(layer, plat, self.schedules.value,
+                                                max_rows=MAX_POINTS)
             if df.empty:
                 raise explore.too_small(layer, plat.local_mem_bytes, plat.elem_bytes,
                                                   plat.double_buffer)
@@ -129,8 +145,10 @@ class TileExplorer:
         drawn = "" if total == len(df) else f" (drawn: the {len(df)} per-schedule Pareto points)"
         self.status.value = (
             f"{total:,} candidate mappings fit{drawn}, {len(front)} on the Pareto front; "
-            f"best by {objective}: {best['schedule']} at {best['cycles']:,.0f} cycles, "
-            f"{best['energy_pj'] / 1e6:,.2f} µJ, {best['ext_accesses']:,} accesses")
+            f"best by {objective}: {best['schedule']} {best_tile(best)} at "
+            f"{fmt_count(best['cycles'])} cycles, "
+            f"{fmt_energy(best['energy_pj'], has_energy(plat))}, "
+            f"{fmt_count(best['ext_accesses'])} accesses{took(timing['seconds'])}")
 
     def update_sweep(self) -> None:
         """Redraw the buffer-size sweep over the chosen range."""
@@ -162,13 +180,22 @@ class TileExplorer:
         e = perf.estimate(layer, tile, row["schedule"], plat)
         self.listing.value = ("<pre>" + html.escape(tiling.listing(layer, tile, row["schedule"]))
                               + "</pre>")
-        parts = "".join(f"<tr><td>{k}</td><td>{v:,.0f} cycles</td></tr>"
+        parts = "".join(f"<tr><td>{k}</td><td>{fmt_count(v)} cycles</td></tr>"
                         for k, v in e.breakdown.items())
-        energy = "".join(f"<tr><td>{k}</td><td>{v / 1e6:,.3f} µJ</td></tr>"
+        energy = "".join(f"<tr><td>{k}</td><td>{fmt_energy(v, has_energy(plat))}</td></tr>"
                          for k, v in e.energy_pj.items())
-        self.breakdown.value = (f"<b>{row['schedule']} {row['tile'] if 'tile' in row else ''}"
-                                f"</b>: {e.cycles:,.0f} cycles, {e.throughput_gops:.2f} GOps/s, "
-                                f"CTC {e.ctc:.1f}<table>{parts}{energy}</table>")
+        self.breakdown.value = (f"<b>{row['schedule']}, {best_tile(row)}</b>: "
+                                f"{fmt_count(e.cycles)} cycles, {fmt_number(e.throughput_gops)} "
+                                f"GOps/s, CTC {fmt_number(e.ctc)} ops/B"
+                                f"<table>{parts}{energy}</table>")
+
+    def top(self, n: int = 10) -> pd.DataFrame:
+        """The n best solutions under the objective, readable (tile named in the header)."""
+        rows = self.solutions.sort_values(list(explore.ranking(self.objective.value))).head(n)
+        return viz.units.mapping_table(rows, (
+            "schedule", "TOx", "TOy", "TOc", "TOn", "TKc", "footprint_bytes", "cycles",
+            "ext_accesses", "dma_transfers", "throughput_gops", "ctc", "energy_pj"),
+            has_energy(self.panel.platform()))
 
     # layout --------------------------------------------------------------------------------
     @property

@@ -10,6 +10,7 @@ filters them.
 from __future__ import annotations
 
 import html
+import re
 
 import ipywidgets as widgets
 import pandas as pd
@@ -18,11 +19,34 @@ from bokeh.models import ColumnDataSource
 from workbench import explore, layers
 from workbench.errors import WorkbenchError
 from workbench.tiling.dataflow import Precision
+from workbench.ui import progress
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.errors import error_html
+from workbench.ui.progress import busy
 from workbench.viz.traffic_plots import traffic_curve_data, traffic_curves
+from workbench.viz.units import fmt_bytes, readable
 
 ALL_LAYERS = "all conv layers"
+# seed 002's names in the dataflow listing -> the workbench's (DESIGN.md, notebook 03)
+_TILE_NAMES = {"jss": "TOx", "iss": "TOy", "css": "TKc", "mss": "TOc", "nss": "TOn"}
+_LOOP_NAMES = {"TN": "o_n", "TOF": "o_c", "TSY": "o_y", "TSX": "o_x", "TIF": "k_c",
+               "N": "n", "OF": "oc", "IF": "kc", "SY": "y", "SX": "x", "FY": "ky", "FX": "kx"}
+_BUFFER_NAMES = {"B_I": "B_in", "B_W": "B_w", "B_O": "B_out"}
+_WIDTH = {"description_width": "110px"}  # every control's name shown whole
+
+
+def design_vocabulary(listing: str) -> str:
+    """A dataflow listing in the workbench's names: tile sizes TOx, TOy, TOc, TOn, TKc, tile
+    loops o_n, o_c, o_y, o_x, k_c (as `tiling.listing`), buffers B_in, B_w, B_out."""
+    text = re.sub(r"\b(jss|iss|css|mss|nss)=", lambda m: _TILE_NAMES[m.group(1)] + "=",
+                  listing)
+    text = text.replace("tiles TO", "tile TO")
+    text = re.sub(r"\bfor (\w+) in", lambda m: f"for {_LOOP_NAMES.get(m.group(1), m.group(1))} in",
+                  text)
+    text = re.sub(r"\[([^\]]*)\]", lambda m: "[" + re.sub(
+        r"\b(of|if|sy|sx|fy|fx|n)\b", lambda v: _LOOP_NAMES[v.group(1).upper()],
+        m.group(1)) + "]", text)
+    return re.sub(r"\bB_[IWO]\b", lambda m: _BUFFER_NAMES[m.group(0)], text)
 
 
 class TrafficExplorer:
@@ -47,12 +71,17 @@ class TrafficExplorer:
         self.layer = widgets.Dropdown(description="layer")
         self.models = widgets.SelectMultiple(options=explore.TRAFFIC_MODELS, value=tuple(models),
                                              description="models")
-        self.elem_bytes = widgets.Dropdown(options=[1, 2, 4], value=elem_bytes,
-                                           description="element B")
-        self.psum_bytes = widgets.Dropdown(options=[1, 2, 4], value=psum_bytes,
-                                           description="partial sum B")
-        self.memory = widgets.Dropdown(options=list(memory_kb), value=memory_kb[0],
-                                       description="schedule at KB")
+        self.elem_bytes = widgets.Dropdown(options=[(f"{b} B", b) for b in (1, 2, 4)],
+                                           value=elem_bytes, description="element")
+        self.psum_bytes = widgets.Dropdown(options=[(f"{b} B", b) for b in (1, 2, 4)],
+                                           value=psum_bytes, description="partial sum")
+        self.memory = widgets.Dropdown(options=[(fmt_bytes(kb * 1024), kb) for kb in memory_kb],
+                                       value=memory_kb[0], description="schedule at")
+        for control in (self.network, self.layer, self.models, self.elem_bytes,
+                        self.psum_bytes, self.memory):
+            control.style = _WIDTH
+        self.progress = widgets.IntProgress(description="layers done", style=_WIDTH,
+                                            layout=widgets.Layout(display="none"))
         self.status = widgets.HTML()
         self.summary = widgets.HTML()
         self.listing = widgets.HTML()
@@ -96,8 +125,13 @@ class TrafficExplorer:
         precision = self._precision()
         key = (self.source_name, precision)
         if key not in self._tables:
-            self._tables[key] = explore.traffic_table(self._layers(), self.memory_bytes,
-                                                      explore.TRAFFIC_MODELS, precision)
+            self.progress.layout.display = None
+            with busy(self.status, f"computing the traffic of {len(self._layers())} layers "
+                      f"under {len(explore.TRAFFIC_MODELS)} models"):
+                self._tables[key] = progress.traffic_table(
+                    self._layers(), self.memory_bytes, explore.TRAFFIC_MODELS, precision,
+                    progress=self.progress)
+            self.progress.layout.display = "none"
         self.table = self._tables[key]
         self.redraw()
 
@@ -121,7 +155,11 @@ class TrafficExplorer:
         if {"dataflow", "cache"} <= set(chosen):
             frame["cache / dataflow"] = full["cache"] / full["dataflow"]
         self.frame = frame
-        self.summary.value = self.frame.round(3).to_html()
+        shown = self.frame.copy()
+        shown.index = [fmt_bytes(kb * 1024) for kb in shown.index]
+        shown.index.name = "local memory"
+        self.summary.value = (readable(shown).to_html() +
+                              "<p><i>off-accelerator traffic in MB (10<sup>6</sup> bytes)</i></p>")
         self.show_schedule()
         what = layer or f"{len(self._layers())} conv layers"
         self.status.value = (f"{self.net.name}, {what}: traffic in MB, elements "
@@ -141,12 +179,13 @@ class TrafficExplorer:
         if key not in self._schedules:
             self._schedules[key] = explore.best_dataflow_listing(
                 self.net[self.layer.value], self.memory.value * 1024, self._precision())
-        self.listing.value = "<pre>" + html.escape(self._schedules[key]) + "</pre>"
+        self.listing.value = ("<pre>" + html.escape(design_vocabulary(self._schedules[key]))
+                              + "</pre>")
 
     @property
     def view(self) -> widgets.Widget:
         controls = widgets.VBox([self.network, self.layer, self.models, self.elem_bytes,
-                                 self.psum_bytes, self.memory, self.status])
+                                 self.psum_bytes, self.memory, self.progress, self.status])
         return widgets.VBox([widgets.HBox([controls, bokeh_widget(self.figure)]),
                              self.summary, self.listing])
 

@@ -1,6 +1,7 @@
 """Bokeh figure factories (a new figure per call; BokehJS inline via OFFLINE). No model numbers
 are computed here: the factories draw what workbench.explore / quant return."""
 
+from workbench.viz import units
 from workbench.viz.common import OFFLINE, SCHEDULE_COLORS, source, standalone_html
 from workbench.viz.core_plots import (
     SPLIT_COLORS,
@@ -41,6 +42,7 @@ from workbench.viz.network_plots import (
     network_breakdown,
     network_roofline,
     quant_space,
+    quant_spaces,
 )
 from workbench.viz.report import bokeh_resources_html, embed_html, interactive_roofline
 from workbench.viz.simd_plots import plan_overview, transfer_breakdown
@@ -53,7 +55,7 @@ __all__ = ["OFFLINE", "SCHEDULE_COLORS", "SPLIT_COLORS", "accuracy_vs_width",
            "interactive_roofline", "layer_breakdown", "layer_roofline", "memory_footprint",
            "memory_label", "memory_points_data", "memory_tradeoff", "network_breakdown",
            "network_roofline",
-           "plan_overview", "quant_space", "roofline", "roofline_data", "roofs",
+           "plan_overview", "quant_space", "quant_spaces", "roofline", "roofline_data", "roofs",
            "selected_memory_data", "source", "speedup_data", "speedup_figure", "speedup_plot",
            "standalone_html", "sweep_grid", "sweep_scatter", "sweep_traffic_data",
-           "traffic_curve_data", "traffic_curves", "transfer_breakdown"]
+           "traffic_curve_data", "traffic_curves", "transfer_breakdown", "units"]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 from bokeh.embed import file_html
-from bokeh.models import ColumnDataSource
+from bokeh.models import ColumnDataSource, CustomJSTickFormatter, HoverTool
 from bokeh.palettes import Category10_10
 from bokeh.resources import Resources
 
@@ -13,6 +16,50 @@ SCHEDULE_COLORS = dict(zip(SCHEDULES, Category10_10, strict=False))
 PART_COLORS = {"compute": "#1f77b4", "dma_setup": "#d62728", "bus_stall": "#ff7f0e",
                "prolog_epilog": "#7f7f7f", "local": "#2ca02c", "external": "#9467bd"}
 TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
+
+
+LABEL_PITCH_PX = 11  # a 7-8 pt label line: closer labels overlap
+CHAR_PX = 6          # width of one character of a 7-8 pt label
+
+
+def hover(renderers: list, tooltips: list, **kwargs) -> HoverTool:
+    """A hover tool that shows ONE point (the nearest under the pointer), never a stack."""
+    return HoverTool(renderers=renderers, tooltips=tooltips, limit=1, **kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelPlan:
+    """How a categorical axis of layer names stays readable: label orientation (radians),
+    font size and the step between shown labels (1: all, 2: every other one, ...)."""
+
+    orientation: float
+    font_size: str
+    step: int
+
+
+def plan_labels(names: list[str], length_px: float) -> LabelPlan:
+    """Labels of `names` along an axis `length_px` long: horizontal when they fit side by
+    side, else vertical; when even vertical lines would touch, only every step-th is shown
+    (LABEL_PITCH_PX apart at least)."""
+    n = max(len(names), 1)
+    pitch = length_px / n
+    longest = max((len(str(s)) for s in names), default=1)
+    if pitch >= CHAR_PX * longest + 6:
+        return LabelPlan(0.0, "8pt", 1)
+    font = "8pt" if pitch >= 14 else "7pt"
+    return LabelPlan(math.pi / 2, font, max(1, math.ceil(LABEL_PITCH_PX / pitch)))
+
+
+def apply_labels(axis, names: list[str], length_px: float) -> LabelPlan:
+    """Set a categorical axis' orientation, font and thinned labels (only every step-th
+    factor named; the hover still names every layer) for `names`."""
+    plan = plan_labels(names, length_px)
+    for ax in axis if isinstance(axis, list) else [axis]:
+        ax.major_label_orientation = plan.orientation
+        ax.major_label_text_font_size = plan.font_size
+        ax.formatter = CustomJSTickFormatter(args={"step": plan.step},
+                                             code="return index % step ? '' : tick;")
+    return plan
 
 
 def source(frame) -> ColumnDataSource:

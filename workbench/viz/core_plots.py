@@ -19,14 +19,14 @@ from bokeh.models import (
     CategoricalPatternMapper,
     ColumnDataSource,
     FactorRange,
-    HoverTool,
     LabelSet,
 )
 from bokeh.plotting import figure
 from bokeh.transform import factor_cmap
 
 from workbench.tiling.partition import SPLITS
-from workbench.viz.common import TOOLS
+from workbench.viz.common import TOOLS, apply_labels, hover
+from workbench.viz.units import human_axes
 
 SPLIT_COLORS = {"oc": "#1f77b4", "xy": "#ff7f0e", "on": "#2ca02c"}
 SPLIT_NAMES = {"oc": "K (output maps)", "xy": "XY (image rows)", "on": "N (batch)"}
@@ -85,7 +85,7 @@ def speedup_figure(lines: Mapping[str, ColumnDataSource], ideal: ColumnDataSourc
                legend_label=SPLIT_NAMES[split], name=f"speedup_{split}")
         drawn.append(p.scatter("cores", "speedup", source=src, color=color, size=6,
                                legend_label=SPLIT_NAMES[split]))
-    p.add_tools(HoverTool(renderers=drawn, tooltips=[
+    p.add_tools(hover(drawn, [
         ("cores", "@cores"), ("speed-up", "@speedup{0.00}×"), ("cycles", "@cycles{0,0}"),
         ("bus traffic", "@traffic_m{0.000} M elements"), ("bound", "@bound"),
         ("schedule", "@schedule")]))
@@ -93,7 +93,7 @@ def speedup_figure(lines: Mapping[str, ColumnDataSource], ideal: ColumnDataSourc
     p.legend.label_text_font_size = "8pt"
     p.legend.click_policy = "hide"
     p.x_range.start = p.y_range.start = 0
-    return p
+    return human_axes(p)
 
 
 def speedup_plot(options: pd.DataFrame, title: str,
@@ -152,7 +152,7 @@ def _comparison_base(source: ColumnDataSource, title: str, label: str, name: str
     p.xaxis.group_label_orientation = 0.0
     p.xaxis.major_label_text_font_size = "7pt"
     p.y_range.start = 0
-    return p
+    return human_axes(p)
 
 
 def comparison_traffic(source: ColumnDataSource,
@@ -167,7 +167,7 @@ def comparison_traffic(source: ColumnDataSource,
     bars = p.vbar_stack([f"{a}_rel" for a in arrays], x="x", width=0.8, source=source,
                         color=[ARRAY_COLORS[a] for a in arrays],
                         legend_label=["input", "weights", "outputs"])
-    p.add_tools(HoverTool(renderers=bars, tooltips=[
+    p.add_tools(hover(bars, [
         ("layer", "@layer"), ("split", "@variant"), ("cores", "@cores"),
         ("bus traffic", "@traffic_m{0.000} M elements"), ("input", "@in{0.000} M"),
         ("weights", "@w{0.000} M"), ("outputs", "@out{0.000} M")]))
@@ -185,7 +185,7 @@ def comparison_cycles(source: ColumnDataSource,
                   hatch_pattern={"field": "broadcast", "transform": CategoricalPatternMapper(
                       factors=["off", "on"], patterns=[" ", "/"])},
                   hatch_color="white", hatch_alpha=0.6)
-    p.add_tools(HoverTool(renderers=[bars], tooltips=[
+    p.add_tools(hover([bars], [
         ("layer", "@layer"), ("split", "@variant"), ("cores", "@cores"),
         ("cycles", "@cycles{0,0}"), ("bound", "@bound")]))
     return p
@@ -230,17 +230,17 @@ def chosen_split(source: ColumnDataSource, max_cores: int,
                   legend_field="bound")
     p.add_layout(LabelSet(x="layer", y="cores", text="label", source=source, y_offset=2,
                           text_font_size="7pt", text_align="center"))
-    p.add_tools(HoverTool(renderers=[bars], tooltips=[
+    p.add_tools(hover([bars], [
         ("layer", "@layer"), ("split", "@split_name"), ("cores", "@cores"),
         ("speed-up", "@speedup{0.00}×"), ("cycles", "@cycles{0,0}"),
         ("bus traffic", "@traffic_m{0.000} M"), ("bound", "@bound"),
         ("schedule", "@schedule")]))
-    p.xaxis.major_label_orientation = 0.8
+    apply_labels(p.xaxis[0], list(p.x_range.factors), p.width - 160)
     p.y_range.start = 0
     p.y_range.end = max_cores + 1.5
     p.legend.label_text_font_size = "8pt"
     p.add_layout(p.legend[0], "right")
-    return p
+    return human_axes(p)
 
 
 def cores_overview(speedup: figure, chosen: figure, traffic: figure, cycles: figure):

@@ -13,11 +13,10 @@ import pandas as pd
 from bokeh.models import (
     ColorBar,
     ColumnDataSource,
+    CustomJSTickFormatter,
     FactorRange,
-    HoverTool,
     LabelSet,
     LinearColorMapper,
-    NumeralTickFormatter,
 )
 from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
@@ -25,11 +24,17 @@ from bokeh.transform import factor_cmap
 
 from workbench.perf import CYCLE_PARTS, ENERGY_PARTS
 from workbench.tiling import SCHEDULES
-from workbench.viz.common import PART_COLORS, SCHEDULE_COLORS, TOOLS
+from workbench.viz.common import PART_COLORS, SCHEDULE_COLORS, TOOLS, apply_labels, hover
+from workbench.viz.explore_plots import data_ranges
+from workbench.viz.units import TILE_HEADER, human_axes
 
 MEMORY_COLUMNS = ("memory_bytes", "memory", "log2", "time_ms", "energy_uj", "throughput_gops",
                   "traffic_mb")
 _LOG2_RANGE = (7, 24)  # colour scale of memory sizes: 128 B .. 16 MB
+_LOG2_TICKS_JS = """
+const b = Math.pow(2, tick);
+return b >= 1048576 ? (b / 1048576) + " MB" : b >= 1024 ? (b / 1024) + " KB" : b + " B";
+"""
 
 
 def memory_label(size_bytes: float) -> str:
@@ -95,15 +100,21 @@ def layer_breakdown(source: ColumnDataSource, kind: str = "cycles",
     bars = p.vbar_stack(parts, x="layer", width=0.8, source=source,
                         color=[PART_COLORS[k] for k in parts], legend_label=parts)
     fmt = "{0,0}" if kind == "cycles" else "{0,0.000}"
-    p.add_tools(HoverTool(renderers=bars, tooltips=[("layer", "@layer"), ("part", "$name"),
-                                                    (label, "@$name" + fmt)]))
-    p.xaxis.major_label_orientation = 0.8
-    p.yaxis.formatter = NumeralTickFormatter(format="0.[00]a")
+    p.add_tools(hover(bars, [("layer", "@layer"), ("part", "$name"),
+                             (label, "@$name" + fmt)]))
+    human_axes(p)
+    fit_layer_labels(p, list(p.x_range.factors))
     p.legend.label_text_font_size = "8pt"
     p.legend.orientation = "horizontal"
     p.add_layout(p.legend[0], "above")  # over the plot area, never over the bars
     p.y_range.start = 0
     return p
+
+
+def fit_layer_labels(fig: figure, names: list[str]) -> None:
+    """Turn or thin the layer labels of a per-layer figure so `names` never overlap (call
+    again after changing `fig.x_range.factors`)."""
+    apply_labels(fig.xaxis[0], names, fig.width - 90)
 
 
 def layer_roofline(points: ColumnDataSource, roofs: ColumnDataSource,
@@ -121,12 +132,13 @@ def layer_roofline(points: ColumnDataSource, roofs: ColumnDataSource,
                      legend_field="schedule", name="layers")
     p.add_layout(LabelSet(x="ctc", y="throughput_gops", text="layer", source=points,
                           x_offset=5, y_offset=3, text_font_size="7pt"))
-    p.add_tools(HoverTool(renderers=[dots], tooltips=[
-        ("layer", "@layer"), ("schedule", "@schedule"), ("tile", "@tile"),
-        ("GOps/s", "@throughput_gops{0.00}"), ("CTC", "@ctc{0.0}")]))
+    p.x_range, p.y_range = data_ranges([dots])
+    p.add_tools(hover([dots], [
+        ("layer", "@layer"), ("schedule", "@schedule"), (TILE_HEADER, "@tile"),
+        ("GOps/s", "@throughput_gops{0,0.00}"), ("CTC", "@ctc{0,0.0} ops/B")]))
     p.legend.location = "bottom_right"
     p.legend.label_text_font_size = "8pt"
-    return p
+    return human_axes(p)
 
 
 def memory_tradeoff(points: ColumnDataSource, front: ColumnDataSource,
@@ -149,11 +161,12 @@ def memory_tradeoff(points: ColumnDataSource, front: ColumnDataSource,
               line_width=3, legend_label="selected", name="selected")
     p.add_layout(LabelSet(x="time_ms", y="energy_uj", text="memory", source=front,
                           x_offset=6, y_offset=4, text_font_size="7pt"))
-    p.add_tools(HoverTool(renderers=[dots], tooltips=[
-        ("memory", "@memory"), ("time", "@time_ms{0.000} ms"), ("energy", "@energy_uj{0,0.0} µJ"),
-        ("GOps/s", "@throughput_gops{0.0}")]))
-    p.add_layout(ColorBar(color_mapper=mapper, title="log2 memory (B)", width=8), "right")
+    p.add_tools(hover([dots], [
+        ("memory", "@memory"), ("time", "@time_ms{0,0.000} ms"),
+        ("energy", "@energy_uj{0,0.0} µJ"), ("GOps/s", "@throughput_gops{0,0.0}")]))
+    p.add_layout(ColorBar(color_mapper=mapper, title="local memory", width=8,
+                          formatter=CustomJSTickFormatter(code=_LOG2_TICKS_JS)), "right")
     p.legend.location = "bottom_right"
     p.legend.label_text_font_size = "8pt"
-    return p
+    return human_axes(p)
 

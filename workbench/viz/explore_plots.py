@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.models import ColumnDataSource, DataRange1d
 from bokeh.plotting import figure
 from bokeh.transform import factor_cmap
 
 from workbench.platforms import Platform
 from workbench.tiling import SCHEDULES
-from workbench.viz.common import PART_COLORS, SCHEDULE_COLORS, TOOLS
+from workbench.viz.common import PART_COLORS, SCHEDULE_COLORS, TOOLS, apply_labels, hover
+from workbench.viz.units import TILE_HEADER, fmt_bytes, fmt_tile, human_axes
+
+LOG_SPAN = 20.0  # data spanning at least this ratio gets a log axis
 
 ROOFLINE_COLUMNS = ("layer", "schedule", "tile", "footprint_kb", "cycles", "throughput_gops",
                     "ctc", "ext_accesses", "energy_uj")
@@ -22,7 +25,7 @@ def roofline_data(df: pd.DataFrame) -> dict[str, list]:
         return {k: [] for k in ROOFLINE_COLUMNS}
     dims = zip(*(df[d].tolist() for d in ("TOx", "TOy", "TOc", "TOn", "TKc")), strict=True)
     return {"layer": df["layer"].tolist(), "schedule": df["schedule"].tolist(),
-            "tile": ["x".join(map(str, t)) for t in dims],
+            "tile": [fmt_tile(t) for t in dims],
             "footprint_kb": (df["footprint_bytes"] / 1024).tolist(),
             "cycles": df["cycles"].tolist(),
             "throughput_gops": df["throughput_gops"].tolist(), "ctc": df["ctc"].tolist(),
@@ -40,11 +43,31 @@ def roofs(platform: Platform, ctc: list[float] | None = None) -> dict[str, list]
                                              platform.bus_bytes_per_s * x / 1e9).tolist()}
 
 
+def axis_type(values) -> str:
+    """'log' when the positive values span LOG_SPAN× or more (or there are none yet), else
+    'linear': a narrow cluster keeps its spread on screen."""
+    v = np.asarray([x for x in values if x is not None], dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    return "log" if len(v) == 0 or v.max() >= LOG_SPAN * v.min() else "linear"
+
+
+def data_ranges(renderers: list) -> tuple[DataRange1d, DataRange1d]:
+    """x and y ranges that follow only the given renderers' data (not the roofs), padded 20%:
+    the view is zoomed to the populated region and follows source updates."""
+    return (DataRange1d(renderers=list(renderers), range_padding=0.2),
+            DataRange1d(renderers=list(renderers), range_padding=0.2))
+
+
 def roofline(points: ColumnDataSource, platform: Platform, front: ColumnDataSource | None = None,
-             title: str = "Throughput vs computation-to-communication ratio") -> figure:
+             title: str = "Throughput vs computation-to-communication ratio",
+             axes: tuple[str, str] | None = None) -> figure:
     """Seed 000 fig. 5.12/7.8: x = CTC (ops/byte), y = GOps/s, roofs, points by schedule,
-    Pareto points outlined; hover shows tile, schedule, footprint and cycles."""
-    p = figure(title=title, x_axis_type="log", y_axis_type="log", tools=TOOLS + ",tap",
+    Pareto points outlined; hover shows one point's tile, schedule, footprint and cycles.
+    Axes are log or linear from the data's span (`axes` forces them); the view is zoomed to
+    the points; the legend sits beside the plot, never over a point."""
+    x_type, y_type = axes or (axis_type(points.data["ctc"]),
+                              axis_type(points.data["throughput_gops"]))
+    p = figure(title=title, x_axis_type=x_type, y_axis_type=y_type, tools=TOOLS + ",tap",
                x_axis_label="CTC (ops/byte)", y_axis_label="throughput (GOps/s)",
                width=640, height=400, name="roofline")
     p.line("x", "y", source=ColumnDataSource(roofs(platform, list(points.data["ctc"]))),
@@ -54,16 +77,20 @@ def roofline(points: ColumnDataSource, platform: Platform, front: ColumnDataSour
                        factors=list(SCHEDULES))
     dots = p.scatter("ctc", "throughput_gops", source=points, color=cmap, size=7, alpha=0.6,
                      legend_field="schedule", name="points")
+    zoomed = [dots]
     if front is not None:
-        p.scatter("ctc", "throughput_gops", source=front, size=12, fill_alpha=0,
-                  line_color="black", line_width=2, legend_label="Pareto", name="front")
-    p.add_tools(HoverTool(renderers=[dots], tooltips=[
-        ("layer", "@layer"), ("schedule", "@schedule"), ("tile", "@tile"),
-        ("footprint", "@footprint_kb{0.0} KB"), ("cycles", "@cycles{0,0}"),
-        ("GOps/s", "@throughput_gops{0.00}"), ("CTC", "@ctc{0.0}")]))
-    p.legend.location = "bottom_right"
+        zoomed.append(p.scatter("ctc", "throughput_gops", source=front, size=12, fill_alpha=0,
+                                line_color="black", line_width=2, legend_label="Pareto",
+                                name="front"))
+    p.x_range, p.y_range = data_ranges(zoomed)
+    p.add_tools(hover([dots], [
+        ("layer", "@layer"), ("schedule", "@schedule"), (TILE_HEADER, "@tile"),
+        ("footprint", "@footprint_kb{0,0.0} KB"), ("cycles", "@cycles{0,0}"),
+        ("GOps/s", "@throughput_gops{0,0.00}"), ("CTC", "@ctc{0,0.0} ops/B")]))
     p.legend.click_policy = "hide"
-    return p
+    p.legend.label_text_font_size = "8pt"
+    p.add_layout(p.legend[0], "right")
+    return human_axes(p)
 
 
 def buffer_sweep(summary: pd.DataFrame, column: str = "accesses_rel",
@@ -73,15 +100,19 @@ def buffer_sweep(summary: pd.DataFrame, column: str = "accesses_rel",
     label = {"accesses_rel": "external accesses / compulsory",
              "cycles_rel": "cycles / compute-only cycles"}.get(column, column)
     p = figure(title=title or label, x_axis_type="log", y_axis_type="log", tools=TOOLS,
-               x_axis_label="local memory (bytes)", y_axis_label=label, width=560, height=360)
+               x_axis_label="local memory (KB)", y_axis_label=label, width=560, height=360)
+    dots = []
     for schedule, rows in summary.groupby("schedule", sort=False):
         color = SCHEDULE_COLORS.get(schedule, "black")
-        src = ColumnDataSource({"x": rows["buffer_bytes"], "y": rows[column]})
+        src = ColumnDataSource({"x": rows["buffer_bytes"] / 1024, "y": rows[column],
+                                "schedule": [schedule] * len(rows)})
         p.line("x", "y", source=src, color=color, legend_label=schedule, line_width=2)
-        p.scatter("x", "y", source=src, color=color, size=5)
+        dots.append(p.scatter("x", "y", source=src, color=color, size=5))
+    p.add_tools(hover(dots, [("schedule", "@schedule"), ("memory", "@x{0,0.[00]} KB"),
+                             (label, "@y{0,0.00}")]))
     p.legend.location = "top_right"
     p.legend.click_policy = "hide"
-    return p
+    return human_axes(p)
 
 
 def cycle_breakdown(best: pd.DataFrame, relative: bool = True,
@@ -94,16 +125,16 @@ def cycle_breakdown(best: pd.DataFrame, relative: bool = True,
     if relative:
         total = rows["cycles"].to_numpy(dtype=float)
         values = {k: v / total for k, v in values.items()}
-    sizes = [f"{b / 1024:g} KB" if b >= 1024 else f"{b} B" for b in rows["buffer_bytes"]]
+    sizes = [fmt_bytes(b) for b in rows["buffer_bytes"]]
     p = figure(x_range=sizes, title=title or ("relative" if relative else "absolute")
                + " cycle breakdown", tools=TOOLS, width=640, height=360,
                y_axis_label="share of cycles" if relative else "cycles",
                x_axis_label="local memory")
     p.vbar_stack(parts, x="size", width=0.8, source=ColumnDataSource({"size": sizes, **values}),
                  color=[PART_COLORS[k] for k in parts], legend_label=parts)
-    p.xaxis.major_label_orientation = 0.8
+    apply_labels(p.xaxis[0], sizes, p.width - 120)
     p.legend.location = "top_right"
-    return p
+    return human_axes(p)
 
 
 def sweep_grid(sweep: pd.DataFrame, column: str = "cycles_rel", per_row: int = 2):
@@ -129,6 +160,9 @@ def sweep_scatter(results: pd.DataFrame, front: pd.DataFrame | None = None) -> f
     if front is not None and len(front):
         p.scatter("throughput_gops", "energy_uj", source=ColumnDataSource(front), size=16,
                   fill_alpha=0, line_color="black", line_width=2, legend_label="Pareto")
-    tips = [(c, f"@{c}") for c in frame.columns if c not in ("case_id", "size")]
-    p.add_tools(HoverTool(renderers=[dots], tooltips=tips))
-    return p
+    numeric = {c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])
+               and not pd.api.types.is_bool_dtype(frame[c])}
+    tips = [(c, f"@{{{c}}}{{0,0.[000]}}" if c in numeric else f"@{{{c}}}")
+            for c in frame.columns if c not in ("case_id", "size")]
+    p.add_tools(hover([dots], tips))
+    return human_axes(p)

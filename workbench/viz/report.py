@@ -24,8 +24,18 @@ for (let i = 0; i < d.layer.length; i++) {
   }
 }
 shown.data = out;
-label.text = select.value + ": " + out.layer.length + " solutions shown";
+const spots = new Set(out.ctc.map((x, i) => x + "," + out.throughput_gops[i])).size;
+label.text = select.value + ": " + out.layer.length + " solutions shown" +
+  (spots < out.layer.length ? " at " + spots + " distinct points (equal costs overlap)" : "");
 """
+
+
+def shown_text(layer: str, data: dict[str, list]) -> str:
+    """'conv1: 12 solutions shown at 6 distinct points (equal costs overlap)' (as _FILTER_JS)."""
+    n = len(data["layer"])
+    spots = len(set(zip(data["ctc"], data["throughput_gops"], strict=True)))
+    return f"{layer}: {n} solutions shown" + (
+        f" at {spots} distinct points (equal costs overlap)" if spots < n else "")
 
 
 def interactive_roofline(solutions: pd.DataFrame, platform: Platform) -> object:
@@ -42,7 +52,7 @@ def interactive_roofline(solutions: pd.DataFrame, platform: Platform) -> object:
     present = [s for s in SCHEDULES if s in set(data["schedule"])]
     checks = CheckboxGroup(labels=present, active=list(range(len(present))),
                            name="schedule_toggles")
-    label = Div(text=f"{layers[0]}: {len(first)} solutions shown", name="report_label")
+    label = Div(text=shown_text(layers[0], shown.data), name="report_label")
     callback = CustomJS(args={"all": all_src, "shown": shown, "select": select,
                               "checks": checks, "label": label}, code=_FILTER_JS)
     select.js_on_change("value", callback)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import pandas as pd
-from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.models import ColumnDataSource
 from bokeh.plotting import figure
 from bokeh.transform import dodge
 
-from workbench.viz.common import TOOLS
+from workbench.viz.common import TOOLS, apply_labels, hover
+from workbench.viz.units import human_axes
 
-TRANSFER_PARTS = ("model_transfers", "redundant_loads_stores", "spilling", "unaligned_loads",
-                  "other")
-TRANSFER_COLORS = ("#2ca02c", "#d62728", "#ff7f0e", "#9467bd", "#7f7f7f")
+TRANSFER_PARTS = ("input_loads", "unaligned_loads", "weight_loads", "output_stores",
+                  "redundant_psums", "spills")   # reporting.TRANSFER_CAUSES
+TRANSFER_LABELS = ("input loads", "unaligned extra loads", "weight loads", "output stores",
+                   "redundant partial sums", "spills")
+TRANSFER_COLORS = ("#4c72b0", "#9467bd", "#dd8452", "#55a868", "#d62728", "#ff7f0e")
 
 
 def plan_overview(plans: pd.DataFrame, title: str = "plans of one tile") -> figure:
@@ -22,26 +25,36 @@ def plan_overview(plans: pd.DataFrame, title: str = "plans of one tile") -> figu
     p = figure(x_range=labels, title=title, tools=TOOLS, width=680, height=340,
                y_axis_label="cycles per tile", x_axis_label="vector dimension × unroll")
     bars = p.vbar(x="label", top="cycles", width=0.8, source=src, color="#1f77b4")
-    p.add_tools(HoverTool(renderers=[bars], tooltips=[
+    p.add_tools(hover([bars], [
         ("plan", "@label"), ("cycles", "@cycles{0,0}"), ("MII", "@mii{0.0}"),
         ("lanes used", "@util %"), ("vector transfers", "@vector_transfers{0,0}"),
         ("spilled vectors", "@spilled_vectors")]))
-    p.xaxis.major_label_orientation = 0.9
-    return p
+    apply_labels(p.xaxis[0], labels, p.width - 80)
+    return human_axes(p)
 
 
-def transfer_breakdown(mapping: pd.DataFrame) -> figure:
-    """Seed 000 fig. 7.2/7.4: local vector transfers per layer by cause (stacked)."""
-    names = mapping["layer"].astype(str).tolist()
-    data = {"layer": names, **{k: mapping[k].clip(lower=0).tolist() for k in TRANSFER_PARTS}}
-    p = figure(x_range=names, title="local vector transfers by cause", tools=TOOLS, width=640,
-               height=340, y_axis_label="vector transfers")
-    p.vbar_stack(list(TRANSFER_PARTS), x="layer", width=0.8, source=ColumnDataSource(data),
-                 color=list(TRANSFER_COLORS), legend_label=list(TRANSFER_PARTS))
-    util = ColumnDataSource({"layer": names, "u": (100 * mapping["lane_utilization"]).round(0)
-                             .astype(int).astype(str).add(" % lanes").tolist(),
-                             "y": mapping["total"].tolist()})
-    p.text(x=dodge("layer", 0, range=p.x_range), y="y", text="u", source=util,
+def transfer_breakdown(causes: pd.DataFrame) -> figure:
+    """Seed 000 fig. 7.2/7.4: each layer's local vector transfers by array and cause
+    (`reporting.transfer_causes`), stacked, with seed 000's best case (register reuse, no
+    redundancy) as a black bar and the lanes used above."""
+    names = causes["layer"].astype(str).tolist()
+    data = {"layer": names, **{k: causes[k].clip(lower=0).tolist() for k in TRANSFER_PARTS},
+            "total": causes["total"].tolist(), "model": causes["model_transfers"].tolist(),
+            "u": (100 * causes["lane_utilization"]).round(0).astype(int).astype(str)
+            .add(" % lanes").tolist()}
+    src = ColumnDataSource(data)
+    p = figure(x_range=names, title="local vector transfers by cause", tools=TOOLS, width=680,
+               height=360, y_axis_label="vector transfers", name="transfer_breakdown")
+    bars = p.vbar_stack(list(TRANSFER_PARTS), x="layer", width=0.8, source=src,
+                        color=list(TRANSFER_COLORS), legend_label=list(TRANSFER_LABELS))
+    p.scatter(x="layer", y="model", source=src, marker="dash", size=40, line_width=3,
+              color="black", legend_label="seed 000 best case")
+    p.text(x=dodge("layer", 0, range=p.x_range), y="total", text="u", source=src,
            text_font_size="9pt", text_align="center", y_offset=-4)
-    p.legend.location = "top_right"
-    return p
+    p.add_tools(hover(bars, [("layer", "@layer"), ("cause", "$name"),
+                             ("transfers", "@$name{0,0}"), ("layer total", "@total{0,0}"),
+                             ("best case", "@model{0,0}")]))
+    apply_labels(p.xaxis[0], names, p.width - 200)
+    p.legend.label_text_font_size = "8pt"
+    p.add_layout(p.legend[0], "right")
+    return human_axes(p)

@@ -236,7 +236,7 @@ def pareto_scatter(points: ColumnDataSource, line: ColumnDataSource, x: str, y: 
     hover = [("case", "@case_id")] + [(c, f"@{c}") for c in points.data
                                       if c not in ("x", "y", "color", "front", "front_alpha",
                                                    "case_id")][:10]
-    p.add_tools(HoverTool(renderers=[dots], tooltips=hover))
+    p.add_tools(HoverTool(renderers=[dots], tooltips=hover, limit=1))  # one point per hover
     return p
 
 

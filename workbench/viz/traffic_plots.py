@@ -4,10 +4,11 @@ figs. 4/5 axes), from the tidy table of `explore.traffic_table`."""
 from __future__ import annotations
 
 import pandas as pd
-from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.models import ColumnDataSource
 from bokeh.plotting import figure
 
-from workbench.viz.common import TOOLS
+from workbench.viz.common import TOOLS, hover
+from workbench.viz.units import human_axes
 
 MODEL_STYLE = {"seed000": ("#1f77b4", "solid"), "dataflow": ("#2ca02c", "solid"),
                "peemen": ("#ff7f0e", "solid"), "cache": ("#d62728", "solid"),
@@ -55,14 +56,16 @@ def traffic_curves(source: ColumnDataSource, title: str = "traffic vs local memo
     fig = figure(title=title, x_axis_type="log", y_axis_type="log", width=width, height=height,
                  tools=TOOLS, x_axis_label="local memory (KB)",
                  y_axis_label="off-accelerator traffic (MB)")
+    dots = []
     for model, (color, dash) in MODEL_STYLE.items():
         fig.line("memory_kb", model, source=source, color=color, line_dash=dash, line_width=2,
                  legend_label=model, name=model)
         if model != "compulsory":
-            fig.scatter("memory_kb", model, source=source, color=color, size=5,
-                        name=f"{model}_points")
-    fig.add_tools(HoverTool(tooltips=[("memory", "@memory_kb{0.[00]} KB")] + [
-        (m, f"@{m}{{0.000}} MB") for m in MODEL_STYLE]))
+            dots.append(fig.scatter("memory_kb", model, source=source, color=color, size=6,
+                                    name=f"{model}_points"))
+    # one tooltip (the nearest point) lists every model at that memory size
+    fig.add_tools(hover(dots, [("memory", "@memory_kb{0,0.[00]} KB")] + [
+        (m, f"@{m}{{0,0.000}} MB") for m in MODEL_STYLE]))
     fig.legend.location = "top_right"
     fig.legend.click_policy = "hide"
-    return fig
+    return human_axes(fig)

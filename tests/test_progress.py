@@ -1,0 +1,50 @@
+"""Notebook progress: the stepwise tables equal the engine's one-call tables, the app's
+progress bar counts the layers, and the status line shows while work runs."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import pandas as pd
+
+from workbench import explore, layers, quant
+from workbench.quant import mnist
+from workbench.tiling.dataflow import Precision
+from workbench.ui import progress
+
+
+def test_traffic_table_stepwise_equals_one_call_and_counts_layers() -> None:
+    net = layers.load_network("lenet5")
+    convs = [lay for lay in net.tiled_layers() if lay.kind == "conv"]
+    sizes, models, precision = [1024, 16384], ["seed000", "dataflow"], Precision(1, 1, 1, 4)
+    bar = widgets.IntProgress()
+    seen: list[int] = []
+    bar.observe(lambda change: seen.append(change["new"]), names="value")
+    got = progress.traffic_table(convs, sizes, models, precision, progress=bar)
+    want = explore.traffic_table(convs, sizes, models, precision)
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))
+    assert bar.max == 2 and seen == [1, 2]
+    quiet = progress.traffic_table(convs, sizes, models, precision, enabled=False)
+    pd.testing.assert_frame_equal(quiet, got)
+
+
+def test_accuracy_table_stepwise_equals_one_call(capsys) -> None:
+    net = layers.load_network("lenet5")
+    params = quant.load_weights("lenet5_mnist.npz", net)
+    x, y = mnist.load("calib")
+    tx, ty = mnist.load("test")
+    args = (net, params, x[:40], y[:40], tx[:60], ty[:60], [16])
+    got = progress.accuracy_table(*args, bounds=("worst", "data"), overflows=("wrap",))
+    want = quant.accuracy_table(*args, bounds=("worst", "data"), overflows=("wrap",))
+    pd.testing.assert_frame_equal(got, want)
+    assert "accuracy per accumulator width" in capsys.readouterr().err  # the bar, on stderr
+    assert list(got["bound"]) == ["worst", "data"]
+
+
+def test_busy_shows_the_work_then_times_it() -> None:
+    status = widgets.HTML()
+    seen: list[str] = []
+    status.observe(lambda change: seen.append(change["new"]), names="value")
+    with progress.busy(status, "computing vgg16") as timing:
+        assert "computing vgg16…" in status.value
+    assert timing["seconds"] >= 0 and seen == [status.value]
+    assert progress.took(0.2) == "" and progress.took(3.2) == " (3.20 s)"

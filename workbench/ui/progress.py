@@ -1,0 +1,77 @@
+"""Progress in notebooks for work that takes seconds to minutes: a bar (tqdm.auto: a widget
+in a notebook, a text bar on a terminal) over the steps of a table, and a status line the apps
+set before a long callback and replace with the result (with the time it took).
+
+The table functions return exactly what the engine returns for all steps at once; they only
+run it one step at a time so the bar can move.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+
+import ipywidgets as widgets
+import numpy as np
+import pandas as pd
+
+from workbench import explore, quant
+from workbench.layers.network import Network
+from workbench.viz.units import fmt_seconds
+
+
+def bar(items: Sequence, description: str, enabled: bool = True) -> Iterable:
+    """`items` with a progress bar (steps done, elapsed, ETA); a widget in a notebook."""
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=description, disable=not enabled, leave=True)
+
+
+@contextmanager
+def busy(status: widgets.HTML, text: str) -> Iterator[dict]:
+    """Show `text…` on an app's status line while the block runs; the yielded dict gets
+    `seconds` when it ends (the caller writes the result line)."""
+    timing: dict[str, float] = {}
+    status.value = f"<i>⏳ {html.escape(text)}…</i>"
+    start = time.perf_counter()
+    try:
+        yield timing
+    finally:
+        timing["seconds"] = time.perf_counter() - start
+
+
+def took(seconds: float) -> str:
+    """' (3.2 s)' for work over a second, else ''."""
+    return f" ({fmt_seconds(seconds)})" if seconds >= 1 else ""
+
+
+def traffic_table(layer_list: Sequence, memory_bytes: Sequence[int], models: Sequence[str],
+                  precision, progress: widgets.IntProgress | None = None,
+                  enabled: bool = True) -> pd.DataFrame:
+    """`explore.traffic_table` one layer at a time: `progress` (an IntProgress of an app) or,
+    without one, a tqdm bar counts the layers done."""
+    frames = []
+    steps = list(layer_list) if progress is not None else bar(list(layer_list),
+                                                              "traffic per layer", enabled)
+    if progress is not None:
+        progress.max, progress.value = max(len(layer_list), 1), 0
+    for layer in steps:
+        frames.append(explore.traffic_table([layer], memory_bytes, models, precision))
+        if progress is not None:
+            progress.value += 1
+    return pd.concat(frames, ignore_index=True)
+
+
+def accuracy_table(net: Network, params: dict, search_x: np.ndarray, search_y: np.ndarray,
+                   test_x: np.ndarray, test_y: np.ndarray, widths: Sequence[int],
+                   bounds: Sequence[str] = quant.BOUNDS,
+                   overflows: Sequence[str] = ("wrap", "saturate"),
+                   enabled: bool = True) -> pd.DataFrame:
+    """`quant.accuracy_table` one (width, bound, overflow) search at a time, with a bar."""
+    cases = [(w, b, o) for w in widths for b in bounds for o in overflows]
+    frames = [quant.accuracy_table(net, params, search_x, search_y, test_x, test_y, [w],
+                                   bounds=(b,), overflows=(o,))
+              for w, b, o in bar(cases, "accuracy per accumulator width", enabled)]
+    return pd.concat(frames, ignore_index=True)
