@@ -24,6 +24,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 from workbench import layers
+from workbench.layers.onnx_names import short_name
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data" / "onnx"
@@ -191,7 +192,7 @@ def test_counts_equal_the_graph_and_the_published_figures(corpus_model) -> None:
 def test_shapes_are_the_graph_shapes_and_chain(corpus_model) -> None:
     name, model, expected, net = corpus_model
     shapes = expected["shapes"]
-    nodes = {n.name: n for n in model.graph.node}
+    nodes = {short_name(n.name): n for n in model.graph.node}
     made_by = {o: n for n in model.graph.node for o in n.output}
     constant = {i.name for i in model.graph.initializer} | {i.name for i in model.graph.input[1:]}
     for n in model.graph.node:
@@ -222,10 +223,10 @@ def test_shapes_are_the_graph_shapes_and_chain(corpus_model) -> None:
 
 def test_resnet18_real_sizes() -> None:
     net = layers.load_network("resnet18")
-    conv1, stem_out = net["/conv1/Conv"], net["/maxpool/MaxPool"]
+    conv1, stem_out = net["conv1/Conv"], net["maxpool/MaxPool"]
     assert (conv1.Ix, conv1.Iy, conv1.Ox, conv1.Px, conv1.Px_end) == (224, 224, 112, 3, 2)
     assert stem_out.out_shape == (64, 56, 56)
-    down = net["/layer2/layer2.0/downsample/downsample.0/Conv"]
+    down = net["layer2.0.downsample.0/Conv"]
     assert (down.in_shape, down.out_shape, down.Px_end) == ((64, 56, 56), (128, 28, 28), -1)
     assert sum(layer.kind == "eltwise" for layer in net) == 8  # the residual Adds are shown
 
@@ -303,3 +304,15 @@ def test_explore_runs_on_every_corpus_model(tmp_path: Path) -> None:
         net = layers.load_network(name)
         assert [row["layer"] for row in doc["rows"]] == [layer.name for layer in net]
         assert all(row["cycles"] > 0 for row in doc["rows"] if row["kind"] in ("conv", "fc"))
+
+
+def test_layer_names_are_torch_module_paths() -> None:
+    """Scope paths become the module path torch uses in a state dict, then the op."""
+    cases = {"/features/features.1/conv/conv.0/conv.0.0/Conv": "features.1.conv.0.0/Conv",
+             "/features/features.3/Add": "features.3/Add",
+             "/layer1/layer1.0/relu_1/Relu": "layer1.0.relu_1/Relu",
+             "/GlobalAveragePool": "GlobalAveragePool", "conv1": "conv1"}
+    assert {raw: short_name(raw) for raw in cases} == cases
+    net = layers.load_network("mobilenet_v2")
+    assert net.layers[0].name == "features.0.0/Conv"
+    assert len({layer.name for layer in net}) == len(net)

@@ -88,8 +88,8 @@ def per_layer_table(per_layer: pd.DataFrame, platform: Platform | None = None) -
     chosen_by = per_layer["objective"] if "objective" in per_layer else "cycles"
     table = {"layer": per_layer["layer"]}
     if "kind" in per_layer:
-        table |= {"kind": per_layer["kind"], "cores": per_layer["cores"],
-                  "split": per_layer["split"]}
+        kind = per_layer["role"] if "role" in per_layer else per_layer["kind"]
+        table |= {"kind": kind, "cores": per_layer["cores"], "split": per_layer["split"]}
     table |= {"chosen by": chosen_by, "schedule": per_layer["schedule"].fillna("-"),
               f"{units.TILE_HEADER} / chunk": _mapping(per_layer)}
     if "fused_in" in per_layer:
@@ -99,6 +99,8 @@ def per_layer_table(per_layer: pd.DataFrame, platform: Platform | None = None) -
         "ext. accesses": [units.fmt_count(v) for v in per_layer["ext_accesses"]],
         "DMA": [units.fmt_count(v) for v in per_layer["dma_transfers"]],
         "cycles": [units.fmt_count(v) for v in per_layer["cycles"]],
+        **({"DMA setup": [units.fmt_percent(v) for v in per_layer["dma_setup_share"]]}
+           if "dma_setup_share" in per_layer else {}),
         "GOps/s": [units.fmt_number(v) for v in per_layer["throughput_gops"]],
         "CTC ops/B": [units.fmt_number(v) for v in per_layer["ctc"]],
         "util": [units.fmt_percent(v) for v in per_layer["utilization"]],
@@ -152,7 +154,7 @@ def key_findings(per_layer: pd.DataFrame, totals: dict[str, float],
         energy += f", mostly in {_names(hungry, 'energy_pj', totals['energy_pj'])}"
     elif not known:
         energy += f" ({platform.name} has no energy figures)"
-    return {
+    found = {
         "time": f"{units.fmt_ms(totals['time_ms'])} per batch at "
                 f"{units.fmt_gops(totals['throughput_gops'])} "
                 f"(peak {units.fmt_gops(platform.peak_gops * platform.cores)})",
@@ -161,6 +163,41 @@ def key_findings(per_layer: pd.DataFrame, totals: dict[str, float],
         "I/O-bound": (_names(io, "cycles", cycles) + " of the time: more bus or local "
                       "memory would speed them up") if len(io) else
                      "none: every layer is compute-bound (more compute, not memory, helps)"}
+    return found | _roles(per_layer, cycles) | _dma_setup(per_layer)
+
+
+def _roles(per_layer: pd.DataFrame, cycles: float) -> dict[str, str]:
+    """Depthwise vs pointwise layers (networks that have depthwise layers): count, share of
+    the time, DMA transfers, how many are I/O-bound."""
+    if "role" not in per_layer or not (per_layer["role"] == "depthwise").any():
+        return {}
+    parts = []
+    for role in ("depthwise", "pointwise"):
+        rows = per_layer[per_layer["role"] == role]
+        if len(rows):
+            io = int((rows["bound"] == "I/O").sum()) if "bound" in rows else 0
+            parts.append(f"{len(rows)} {role} layers take {rows['cycles'].sum() / cycles:.0%} "
+                         f"of the time with {units.fmt_count(rows['dma_transfers'].sum())} DMA "
+                         f"transfers ({io} I/O-bound)")
+    return {"depthwise vs pointwise": "; ".join(parts)}
+
+
+def _dma_setup(per_layer: pd.DataFrame) -> dict[str, str]:
+    """Where DMA setup dominates: layers spending half their time or more setting up
+    transfers, else the layer where it weighs most."""
+    if "dma_setup_share" not in per_layer or not len(per_layer):
+        return {}
+    heavy = per_layer[per_layer["dma_setup_share"] >= 0.5].sort_values(
+        "dma_setup_share", ascending=False)
+    if len(heavy):
+        names = ", ".join(f"{r['layer']} ({r['dma_setup_share']:.0%})"
+                          for r in heavy.head(3).to_dict("records"))
+        more = f" and {len(heavy) - 3} more" if len(heavy) > 3 else ""
+        return {"DMA setup": f"dominates in {len(heavy)} layer(s): {names}{more}; bigger "
+                             "tiles, fewer transfers or a cheaper DMA setup help"}
+    top = per_layer.loc[per_layer["dma_setup_share"].idxmax()]
+    return {"DMA setup": f"under half the time of every layer (most: {top['layer']}, "
+                         f"{top['dma_setup_share']:.0%})"}
 
 
 # nbconvert appends a "¶" anchor link to every heading; the exported report hides them

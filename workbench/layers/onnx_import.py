@@ -30,6 +30,7 @@ from workbench.layers import onnx_maps, onnx_ops
 from workbench.layers.network import Network
 from workbench.layers.onnx_context import ImportContext
 from workbench.layers.onnx_graph import read_onnx
+from workbench.layers.onnx_names import short_name
 
 PASS_THROUGH = ("Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Cast",
                 "CastLike", "QuantizeLinear", "DequantizeLinear", "Split", "Slice", "Gather",
@@ -122,9 +123,13 @@ def network_from_onnx(path: str | Path, name: str | None = None,
     origin = f"ONNX file {path.name!r}"
     model, g = read_onnx(path)
     ctx = ImportContext(g)
+    raw = [_text(node.name) or (_text(node.output[0]) if node.output and node.output[0]
+                                else f"{node.op_type}_{index}")
+           for index, node in enumerate(g.nodes)]
+    short = [short_name(n) for n in raw]
+    names = short if len(set(short)) == len(set(raw)) else raw  # readable, if still unique
     for index, node in enumerate(g.nodes):
-        node_name = _text(node.name) or (_text(node.output[0]) if node.output
-                                          and node.output[0] else f"{node.op_type}_{index}")
+        node_name = names[index]
         if not node.output or not node.output[0]:
             raise SpecError(f"{origin}: node {node_name!r} ({node.op_type}) has no output")
         if _skipped(ctx, node):

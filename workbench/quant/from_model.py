@@ -40,6 +40,7 @@ import numpy as np
 from workbench.errors import FileFormatError, SpecError
 from workbench.layers import load_network
 from workbench.layers.network import Network
+from workbench.layers.onnx_names import short_name
 from workbench.quant.fixed import FixedFormat
 from workbench.quant.graph import Graph, graph_of
 from workbench.quant.infer import LayerFormat
@@ -203,6 +204,7 @@ def read_layers(net: Network, model: Any, reader: Reader, acc_bits: int = 32,
                 overflow: str = "wrap") -> QuantizedModel:
     """Formats, flags and weights of the network's layers, read from the quantized model."""
     nodes = {node_name(n, i): n for i, n in enumerate(model.graph.node)}
+    nodes |= {short_name(k): n for k, n in nodes.items()}  # the importer's readable names
     params, formats, found, joins, floats = {}, {}, {}, {}, []
     for layer in net.layers:
         node = nodes.get(layer.name)

@@ -10,6 +10,7 @@ import numpy as np
 
 from workbench.errors import FileFormatError, SpecError
 from workbench.layers.network import Network
+from workbench.layers.onnx_names import short_name
 from workbench.layers.spec import ConvLayer
 from workbench.paths import data_dir
 
@@ -132,6 +133,7 @@ def load_onnx(path: str | Path, net: Network) -> Params:
         b = np.zeros(w.shape[0]) if b is None else b.astype(np.float64)
         w, b = _fold(model, inits, node.output[0], w, b)
         params[name] = (w.astype(np.float32), b.astype(np.float32))
+        params[short_name(name)] = params[name]  # the importer's readable name
     return check_params(net, params)
 
 
