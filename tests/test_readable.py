@@ -129,7 +129,7 @@ def test_cli_explore_prints_units_tiles_and_na(tmp_path) -> None:
 def test_key_findings_name_time_energy_bottlenecks_and_io_bound_layers(nve_plan) -> None:
     per_layer, totals, plat = nve_plan
     found = reporting.key_findings(per_layer, totals, plat)
-    assert list(found) == ["time", "energy", "bottlenecks", "I/O-bound"]
+    assert list(found) == ["time", "energy", "bottlenecks", "I/O-bound", "DMA setup"]
     share = per_layer.set_index("layer")["cycles"] / per_layer["cycles"].sum()
     top = share.sort_values(ascending=False)
     assert found["bottlenecks"].startswith(f"{top.index[0]} ({top.iloc[0]:.0%})")

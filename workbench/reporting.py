@@ -160,8 +160,11 @@ def key_findings(per_layer: pd.DataFrame, totals: dict[str, float],
                 f"(peak {units.fmt_gops(platform.peak_gops * platform.cores)})",
         "energy": energy,
         "bottlenecks": _names(top, "cycles", cycles) + " of the time",
-        "I/O-bound": (_names(io, "cycles", cycles) + " of the time: more bus or local "
-                      "memory would speed them up") if len(io) else
+        "I/O-bound": (f"{len(io)} layer(s), {io['cycles'].sum() / cycles:.0%} of the time: "
+                      + _names(io.sort_values("cycles", ascending=False).head(5), "cycles",
+                               cycles)
+                      + (f" and {len(io) - 5} more" if len(io) > 5 else "")
+                      + "; more bus or local memory would speed them up") if len(io) else
                      "none: every layer is compute-bound (more compute, not memory, helps)"}
     return found | _roles(per_layer, cycles) | _dma_setup(per_layer)
 
