@@ -166,7 +166,7 @@ def key_findings(per_layer: pd.DataFrame, totals: dict[str, float],
                       + (f" and {len(io) - 5} more" if len(io) > 5 else "")
                       + "; more bus or local memory would speed them up") if len(io) else
                      "none: every layer is compute-bound (more compute, not memory, helps)"}
-    return found | _roles(per_layer, cycles) | _dma_setup(per_layer)
+    return found | _roles(per_layer, cycles) | _dma_setup(per_layer, cycles)
 
 
 def _roles(per_layer: pd.DataFrame, cycles: float) -> dict[str, str]:
@@ -185,22 +185,23 @@ def _roles(per_layer: pd.DataFrame, cycles: float) -> dict[str, str]:
     return {"depthwise vs pointwise": "; ".join(parts)}
 
 
-def _dma_setup(per_layer: pd.DataFrame) -> dict[str, str]:
-    """Where DMA setup dominates: layers spending half their time or more setting up
-    transfers, else the layer where it weighs most."""
+def _dma_setup(per_layer: pd.DataFrame, cycles: float) -> dict[str, str]:
+    """Where DMA setup dominates: layers that take at least 1% of the network's time and
+    spend half of theirs or more setting up transfers; else the share of the whole time."""
     if "dma_setup_share" not in per_layer or not len(per_layer):
         return {}
-    heavy = per_layer[per_layer["dma_setup_share"] >= 0.5].sort_values(
-        "dma_setup_share", ascending=False)
+    heavy = per_layer[(per_layer["dma_setup_share"] >= 0.5)
+                      & (per_layer["cycles"] >= 0.01 * cycles)].sort_values(
+        "cycles", ascending=False)
     if len(heavy):
-        names = ", ".join(f"{r['layer']} ({r['dma_setup_share']:.0%})"
+        names = ", ".join(f"{r['layer']} ({r['dma_setup_share']:.0%} of its time)"
                           for r in heavy.head(3).to_dict("records"))
         more = f" and {len(heavy) - 3} more" if len(heavy) > 3 else ""
         return {"DMA setup": f"dominates in {len(heavy)} layer(s): {names}{more}; bigger "
                              "tiles, fewer transfers or a cheaper DMA setup help"}
-    top = per_layer.loc[per_layer["dma_setup_share"].idxmax()]
-    return {"DMA setup": f"under half the time of every layer (most: {top['layer']}, "
-                         f"{top['dma_setup_share']:.0%})"}
+    whole = per_layer["cycles_dma_setup"].sum() / cycles
+    return {"DMA setup": f"{whole:.0%} of the time; under half of every layer that takes "
+                         "1% of the time or more"}
 
 
 # nbconvert appends a "¶" anchor link to every heading; the exported report hides them
