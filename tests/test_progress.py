@@ -48,3 +48,16 @@ def test_busy_shows_the_work_then_times_it() -> None:
         assert "computing vgg16…" in status.value
     assert timing["seconds"] >= 0 and seen == [status.value]
     assert progress.took(0.2) == "" and progress.took(3.2) == " (3.20 s)"
+
+
+def test_traffic_table_shows_its_searches(capsys) -> None:
+    """`workbench traffic` (and the API with progress=True) counts (layer, model) searches
+    on stderr with elapsed time and ETA; without progress nothing is written."""
+    from workbench import explore, layers
+
+    convs = layers.load_network("lenet5").tiled_layers()[:2]
+    explore.traffic_table(convs, [16384], ["seed000", "dataflow"], progress=True)
+    err = capsys.readouterr().err
+    assert "traffic: 100%" in err and "4/4 [" in err
+    explore.traffic_table(convs, [16384], ["seed000"])
+    assert capsys.readouterr().err == ""

@@ -122,7 +122,8 @@ def cmd_traffic(args: argparse.Namespace) -> None:
                                                 tile_set=args.tiles))
         return
     table = explore.traffic_table(convs, sizes, args.model or explore.TRAFFIC_MODELS, precision,
-                                  paper_orders=args.orders == "paper", tile_set=args.tiles)
+                                  paper_orders=args.orders == "paper", tile_set=args.tiles,
+                                  progress=not args.json and sys.stderr.isatty())
     if args.csv:
         table.to_csv(args.csv, index=False)
     totals = (table.groupby(["memory_bytes", "model"])["traffic_bytes"].sum(min_count=1)

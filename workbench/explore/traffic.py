@@ -18,9 +18,11 @@ TRAFFIC_MODELS = ("seed000", "dataflow", "peemen", "cache")
 
 def traffic_table(layer_list: Sequence[ConvLayer], memory_bytes: Iterable[float],
                   models: Iterable[str] = TRAFFIC_MODELS, precision=None,
-                  paper_orders: bool = False, tile_set: str = "all") -> pd.DataFrame:
+                  paper_orders: bool = False, tile_set: str = "all",
+                  progress: bool = False) -> pd.DataFrame:
     """Least off-accelerator traffic (bytes) per layer, model and local-memory size, in one
-    tidy table (layer, model, memory_bytes, traffic_bytes, compulsory_bytes).
+    tidy table (layer, model, memory_bytes, traffic_bytes, compulsory_bytes). `progress`: a
+    bar of (layer, model) searches done, with elapsed time and ETA, on stderr.
 
     seed000: the best of the five schedules (tiling.counts, single-buffered) with the same
     precisions as the others: partial sums and B_out at partial-sum width, final outputs at
@@ -31,8 +33,13 @@ def traffic_table(layer_list: Sequence[ConvLayer], memory_bytes: Iterable[float]
 
     precision = precision or Precision()
     orders = ds.PAPER_ORDERS if paper_orders else ds.DEFAULT_ORDERS
+    from tqdm.auto import tqdm
+
     sizes = sorted(memory_bytes)
+    models = list(models)
     frames = []
+    bar = tqdm(total=len(layer_list) * len(models), unit="search", desc="traffic",
+               disable=not progress)
     for layer in layer_list:
         compulsory = ds.compulsory_bytes(layer, precision)
         for model in models:
@@ -45,6 +52,8 @@ def traffic_table(layer_list: Sequence[ConvLayer], memory_bytes: Iterable[float]
                 raise WorkbenchError(f"unknown traffic model {model!r}; valid: "
                                      + ", ".join(TRAFFIC_MODELS))
             frames.append(frame.assign(compulsory_bytes=compulsory))
+            bar.update()
+    bar.close()
     return pd.concat(frames, ignore_index=True)
 
 
