@@ -1,8 +1,10 @@
 """Benchmark: a 10,000-case hardware sweep on Dask. Prints figures, asserts no time.
 
 The grid: the zoo's small CNNs × two platform presets × memory sizes × objectives × bus
-widths × DMA setup costs (10,000 cases by default). The candidate sets are built once first
-(one case per network and platform), so both runs below start warm from the on-disk cache.
+widths × DMA setup costs (10,000 cases by default), each case the whole-network plan without
+fusion (`fusion: [off]`; with fusion a case costs 3-5× more, the per-case overhead below is
+the same). The candidate sets are built once first (one case per network and platform), so
+both runs below start warm from the on-disk cache.
 
 1. Wall time on an embedded LocalCluster of 1 and of 2 worker processes, each into a fresh
    sweep directory, and the scaling ratio.
@@ -11,7 +13,7 @@ widths × DMA setup costs (10,000 cases by default). The candidate sets are buil
 3. The parts of that overhead measured apart: Dask round trips of empty tasks per second,
    and atomic row commits per second on this filesystem.
 4. A projection for 100 workers on paper, and what limits it.
-Run: .venv/bin/python benchmarks/bench_sweep.py [cases]  (about 10-20 minutes on 2 cores at
+Run: .venv/bin/python benchmarks/bench_sweep.py [cases]  (about 10-15 minutes on 2 cores at
 10,000 cases; a smaller count gives a quick look)
 """
 
@@ -30,13 +32,14 @@ OBJECTIVES = ["cycles", "energy", "accesses", "edp"]
 MEMORY_KB = [16, 24, 32, 48, 64, 96, 128, 192, 256, 512]
 BUS = [1, 2, 4, 8, 16]
 DMA_SETUP = [50, 100, 150, 200, 300]
+FUSION = ["off"]
 
 
 def grid_for(cases: int):
     from workbench import sweep
 
     full = sweep.Grid(networks=NETWORKS, platforms=PLATFORMS, buffer_kb=MEMORY_KB,
-                      objectives=OBJECTIVES, overrides={"bus_elems_per_cycle": BUS,
+                      objectives=OBJECTIVES, fusion=FUSION, overrides={"bus_elems_per_cycle": BUS,
                                                         "dma_setup_cycles": DMA_SETUP})
     total = len(sweep.cases(full))
     if cases >= total:
@@ -44,7 +47,7 @@ def grid_for(cases: int):
     # fewer cases: shrink the override axes first, keeping every network and platform
     for bus, setup, kb in itertools.product(range(1, 6), range(1, 6), range(1, 11)):
         grid = sweep.Grid(networks=NETWORKS, platforms=PLATFORMS, buffer_kb=MEMORY_KB[:kb],
-                          objectives=OBJECTIVES,
+                          objectives=OBJECTIVES, fusion=FUSION,
                           overrides={"bus_elems_per_cycle": BUS[:bus],
                                      "dma_setup_cycles": DMA_SETUP[:setup]})
         if len(sweep.cases(grid)) >= cases:

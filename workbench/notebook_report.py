@@ -76,7 +76,8 @@ def to_html(executed: Any, title: str) -> str:
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(template_name="basic", exclude_input=True,
-                            exclude_input_prompt=True, exclude_output_prompt=True)
+                            exclude_input_prompt=True, exclude_output_prompt=True,
+                            anchor_link_text="")
     body, _ = exporter.from_notebook_node(executed)
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>" + html.escape(title)
             + f"</title><style>{_STYLE}</style></head><body>" + body + "</body></html>\n")
