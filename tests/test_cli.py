@@ -223,15 +223,18 @@ def test_report_on_a_terminal_shows_progress(tmp_path: Path) -> None:
 
     pid, fd = pty.fork()
     if pid == 0:  # the child: the command on a pseudo-terminal of 40 rows x 120 columns
-        import fcntl
-        import struct
-        import termios
+        try:
+            import fcntl
+            import struct
+            import termios
 
-        fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        os.chdir(tmp_path)
-        os.execv(sys.executable, [sys.executable, "-m", "workbench.cli", "report", "lenet5",
-                                  "--params", "batch=2", "buffer_sizes_kb=[16]", "--out",
-                                  "r.html"])
+            fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+            os.chdir(tmp_path)
+            os.execv(sys.executable, [sys.executable, "-m", "workbench.cli", "report",
+                                      "lenet5", "--params", "batch=2", "buffer_sizes_kb=[16]",
+                                      "--out", "r.html"])
+        finally:
+            os._exit(127)  # never return into the test runner
     chunks = []
     while True:
         try:
@@ -241,6 +244,7 @@ def test_report_on_a_terminal_shows_progress(tmp_path: Path) -> None:
         if not data:
             break
         chunks.append(data)
+    os.close(fd)
     _, status = os.waitpid(pid, 0)
     text = b"".join(chunks).decode(errors="replace")
     assert os.waitstatus_to_exitcode(status) == 0, text

@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -144,8 +145,11 @@ def _accuracies(splits: list[LayerFormat], job: tuple, jobs: int | None,
     jobs = min(jobs or os.cpu_count() or 1, len(splits))
     _JOB = job
     try:
-        # fork only on Linux: macOS system libraries are not fork-safe
-        if jobs > 1 and len(job[3]) >= PARALLEL_MIN_IMAGES and sys.platform == "linux":
+        # fork only on Linux (macOS system libraries are not fork-safe), and only from a
+        # single-threaded process: a fork copies the locks other threads hold (a test run
+        # with a Dask client or a progress monitor alive) and its child can wait forever
+        if jobs > 1 and len(job[3]) >= PARALLEL_MIN_IMAGES and sys.platform == "linux" \
+                and threading.active_count() == 1:
             with multiprocessing.get_context("fork").Pool(jobs, _one_blas_thread) as pool:
                 accs = []
                 for fmt, acc in zip(splits, pool.imap(_split_accuracy, splits), strict=True):
