@@ -60,7 +60,8 @@ def test_worker_killed_mid_task_loses_and_duplicates_nothing(tmp_path: Path,
 
         killer = threading.Thread(target=kill_a_busy_worker)
         killer.start()
-        frame = sweep.run(sweep.Grid(**GRID), tmp_path, scheduler=cluster.scheduler_address)
+        # the sweep runs on this test's own client: one client per process
+        frame = sweep.run(sweep.Grid(**GRID), tmp_path, pool=sweep.DaskExecutor(client=client))
         killer.join()
     assert killed, "no worker was busy while the sweep ran"
     assert frame.attrs["failures"] == []

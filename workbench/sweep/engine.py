@@ -61,16 +61,20 @@ class DaskExecutor:
 
     jobs: int = 1
     scheduler: str | None = None
+    client: Any = None  # an open dask Client to use (left open): one client per process
 
     def __post_init__(self) -> None:
         if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
             raise WorkbenchError(f"jobs must be a positive integer, got {self.jobs!r}")
+        self._own = self.client is None
+        self.cluster = None
+        if not self._own:
+            return
         try:
             from dask.distributed import Client, LocalCluster
         except ImportError:
             raise WorkbenchError("sweeps run on Dask: pip install 'dask[distributed]' "
                                  "(the 'batch' extra)") from None
-        self.cluster = None
         if self.scheduler:
             try:
                 self.client = Client(self.scheduler, timeout="20s")
@@ -113,6 +117,8 @@ class DaskExecutor:
             self.client.cancel([f for f in futures if not f.done()])
 
     def close(self) -> None:
+        if not self._own:
+            return
         try:
             self.client.close()
             if self.cluster is not None:
