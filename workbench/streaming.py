@@ -314,6 +314,12 @@ def price_stream(layer: Layer, platform: Platform, cores: int, rows: int,
     of `perf.price` (slowest core's cycles, all cores' energy) plus ext_accesses (elements),
     footprint_elems (largest core), bytes (its buffers in local memory), dma_transfers, chunks."""
     _check_cores(cores, geometry(layer).units)
+    return dict(_priced_chunk(layer, platform, cores, rows, maps, kept))
+
+
+@functools.lru_cache(maxsize=1024)
+def _priced_chunk(layer: Layer, platform: Platform, cores: int, rows: int, maps: int,
+                  kept: tuple[bool, bool]) -> dict[str, float]:
     res = _evaluate(layer, platform, cores, np.array([rows]), np.array([maps]), kept=kept)
     return {key: float(value[0]) for key, value in res.items()}
 
@@ -345,6 +351,15 @@ def _candidates(layer: Layer, platform: Platform, cores: int | None,
         out.append(_evaluate(layer, platform, k, rows, maps, parts=False, fitting=True,
                              kept=kept, counted=counted))
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _merged(layer: Layer, platform: Platform, cores: int | None,
+            kept: tuple[bool, bool]) -> dict[str, np.ndarray]:
+    """`_candidates` of every k in one table. It does not depend on the objective, so the
+    objectives of one layer and platform (a sweep's innermost axis) price the chunks once."""
+    per_k = _candidates(layer, platform, cores, kept)
+    return {key: np.concatenate([res[key] for res in per_k]) for key in per_k[0]}
 
 
 def _check_objective(objective: str) -> None:
@@ -389,10 +404,8 @@ def best_stream(layer: Layer, platform: Platform, objective: str = "cycles",
     "accesses", "edp"); ties by cycles, then accesses, then footprint. `kept`: the input
     and/or output map stays in local memory (fusion; its bytes are reserved there)."""
     _check_objective(objective)
-    per_k = _candidates(layer, platform, cores, kept)
-    merged = {key: np.concatenate([res[key] for res in per_k]) for key in per_k[0]}
-    k, rows, maps = _pick(merged, objective)
-    best = price_stream(layer, platform, k, rows, maps, kept)
+    k, rows, maps = _pick(_merged(layer, platform, cores, kept), objective)
+    best = _priced_chunk(layer, platform, k, rows, maps, kept)
     return StreamChoice(layer.name, k, rows, maps, best["cycles"], best["energy_pj"],
                         int(best["ext_accesses"]), int(best["footprint_elems"]),
                         int(best["dma_transfers"]), int(best["chunks"]),

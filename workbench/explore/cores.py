@@ -19,6 +19,7 @@ needed because T·(E_A + E_B) does not separate). Ties: cycles, then bus traffic
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ import pandas as pd
 from workbench.explore.query import check_objective, ranking
 from workbench.explore.solutions import too_small
 from workbench.layers.spec import ConvLayer
+from workbench.memo import ByteLRU
 from workbench.perf import Contention, CountVector, layer_local_accesses, price
 from workbench.platforms import Platform
 from workbench.tiling.candidates import candidate_sets, shape_key
@@ -187,6 +189,14 @@ def split_options(layer: ConvLayer, platform: Platform, objective: str = "cycles
                   local_traffic: bool = True) -> pd.DataFrame:
     """The best mapping of a layer for every split and every number of cores (1…cores), one
     row each: cycles, energy, bus traffic, the chosen tile per share, speed-up over one core."""
+    return pd.DataFrame(_options(layer, platform, objective, schedules, splits, cores,
+                                 memory_bytes, local_traffic))
+
+
+def _options(layer: ConvLayer, platform: Platform, objective: str, schedules: Sequence[str],
+             splits: Sequence[str], cores: Sequence[int] | None, memory_bytes: float | None,
+             local_traffic: bool) -> list[dict]:
+    """`split_options` rows as dicts (no table: a network plan asks for thousands)."""
     check_objective(objective)
     rows = []
     for split in splits:
@@ -199,14 +209,39 @@ def split_options(layer: ConvLayer, platform: Platform, objective: str = "cycles
     if not rows or any(r is None for r in rows):  # a share fits wherever the layer fits
         raise too_small(layer, memory_bytes or platform.local_mem_bytes, platform.elem_bytes,
                         platform.double_buffer)
-    df = pd.DataFrame(rows)
-    base = df.loc[df["cores"] == 1, "cycles"]
-    df["speedup"] = float(base.iloc[0]) / df["cycles"] if len(base) else np.nan
-    return df
+    base = [r["cycles"] for r in rows if r["cores"] == 1]
+    for r in rows:
+        r["speedup"] = base[0] / r["cycles"] if base else np.nan
+    return rows
 
 
-def _option(layer: ConvLayer, platform: Platform, objective: str, schedules: Sequence[str],
-            split: str, k: int, memory_bytes: float | None, local_traffic: bool) -> dict | None:
+def _priced_bytes(value: tuple | None) -> int:
+    if value is None:
+        return 0
+    return sum(a.nbytes for p in value[2] for a in p.values())
+
+
+_PRICED = ByteLRU(256 * 2**20, _priced_bytes)   # the prices a plan's layers reuse, bounded
+
+
+def _priced_shares(layer: ConvLayer, platform: Platform, schedules: tuple[str, ...],
+                   split: str, k: int, memory_bytes: float | None,
+                   local_traffic: bool) -> tuple[list, list, list] | None:
+    """(shares, their fitting rows, every row priced) of one split over k cores, or None when
+    a share has no fitting row. It does not depend on the objective, so the objectives of
+    one layer and platform (a sweep's innermost axis) price the rows once (memoized: the
+    rows themselves stay in the share-row cache, the prices count against 256 MB)."""
+    key = (layer, platform, schedules, split, k, memory_bytes, local_traffic)
+    missing = object()
+    found = _PRICED.get(key, missing)
+    if found is missing:
+        found = _PRICED.put(key, _price_shares(*key))
+    return found
+
+
+def _price_shares(layer: ConvLayer, platform: Platform, schedules: tuple[str, ...],
+                  split: str, k: int, memory_bytes: float | None,
+                  local_traffic: bool) -> tuple[list, list, list] | None:
     parts = shares(layer, split, k)
     found, priced = [], []
     for share in parts:
@@ -216,7 +251,27 @@ def _option(layer: ConvLayer, platform: Platform, objective: str, schedules: Seq
         found.append(r)
         priced.append(_price_share(r, share.layer, platform, split, k, share.cores,
                                    len(parts), local_traffic))
-    picks = _pick(priced, objective)
+    return parts, found, priced
+
+
+def _option(layer: ConvLayer, platform: Platform, objective: str, schedules: Sequence[str],
+            split: str, k: int, memory_bytes: float | None, local_traffic: bool) -> dict | None:
+    priced_shares = _priced_shares(layer, platform, tuple(schedules), split, k, memory_bytes,
+                                   local_traffic)
+    if priced_shares is None:
+        return None
+    picks = tuple(_pick(priced_shares[2], objective))
+    return dict(_option_row(layer, platform, tuple(schedules), split, k, memory_bytes,
+                            local_traffic, picks))
+
+
+@functools.lru_cache(maxsize=4096)  # small dicts of scalars
+def _option_row(layer: ConvLayer, platform: Platform, schedules: tuple[str, ...], split: str,
+                k: int, memory_bytes: float | None, local_traffic: bool,
+                picks: tuple[int, ...]) -> dict:
+    """The split's row for the chosen row of every share (objectives choosing alike share it)."""
+    parts, found, _ = _priced_shares(layer, platform, schedules, split, k, memory_bytes,
+                                     local_traffic)
     sel = [_price_share(r, sh.layer, platform, split, k, sh.cores, len(parts), local_traffic,
                         np.array([i])) for r, sh, i in zip(found, parts, picks, strict=True)]
     sel = [{key: val[0] for key, val in s.items()} for s in sel]
@@ -267,10 +322,19 @@ def best_split(layer: ConvLayer, platform: Platform, objective: str = "cycles",
                schedules: Sequence[str] = SCHEDULES, splits: Sequence[str] = SPLITS,
                memory_bytes: float | None = None, local_traffic: bool = True) -> pd.Series:
     """The best split and number of cores of a layer under `objective` (fewer cores win ties)."""
-    df = split_options(layer, platform, objective, schedules, splits,
-                       memory_bytes=memory_bytes, local_traffic=local_traffic)
+    return pd.Series(best_option(layer, platform, objective, schedules, splits, memory_bytes,
+                                 local_traffic))
+
+
+def best_option(layer: ConvLayer, platform: Platform, objective: str = "cycles",
+                schedules: Sequence[str] = SCHEDULES, splits: Sequence[str] = SPLITS,
+                memory_bytes: float | None = None, local_traffic: bool = True) -> dict:
+    """`best_split` as a dict: the first of the options ranked by the objective, then its
+    ties, then fewer cores (a stable sort, as the table's)."""
+    rows = _options(layer, platform, objective, schedules, splits, None, memory_bytes,
+                    local_traffic)
     order = list(ranking(objective)) + ["cores"]
-    return df.sort_values(order, kind="stable").iloc[0]
+    return min(rows, key=lambda r: tuple(r[c] for c in order))
 
 
 def network_cores(layer_list: Sequence[ConvLayer], platform: Platform,

@@ -31,7 +31,7 @@ import pandas as pd
 from workbench import streaming
 from workbench.errors import WorkbenchError
 from workbench.explore import pool_fold
-from workbench.explore.cores import best_split, prebuild, share_rows
+from workbench.explore.cores import best_option, prebuild, share_rows
 from workbench.explore.query import OBJECTIVE_COLUMNS, check_objective, ranking
 from workbench.layers.network import Network
 from workbench.layers.spec import ActivationLayer, ConcatLayer, EltwiseLayer, Layer
@@ -114,7 +114,7 @@ def _tiled_kept(layer, platform: Platform, objective: str, in_kept: bool, out_ke
 
 
 def _tiled(layer, platform, objective, schedules, local_traffic) -> dict:
-    best = best_split(layer, platform, objective, schedules, local_traffic=local_traffic)
+    best = best_option(layer, platform, objective, schedules, local_traffic=local_traffic)
     return {k: v for k, v in best.items() if k not in ("layer", "speedup", "edp",
                                                        "throughput_gops", "utilization",
                                                        "bus_cycles", "bound")}

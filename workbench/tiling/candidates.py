@@ -60,13 +60,13 @@ import os
 import tempfile
 import threading
 import zipfile
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from workbench.layers.spec import ConvLayer
+from workbench.memo import ByteLRU
 from workbench.paths import cache_dir
 from workbench.tiling import model
 from workbench.tiling.dominance import nondominated
@@ -90,9 +90,10 @@ ARRAYS_VECTOR = ("footprint_elems", "in_accesses", "w_accesses", "out_accesses",
                  "dma_transfers", "n_tiles", "tile_elems")
 VECTORS = {"cost": VECTOR, "traffic": TRAFFIC_VECTOR, "arrays": ARRAYS_VECTOR}
 SHAPE_FIELDS = ("Ox", "Oy", "Oc", "On", "Kx", "Ky", "Kc", "Sx", "Sy", "groups", "Dx", "Dy")
-_MEMORY: OrderedDict[tuple, CandidateSet] = OrderedDict()
-_MEMORY_LIMIT = 256
-_LOCK = threading.Lock()
+# the in-memory sets are bounded by their bytes, not their number: a 12-core platform's share
+# shapes make hundreds of small sets per network (a count limit made a sweep re-read them all
+# from disk for every case); one huge set still stays until the next one arrives
+_MEMORY = ByteLRU(512 * 2**20, lambda cs: cs.tiles.nbytes + cs.vectors.nbytes)
 # np.load parses .npy headers with ast.literal_eval, which CPython 3.11 does not make safe across
 # threads ("SystemError: AST constructor recursion depth mismatch", python/cpython#106905):
 # cache files are read one at a time (building sets stays parallel)
@@ -241,21 +242,16 @@ def candidate_set(layer: ConvLayer, schedule: str, kind: str = "cost",
     if kind not in VECTORS:
         raise ValueError(f"candidate-set kind must be one of {sorted(VECTORS)}, got {kind!r}")
     mem_key = (shape_key(layer), schedule, kind)
-    with _LOCK:
-        if mem_key in _MEMORY:
-            _MEMORY.move_to_end(mem_key)
-            return _MEMORY[mem_key]
+    cs = _MEMORY.get(mem_key)
+    if cs is not None:
+        return cs
     path = _file(*mem_key)
     cs = _load(path, layer, schedule, kind) if use_disk else None
     if cs is None:
         cs = build(layer, schedule, kind)
         if use_disk:
             _store(path, cs)
-    with _LOCK:
-        _MEMORY[mem_key] = cs
-        if len(_MEMORY) > _MEMORY_LIMIT:
-            _MEMORY.popitem(last=False)
-    return cs
+    return _MEMORY.put(mem_key, cs)
 
 
 def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
@@ -271,9 +267,8 @@ def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
         return -_grid_size(unique[key][0])
 
     order = sorted(unique, key=size)
-    with _LOCK:  # to be built: neither in memory nor on disk
-        missing = sum((key[0], key[1], kind) not in _MEMORY
-                      and not _file(key[0], key[1], kind).exists() for key in order)
+    missing = sum(_MEMORY.get((key[0], key[1], kind)) is None  # neither in memory nor on disk
+                  and not _file(key[0], key[1], kind).exists() for key in order)
     bar = tqdm(total=len(order), unit="set", desc="candidate sets",
                disable=not progress or missing == 0)
     done = {}
@@ -295,8 +290,7 @@ def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
 
 def clear_memory_cache() -> None:
     """Forget the in-memory sets (the disk cache stays)."""
-    with _LOCK:
-        _MEMORY.clear()
+    _MEMORY.clear()
 
 
 @functools.lru_cache(maxsize=4096)
