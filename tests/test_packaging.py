@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -25,3 +26,55 @@ def test_readme_starts_with_the_two_commands() -> None:
     text = (ROOT / "README.md").read_text()
     commands = [line.strip() for line in text.split("```")[1].splitlines() if line.strip()]
     assert commands[-2:] == ["make demo", "make test"] or commands == ["make demo", "make test"]
+
+
+def test_every_package_and_data_folder_is_in_the_wheel_configuration() -> None:
+    """pyproject.toml lists the packages (discovery cannot map data/ into the package): a new
+    subpackage or data folder must be added there, or the wheel would miss it."""
+    from setuptools import find_packages
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed, mapped = set(config["packages"]), config["package-dir"]
+    assert set(find_packages(str(ROOT), include=["workbench*"])) <= listed
+    folders = {p.name for p in (ROOT / "data").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert {f"workbench.data.{f}": f"data/{f}" for f in folders} | {
+        "workbench.notebooks": "notebooks"} == mapped
+    assert set(mapped) <= listed and set(mapped) == set(config["package-data"])
+
+
+def test_workbench_data_adds_data_folders_but_never_notebooks(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    from workbench import notebook_report, paths
+
+    shipped = paths.shipped_data_dir()
+    assert (shipped / "networks" / "lenet5.yaml").is_file()
+    assert (paths.notebooks_dir() / "report.ipynb").is_file()
+    monkeypatch.setenv("WORKBENCH_DATA", f"{tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}")
+    assert paths.data_dirs() == [tmp_path / "a", tmp_path / "b", shipped]
+    assert paths.data_dir() == tmp_path / "a"
+    assert paths.notebooks_dir() == notebook_report.REPORT_NOTEBOOK.parent
+    assert not paths.notebooks_dir().is_relative_to(tmp_path)
+
+
+def test_workbench_data_adds_networks_and_presets_beside_the_shipped_ones(tmp_path: Path,
+                                                                         monkeypatch) -> None:
+    """A user folder with one network and one preset: both load by name, the shipped zoo and
+    presets stay listed and loadable, and a same-named user preset hides the shipped one."""
+    from workbench import layers, paths, platforms
+
+    shipped = paths.shipped_data_dir()
+    (tmp_path / "networks").mkdir()
+    (tmp_path / "platforms").mkdir()
+    net_doc = (shipped / "networks" / "lenet5.yaml").read_text()
+    (tmp_path / "networks" / "my_lenet.yaml").write_text(net_doc.replace("lenet5", "my_lenet"))
+    idsp = (shipped / "platforms" / "idsp.yaml").read_text()
+    (tmp_path / "platforms" / "my_dsp.yaml").write_text(idsp)
+    (tmp_path / "platforms" / "shave.yaml").write_text(idsp)  # hides the shipped shave
+    monkeypatch.setenv("WORKBENCH_DATA", str(tmp_path))
+    assert {"my_lenet", "lenet5", "resnet20"} <= set(layers.list_networks())
+    assert {"my_dsp", "idsp", "shave"} <= set(platforms.list_platforms())
+    assert len(layers.load_network("my_lenet").layers) == len(layers.load_network("lenet5").layers)
+    assert platforms.load_platform("my_dsp").cores == platforms.load_platform("idsp").cores
+    assert platforms.load_platform("shave").cores == platforms.load_platform("idsp").cores
+    monkeypatch.delenv("WORKBENCH_DATA")
+    assert platforms.load_platform("shave").cores == 12

@@ -88,7 +88,7 @@ def test_float_inference_matches_torch_logits() -> None:
 
     params = quant.load_weights("lenet5_mnist.npz", LENET)
     x, _ = mnist.load("test")
-    reference = np.load(quant.weights.data_dir() / "weights" / "lenet5_mnist.npz")
+    reference = np.load(quant.weights.data_file("weights", "lenet5_mnist.npz"))
     np.testing.assert_allclose(infer.logits(LENET, params, x[:20]),
                                reference["reference.logits"], atol=1e-4, rtol=1e-4)
 

@@ -11,7 +11,7 @@ import pandas as pd
 
 from workbench import layers, quant
 from workbench.errors import FileFormatError, WorkbenchError
-from workbench.paths import data_dir
+from workbench.paths import data_files
 
 
 def load_data(spec: str, net: layers.Network) -> dict[str, np.ndarray]:
@@ -37,7 +37,7 @@ def load_data(spec: str, net: layers.Network) -> dict[str, np.ndarray]:
 
 def shipped_weights(net: layers.Network) -> str:
     """The weights that ship for a zoo network (data/weights/<name>_*.npz)."""
-    found = sorted((data_dir() / "weights").glob(f"{net.name}_*.npz"))
+    found = data_files("weights", f"{net.name}_*.npz")
     if not found:
         raise WorkbenchError(f"network {net.name!r} has no shipped weights; give --weights "
                              "(.npz or .onnx with initializers)")

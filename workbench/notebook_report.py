@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.paths import data_dir
+from workbench.paths import notebooks_dir
 
-REPORT_NOTEBOOK = data_dir().parent / "notebooks" / "report.ipynb"
+# always the installed package's notebook: WORKBENCH_DATA never supplies code (paths.py)
+REPORT_NOTEBOOK = notebooks_dir() / "report.ipynb"
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;
 text-align:right}h1,h2{font-weight:600}.jp-OutputPrompt,.jp-InputPrompt{display:none}"""

@@ -24,7 +24,7 @@ from workbench.errors import WorkbenchError
 from workbench.layers.spec import ConvLayer
 from workbench.platforms import Platform
 from workbench.tiling.candidates import local_accesses
-from workbench.tiling.model import Counts, Tile, check_tile, counts_array
+from workbench.tiling.model import Counts, Tile, check_tile, counts_array, tile_array
 
 CYCLE_PARTS = ("compute", "dma_setup", "bus_stall", "prolog_epilog")
 ENERGY_PARTS = ("compute", "dma_setup", "local", "external")
@@ -196,7 +196,7 @@ def estimate_array(layer: ConvLayer, tiles: np.ndarray, schedule: str, platform:
 
     tile_cycles / n_local replace CC_tile and the best-case local traffic (elements per layer)
     when a SIMD simulation supplies them."""
-    tiles = np.asarray(tiles, dtype=np.int64).reshape(-1, 5)
+    tiles = tile_array(layer, tiles)  # Python integers past int64 (tiling.model)
     c = counted if counted is not None else counts_array(layer, tiles, schedule)
     if n_local is None:
         n_local = layer_local_accesses(layer, platform, local_traffic)

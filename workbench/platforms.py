@@ -11,7 +11,7 @@ from typing import Any
 
 from workbench.errors import FileFormatError, UnknownNameError, WorkbenchError
 from workbench.layers.zoo import read_yaml
-from workbench.paths import data_dir
+from workbench.paths import data_file, data_files
 
 OVERFLOW_MODES = ("wrap", "saturate")
 SIMD_STYLES = ("generic", "nve")
@@ -122,13 +122,9 @@ def field_names() -> list[str]:
     return [f.name for f in dataclasses.fields(Platform)]
 
 
-def _preset_dir() -> Path:
-    return data_dir() / "platforms"
-
-
 def list_platforms() -> list[str]:
-    """Names of the platform presets."""
-    return sorted(p.stem for p in _preset_dir().glob("*.yaml"))
+    """Names of the platform presets of every data folder (`paths.data_dirs`)."""
+    return [p.stem for p in data_files("platforms", "*.yaml")]
 
 
 def platform_from_dict(doc: Any, origin: str) -> Platform:
@@ -153,7 +149,7 @@ def load_platform(name_or_path: str | Path, **overrides: Any) -> Platform:
             raise FileFormatError(f"platform file {str(path)!r} does not exist")
         preset = path
     else:
-        preset = _preset_dir() / f"{name_or_path}.yaml"
+        preset = data_file("platforms", f"{name_or_path}.yaml")
         if not preset.exists():
             raise UnknownNameError(f"unknown platform {str(name_or_path)!r}; presets: "
                                    + ", ".join(list_platforms()) + " (or a .yaml path)")
@@ -173,7 +169,7 @@ def memory_energy_pj_per_16b(size_bytes: int, width_bits: int) -> float:
     SRAM: the row of the smallest tabulated size holding `size_bytes` (1 KB … 1 MB), at the
     tabulated width; DRAM above 16 MB. Sizes between 1 MB and 16 MB are not tabulated.
     """
-    table = read_yaml(data_dir() / "energy" / "yang_memory_energy.yaml", "energy table")
+    table = read_yaml(data_file("energy", "yang_memory_energy.yaml"), "energy table")
     widths = table["widths_bits"]
     if width_bits not in widths:
         raise WorkbenchError(f"memory width {width_bits} bits not tabulated; widths: {widths}")

@@ -10,21 +10,14 @@ import yaml
 from workbench.errors import FileFormatError, UnknownNameError
 from workbench.layers.builder import network_from_dict
 from workbench.layers.network import Network
-from workbench.paths import data_dir
-
-
-def _zoo_dir() -> Path:
-    return data_dir() / "networks"
-
-
-def _onnx_dir() -> Path:
-    return data_dir() / "onnx"
+from workbench.paths import data_file, data_files
 
 
 def list_networks() -> list[str]:
-    """Names of the zoo networks (YAML descriptions and ONNX corpus files)."""
-    return sorted({p.stem for p in _zoo_dir().glob("*.yaml")}
-                  | {p.stem for p in _onnx_dir().glob("*.onnx")})
+    """Names of the zoo networks (YAML descriptions and ONNX corpus files) of every data
+    folder (`paths.data_dirs`)."""
+    return sorted({p.stem for p in data_files("networks", "*.yaml")}
+                  | {p.stem for p in data_files("onnx", "*.onnx")})
 
 
 def read_yaml(path: Path, what: str) -> object:
@@ -62,12 +55,12 @@ def load_network(name_or_path: str | Path, batch: int | None = None,
             net = network_from_prototxt(path)
         else:
             net = network_from_dict(read_yaml(path, "network"), str(path))
-    elif (_onnx_dir() / f"{name_or_path}.onnx").exists() and not (
-            _zoo_dir() / f"{name_or_path}.yaml").exists():
+    elif data_file("onnx", f"{name_or_path}.onnx").exists() and not data_file(
+            "networks", f"{name_or_path}.yaml").exists():
         from workbench.layers.onnx_import import network_from_onnx
-        net = network_from_onnx(_onnx_dir() / f"{name_or_path}.onnx", strict=strict)
+        net = network_from_onnx(data_file("onnx", f"{name_or_path}.onnx"), strict=strict)
     else:
-        zoo_file = _zoo_dir() / f"{name_or_path}.yaml"
+        zoo_file = data_file("networks", f"{name_or_path}.yaml")
         if not zoo_file.exists():
             raise UnknownNameError(f"unknown network {str(name_or_path)!r}; zoo networks: "
                                    + ", ".join(list_networks())

@@ -12,7 +12,7 @@ from workbench.errors import FileFormatError, SpecError
 from workbench.layers.network import Network
 from workbench.layers.onnx_names import short_name
 from workbench.layers.spec import ConvLayer
-from workbench.paths import data_dir
+from workbench.paths import data_file
 
 Params = dict[str, tuple[np.ndarray, np.ndarray]]
 
@@ -42,7 +42,7 @@ def check_params(net: Network, params: Params) -> Params:
 def load_npz(path: str | Path, net: Network) -> Params:
     path = Path(path)
     if not path.exists() and not path.is_absolute():
-        shipped = data_dir() / "weights" / path.name
+        shipped = data_file("weights", path.name)
         path = shipped if shipped.exists() else path
     try:
         with np.load(path) as z:

@@ -31,6 +31,15 @@ the smallest g per ⌈G/g⌉, since the counts depend on g through ⌈G/g⌉ and
 tile elements non-decreasing in g). Each dropped value has a kept one with the same tile counts
 and no larger buffers, hence a no larger count vector.
 
+Memory. The grid (spatial pairs × (TOc, TOn, TKc)) is priced in chunks of CHUNK_ROWS tiles
+in enumeration order; a tile is dropped when a tile kept before it is ≤ it in every count
+(dominated, or equal to an earlier tile: the one the one-shot filter keeps). `nondominated`
+cleans the kept rows now and then and at the end: the set is the one-shot set, bit for bit.
+Refused in one line, before anything is built: counts that could leave int64
+(`model.check_int64`), a grid over `model.MAX_GRID_TILES`, and a request whose missing sets
+would price over MAX_REQUEST_TILES (with the estimate); while building, over MAX_SET_ROWS
+kept rows.
+
 A second kind of set, "traffic", serves traffic under mixed precisions (`explore.traffic_table`:
 inputs, weights, final outputs and partial sums of different widths, each buffer at its own
 width). Traffic = Σ width × (input, weight, final-output, partial-sum accesses) and buffer =
@@ -56,6 +65,7 @@ import functools
 import hashlib
 import inspect
 import json
+import math
 import os
 import tempfile
 import threading
@@ -65,17 +75,21 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.errors import SpecError
 from workbench.layers.spec import ConvLayer
 from workbench.memo import ByteLRU
 from workbench.paths import cache_dir
 from workbench.tiling import model
-from workbench.tiling.dominance import nondominated
+from workbench.tiling.dominance import _keep_sorted, nondominated
 from workbench.tiling.model import (
     SCHEDULES,
+    check_grid,
     check_schedule,
     counts_array,
     dims,
     final_outputs,
+    grid_size,
+    n_tile_candidates,
     tile_candidates,
     toc_values,
     valid_tiles,
@@ -90,6 +104,10 @@ ARRAYS_VECTOR = ("footprint_elems", "in_accesses", "w_accesses", "out_accesses",
                  "dma_transfers", "n_tiles", "tile_elems")
 VECTORS = {"cost": VECTOR, "traffic": TRAFFIC_VECTOR, "arrays": ARRAYS_VECTOR}
 SHAPE_FIELDS = ("Ox", "Oy", "Oc", "On", "Kx", "Ky", "Kc", "Sx", "Sy", "groups", "Dx", "Dy")
+CHUNK_ROWS = 1 << 19       # tiles priced and filtered at once (~100 MB of temporaries)
+MAX_SET_ROWS = 1 << 22     # rows one set may keep while it is built (~0.4 GB)
+MAX_REQUEST_TILES = 1 << 31  # tiles the missing sets of one request may enumerate (~1 h of a
+SECONDS_PER_TILE = 2e-6      # core at about 2 µs a tile, measured on the 8192-map conv)
 # the in-memory sets are bounded by their bytes, not their number: a 12-core platform's share
 # shapes make hundreds of small sets per network (a count limit made a sweep re-read them all
 # from disk for every case); one huge set still stays until the next one arrives
@@ -156,27 +174,75 @@ def _spatial_pairs(layer: ConvLayer, schedule: str) -> np.ndarray:
     return np.column_stack([tx[keep], ty[keep]])
 
 
-def _grid_size(layer: ConvLayer) -> int:
-    """Tiles in the reduced enumeration: candidates per dimension, TOc from `toc_values`."""
-    sizes = [len(tile_candidates(d)) for d in dims(layer)]
-    sizes[2] = len(toc_values(layer))
-    return int(np.prod(sizes))
+def enumerated_tiles(layer: ConvLayer, schedule: str) -> int:
+    """Tiles `build` prices: the spatial pairs left by the pre-reduction (all pairs when there
+    are over 2^22) × the (TOc, TOn, TKc) values."""
+    ox, oy = dims(layer)[:2]
+    all_pairs = n_tile_candidates(ox) * n_tile_candidates(oy)
+    pairs = len(_spatial_pairs(layer, schedule)) if all_pairs <= 1 << 22 else all_pairs
+    return pairs * (grid_size(layer) // all_pairs)
+
+
+def check_request(missing: list[tuple[ConvLayer, str]]) -> None:
+    """Refuse up front (one line, with the estimate) building sets whose enumeration together
+    exceeds MAX_REQUEST_TILES."""
+    sizes = [(enumerated_tiles(layer, schedule), layer.name) for layer, schedule in missing]
+    total = sum(size for size, _ in sizes)
+    if total > MAX_REQUEST_TILES:
+        largest = max(sizes)[1]
+        raise SpecError(f"{len(missing)} candidate sets to build would price {total:.3g} tiles "
+                        f"(about {total * SECONDS_PER_TILE / 3600:.2g} h of one core; largest "
+                        f"layer {largest!r}), beyond the limit of {MAX_REQUEST_TILES:.3g}; "
+                        "use a smaller layer or batch")
+
+
+def _covered_by_earlier(v: np.ndarray) -> np.ndarray:
+    """Keep-mask of the rows of v (in enumeration order) that no earlier kept row is ≤ in
+    every column (a 0 column first: `dominance._keep_sorted` leaves column 0 untested)."""
+    z = np.zeros((len(v), v.shape[1] + 1), dtype=np.int64)
+    z[:, 1:] = v
+    return _keep_sorted(z)
+
+
+def _gen_grid(axes: list[np.ndarray], rows: int):
+    """The product of `axes` (arrays of shape (n_i, k_i)) in row-major order (the first axis
+    outermost), `rows` at a time: the grid is never held whole."""
+    sizes = [len(a) for a in axes]
+    total = math.prod(sizes)
+    for start in range(0, total, rows):
+        index = np.unravel_index(np.arange(start, min(start + rows, total)), sizes)
+        yield np.column_stack([a[i] for a, i in zip(axes, index, strict=True)])
+
+
+def _check_rows(layer: ConvLayer, rows: int) -> None:
+    if rows > MAX_SET_ROWS:  # each kept row: 5 tile + up to 7 vector int64
+        raise SpecError(f"layer {layer.name!r}: the candidate set passed {MAX_SET_ROWS:.3g} "
+                        f"non-dominated tiles (about {rows * 96 / 2**30:.3g} GiB) while being "
+                        "built; refused to bound memory")
 
 
 def build(layer: ConvLayer, schedule: str, kind: str = "cost") -> CandidateSet:
-    """Enumerate and filter (no cache): the exact candidate set of the module docstring."""
+    """Enumerate and filter (no cache): the exact candidate set of the module docstring,
+    streamed in chunks of CHUNK_ROWS tiles."""
     check_schedule(schedule)
-    pairs = _spatial_pairs(layer, schedule)
+    check_grid(layer)
     _, _, _, on, kc = dims(layer)
-    rest = np.stack(np.meshgrid(toc_values(layer), tile_candidates(on), tile_candidates(kc),
-                                indexing="ij"), axis=-1).reshape(-1, 3)
-    tiles = np.empty((len(pairs) * len(rest), 5), dtype=np.int64)
-    tiles[:, :2] = np.repeat(pairs, len(rest), axis=0)
-    tiles[:, 2:] = np.tile(rest, (len(pairs), 1))
-    vectors = count_vectors(layer, tiles, schedule, kind)
+    axes = [_spatial_pairs(layer, schedule), toc_values(layer)[:, None],
+            tile_candidates(on)[:, None], tile_candidates(kc)[:, None]]
+    tiles = np.zeros((0, 5), dtype=np.int64)
+    vectors = np.zeros((0, len(VECTORS[kind])), dtype=np.int64)
+    clean = 0  # rows after the last clean-up
+    for chunk in _gen_grid(axes, CHUNK_ROWS):
+        v = count_vectors(layer, chunk, schedule, kind)
+        keep = _covered_by_earlier(np.concatenate([vectors, v]))[len(vectors):]
+        tiles, vectors = np.concatenate([tiles, chunk[keep]]), np.concatenate([vectors, v[keep]])
+        if len(vectors) > 2 * clean + CHUNK_ROWS // 2:
+            keep = np.sort(nondominated(vectors))  # enumeration order stays
+            tiles, vectors, clean = tiles[keep], vectors[keep], len(keep)
+            _check_rows(layer, clean)
     keep = nondominated(vectors)
-    grid = _grid_size(layer)
-    return CandidateSet(shape_key(layer), schedule, tiles[keep], vectors[keep], grid, kind)
+    return CandidateSet(shape_key(layer), schedule, tiles[keep], vectors[keep],
+                        grid_size(layer), kind)
 
 
 def _checksum(meta: dict, tiles: np.ndarray, vectors: np.ndarray) -> str:
@@ -262,13 +328,18 @@ def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
 
     jobs = jobs or os.cpu_count() or 1
     unique = {(shape_key(layer), schedule): (layer, schedule) for layer, schedule in pairs}
+    for layer, _ in unique.values():  # refuse before building anything
+        check_grid(layer)
 
     def size(key: tuple) -> int:  # largest first keeps both threads busy to the end
-        return -_grid_size(unique[key][0])
+        return -grid_size(unique[key][0])
 
     order = sorted(unique, key=size)
-    missing = sum(_MEMORY.get((key[0], key[1], kind)) is None  # neither in memory nor on disk
-                  and not _file(key[0], key[1], kind).exists() for key in order)
+    todo = [unique[key] for key in order  # neither in memory nor on disk
+            if _MEMORY.get((key[0], key[1], kind)) is None
+            and not _file(key[0], key[1], kind).exists()]
+    check_request(todo)
+    missing = len(todo)
     bar = tqdm(total=len(order), unit="set", desc="candidate sets",
                disable=not progress or missing == 0)
     done = {}

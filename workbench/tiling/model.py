@@ -16,10 +16,18 @@ like any edge tile) and every block is one convolution with a single output-map 
 when TKc < Kc). Input tiles of different blocks hold different maps, so no schedule reuses an
 input tile across blocks. TOc = Ocg is both cases and counts the same either way; dense layers
 (G = 1) are the first case with today's counts.
+
+64-bit limit. The vectorized counts are int64. `count_bound` bounds every count, buffer and
+intermediate product of `counts_array` over all tiles of a layer from its extents alone (the
+argument is in its docstring); a layer whose bound reaches INT64_SAFE is refused by the
+vectorized path with a one-line error, and `counts` (one tile) computes it exactly with Python
+integers instead. No count is ever wrapped or negative.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +37,12 @@ from workbench.layers.spec import ConvLayer
 
 SCHEDULES = ("intra", "inter_kc", "inter_oc", "inter_oxoyon", "inter_oxoyon_dirx")
 TILE_DIMS = ("TOx", "TOy", "TOc", "TOn", "TKc")
+# every int64 count stays below this: 2^60 leaves room for ×8 (bytes, double buffering, sums
+# of a few layers) before the 2^63 of int64
+INT64_SAFE = 1 << 60
+MAX_GRID_TILES = 1 << 31  # reduced-grid tiles one candidate set may enumerate
+MAX_AXIS = 1 << 15  # tile sizes per dimension (2·√extent): extents up to 2.7e8
+EXACT_ROWS = 4096  # tiles `counts_array` computes with Python integers past INT64_SAFE
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +112,8 @@ def toc_values(layer: ConvLayer, reduced: bool = True) -> np.ndarray:
 def oc_split(layer: ConvLayer, toc: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(g, nc, blocks) per TOc: groups one tile spans (1 inside a group), output-map tiles per
     block, and blocks (independent convolutions: G, or ⌈G/g⌉ when spanning)."""
-    toc = np.asarray(toc, dtype=np.int64)
+    toc = np.asarray(toc)
+    toc = toc if toc.dtype == object else toc.astype(np.int64)
     ocg = layer.Oc // layer.groups
     span = np.where(toc > ocg, toc // ocg, 1)
     return span, -(-(span * ocg) // toc), -(-layer.groups // span)
@@ -141,20 +156,65 @@ def buffers(layer: ConvLayer, tiles: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 def final_outputs(layer: ConvLayer, tiles: np.ndarray) -> np.ndarray:
     """Final output writes (elements, full-size tiles): one put of Bout per output tile."""
-    tiles = np.asarray(tiles, dtype=np.int64).reshape(-1, 5)
+    tiles = tile_array(layer, tiles)
     _, nc, blocks = oc_split(layer, tiles[:, 2])
-    nx, ny, _, nn, _ = (-(-np.asarray(d, dtype=np.int64) // tiles[:, i])
-                        for i, d in enumerate(dims(layer)))
+    nx, ny, _, nn, _ = (-(-d // tiles[:, i]) for i, d in enumerate(dims(layer)))
     return blocks * nx * ny * nc * nn * buffers(layer, tiles)[2]
 
 
+@functools.lru_cache(maxsize=1024)
+def count_bound(layer: ConvLayer) -> int:
+    """An upper bound (elements, a Python int) of every count, buffer and intermediate product
+    `counts_array` forms for any valid tile of the layer.
+
+    With N = blocks·nx·ny·nc·nn·nk tiles, every schedule's input accesses are ≤ N·Bin, weight
+    accesses ≤ N·Bw, output accesses ≤ 2·N·Bout ((2·nk − 1) puts and reloads per output tile;
+    `inter_oxoyon_dirx`'s nx·Bin_nol + Bin_ol ≤ nx·Bin) and DMA transfers ≤ 5·N; buffers, tile
+    counts and tile elements are ≤ these; every intermediate is a partial product of one of
+    them. Per dimension, ⌈O/T⌉·T < 2·O and ⌈O/T⌉·((T−1)·S + K) ≤ O·(2·S + K); over the map
+    dimension blocks·nc·g and blocks·nc·TOc are < 2·Oc (`oc_split`). Hence
+    N·Bin ≤ 2Oc·Ox(2Sx+Kx')·Oy(2Sy+Ky')·2On·2Kc, N·Bw ≤ 2Oc·Ox·Oy·On·2Kc·Kx·Ky,
+    N·Bout ≤ 2Oc·2Ox·2Oy·2On·Kc (K' the dilated spans) and N ≤ Oc·Ox·Oy·On·Kc."""
+    ox, oy, _, on, kc = dims(layer)
+    oc = layer.Oc
+    n_bin = 2 * oc * ox * (2 * layer.Sx + layer.Kx_span) * oy * (2 * layer.Sy + layer.Ky_span) \
+        * 2 * on * 2 * kc
+    n_bw = 2 * oc * ox * oy * on * 2 * kc * layer.Kx * layer.Ky
+    n_bout = 2 * oc * 2 * ox * 2 * oy * 2 * on * kc
+    return n_bin + n_bw + 2 * n_bout + 5 * oc * ox * oy * on * kc
+
+
+def fits_int64(layer: ConvLayer) -> bool:
+    """True when every count of the layer stays below INT64_SAFE (`count_bound`)."""
+    return count_bound(layer) < INT64_SAFE
+
+
+def check_int64(layer: ConvLayer) -> None:
+    """Refuse (one line) a layer whose counts could leave the vectorized int64 range."""
+    if not fits_int64(layer):
+        raise SpecError(f"layer {layer.name!r}: its counts may reach "
+                        f"{float(count_bound(layer)):.3g} elements, beyond the 2^60 limit of "
+                        "the vectorized model (tiling.counts computes one tile exactly)")
+
+
+def tile_array(layer: ConvLayer, tiles: np.ndarray) -> np.ndarray:
+    """Tiles as an (N, 5) array: int64, or Python integers (object) when the layer's counts
+    may pass INT64_SAFE (exact, for up to EXACT_ROWS tiles; more are refused)."""
+    tiles = np.asarray(tiles).reshape(-1, 5)
+    if fits_int64(layer):
+        return tiles.astype(np.int64, copy=False)
+    if len(tiles) > EXACT_ROWS:
+        check_int64(layer)
+    return np.array([[int(v) for v in row] for row in tiles.tolist()], dtype=object)
+
+
 def counts_array(layer: ConvLayer, tiles: np.ndarray, schedule: str) -> dict[str, np.ndarray]:
-    """Counts for many tiles at once: arrays keyed like the `Counts` fields (int64)."""
+    """Counts for many tiles at once: arrays keyed like the `Counts` fields (int64; Python
+    integers in object arrays for the few tiles of a layer beyond INT64_SAFE)."""
     check_schedule(schedule)
-    tiles = np.asarray(tiles, dtype=np.int64).reshape(-1, 5)
+    tiles = tile_array(layer, tiles)
     b_in, b_w, b_out = buffers(layer, tiles)
-    nx, ny, _, nn, nk = (-(-np.asarray(d, dtype=np.int64) // tiles[:, i])
-                         for i, d in enumerate(dims(layer)))
+    nx, ny, _, nn, nk = (-(-d // tiles[:, i]) for i, d in enumerate(dims(layer)))
     span, nc, g = oc_split(layer, tiles[:, 2])  # g: independent blocks of nc map tiles
     out_tiles = nx * ny * nc * nn
     one = np.ones_like(b_in)
@@ -191,8 +251,11 @@ def counts_array(layer: ConvLayer, tiles: np.ndarray, schedule: str) -> dict[str
 def counts(layer: ConvLayer, tile: Tile, schedule: str) -> Counts:
     """External accesses and DMA transfers of one layer, one tile, one schedule (model)."""
     check_tile(layer, tile)
-    arrays = counts_array(layer, np.array([tile.as_tuple()]), schedule)
-    return Counts(**{key: int(value[0]) for key, value in arrays.items()})
+    arrays = counts_array(layer, np.array([tile.as_tuple()], dtype=object), schedule)
+    result = Counts(**{key: int(value[0]) for key, value in arrays.items()})
+    if min(result.ext_accesses, result.dma_transfers, result.n_tiles, result.bin) < 0:
+        raise AssertionError(f"layer {layer.name!r}: negative count {result}")  # never
+    return result
 
 
 def tile_candidates(extent: int) -> np.ndarray:
@@ -202,9 +265,54 @@ def tile_candidates(extent: int) -> np.ndarray:
     (with non-negative coefficients), and the footprint grows with T; so for equal n the
     smallest T = ⌈O/n⌉ is no worse in accesses, transfers, cycles, energy and footprint. There
     are at most 2·√O distinct values of n, hence of these T.
+
+    They are the values ⌈O/n⌉, n = 1..O, found in O(√O) time and memory: T is one of them
+    exactly when ⌈O/⌈O/T⌉⌉ = T (n = ⌈O/T⌉ gives it; conversely T = ⌈O/n⌉ implies n ≥ ⌈O/T⌉,
+    so ⌈O/⌈O/T⌉⌉ ≥ T, and ⌈O/T⌉ ≥ O/T gives ≤). With k = ⌊√O⌋ + 1, a value T > k comes from
+    n = ⌈O/T⌉ ≤ k, so the values are the T ≤ k passing that test and ⌈O/n⌉ for n ≤ k.
     """
-    n = np.arange(1, extent + 1, dtype=np.int64)
-    return np.unique(-(-extent // n))
+    k = min(math.isqrt(extent) + 1, extent)
+    small = np.arange(1, k + 1, dtype=np.int64)
+    small = small[-(-extent // -(-extent // small)) == small]
+    return np.unique(np.concatenate([small, -(-extent // np.arange(1, k + 1, dtype=np.int64))]))
+
+
+def n_tile_candidates(extent: int) -> int:
+    """len(tile_candidates(extent)), without building it: ⌈O/n⌉ = ⌊(O−1)/n⌋ + 1, and ⌊M/n⌋
+    (n = 1..M) takes 2·⌊√M⌋ values, one fewer when ⌊√M⌋ = ⌊M/⌊√M⌋⌋; n = O adds the 0."""
+    m = extent - 1
+    if m == 0:
+        return 1
+    k = math.isqrt(m)
+    return 2 * k - (k == m // k) + 1
+
+
+def grid_size(layer: ConvLayer) -> int:
+    """Tiles in the reduced enumeration: candidates per dimension, TOc from `toc_values`
+    (counted, not built: `model.n_tile_candidates`; TOc = Ocg is in both of its parts)."""
+    ox, oy, ocg, on, kc = dims(layer)
+    n_toc = n_tile_candidates(ocg) + n_tile_candidates(layer.groups) - 1
+    return (n_tile_candidates(ox) * n_tile_candidates(oy) * n_toc * n_tile_candidates(on)
+            * n_tile_candidates(kc))
+
+
+def check_grid(layer: ConvLayer) -> None:
+    """Refuse up front (one line, nothing allocated) a layer whose counts could leave int64, a
+    dimension with over MAX_AXIS tile sizes (its candidate set would grow with them), or a
+    reduced grid over MAX_GRID_TILES, with the size."""
+    check_int64(layer)
+    extents = zip(("Ox", "Oy", "Oc per group", "groups", "On", "Kc"),
+                  (*dims(layer)[:3], layer.groups, *dims(layer)[3:]), strict=True)
+    for name, extent in extents:
+        if n_tile_candidates(extent) > MAX_AXIS:
+            raise SpecError(f"layer {layer.name!r}: {name} = {extent:.3g} gives "
+                            f"{n_tile_candidates(extent):.3g} tile sizes, beyond the {MAX_AXIS} "
+                            f"one dimension may have (extents up to {MAX_AXIS**2 // 4:.3g})")
+    grid = grid_size(layer)
+    if grid > MAX_GRID_TILES:
+        raise SpecError(f"layer {layer.name!r}: {grid:.3g} tiles to enumerate per schedule "
+                        f"(about {grid * 80 / 2**30:.3g} GiB as one table), beyond the limit "
+                        f"of {MAX_GRID_TILES:.3g} tiles")
 
 
 def gen_tiles(layer: ConvLayer, max_footprint_elems: float = np.inf, reduced: bool = True,
@@ -214,17 +322,15 @@ def gen_tiles(layer: ConvLayer, max_footprint_elems: float = np.inf, reduced: bo
     reduced=True enumerates only `tile_candidates` per dimension and `toc_values` (exact, see
     there); reduced=False enumerates every tile (brute force), TOc over every valid value.
     """
+    check_int64(layer)
     axes = [tile_candidates(d) if reduced else np.arange(1, d + 1, dtype=np.int64)
             for d in dims(layer)]
     axes[2] = toc_values(layer, reduced)
-    head = np.stack(np.meshgrid(*axes[:4], indexing="ij"), axis=-1).reshape(-1, 4)
-    kc = axes[4]
-    step = max(1, batch // max(1, len(kc)))
-    for start in range(0, len(head), step):
-        part = head[start:start + step]
-        tiles = np.empty((len(part) * len(kc), 5), dtype=np.int64)
-        tiles[:, :4] = np.repeat(part, len(kc), axis=0)
-        tiles[:, 4] = np.tile(kc, len(part))
+    sizes = [len(a) for a in axes]
+    total = math.prod(sizes)
+    for start in range(0, total, batch):  # the grid in row-major order, `batch` tiles at once
+        index = np.unravel_index(np.arange(start, min(start + batch, total)), sizes)
+        tiles = np.column_stack([a[i] for a, i in zip(axes, index, strict=True)])
         b_in, b_w, b_out = buffers(layer, tiles)
         keep = (b_in + b_w + b_out) <= max_footprint_elems
         if keep.any():
