@@ -57,7 +57,7 @@ def test_yang_memory_energy_table() -> None:
     assert platforms.memory_energy_pj_per_16b(100 * 1024, 256) == 8.46  # 128 KB row
     assert platforms.memory_energy_pj_per_16b(2**30, 512) == 320
     with pytest.raises(WorkbenchError, match="not tabulated"):
-        platforms.memory_energy_pj_per_16b(4 * 2**20, 64)
+        platforms.memory_energy_pj_per_16b(4 * 2**20, 32)
 
 
 def test_non_finite_and_fractional_fields_are_refused() -> None:

@@ -11,10 +11,17 @@ theirs: the shared bus carries k cores' private traffic for each tile (a broadca
 per group of cores running the same program) and the prolog's and epilog's k buffers, and the
 DMA setups of k cores queue on the platform's DMA channels (each costs setup·max(1, k/channels)).
 One core is today's model exactly (every factor is 1).
+
+Energy per local access is the platform's `effective_local_access_pj`: its fixed
+`local_access_pj`, or with `size_aware_energy` the seed 001 table 3 energy of a memory of
+`local_mem_bytes` at the access width. Callers that price rows for several memory sizes at once
+price them on `sized_platforms(platform, sizes)`, one platform per size when energy depends on it.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numba
@@ -125,7 +132,8 @@ def price(platform: Platform, v: CountVector, n_local: float | np.ndarray,
         layer_of = np.zeros(rows, dtype=np.int64) if local.size == 1 else np.arange(rows)
     pf = np.array([p.macs_per_cycle, p.dma_setup_cycles, p.bus_elems_per_cycle, p.elem_bytes,
                    p.local_access_bytes, p.ext_access_bytes, p.core_pj_per_cycle,
-                   p.local_access_pj, p.ext_access_pj, *contention.factors], dtype=np.float64)
+                   p.effective_local_access_pj, p.ext_access_pj, *contention.factors],
+                  dtype=np.float64)
     out = {"cycles": np.empty(rows), "energy_pj": np.empty(rows)}
     want_energy = energy or parts
     _totals(v.footprint, v.ext, v.n, v.rho, v.rho_dma, v.tile_macs, v.shared, local, layer_of,
@@ -134,6 +142,16 @@ def price(platform: Platform, v: CountVector, n_local: float | np.ndarray,
     if not want_energy:
         del out["energy_pj"]
     return out | (_parts(p, v, local[layer_of], tile_cycles, contention) if parts else {})
+
+
+def sized_platforms(platform: Platform,
+                    sizes: Sequence[float]) -> list[tuple[Platform, list[float]]]:
+    """The platforms that price rows under each local-memory size (bytes), with their sizes:
+    [(platform, all sizes)] when the price does not depend on the size, else (with
+    `size_aware_energy`) one (platform with local_mem_bytes = ⌈size⌉, [size]) per size."""
+    if not platform.size_aware_energy:
+        return [(platform, list(sizes))]
+    return [(platform.replace(local_mem_bytes=math.ceil(size)), [size]) for size in sizes]
 
 
 def _tile_cycles(tile_cycles: float | np.ndarray | None, rows: int) -> np.ndarray:
@@ -168,7 +186,7 @@ def _parts(p: Platform, v: CountVector, n_local: np.ndarray,
             "energy_compute_pj": compute * p.core_pj_per_cycle,
             "energy_dma_setup_pj": dma_setup * p.core_pj_per_cycle,
             "energy_local_pj": np.ceil(n_local * p.elem_bytes / p.local_access_bytes)
-            * p.local_access_pj,
+            * p.effective_local_access_pj,
             "energy_external_pj": np.ceil(v.ext * p.elem_bytes / p.ext_access_bytes)
             * p.ext_access_pj}
 

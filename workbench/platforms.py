@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 import math
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,7 @@ class Platform:
     local_access_bytes: int = 1
     ext_access_pj: float = 0.0
     ext_access_bytes: int = 1
+    size_aware_energy: bool = False      # local access pJ from local_mem_bytes (seed 001 table 3)
     simd_style: str = "generic"          # "generic" VLIW slots, or "nve" (seed 003 fields)
     vector_load_bytes: int = 0           # 0: one full vector of elements per load
     mac_slots: int = 1                   # vector MAC instructions issued per cycle
@@ -96,9 +99,25 @@ class Platform:
         if self.overflow not in OVERFLOW_MODES:
             raise WorkbenchError(f"platform {self.name!r}: overflow must be one of "
                                  f"{OVERFLOW_MODES}, got {self.overflow!r}")
-        for name in ("double_buffer", "dma_broadcast"):
+        for name in ("double_buffer", "dma_broadcast", "size_aware_energy"):
             if not isinstance(getattr(self, name), bool):
                 raise WorkbenchError(f"platform {self.name!r}: {name} must be true or false")
+        if self.size_aware_energy:
+            widths = [w // 8 for w in _energy_table().widths_bits]
+            if self.local_access_bytes not in widths:
+                raise WorkbenchError(f"platform {self.name!r}: size_aware_energy needs "
+                                     f"local_access_bytes in {widths} (seed 001 table 3 widths), "
+                                     f"got {self.local_access_bytes!r}")
+
+    @property
+    def effective_local_access_pj(self) -> float:
+        """pJ per local access (of local_access_bytes) that `perf` prices: local_access_pj, or
+        with size_aware_energy the seed 001 table 3 energy of a local_mem_bytes memory at that
+        width (`memory_energy_pj_per_16b`, pJ per 16 bits) × local_access_bytes·8/16."""
+        if not self.size_aware_energy:
+            return self.local_access_pj
+        bits = 8 * self.local_access_bytes
+        return memory_energy_pj_per_16b(self.local_mem_bytes, bits) * (bits / 16)
 
     @property
     def peak_gops(self) -> float:
@@ -163,21 +182,75 @@ def _read_platform(path: str, mtime_ns: int) -> Platform:
     return platform_from_dict(read_yaml(Path(path), "platform"), path)
 
 
-def memory_energy_pj_per_16b(size_bytes: int, width_bits: int) -> float:
-    """Access energy (pJ per 16 bits) of a memory of `size_bytes`, seed 001 table 3.
+@dataclass(frozen=True, slots=True)
+class EnergyTable:
+    """Seed 001 table 3 (pJ per 16 bits) with its derived rows: `rows_kb` ascending, one energy
+    per width of `widths_bits` in each of `rows_pj`; DRAM `dram_pj` above `dram_above_kb`."""
 
-    SRAM: the row of the smallest tabulated size holding `size_bytes` (1 KB … 1 MB), at the
-    tabulated width; DRAM above 16 MB. Sizes between 1 MB and 16 MB are not tabulated.
+    widths_bits: tuple[int, ...]
+    rows_kb: tuple[float, ...]
+    rows_pj: tuple[tuple[float, ...], ...]
+    dram_above_kb: float
+    dram_pj: float
+
+
+def _energy_table() -> EnergyTable:
+    path = data_file("energy", "yang_memory_energy.yaml")
+    return _read_energy_table(str(path), path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_energy_table(path: str, mtime_ns: int) -> EnergyTable:
+    """The table file parsed once per version on disk, with the rows above the last printed
+    one derived by the extension rule (see `memory_energy_pj_per_16b`)."""
+    doc = read_yaml(Path(path), "energy table")
+    try:
+        widths = tuple(int(w) for w in doc["widths_bits"])
+        printed = {float(kb): tuple(float(e) for e in row) for kb, row in doc["sram"].items()}
+        fit_kb, dram_kb, dram = (float(doc["extension"]["fit_from_kb"]),
+                                 float(doc["dram_above_kb"]), float(doc["dram"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise FileFormatError(f"energy table {path!r}: malformed ({exc!r})") from None
+    rows_kb = sorted(printed)
+    rows = [printed[kb] for kb in rows_kb]
+    if any(len(row) != len(widths) for row in rows) or fit_kb not in printed:
+        raise FileFormatError(f"energy table {path!r}: a row has not one value per width, or "
+                              "extension.fit_from_kb is not a printed row")
+    ratios = [last / first for last, first in zip(rows[-1], printed[fit_kb], strict=True)]
+    growth = math.prod(ratios) ** (1 / (len(ratios) * math.log2(rows_kb[-1] / fit_kb)))
+    while rows_kb[-1] < dram_kb:  # doublings up to the DRAM threshold (the last may be less)
+        size_kb = min(2 * rows_kb[-1], dram_kb)
+        step = growth ** math.log2(size_kb / rows_kb[-1])
+        rows_kb.append(size_kb)
+        rows.append(tuple(e * step for e in rows[-1]))
+    steps = zip(rows, [*rows[1:], (dram,) * len(widths)], strict=True)
+    if any(b < a for row_a, row_b in steps for a, b in zip(row_a, row_b, strict=True)):
+        raise FileFormatError(f"energy table {path!r}: energy must not decrease with size")
+    return EnergyTable(widths, tuple(rows_kb), tuple(rows), dram_kb, dram)
+
+
+def memory_energy_pj_per_16b(size_bytes: float, width_bits: int) -> float:
+    """Access energy (pJ per 16 bits) of a memory of `size_bytes` read `width_bits` at a time,
+    seed 001 table 3 (data/energy/yang_memory_energy.yaml).
+
+    The row of the smallest listed size holding `size_bytes` (below 1 KB the 1 KB row), at the
+    tabulated width: the printed values exactly at 1 KB … 1 MB. Rows 2, 4, 8 and 16 MB are
+    derived (the seed prints none): each is the row before times one growth factor g, the
+    geometric mean of the per-doubling growth over the last three printed octaves (128 KB →
+    1 MB) and the four widths: g = 1.495, a power law ∝ size^0.58 (about √size, the wire-length
+    growth seed 001 §3.4 credits for large SRAMs' energy). One g for every width keeps the
+    table's order across widths (wider words cheaper per 16 bits). DRAM (320) above 16 MB at
+    every width. Non-decreasing in size for every width (checked when the table is read).
     """
-    table = read_yaml(data_file("energy", "yang_memory_energy.yaml"), "energy table")
-    widths = table["widths_bits"]
-    if width_bits not in widths:
-        raise WorkbenchError(f"memory width {width_bits} bits not tabulated; widths: {widths}")
+    if isinstance(size_bytes, bool) or not isinstance(size_bytes, numbers.Real) \
+            or not math.isfinite(size_bytes) or size_bytes <= 0:
+        raise WorkbenchError(f"memory size must be a positive number of bytes, got {size_bytes!r}")
+    table = _energy_table()
+    if isinstance(width_bits, bool) or width_bits not in table.widths_bits:
+        raise WorkbenchError(f"memory width {width_bits!r} bits not tabulated; widths: "
+                             f"{list(table.widths_bits)}")
     size_kb = size_bytes / 1024
-    if size_kb > table["dram_above_kb"]:
-        return float(table["dram"])
-    for row_kb in sorted(table["sram"]):
-        if size_kb <= row_kb:
-            return float(table["sram"][row_kb][widths.index(width_bits)])
-    raise WorkbenchError(f"memory of {size_kb:g} KB not tabulated (SRAM up to 1024 KB, DRAM "
-                         f"above {table['dram_above_kb']} KB)")
+    if size_kb > table.dram_above_kb:
+        return table.dram_pj
+    row = bisect.bisect_left(table.rows_kb, size_kb)
+    return table.rows_pj[row][table.widths_bits.index(width_bits)]

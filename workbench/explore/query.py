@@ -20,7 +20,7 @@ import pandas as pd
 
 from workbench.errors import WorkbenchError
 from workbench.layers.spec import ConvLayer
-from workbench.perf import CountVector, layer_local_accesses, price, rates
+from workbench.perf import CountVector, layer_local_accesses, price, rates, sized_platforms
 from workbench.platforms import Platform
 from workbench.tiling.candidates import candidate_sets
 from workbench.tiling.model import SCHEDULES, TILE_DIMS, check_schedule, counts_array
@@ -242,12 +242,22 @@ def best_mappings(layer_list: Sequence[ConvLayer], platforms: Platform | Sequenc
     frames = []
     for pi, plat in enumerate(plats):
         sizes = list(memory_bytes) if memory_bytes is not None else [plat.local_mem_bytes]
-        priced = rank_columns(table, plat, objective, local_traffic)
-        picks = best_rows(table, priced, objective, sizes, per_schedule)
-        found = picks >= 0
-        frame = _frame(table, plat, picks[found], local_traffic)
-        frame["buffer_bytes"] = np.broadcast_to(np.asarray(sizes, dtype=np.int64),
-                                                picks.shape)[found]
+        groups = sized_platforms(plat, sizes)  # one per size when energy depends on size
+        parts, first = [], 0
+        for sized, group in groups:
+            priced = rank_columns(table, sized, objective, local_traffic)
+            picks = best_rows(table, priced, objective, group, per_schedule)
+            found = picks >= 0
+            part = _frame(table, sized, picks[found], local_traffic)
+            part["buffer_bytes"] = np.broadcast_to(np.asarray(group, dtype=np.int64),
+                                                   picks.shape)[found]
+            row, col = np.nonzero(found)  # the order of one group: (segment or layer, size)
+            parts.append(part.assign(_order=row * len(sizes) + first + col))
+            first += len(group)
+        frame = pd.concat(parts, ignore_index=True)
+        if len(groups) > 1:
+            frame = frame.sort_values("_order", kind="stable", ignore_index=True)
+        frame = frame.drop(columns="_order")
         frame["objective"] = objective
         frame["platform"] = pi
         frames.append(frame)

@@ -16,7 +16,7 @@ from workbench.errors import WorkbenchError
 from workbench.explore.query import best_mappings, ranking
 from workbench.layers.network import Network
 from workbench.layers.spec import ConvLayer
-from workbench.perf import estimate_array
+from workbench.perf import estimate_array, sized_platforms
 from workbench.platforms import Platform
 from workbench.tiling.candidates import candidate_set
 from workbench.tiling.model import (
@@ -175,34 +175,37 @@ def _enumerated(layer: ConvLayer, platform: Platform, schedules: list[str], feas
                 local_traffic: bool) -> pd.DataFrame:
     """keep="all" / "pareto" rows of `explore_layer`, from the full reduced enumeration."""
     objectives = dict(objectives or DEFAULT_OBJECTIVES)
-    two_objectives = len(objectives) == 2
     parts = []
     for schedule in schedules:
-        arrays = evaluate_arrays(layer, platform, schedule, feasible[-1], local_traffic)
-        fp = arrays["footprint_bytes"]
-        unknown = [k for k in objectives if k not in arrays]
-        if keep == "pareto" and unknown:
-            raise WorkbenchError(f"pareto: unknown objective column(s) {unknown}")
-        if keep == "pareto" and not two_objectives:  # general case: per size on a frame
-            for size in feasible:
-                rows = _frame(layer, schedule, arrays, np.flatnonzero(fp <= size))
-                parts.append(pareto(rows, objectives).assign(buffer_bytes=size))
-            continue
-        if keep == "pareto":
-            bad = {k: v for k, v in objectives.items() if v not in ("max", "min")}
-            if bad:
-                raise WorkbenchError(f"pareto: objectives must be 'max' or 'min', got {bad}")
-            values = np.column_stack([arrays[k] for k in objectives])
-            picks = _front_per_size(values, [v == "max" for v in objectives.values()], fp,
-                                    feasible)
-        else:
-            picks = [np.flatnonzero(fp <= size) for size in feasible]
-        rows = np.concatenate(picks)
-        frame = _frame(layer, schedule, arrays, rows)
-        frame["buffer_bytes"] = np.repeat(np.asarray(feasible, dtype=np.int64),
-                                          [len(p) for p in picks])
-        parts.append(frame)
+        for sized, group in sized_platforms(platform, feasible):  # per size if energy needs
+            parts += _enumerated_sizes(layer, sized, schedule, group, keep, objectives,
+                                       local_traffic)
     return pd.concat(parts, ignore_index=True)
+
+
+def _enumerated_sizes(layer: ConvLayer, platform: Platform, schedule: str, sizes: list[int],
+                      keep: str, objectives: dict[str, str],
+                      local_traffic: bool) -> list[pd.DataFrame]:
+    """The frames of `_enumerated` for one schedule and the sizes one platform prices."""
+    arrays = evaluate_arrays(layer, platform, schedule, sizes[-1], local_traffic)
+    fp = arrays["footprint_bytes"]
+    unknown = [k for k in objectives if k not in arrays]
+    if keep == "pareto" and unknown:
+        raise WorkbenchError(f"pareto: unknown objective column(s) {unknown}")
+    if keep == "pareto" and len(objectives) != 2:  # general case: per size on a frame
+        return [pareto(_frame(layer, schedule, arrays, np.flatnonzero(fp <= size)),
+                       objectives).assign(buffer_bytes=size) for size in sizes]
+    if keep == "pareto":
+        bad = {k: v for k, v in objectives.items() if v not in ("max", "min")}
+        if bad:
+            raise WorkbenchError(f"pareto: objectives must be 'max' or 'min', got {bad}")
+        values = np.column_stack([arrays[k] for k in objectives])
+        picks = _front_per_size(values, [v == "max" for v in objectives.values()], fp, sizes)
+    else:
+        picks = [np.flatnonzero(fp <= size) for size in sizes]
+    frame = _frame(layer, schedule, arrays, np.concatenate(picks))
+    frame["buffer_bytes"] = np.repeat(np.asarray(sizes, dtype=np.int64), [len(p) for p in picks])
+    return [frame]
 
 
 def best_tiles(layer: ConvLayer, schedule: str, memory_bytes: float | None = None,

@@ -42,7 +42,7 @@ return value.toLocaleString("en-US", {maximumFractionDigits: digits}) + unit;
 
 def has_energy(platform: Platform) -> bool:
     """False when the platform prices no event (core, local and external pJ all 0)."""
-    return any(v > 0 for v in (platform.core_pj_per_cycle, platform.local_access_pj,
+    return any(v > 0 for v in (platform.core_pj_per_cycle, platform.effective_local_access_pj,
                                platform.ext_access_pj))
 
 
