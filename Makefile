@@ -36,6 +36,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_quant.py
 	$(PY) benchmarks/bench_simd.py
 	$(PY) benchmarks/bench_dataflow.py
+	$(PY) benchmarks/bench_seed001_energy.py
+	$(PY) benchmarks/bench_hierarchy.py
 	$(PY) benchmarks/bench_peers.py  # prints how to install the 'peers' extra if ZigZag is absent
 
 clean:

@@ -1,0 +1,62 @@
+"""Exact minimum-energy blocking of VGG16's conv layers on a 3-level hierarchy (prints, asserts
+nothing): search time per layer and in total, the chains priced, the blocking found, and its
+energy per MAC by level.
+
+The hierarchy: DRAM, a 256 KB SRAM read 64 bits at a time, a 512 B register file read 16 bits
+at a time, 16-bit data and 32-bit partial sums, 1 pJ per MAC (seed 001 fig. 5: "about
+1 pJ/MAC"). Energies per 16 bits from seed 001 table 3 as printed: DRAM 320; 256 KB SRAM at
+64 bits 15.60; the register file priced as the table's smallest memory (1 KB at 64 bits,
+1.20), an upper bound for 512 B. What is searched is `workbench.hierarchy.search`'s space R
+(every array held as whole blocks at each level; all divisor chains of tiles; exact).
+Run: .venv/bin/python benchmarks/bench_hierarchy.py [--layers conv1_1 conv5_3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from workbench import layers
+from workbench.hierarchy import ElementBytes, Hierarchy, Level, evaluate
+from workbench.hierarchy.search import search
+
+PJ_PER_16B = {"DRAM": 320.0, "SRAM": 15.60, "RF": 1.20}  # seed 001 table 3
+
+
+def vgg16_hierarchy() -> Hierarchy:
+    return Hierarchy((Level("DRAM", None, 64, PJ_PER_16B["DRAM"] * 4),
+                      Level("SRAM", 256 * 1024, 64, PJ_PER_16B["SRAM"] * 4),
+                      Level("RF", 512, 16, PJ_PER_16B["RF"])),
+                     name="dram-256KB-512B", mac_energy_pj=1.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", nargs="*", help="conv layer names (default: all)")
+    args = parser.parse_args()
+    net = layers.load_network("vgg16")
+    convs = [lay for lay in net.tiled_layers() if lay.kind == "conv"]
+    if args.layers:
+        convs = [lay for lay in convs if lay.name in args.layers]
+    hier, precision = vgg16_hierarchy(), ElementBytes(2, 2, 2, 4)
+    print(f"hierarchy {hier.name}: " + ", ".join(
+        f"{lvl.name} {lvl.total_bytes:g} B, {lvl.access_bits} b, {lvl.energy_pj:g} pJ"
+        for lvl in hier.levels) + "; 1 pJ/MAC")
+    print(f"{'layer':9} {'seconds':>8} {'chains':>11}  {'tiles RF | SRAM (X Y C M N)':34} "
+          f"{'pJ/MAC':>7}  by level (pJ/MAC)")
+    total = 0.0
+    for layer in convs:
+        start = time.perf_counter()
+        found = search(layer, hier, precision)
+        seconds = time.perf_counter() - start
+        total += seconds
+        parts = evaluate(layer, found.blocking, hier, precision).energy_pj
+        tiles = " | ".join(" ".join(map(str, t)) for t in found.blocking.tiles)
+        by_level = ", ".join(f"{k} {v / layer.macs:.2f}" for k, v in parts.items())
+        print(f"{layer.name:9} {seconds:8.1f} {found.combinations:11.3g}  {tiles:34} "
+              f"{found.energy_pj / layer.macs:7.2f}  {by_level}")
+    print(f"total search time {total:.1f} s for {len(convs)} layers (one process)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,311 @@
+"""Multi-level blocking of a convolution (seed 001 §3 "blocking strings") with a buffering
+position per array and memory level (seed 002 §IV), and its analytical counts.
+
+The loop nest. Dimensions X, Y (output columns, rows), C (input maps), M (output maps; seed
+001's K), N (images), plus the kernel loops FX, FY. A blocking has G loop groups, innermost
+first. Group 0 holds FX, FY and one loop per dimension (seed 002's element loops); group g ≥ 1
+holds one loop per dimension, stepping over blocks of group g−1 (seed 001's X_g, …). Each
+group's order is any permutation, innermost loop first; every loop of group g is inside every
+loop of group g+1. `tiles[g]` is the block one iteration of group g+1 covers (X, Y, C, M, N
+extents, elements): tiles[0] are seed 002's (jss, iss, css, mss, nss). Trip counts:
+n(d, 0) = tiles[0][d]; n(d, g) = tiles[g][d] / tiles[g−1][d] (each tile divides the next one
+out, 1 ≤ g ≤ G−2); the outermost group covers the layer with ⌈E_d / tiles[G−2][d]⌉ blocks of
+full size: the last block may overhang the layer edge and is counted at full size, as
+tiling.counts ("model") and tiling.dataflow count their last tiles. One group: no tiling.
+
+Buffers. Loops are numbered 0 … L−1 across groups, innermost first. For each array (I, W, O)
+and each on-chip memory level (outermost first, as `Hierarchy.on_chip`), a position p: the
+loops 0 … p run inside one refill of that level's buffer (−1: one element per iteration), or
+None: the level does not hold the array (its next level inwards is fed from the next level
+outwards that holds it). Positions never grow inwards. The datapath is the innermost holder
+of every array, at position −1.
+
+Counts, for an array X held at position p (seed 002 eqs. 1–3, exact per dimension):
+- footprint F_X(p): distinct elements the loops 0 … p touch (elements; halos in padded
+  coordinates, blocks at full size);
+- refills R(p) = Π_{j>p} n(L_j); moved = F_X(p)·R(p): elements loaded into the holder (I, W)
+  or written back out of it (O);
+- buffer B_X(p): eq. 2, the footprint of the loops inside the outermost loop at or inside p
+  that carries X's reuse (a loop running once carries nothing), as tiling.dataflow;
+- O: a refill reads back every output it touches that was written before (partial sums), so
+  partial reads = moved − distinct outputs, final writes = distinct outputs (each output's last
+  write-back), partial writes = moved − final writes (eq. 4).
+The refetch rate of a level (seed 001 table 2, eq. 1) is what it serves inwards over what it
+received: accesses at a level = α·Π RR over the levels outside it, α the array's size.
+A grouped layer is `groups` independent convolutions: moved counts ×groups, footprints and
+buffers are one group's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+
+from workbench.errors import SpecError, WorkbenchError
+from workbench.layers.spec import ConvLayer
+
+DIMS = ("X", "Y", "C", "M", "N")
+KERNEL_LOOPS = ("FX", "FY")
+GROUP0 = KERNEL_LOOPS + DIMS
+ARRAYS = ("I", "W", "O")
+_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N", "FX": "Rx", "FY": "Ry"}
+
+
+@dataclass(frozen=True, slots=True)
+class Blocking:
+    """Loop orders per group (innermost group and loop first), block extents per group but the
+    outermost (X, Y, C, M, N elements), and per array (I, W, O) a buffering position (loop
+    index, −1, or None) per on-chip memory level, outermost level first."""
+
+    orders: tuple[tuple[str, ...], ...]
+    tiles: tuple[tuple[int, ...], ...]
+    buffers: tuple[tuple[int | None, ...], ...]
+
+    def __post_init__(self) -> None:
+        orders = tuple(tuple(o) for o in self.orders)
+        object.__setattr__(self, "orders", orders)
+        object.__setattr__(self, "tiles", tuple(tuple(int(v) for v in t) for t in self.tiles))
+        object.__setattr__(self, "buffers", tuple(tuple(b) for b in self.buffers))
+        if not orders or sorted(orders[0]) != sorted(GROUP0):
+            raise WorkbenchError(f"blocking: group 0 orders the loops {GROUP0} (innermost "
+                                 f"first), got {orders[0] if orders else ()}")
+        for g, order in enumerate(orders[1:], start=1):
+            if sorted(order) != sorted(DIMS):
+                raise WorkbenchError(f"blocking: group {g} orders the loops {DIMS}, got {order}")
+        if len(self.tiles) != len(orders) - 1:
+            raise WorkbenchError(f"blocking: {len(orders)} groups need {len(orders) - 1} tile "
+                                 f"rows (one per group but the outermost), got {len(self.tiles)}")
+        for g, tile in enumerate(self.tiles):
+            if len(tile) != len(DIMS) or min(tile) < 1:
+                raise WorkbenchError(f"blocking: tiles[{g}] lists {len(DIMS)} positive extents "
+                                     f"{DIMS}, got {tile}")
+            if g and any(t % s for t, s in zip(tile, self.tiles[g - 1], strict=True)):
+                raise WorkbenchError(f"blocking: tiles[{g}] {tile} must be multiples of "
+                                     f"tiles[{g - 1}] {self.tiles[g - 1]}")
+        self._check_buffers()
+
+    def _check_buffers(self) -> None:
+        if len(self.buffers) != len(ARRAYS):
+            raise WorkbenchError("blocking: buffers lists positions for I, W and O")
+        levels = {len(b) for b in self.buffers}
+        if len(levels) != 1 or 0 in levels:
+            raise WorkbenchError("blocking: every array needs one position per on-chip level, "
+                                 f"got {[len(b) for b in self.buffers]}")
+        top = self.n_loops - 1
+        for array, positions in zip(ARRAYS, self.buffers, strict=True):
+            held = [p for p in positions if p is not None]
+            for p in held:
+                if isinstance(p, bool) or not isinstance(p, int) or not -1 <= p <= top:
+                    raise WorkbenchError(f"blocking: buffer position of {array} must be None "
+                                         f"or a loop index -1...{top}, got {p!r}")
+            if any(a < b for a, b in zip(held, held[1:], strict=False)):
+                raise WorkbenchError(f"blocking: buffer positions of {array} {positions} must "
+                                     "not grow inwards (an inner buffer holds part of an outer "
+                                     "one)")
+
+    @classmethod
+    def of(cls, orders: Sequence[Sequence[str]], tiles: Sequence[Mapping[str, int]],
+           buffers: Mapping[str, Sequence[int | None]]) -> Blocking:
+        """From tiles as {dim: extent} mappings and buffers as {array: positions}."""
+        for name, given, keys in (("buffers", buffers, ARRAYS),
+                                  *((f"tiles[{g}]", t, DIMS) for g, t in enumerate(tiles))):
+            if set(given) != set(keys):
+                raise WorkbenchError(f"blocking: {name} needs exactly the keys {keys}, "
+                                     f"got {sorted(given)}")
+        return cls(tuple(tuple(o) for o in orders),
+                   tuple(tuple(int(t[d]) for d in DIMS) for t in tiles),
+                   tuple(tuple(buffers[a]) for a in ARRAYS))
+
+    @property
+    def loops(self) -> tuple[tuple[str, int], ...]:
+        """(loop, group) of every loop, innermost first."""
+        return tuple((name, g) for g, order in enumerate(self.orders) for name in order)
+
+    @property
+    def n_loops(self) -> int:
+        return sum(len(o) for o in self.orders)
+
+    @property
+    def on_chip_levels(self) -> int:
+        return len(self.buffers[0])
+
+    def index(self, loop: str, group: int) -> int:
+        """Position of a loop in the nest (innermost 0)."""
+        return self.loops.index((loop, group))
+
+    def positions(self, array: str) -> tuple[int | None, ...]:
+        return self.buffers[ARRAYS.index(array)]
+
+    def describe(self) -> str:
+        """The blocking string, innermost loop first, e.g. 'FX FY X0 … | X1 …'."""
+        return " | ".join(" ".join(name if name in KERNEL_LOOPS else f"{name}{g}"
+                                   for name in order) for g, order in enumerate(self.orders))
+
+
+def extents(layer: ConvLayer) -> dict[str, int]:
+    """Iteration extents of one group of the layer (tiling.dataflow.extents' rule, restated
+    here so that this package does not import workbench.tiling): refuses dilation; padding
+    never enters (windows in padded coordinates)."""
+    if layer.Dx != 1 or layer.Dy != 1:
+        raise SpecError(f"layer {layer.name!r}: the blocking model does not cover dilation "
+                        f"(Dx={layer.Dx}, Dy={layer.Dy}); use the seed 000 schedules")
+    return {"Ex": layer.Ox, "Ey": layer.Oy, "M": layer.Oc // layer.groups, "C": layer.Kc,
+            "Rx": layer.Kx, "Ry": layer.Ky, "N": layer.On}
+
+
+def trip_counts(layer: ConvLayer, blocking: Blocking) -> tuple[int, ...]:
+    """n(L) of every loop, innermost first (see the module docstring)."""
+    e = extents(layer)
+    tiles = blocking.tiles
+    for d, dim in enumerate(DIMS):
+        if tiles and tiles[-1][d] > e[_EXTENT[dim]]:
+            raise WorkbenchError(f"blocking: the {dim} tile {tiles[-1][d]} exceeds the layer's "
+                                 f"{dim} extent {e[_EXTENT[dim]]}")
+    out = []
+    outer = len(blocking.orders) - 1
+    for name, g in blocking.loops:
+        if name in KERNEL_LOOPS:
+            out.append(e[_EXTENT[name]])
+            continue
+        d = DIMS.index(name)
+        below = tiles[g - 1][d] if g else 1
+        out.append(-(-e[_EXTENT[name]] // below) if g == outer else tiles[g][d] // below)
+    return tuple(out)
+
+
+Loops = Sequence[tuple[str, int]]
+
+
+def _count(loops: Loops, n: Sequence, inside: set[int], dim: str) -> np.ndarray:
+    """Distinct indices of one dimension the inside loops touch (contiguous from 0: the inside
+    loops of a dimension are always its innermost groups)."""
+    return prod((n[j] for j in inside if loops[j][0] == dim), start=np.int64(1))
+
+
+def _window(loops: Loops, n: Sequence, inside: set[int], axis: str, stride: int) -> np.ndarray:
+    """Distinct padded input columns (rows): p contiguous outputs at stride S under a k-wide
+    kernel loop: p·k when S ≥ k (no overlap), else (p−1)·S + k."""
+    p = _count(loops, n, inside, axis)
+    kernel = "FX" if axis == "X" else "FY"
+    k = _count(loops, n, inside, kernel)
+    return np.where(stride >= k, p * k, (p - 1) * stride + k)
+
+
+def footprint(layer: ConvLayer, loops: Loops, n: Sequence, inside: set[int],
+              array: str) -> np.ndarray:
+    """F_X: distinct elements of array X the loops in `inside` (indices into `loops`, trip
+    counts `n`: ints, or arrays to price many tiles at once) touch (eq. 1, exact)."""
+    c = {dim: _count(loops, n, inside, dim) for dim in DIMS + KERNEL_LOOPS}
+    if array == "W":
+        return c["M"] * c["C"] * c["FX"] * c["FY"]
+    if array == "O":
+        return c["N"] * c["M"] * c["Y"] * c["X"]
+    return c["N"] * c["C"] * _window(loops, n, inside, "Y", layer.Sy) * \
+        _window(loops, n, inside, "X", layer.Sx)
+
+
+def carries(layer: ConvLayer, array: str, loop: tuple[str, int], inside_names: set) -> bool:
+    """Does `loop` carry reuse of the array (seed 002 table II), with `inside_names` the
+    (loop, group) pairs nested in it? The same rules as tiling.dataflow.carries."""
+    name, group = loop
+    if array == "W":
+        return name in ("X", "Y", "N")
+    if array == "O":
+        return name in ("FX", "FY", "C")
+    if name == "M":
+        return True
+    pairs = {"X": "FX", "FX": "X", "Y": "FY", "FY": "Y"}
+    if name in ("FX", "FY"):  # the outer loop of a (kernel, output) pair carries the window
+        return (pairs[name], 0) in inside_names
+    if name in ("X", "Y") and group == 0:
+        return (pairs[name], 0) in inside_names
+    if name in ("X", "Y"):  # blocks share a halo when the kernel overlaps the stride
+        kernel, stride = (layer.Kx, layer.Sx) if name == "X" else (layer.Ky, layer.Sy)
+        return kernel > stride and (pairs[name], 0) in inside_names
+    return False
+
+
+def buffer_size(layer: ConvLayer, loops: Loops, n: Sequence, position: int,
+                array: str) -> np.ndarray:
+    """B_X (eq. 2) of a buffer at `position`: elements it must hold."""
+    current = np.int64(1)
+    inside: set[int] = set()
+    for j in range(position + 1):
+        if carries(layer, array, loops[j], {loops[i] for i in inside}):
+            before = footprint(layer, loops, n, inside, array)
+            name = loops[j][0]
+            if array == "I" and name in KERNEL_LOOPS:
+                # a kernel loop outside its output loop: a column (row) comes back after
+                # `stride` iterations, so that many iterations' data must stay
+                stride = layer.Sx if name == "FX" else layer.Sy
+                held = list(n)
+                held[j] = np.minimum(np.int64(stride), n[j])
+                before = footprint(layer, loops, held, inside | {j}, array)
+            current = np.where(np.asarray(n[j]) > 1, before, current)
+        inside.add(j)
+    return current
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """One array across one boundary, from holder `source` (a hierarchy level index, 0 = DRAM)
+    to holder `level` (len(levels) = the datapath), whose buffer sits at `position`.
+    Elements; `footprint` and `buffer` per refill of one group, the rest per layer."""
+
+    array: str
+    level: int
+    source: int
+    position: int
+    footprint: int
+    buffer: int
+    refills: int
+    moved: int          # I, W: loaded into `level`; O: written back to `source`
+    partial_reads: int  # O: partial sums read back into `level` (0 for I, W)
+    final_writes: int   # O: each output's last write-back (0 for I, W)
+    distinct: int       # elements of the array the layer touches (its size α)
+
+    @property
+    def partial_writes(self) -> int:
+        """O: write-backs that are not the last one of their output (0 for I, W)."""
+        return self.moved - self.final_writes if self.array == "O" else 0
+
+
+def holders(blocking: Blocking, array: str, n_levels: int) -> list[tuple[int, int]]:
+    """(hierarchy level index, position) of every holder of the array, outermost first,
+    ending with the datapath (n_levels, −1)."""
+    held = [(k + 1, p) for k, p in enumerate(blocking.positions(array)) if p is not None]
+    return held + [(n_levels, -1)]
+
+
+def transfers(layer: ConvLayer, blocking: Blocking, n_levels: int | None = None) -> \
+        tuple[Transfer, ...]:
+    """Every (array, boundary) transfer of the blocking, per array outermost boundary first.
+    n_levels: levels of the hierarchy (default: the blocking's on-chip levels + DRAM)."""
+    n_levels = blocking.on_chip_levels + 1 if n_levels is None else n_levels
+    if n_levels != blocking.on_chip_levels + 1:
+        raise WorkbenchError(f"blocking places buffers in {blocking.on_chip_levels} on-chip "
+                             f"levels; the hierarchy has {n_levels - 1}")
+    n = trip_counts(layer, blocking)
+    loops = blocking.loops
+    everything = set(range(len(loops)))
+    outputs = int(footprint(layer, loops, n, everything, "O"))
+    out = []
+    g = layer.groups
+    for array in ARRAYS:
+        distinct = int(footprint(layer, loops, n, everything, array)) * g
+        source = 0
+        for level, position in holders(blocking, array, n_levels):
+            inside = set(range(position + 1))
+            f = int(footprint(layer, loops, n, inside, array))
+            refills = prod(n[position + 1:])
+            moved = f * refills
+            final = outputs if array == "O" else 0
+            partial_reads = moved - outputs if array == "O" else 0
+            out.append(Transfer(array, level, source, position, f,
+                                int(buffer_size(layer, loops, n, position, array)),
+                                refills * g, moved * g, partial_reads * g, final * g, distinct))
+            source = level
+    return tuple(out)

@@ -1,0 +1,101 @@
+"""Literal execution of an N-level blocking: the ground truth of `blocking.transfers`.
+
+Walks every iteration of the full nested loop nest in order (all groups, outermost loop
+first), computes the element of I, W and O each iteration touches (padded input coordinates,
+blocks at full size), and for every holder of every array (each memory level holding it, then
+the datapath) splits time into that holder's refills: a refill lasts while the loops outside
+its buffering position stand still. Then, per holder:
+- moved: the distinct elements each refill touches, summed over refills (what it loads, for
+  O what it writes back);
+- O partial reads: refill-elements whose element was touched in an earlier refill (it was
+  written back before, so it is read back); final writes: each element's last refill;
+- live: within a refill an element is live from its first to its last use; the most
+  simultaneously live elements is the buffer the schedule needs.
+Small layers only (the iteration space is materialized): over MAX_ITERATIONS it refuses.
+For a grouped layer it runs one group and multiplies the per-layer counts by `groups`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.errors import WorkbenchError
+from workbench.hierarchy.blocking import ARRAYS, DIMS, Blocking, holders, trip_counts
+from workbench.layers.spec import ConvLayer
+
+MAX_ITERATIONS = 300_000
+
+
+def _iterations(layer: ConvLayer, blocking: Blocking) -> tuple[dict, list[int]]:
+    """Index of every loop at every iteration (time order), keyed by loop number."""
+    n = trip_counts(layer, blocking)
+    total = int(np.prod(n, dtype=np.int64))
+    if total > MAX_ITERATIONS:
+        raise WorkbenchError(f"the hierarchy executor runs at most {MAX_ITERATIONS} loop "
+                             f"iterations (small layers only); this blocking has {total}")
+    outer_first = list(reversed(range(len(n))))
+    grids = np.indices([n[j] for j in outer_first]).reshape(len(n), -1)
+    return {j: grids[i] for i, j in enumerate(outer_first)}, list(n)
+
+
+def _elements(layer: ConvLayer, blocking: Blocking, it: dict) -> dict[str, tuple]:
+    """(coordinates) of the I, W and O element of every iteration."""
+    coord = {}
+    for dim in DIMS + ("FX", "FY"):
+        value = np.zeros_like(it[0])
+        for j, (name, group) in enumerate(blocking.loops):
+            if name == dim:
+                step = blocking.tiles[group - 1][DIMS.index(dim)] if group else 1
+                value = value + it[j] * step
+        coord[dim] = value
+    iy = coord["Y"] * layer.Sy + coord["FY"]
+    ix = coord["X"] * layer.Sx + coord["FX"]
+    return {"I": (coord["N"], coord["C"], iy, ix),
+            "W": (coord["M"], coord["C"], coord["FY"], coord["FX"]),
+            "O": (coord["N"], coord["M"], coord["Y"], coord["X"])}
+
+
+def _key(columns) -> np.ndarray:
+    dims = [int(col.max()) + 1 for col in columns]
+    return np.ravel_multi_index(columns, dims)
+
+
+def _holder_counts(period: np.ndarray, element: np.ndarray) -> dict[str, int]:
+    """moved, partial reads, final writes and the largest live set of one holder."""
+    steps = len(element)
+    pair = period.astype(np.int64) * (int(element.max()) + 1) + element
+    uniq, first = np.unique(pair, return_index=True)
+    last = steps - 1 - np.unique(pair[::-1], return_index=True)[1]
+    elem_of_pair = uniq % (int(element.max()) + 1)
+    elems, elem_first = np.unique(element, return_index=True)
+    ever = elem_first[np.searchsorted(elems, elem_of_pair)]
+    events = np.zeros(steps + 1, dtype=np.int64)
+    np.add.at(events, first, 1)
+    np.add.at(events, last + 1, -1)
+    return {"moved": int(len(uniq)), "partial_reads": int(np.sum(ever < first)),
+            "final_writes": int(len(elems)), "live": int(np.cumsum(events).max()),
+            "distinct": int(len(elems))}
+
+
+def execute(layer: ConvLayer, blocking: Blocking) -> dict[tuple[str, int], dict[str, int]]:
+    """Per (array, holder level) — level indices as in `blocking.transfers`, the datapath
+    last — moved, partial_reads, final_writes (O; 0 for I and W), distinct (per layer) and
+    live (elements, one group)."""
+    it, n = _iterations(layer, blocking)
+    elements = _elements(layer, blocking, it)
+    steps = len(it[0])
+    n_levels = blocking.on_chip_levels + 1
+    result: dict[tuple[str, int], dict[str, int]] = {}
+    for array in ARRAYS:
+        element = _key(elements[array])
+        for level, position in holders(blocking, array, n_levels):
+            outside = [j for j in reversed(range(position + 1, len(n)))]
+            period = _key(tuple(it[j] for j in outside)) if outside else \
+                np.zeros(steps, dtype=np.int64)
+            counts = _holder_counts(period, element)
+            if array != "O":
+                counts["partial_reads"] = counts["final_writes"] = 0
+            for key in ("moved", "partial_reads", "final_writes", "distinct"):
+                counts[key] *= layer.groups
+            result[(array, level)] = counts
+    return result

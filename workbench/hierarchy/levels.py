@@ -1,0 +1,263 @@
+"""Memory hierarchies as data: levels from DRAM inwards (seed 001 §3.2, DESIGN "Memory
+hierarchies").
+
+A `Level` is one memory: a capacity in bytes, either shared by the three arrays or split into
+fixed I/W/O parts (DianNao's 2/32/2 KB input/kernel/output buffers); the width of one access in
+bits; the energy of one access of that width in pJ, or None to derive it from the capacity
+(a size-to-energy rule the caller passes in, e.g. seed 001 table 3); the bandwidth to the next
+level inwards in elements per cycle; and optionally the area in mm² per KB.
+
+A `Hierarchy` lists its levels outermost (DRAM) first; the last level is the closest to the
+datapath (registers). Only the outermost level may be unbounded (capacity None).
+`hierarchy_from_dict` reads a parsed YAML/JSON document; every rule it enforces is reported in
+one line naming the field path (`levels[2].capacity`) and the rule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.errors import SpecError
+
+ARRAYS = ("I", "W", "O")
+LEVEL_FIELDS = ("name", "capacity", "access_bits", "energy_pj", "bandwidth", "area_mm2_per_kb")
+HIERARCHY_FIELDS = ("name", "levels", "mac_energy_pj")
+
+# energy per access (pJ) of a memory of `size_bytes` accessed `width_bits` at a time
+SizeEnergy = Callable[[int, int], float]
+
+
+class HierarchyError(SpecError):
+    """An invalid memory hierarchy: the message names the field path and the rule."""
+
+
+def _number(value: Any, where: str, *, integer: bool = False, minimum: float = 0.0,
+            strict: bool = True) -> int | float:
+    """A finite number ≥ minimum (> minimum when strict), whole when `integer`."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise HierarchyError(f"{where}: must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise HierarchyError(f"{where}: must be finite, got {value!r}")
+    if integer and not float(value).is_integer():
+        raise HierarchyError(f"{where}: must be a whole number, got {value!r}")
+    if value < minimum or (strict and value == minimum):
+        rule = f"> {minimum:g}" if strict else f">= {minimum:g}"
+        raise HierarchyError(f"{where}: must be {rule}, got {value!r}")
+    return int(value) if integer else float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class SplitCapacity:
+    """Bytes reserved for each array (a part may be 0: that array never lives here)."""
+
+    I: int  # noqa: E741 (the array's name)
+    W: int
+    O: int  # noqa: E741
+
+    def __post_init__(self) -> None:
+        for array in ARRAYS:
+            object.__setattr__(self, array, _number(getattr(self, array), f"capacity.{array}",
+                                                    integer=True, strict=False))
+        if self.total == 0:
+            raise HierarchyError("capacity: a split capacity needs at least one part > 0")
+
+    @property
+    def total(self) -> int:
+        return self.I + self.W + self.O
+
+    def of(self, array: str) -> int:
+        return int(getattr(self, array))
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """One memory level. capacity_bytes: shared bytes, a SplitCapacity, or None (unbounded,
+    outermost level only); access_bits: width of one access; energy_pj: pJ per access of that
+    width (None: derived from the capacity); bandwidth_elems_per_cycle: elements per cycle to
+    the next level inwards (None: not limited); area_mm2_per_kb: optional."""
+
+    name: str
+    capacity_bytes: int | SplitCapacity | None
+    access_bits: int
+    energy_pj: float | None = None
+    bandwidth_elems_per_cycle: float | None = None
+    area_mm2_per_kb: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise HierarchyError(f"name: must be a non-empty string, got {self.name!r}")
+        try:
+            self._check_fields()
+        except HierarchyError as exc:
+            raise HierarchyError(f"level {self.name!r}: {exc}") from None
+
+    def _check_fields(self) -> None:
+        if self.capacity_bytes is not None and not isinstance(self.capacity_bytes,
+                                                              SplitCapacity):
+            object.__setattr__(self, "capacity_bytes",
+                               _number(self.capacity_bytes, "capacity", integer=True))
+        object.__setattr__(self, "access_bits", _number(self.access_bits, "access_bits",
+                                                        integer=True))
+        if self.energy_pj is not None:
+            object.__setattr__(self, "energy_pj", _number(self.energy_pj, "energy_pj",
+                                                          strict=False))
+        if self.bandwidth_elems_per_cycle is not None:
+            object.__setattr__(self, "bandwidth_elems_per_cycle",
+                               _number(self.bandwidth_elems_per_cycle, "bandwidth"))
+        if self.area_mm2_per_kb is not None:
+            object.__setattr__(self, "area_mm2_per_kb",
+                               _number(self.area_mm2_per_kb, "area_mm2_per_kb", strict=False))
+
+    @property
+    def total_bytes(self) -> float:
+        """All bytes of the level (math.inf when unbounded)."""
+        if self.capacity_bytes is None:
+            return math.inf
+        if isinstance(self.capacity_bytes, SplitCapacity):
+            return self.capacity_bytes.total
+        return self.capacity_bytes
+
+    def bytes_for(self, array: str) -> float:
+        """Bytes array `array` may use here: its part of a split, else the whole level."""
+        if isinstance(self.capacity_bytes, SplitCapacity):
+            return self.capacity_bytes.of(array)
+        return self.total_bytes
+
+    def access_pj(self, array: str, size_energy: SizeEnergy | None = None) -> float:
+        """pJ per access (of access_bits) to the memory holding `array`: energy_pj, or
+        size_energy(bytes of that memory, access_bits) when energy_pj is None (a split level is
+        three memories, each priced at its own size)."""
+        if self.energy_pj is not None:
+            return self.energy_pj
+        if size_energy is None:
+            raise HierarchyError(f"level {self.name!r}: energy_pj is null (derive from size) "
+                                 "but no size-to-energy rule was given")
+        size = self.bytes_for(array)
+        if not math.isfinite(size):
+            raise HierarchyError(f"level {self.name!r}: an unbounded level needs energy_pj")
+        return float(size_energy(int(size), self.access_bits))
+
+    @property
+    def area_mm2(self) -> float | None:
+        """Area of the level (None without area_mm2_per_kb or capacity)."""
+        if self.area_mm2_per_kb is None or not math.isfinite(self.total_bytes):
+            return None
+        return self.area_mm2_per_kb * self.total_bytes / 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Hierarchy:
+    """Memory levels outermost (DRAM) first, innermost (closest to the datapath) last;
+    mac_energy_pj: energy of one multiply-accumulate."""
+
+    levels: tuple[Level, ...]
+    name: str = "hierarchy"
+    mac_energy_pj: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "levels", tuple(self.levels))
+        check_levels(self.levels, "levels")
+        object.__setattr__(self, "mac_energy_pj",
+                           _number(self.mac_energy_pj, "mac_energy_pj", strict=False))
+
+    @property
+    def on_chip(self) -> tuple[Level, ...]:
+        """The levels below the outermost one, outermost first (where buffers are placed)."""
+        return self.levels[1:]
+
+    def __len__(self) -> int:
+        return len(self.levels)
+
+
+def check_levels(levels: tuple[Level, ...], where: str) -> None:
+    """Rules across levels: at least two, Level objects, unique names, only the outermost
+    unbounded, total capacities non-increasing inwards."""
+    if len(levels) < 2:
+        raise HierarchyError(f"{where}: needs at least 2 levels (DRAM and one on-chip), "
+                             f"got {len(levels)}")
+    for i, level in enumerate(levels):
+        if not isinstance(level, Level):
+            raise HierarchyError(f"{where}[{i}]: must be a Level, got {type(level).__name__}")
+    seen: set[str] = set()
+    for i, level in enumerate(levels):
+        if level.name in seen:
+            raise HierarchyError(f"{where}[{i}].name: level names must be unique, "
+                                 f"{level.name!r} repeats")
+        seen.add(level.name)
+        if i > 0 and level.capacity_bytes is None:
+            raise HierarchyError(f"{where}[{i}].capacity: only the outermost level may be "
+                                 "unbounded (null)")
+        if i > 0 and level.total_bytes > levels[i - 1].total_bytes:
+            raise HierarchyError(f"{where}[{i}].capacity: capacities must not increase inwards "
+                                 f"({level.total_bytes:g} B > {levels[i - 1].total_bytes:g} B "
+                                 f"of {levels[i - 1].name!r})")
+
+
+def _capacity(value: Any, where: str) -> int | SplitCapacity | None:
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        keys = set(value)
+        if keys != set(ARRAYS):
+            raise HierarchyError(f"{where}: a per-array capacity has exactly the keys I, W, O, "
+                                 f"got {sorted(map(str, keys))}")
+        parts = {a: _number(value[a], f"{where}.{a}", integer=True, strict=False)
+                 for a in ARRAYS}
+        if sum(parts.values()) == 0:
+            raise HierarchyError(f"{where}: a per-array capacity needs at least one part > 0")
+        return SplitCapacity(**parts)
+    return int(_number(value, where, integer=True))
+
+
+def _level(doc: Any, where: str) -> Level:
+    if not isinstance(doc, dict):
+        raise HierarchyError(f"{where}: must be a mapping of level fields, got {doc!r}")
+    unknown = sorted(set(map(str, doc)) - set(LEVEL_FIELDS))
+    if unknown:
+        raise HierarchyError(f"{where}: unknown field(s) {unknown}; fields: "
+                             + ", ".join(LEVEL_FIELDS))
+    for required in ("name", "access_bits"):
+        if required not in doc:
+            raise HierarchyError(f"{where}.{required}: missing (required)")
+    name = doc["name"]
+    if not isinstance(name, str) or not name.strip():
+        raise HierarchyError(f"{where}.name: must be a non-empty string, got {name!r}")
+    if "capacity" not in doc:
+        raise HierarchyError(f"{where}.capacity: missing (bytes, a mapping I/W/O, or null for "
+                             "an unbounded outermost level)")
+    opt = {key: None if doc.get(key) is None else
+           _number(doc[key], f"{where}.{key}", strict=key == "bandwidth")
+           for key in ("energy_pj", "bandwidth", "area_mm2_per_kb")}
+    return Level(name=name, capacity_bytes=_capacity(doc["capacity"], f"{where}.capacity"),
+                 access_bits=int(_number(doc["access_bits"], f"{where}.access_bits",
+                                         integer=True)),
+                 energy_pj=opt["energy_pj"], bandwidth_elems_per_cycle=opt["bandwidth"],
+                 area_mm2_per_kb=opt["area_mm2_per_kb"])
+
+
+def hierarchy_from_dict(doc: Any, origin: str) -> Hierarchy:
+    """A Hierarchy from a parsed document {name?, mac_energy_pj?, levels: [...]}, levels
+    outermost first, each {name, capacity, access_bits, energy_pj?, bandwidth?,
+    area_mm2_per_kb?}; `origin` (a file name) starts every error message."""
+    try:
+        if not isinstance(doc, dict):
+            raise HierarchyError(f"must be a mapping with a 'levels' list, got {doc!r}")
+        unknown = sorted(set(map(str, doc)) - set(HIERARCHY_FIELDS))
+        if unknown:
+            raise HierarchyError(f"unknown field(s) {unknown}; fields: "
+                                 + ", ".join(HIERARCHY_FIELDS))
+        raw = doc.get("levels")
+        if not isinstance(raw, list):
+            raise HierarchyError(f"levels: must be a list of levels (DRAM first), got {raw!r}")
+        levels = tuple(_level(item, f"levels[{i}]") for i, item in enumerate(raw))
+        check_levels(levels, "levels")
+        name = doc.get("name", "hierarchy")
+        if not isinstance(name, str) or not name.strip():
+            raise HierarchyError(f"name: must be a non-empty string, got {name!r}")
+        mac = _number(doc.get("mac_energy_pj", 0.0), "mac_energy_pj", strict=False)
+        return Hierarchy(levels=levels, name=name, mac_energy_pj=mac)
+    except HierarchyError as exc:
+        raise HierarchyError(f"{origin}: {exc}") from None
