@@ -33,7 +33,7 @@ from workbench.layers.spec import ConvLayer
 from workbench.memo import ByteLRU
 from workbench.perf import Contention, CountVector, layer_local_accesses, price
 from workbench.platforms import Platform
-from workbench.tiling.candidates import candidate_sets, shape_key
+from workbench.tiling.candidates import candidate_sets, cap_elems, shape_key
 from workbench.tiling.model import SCHEDULES, TILE_DIMS, counts_array
 from workbench.tiling.partition import SHARED, SPLITS, max_cores, shares
 
@@ -66,13 +66,13 @@ _ROWS_LIMIT = 2048
 
 
 def _rows_up_to(layer: ConvLayer, schedules: tuple[str, ...], kind: str,
-                cap: float) -> ShareRows:
-    """The candidate rows with footprint ≤ cap (elements), sorted by footprint."""
-    sets = candidate_sets([(layer, s) for s in schedules], kind=kind)
-    fits = [np.flatnonzero(cs.column("footprint_elems") <= cap) for cs in sets]
+                cap: int | None) -> ShareRows:
+    """The candidate rows with footprint ≤ cap (elements; None: all), sorted by footprint:
+    from the sets capped there (no tile above the cap is enumerated)."""
+    sets = candidate_sets([(layer, s) for s in schedules], kind=kind, cap=cap)
 
     def cat(name: str) -> np.ndarray:
-        return np.concatenate([cs.column(name)[f] for cs, f in zip(sets, fits, strict=True)])
+        return np.concatenate([cs.column(name) for cs in sets])
 
     acc = None
     if kind == "arrays":
@@ -80,8 +80,8 @@ def _rows_up_to(layer: ConvLayer, schedules: tuple[str, ...], kind: str,
         ext = acc.sum(axis=1)
     else:
         ext = cat("ext_accesses")
-    rows = ShareRows(np.concatenate([np.full(len(f), i) for i, f in enumerate(fits)]),
-                     np.concatenate([cs.tiles[f] for cs, f in zip(sets, fits, strict=True)]),
+    rows = ShareRows(np.concatenate([np.full(len(cs.tiles), i) for i, cs in enumerate(sets)]),
+                     np.concatenate([cs.tiles for cs in sets]),
                      acc, ext, cat("dma_transfers"), cat("n_tiles"), cat("footprint_elems"),
                      cat("tile_elems") * (layer.Kx * layer.Ky))
     return rows.take(np.argsort(rows.footprint, kind="stable"))
@@ -96,16 +96,19 @@ def share_rows(layer: ConvLayer, platform: Platform, schedules: Sequence[str] = 
                memory_bytes: float | None = None, kind: str | None = None) -> ShareRows:
     """Candidate rows of a (share) layer that fit one core's memory, in footprint order; kind
     "arrays" when an array's traffic is weighed apart (default: when the DMA broadcasts).
-    Cached per shape up to the largest memory asked so far: a smaller memory is a prefix."""
+    Cached per shape up to the largest memory asked so far: a smaller memory is a prefix.
+    The rows come from candidate sets capped at that memory (`tiling.candidates`): no tile
+    that cannot fit it is enumerated."""
     scale = platform.elem_bytes * (2 if platform.double_buffer else 1)
     limit = platform.local_mem_bytes if memory_bytes is None else memory_bytes
     if kind is None:
         kind = "arrays" if broadcasts(platform) else "cost"
-    cap = float(limit // scale)
+    cap_int = cap_elems(limit, scale)
+    cap = np.inf if cap_int is None else float(cap_int)
     key = (shape_key(layer), tuple(schedules), kind)
     rows = _ROWS.get(key)
     if rows is None or rows.cap < cap:
-        rows = dataclasses.replace(_rows_up_to(layer, tuple(schedules), kind, cap), cap=cap)
+        rows = dataclasses.replace(_rows_up_to(layer, tuple(schedules), kind, cap_int), cap=cap)
         _ROWS[key] = rows
         if len(_ROWS) > _ROWS_LIMIT:
             _ROWS.popitem(last=False)
@@ -343,7 +346,7 @@ def network_cores(layer_list: Sequence[ConvLayer], platform: Platform,
                   local_traffic: bool = True, progress: bool = False) -> pd.DataFrame:
     """`best_split` of every layer, in order (one row each)."""
     if progress:
-        prebuild(layer_list, platform, schedules, splits)
+        prebuild(layer_list, platform, schedules, splits, memory_bytes=memory_bytes)
     return pd.DataFrame([best_split(layer, platform, objective, schedules, splits,
                                     memory_bytes, local_traffic) for layer in layer_list]
                         ).reset_index(drop=True)
@@ -351,14 +354,18 @@ def network_cores(layer_list: Sequence[ConvLayer], platform: Platform,
 
 def prebuild(layer_list: Sequence[ConvLayer], platform: Platform,
              schedules: Sequence[str] = SCHEDULES, splits: Sequence[str] = SPLITS,
-             single_core_arrays: bool = False) -> None:
+             single_core_arrays: bool = False, memory_bytes: float | None = None) -> None:
     """Build the missing candidate sets of every share with a progress bar (stderr); with
-    `single_core_arrays` also the whole layers' "arrays" sets (fusion's kept variants)."""
+    `single_core_arrays` also the whole layers' "arrays" sets (fusion's kept variants). The
+    sets are capped at one core's memory (bytes; default the platform's): `share_rows` at
+    that size or below uses them."""
     kind = "arrays" if broadcasts(platform) else "cost"
+    limit = platform.local_mem_bytes if memory_bytes is None else memory_bytes
+    cap = cap_elems(limit, platform.elem_bytes * (2 if platform.double_buffer else 1))
     pairs = [(sh.layer, s) for layer in layer_list for split in splits
              for k in range(1, max_cores(layer, split, platform.cores) + 1)
              for sh in shares(layer, split, k) for s in schedules]
-    candidate_sets(pairs, progress=True, kind=kind)
+    candidate_sets(pairs, progress=True, kind=kind, cap=cap)
     if single_core_arrays:
         candidate_sets([(layer, s) for layer in layer_list for s in schedules],
-                       progress=True, kind="arrays")
+                       progress=True, kind="arrays", cap=cap)

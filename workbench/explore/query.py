@@ -22,7 +22,7 @@ from workbench.errors import WorkbenchError
 from workbench.layers.spec import ConvLayer
 from workbench.perf import CountVector, layer_local_accesses, price, rates, sized_platforms
 from workbench.platforms import Platform
-from workbench.tiling.candidates import candidate_sets
+from workbench.tiling.candidates import candidate_sets, cap_elems
 from workbench.tiling.model import SCHEDULES, TILE_DIMS, check_schedule, counts_array
 
 OBJECTIVES = ("cycles", "energy", "accesses", "edp")
@@ -73,13 +73,16 @@ class CandidateTable:
 
 @functools.lru_cache(maxsize=4)  # a VGG16 (batch 8) table holds ~180 MB
 def candidate_table(layer_list: tuple[ConvLayer, ...],
-                    schedules: tuple[str, ...] = SCHEDULES) -> CandidateTable:
-    """The candidate sets of every layer and schedule, concatenated (cached per argument)."""
+                    schedules: tuple[str, ...] = SCHEDULES,
+                    cap: int | None = None) -> CandidateTable:
+    """The candidate sets of every layer and schedule, concatenated (cached per argument);
+    with `cap`, only the rows with footprint ≤ cap elements (`tiling.candidates`: sets capped
+    there, exact for every memory whose cap is ≤ it)."""
     for schedule in schedules:
         check_schedule(schedule)
     tiles, counts, seg_layer, seg_schedule, grid = [], [], [], [], []
     pairs = [(layer, schedule) for layer in layer_list for schedule in schedules]
-    sets = iter(candidate_sets(pairs))
+    sets = iter(candidate_sets(pairs, cap=cap))
     for li, layer in enumerate(layer_list):
         for si, schedule in enumerate(schedules):
             cs = next(sets)
@@ -110,7 +113,16 @@ def _local(table: CandidateTable, platform: Platform, local_traffic: bool) -> np
 
 
 def _scale(platform: Platform) -> int:
+    """Bytes per footprint element: element bytes, ×2 when double-buffered."""
     return platform.elem_bytes * (2 if platform.double_buffer else 1)
+
+
+def table_cap(platforms: Sequence[Platform], memory_bytes: Sequence[float] | None) -> int | None:
+    """The footprint cap (elements) that serves every (platform, memory size) of a query: the
+    largest of their `cap_elems` (sizes default to each platform's own); None if one has none."""
+    caps = [cap_elems(size, _scale(p)) for p in platforms
+            for size in (memory_bytes if memory_bytes is not None else [p.local_mem_bytes])]
+    return None if not caps or None in caps else max(caps)
 
 
 def rank_columns(table: CandidateTable, platform: Platform, objective: str,
@@ -236,9 +248,11 @@ def best_mappings(layer_list: Sequence[ConvLayer], platforms: Platform | Sequenc
     plats = [platforms] if single else list(platforms)
     if not plats:
         raise WorkbenchError("best_mappings: no platform given")
+    cap = table_cap(plats, memory_bytes)  # tiles above the largest memory are never built
     if progress:  # build what is missing with a progress bar first (then all cached)
-        candidate_sets([(lay, s) for lay in layer_list for s in schedules], progress=True)
-    table = candidate_table(tuple(layer_list), tuple(schedules))
+        candidate_sets([(lay, s) for lay in layer_list for s in schedules], progress=True,
+                       cap=cap)
+    table = candidate_table(tuple(layer_list), tuple(schedules), cap)
     frames = []
     for pi, plat in enumerate(plats):
         sizes = list(memory_bytes) if memory_bytes is not None else [plat.local_mem_bytes]
@@ -273,8 +287,8 @@ def fitting_candidates(layer: ConvLayer, platform: Platform, schedules: Sequence
     and returned; df.attrs["fitting"] counts all that fit."""
     from workbench.explore.solutions import pareto_mask
 
-    table = candidate_table((layer,), tuple(schedules))
     limit = platform.local_mem_bytes if memory_bytes is None else memory_bytes
+    table = candidate_table((layer,), tuple(schedules), cap_elems(limit, _scale(platform)))
     rows = np.flatnonzero(table.footprint_elems * _scale(platform) <= limit)
     fitting = len(rows)
     if max_rows is not None and fitting > max_rows:

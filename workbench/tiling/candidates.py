@@ -53,33 +53,63 @@ shared array's traffic apart from the private arrays' (`perf.Contention`, a broa
 the bus once), and a fused layer drops its input or output traffic (`explore.fusion`): both
 are non-negative weightings of the per-array accesses, non-decreasing in this vector.
 
-Sets are cached in memory and on disk (`paths.cache_dir()`), keyed by the layer shape, the
-schedule, MODEL_VERSION and a hash of `tiling.model`'s source (MODEL_VERSION 2: TOc may span
-groups, dilation enters the shape); a file that does not match its
-key, its checksum, or the counts recomputed from its tiles is rebuilt, never used.
+Capped sets. A query at a known memory never uses a tile whose footprint F = Bin+Bw+Bout
+exceeds it, so `candidate_set(..., cap=C)` is the set restricted to F ≤ C elements, built
+without enumerating the tiles above C (`tiling.capped`: F is non-decreasing in every tile
+dimension, so each prefix that passes C is dropped with all its extensions). Exact: row a
+dominates row b (`dominance`) when a ≤ b in every column, and F is a column of the "cost" and
+"arrays" vectors and the sum of the columns Bin, Bw, Bout of the "traffic" vector, so a tile
+that dominates (or equals) a fitting tile fits too; hence the non-dominated tiles among the
+fitting ones are exactly the fitting tiles of the whole set, and since the capped enumeration
+visits the grid's fitting tiles in the grid's order, the tile kept for each vector (the first
+in that order) is the same: the capped set is the whole set filtered to F ≤ C, row for row,
+in the same (lexicographic) order, a prefix of "cost" and "arrays" sets (footprint first).
+The same subset of the spatial pre-reduction's pairs is used (the argument holds for any
+tile set). Callers turn bytes into a cap with `cap_elems` (÷ element bytes, ×2 buffers);
+a caller weighing buffers at several widths ("traffic") must cap at ⌊memory / narrowest
+width⌋. The up-front estimate of a capped request counts exactly the fitting tiles the capped
+enumeration prices (`capped.capped_size`) when that is quick, else the uncapped figure.
+
+Sets are cached in memory and on disk (`candidate_set` module: paths.cache_dir()), keyed by
+the layer shape, the schedule, MODEL_VERSION and a hash of `tiling.model`'s source
+(MODEL_VERSION 2: TOc may span groups, dilation enters the shape), a capped set also by its
+cap; a set held for cap C (or whole) serves every cap ≤ C by `CandidateSet.restrict`, and
+memory and disk keep the largest one built. A file that does not match its key, its
+checksum, its cap or the counts recomputed from its tiles is rebuilt, never used.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import inspect
-import json
 import math
 import os
-import tempfile
 import threading
-import zipfile
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from workbench.errors import SpecError
 from workbench.layers.spec import ConvLayer
 from workbench.memo import ByteLRU
-from workbench.paths import cache_dir
-from workbench.tiling import model
+from workbench.tiling.candidate_set import (  # noqa: F401  (re-exported: the public names)
+    ARRAYS_VECTOR,
+    MODEL_HASH,
+    MODEL_VERSION,
+    SHAPE_FIELDS,
+    TRAFFIC_VECTOR,
+    VECTOR,
+    VECTORS,
+    CandidateSet,
+    _checksum,
+    _disk_caps,
+    _file,
+    _load,
+    _on_disk,
+    _store,
+    cap_elems,
+    count_vectors,
+    shape_key,
+)
+from workbench.tiling.capped import capped_size, gen_capped_tiles
 from workbench.tiling.dominance import _keep_sorted, nondominated
 from workbench.tiling.model import (
     SCHEDULES,
@@ -87,23 +117,12 @@ from workbench.tiling.model import (
     check_schedule,
     counts_array,
     dims,
-    final_outputs,
     grid_size,
     n_tile_candidates,
     tile_candidates,
     toc_values,
-    valid_tiles,
 )
 
-MODEL_VERSION = 2  # bump when the candidate-set format or the dominance argument changes
-# tiling.model's source: a change to the count formulas invalidates every cached set
-MODEL_HASH = hashlib.sha256(inspect.getsource(model).encode()).hexdigest()
-VECTOR = ("footprint_elems", "ext_accesses", "dma_transfers", "n_tiles", "tile_elems")
-TRAFFIC_VECTOR = ("bin", "bw", "bout", "in_accesses", "w_accesses", "final_out", "psum_out")
-ARRAYS_VECTOR = ("footprint_elems", "in_accesses", "w_accesses", "out_accesses",
-                 "dma_transfers", "n_tiles", "tile_elems")
-VECTORS = {"cost": VECTOR, "traffic": TRAFFIC_VECTOR, "arrays": ARRAYS_VECTOR}
-SHAPE_FIELDS = ("Ox", "Oy", "Oc", "On", "Kx", "Ky", "Kc", "Sx", "Sy", "groups", "Dx", "Dy")
 CHUNK_ROWS = 1 << 19       # tiles priced and filtered at once (~100 MB of temporaries)
 MAX_SET_ROWS = 1 << 22     # rows one set may keep while it is built (~0.4 GB)
 MAX_REQUEST_TILES = 1 << 31  # tiles the missing sets of one request may enumerate (~1 h of a
@@ -112,51 +131,10 @@ SECONDS_PER_TILE = 2e-6      # core at about 2 µs a tile, measured on the 8192-
 # shapes make hundreds of small sets per network (a count limit made a sweep re-read them all
 # from disk for every case); one huge set still stays until the next one arrives
 _MEMORY = ByteLRU(512 * 2**20, lambda cs: cs.tiles.nbytes + cs.vectors.nbytes)
-# np.load parses .npy headers with ast.literal_eval, which CPython 3.11 does not make safe across
-# threads ("SystemError: AST constructor recursion depth mismatch", python/cpython#106905):
-# cache files are read one at a time (building sets stays parallel)
-_PARSE_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True, slots=True)
-class CandidateSet:
-    """The non-dominated tiles of one layer shape under one schedule, sorted by footprint.
-
-    tiles: (N, 5) int64 (TOx, TOy, TOc, TOn, TKc); vectors: int64, columns VECTORS[kind];
-    grid_size: tiles in the full reduced enumeration (`tiling.gen_tiles`)."""
-
-    shape: tuple[int, ...]
-    schedule: str
-    tiles: np.ndarray
-    vectors: np.ndarray
-    grid_size: int
-    kind: str = "cost"
-
-    def column(self, name: str) -> np.ndarray:
-        return self.vectors[:, VECTORS[self.kind].index(name)]
-
-
-def shape_key(layer: ConvLayer) -> tuple[int, ...]:
-    """The layer fields the counts depend on (names and padding do not enter them)."""
-    dims(layer)  # only tiled layers have candidate sets
-    return tuple(int(getattr(layer, f)) for f in SHAPE_FIELDS)
-
-
-def count_vectors(layer: ConvLayer, tiles: np.ndarray, schedule: str,
-                  kind: str = "cost") -> np.ndarray:
-    """Count vectors of tiles under a schedule, columns VECTORS[kind]."""
-    c = counts_array(layer, tiles, schedule)
-    if kind == "traffic":
-        final = final_outputs(layer, tiles)
-        return np.column_stack([c["bin"], c["bw"], c["bout"], c["in_accesses"],
-                                c["w_accesses"], final, c["out_accesses"] - final])
-    if kind == "arrays":
-        return np.column_stack([c["bin"] + c["bw"] + c["bout"], c["in_accesses"],
-                                c["w_accesses"], c["out_accesses"], c["dma_transfers"],
-                                c["n_tiles"], tiles.prod(axis=1)])
-    return np.column_stack([c["bin"] + c["bw"] + c["bout"],
-                            c["in_accesses"] + c["w_accesses"] + c["out_accesses"],
-                            c["dma_transfers"], c["n_tiles"], tiles.prod(axis=1)])
+# keyed (shape, schedule, kind, cap); the caps held per (shape, schedule, kind) (None: whole),
+# an index that may name sets the LRU has since dropped
+_HELD: dict[tuple, set] = {}
+_HELD_LOCK = threading.Lock()
 
 
 def _spatial_pairs(layer: ConvLayer, schedule: str) -> np.ndarray:
@@ -174,19 +152,27 @@ def _spatial_pairs(layer: ConvLayer, schedule: str) -> np.ndarray:
     return np.column_stack([tx[keep], ty[keep]])
 
 
-def enumerated_tiles(layer: ConvLayer, schedule: str) -> int:
-    """Tiles `build` prices: the spatial pairs left by the pre-reduction (all pairs when there
-    are over 2^22) × the (TOc, TOn, TKc) values."""
+def enumerated_tiles(layer: ConvLayer, schedule: str, cap: int | None = None) -> int:
+    """Tiles `build` prices (an upper bound): uncapped, the spatial pairs left by the
+    pre-reduction (all pairs when there are over 2^22) × the (TOc, TOn, TKc) values; capped,
+    the fitting tiles the capped enumeration visits (`capped.capped_size`, exact) when they
+    can be counted quickly, else that uncapped figure."""
     ox, oy = dims(layer)[:2]
     all_pairs = n_tile_candidates(ox) * n_tile_candidates(oy)
-    pairs = len(_spatial_pairs(layer, schedule)) if all_pairs <= 1 << 22 else all_pairs
-    return pairs * (grid_size(layer) // all_pairs)
+    if all_pairs > 1 << 22:
+        return grid_size(layer)
+    pairs = _spatial_pairs(layer, schedule)
+    full = len(pairs) * (grid_size(layer) // all_pairs)
+    if cap is None:
+        return full
+    size = capped_size(layer, pairs, cap)
+    return full if size is None else min(size, full)
 
 
-def check_request(missing: list[tuple[ConvLayer, str]]) -> None:
-    """Refuse up front (one line, with the estimate) building sets whose enumeration together
-    exceeds MAX_REQUEST_TILES."""
-    sizes = [(enumerated_tiles(layer, schedule), layer.name) for layer, schedule in missing]
+def check_request(missing: list[tuple[ConvLayer, str]], cap: int | None = None) -> None:
+    """Refuse up front (one line, with the estimate) building sets (capped at `cap` elements)
+    whose enumeration together exceeds MAX_REQUEST_TILES."""
+    sizes = [(enumerated_tiles(layer, schedule, cap), layer.name) for layer, schedule in missing]
     total = sum(size for size, _ in sizes)
     if total > MAX_REQUEST_TILES:
         largest = max(sizes)[1]
@@ -221,18 +207,24 @@ def _check_rows(layer: ConvLayer, rows: int) -> None:
                         "built; refused to bound memory")
 
 
-def build(layer: ConvLayer, schedule: str, kind: str = "cost") -> CandidateSet:
+def build(layer: ConvLayer, schedule: str, kind: str = "cost",
+          cap: int | None = None) -> CandidateSet:
     """Enumerate and filter (no cache): the exact candidate set of the module docstring,
-    streamed in chunks of CHUNK_ROWS tiles."""
+    streamed in chunks of CHUNK_ROWS tiles; with `cap`, of the tiles with footprint ≤ cap
+    elements only (the others are never enumerated: "Capped sets")."""
     check_schedule(schedule)
     check_grid(layer)
     _, _, _, on, kc = dims(layer)
-    axes = [_spatial_pairs(layer, schedule), toc_values(layer)[:, None],
-            tile_candidates(on)[:, None], tile_candidates(kc)[:, None]]
+    pairs = _spatial_pairs(layer, schedule)
+    if cap is None:
+        chunks = _gen_grid([pairs, toc_values(layer)[:, None], tile_candidates(on)[:, None],
+                            tile_candidates(kc)[:, None]], CHUNK_ROWS)
+    else:
+        chunks = gen_capped_tiles(layer, pairs, cap, CHUNK_ROWS)
     tiles = np.zeros((0, 5), dtype=np.int64)
     vectors = np.zeros((0, len(VECTORS[kind])), dtype=np.int64)
     clean = 0  # rows after the last clean-up
-    for chunk in _gen_grid(axes, CHUNK_ROWS):
+    for chunk in chunks:
         v = count_vectors(layer, chunk, schedule, kind)
         keep = _covered_by_earlier(np.concatenate([vectors, v]))[len(vectors):]
         tiles, vectors = np.concatenate([tiles, chunk[keep]]), np.concatenate([vectors, v[keep]])
@@ -242,88 +234,75 @@ def build(layer: ConvLayer, schedule: str, kind: str = "cost") -> CandidateSet:
             _check_rows(layer, clean)
     keep = nondominated(vectors)
     return CandidateSet(shape_key(layer), schedule, tiles[keep], vectors[keep],
-                        grid_size(layer), kind)
+                        grid_size(layer), kind, cap)
 
 
-def _checksum(meta: dict, tiles: np.ndarray, vectors: np.ndarray) -> str:
-    """SHA-256 over the key fields and both arrays (guards against damage, not forgery)."""
-    head = repr((meta.get("version"), meta.get("model"), meta.get("shape"),
-                 meta.get("schedule"), meta.get("kind"), meta.get("grid_size"))).encode()
-    return hashlib.sha256(head + tiles.tobytes() + vectors.tobytes()).hexdigest()
-
-
-def _file(key: tuple[int, ...], schedule: str, kind: str) -> Path:
-    name = hashlib.sha256(repr((key, schedule, kind)).encode()).hexdigest()[:24]
-    folder = cache_dir() / f"candidates-v{MODEL_VERSION}-{MODEL_HASH[:12]}"
-    return folder / f"{kind}-{schedule}-{name}.npz"
-
-
-def _load(path: Path, layer: ConvLayer, schedule: str, kind: str) -> CandidateSet | None:
-    """The cached set at `path` if it is whole, current and consistent; else None."""
-    try:
-        with _PARSE_LOCK, np.load(path, allow_pickle=False) as f:
-            meta = json.loads(str(f["meta"]))
-            tiles, vectors = f["tiles"], f["vectors"]
-    except (OSError, ValueError, KeyError, EOFError, TypeError, zipfile.BadZipFile):
-        return None
+def _fetch(layer: ConvLayer, schedule: str, kind: str, cap: int | None,
+           use_disk: bool) -> CandidateSet:
+    """A set covering `cap`: from disk (the smallest file that covers it), else built and
+    stored (capped files it makes redundant are removed)."""
     key = shape_key(layer)
-    ok = (meta.get("version") == MODEL_VERSION and meta.get("model") == MODEL_HASH
-          and tuple(meta.get("shape", ())) == key
-          and meta.get("schedule") == schedule and meta.get("kind") == kind
-          and tiles.dtype == vectors.dtype == np.int64
-          and tiles.ndim == vectors.ndim == 2 and tiles.shape == (len(vectors), 5)
-          and vectors.shape[1] == len(VECTORS[kind]) and len(tiles) > 0
-          and meta.get("checksum") == _checksum(meta, tiles, vectors))
-    if not ok or not valid_tiles(layer, tiles).all():
-        return None
-    if not np.array_equal(count_vectors(layer, tiles, schedule, kind), vectors):
-        return None
-    return CandidateSet(key, schedule, tiles, vectors, int(meta["grid_size"]), kind)
-
-
-def _store(path: Path, cs: CandidateSet) -> None:
-    """Write atomically (a temporary file renamed into place); an unwritable cache is skipped."""
-    meta = {"version": MODEL_VERSION, "model": MODEL_HASH, "shape": list(cs.shape),
-            "schedule": cs.schedule, "kind": cs.kind, "grid_size": cs.grid_size}
-    meta["checksum"] = _checksum(meta, cs.tiles, cs.vectors)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as out:
-            np.savez(out, meta=json.dumps(meta), tiles=cs.tiles, vectors=cs.vectors)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except (OSError, UnboundLocalError):
-            pass
+    if use_disk:
+        for have in _disk_caps(key, schedule, kind):
+            if have is None or (cap is not None and cap <= have):
+                cs = _load(_file(key, schedule, kind, have), layer, schedule, kind, have)
+                if cs is not None:
+                    return cs
+    cs = build(layer, schedule, kind, cap)
+    if use_disk:
+        _store(_file(key, schedule, kind, cap), cs)
+        for have in _disk_caps(key, schedule, kind):
+            if have is not None and (cap is None or have < cap):
+                try:
+                    _file(key, schedule, kind, have).unlink()
+                except OSError:
+                    pass
+    return cs
 
 
 def candidate_set(layer: ConvLayer, schedule: str, kind: str = "cost",
-                  use_disk: bool = True) -> CandidateSet:
-    """The layer's candidate set of a kind ("cost", "traffic", "arrays") under a schedule: from
-    memory, else disk, else built. Thread-safe; the filter runs without the GIL, so threads
-    build sets in parallel."""
+                  use_disk: bool = True, cap: int | None = None) -> CandidateSet:
+    """The layer's candidate set of a kind ("cost", "traffic", "arrays") under a schedule,
+    restricted to footprint ≤ cap elements (None: whole; see "Capped sets"): from memory,
+    else disk, else built. A set held for a larger cap (or whole) serves a smaller one.
+    Thread-safe; the filter runs without the GIL, so threads build sets in parallel."""
     check_schedule(schedule)
     if kind not in VECTORS:
         raise ValueError(f"candidate-set kind must be one of {sorted(VECTORS)}, got {kind!r}")
-    mem_key = (shape_key(layer), schedule, kind)
-    cs = _MEMORY.get(mem_key)
-    if cs is not None:
-        return cs
-    path = _file(*mem_key)
-    cs = _load(path, layer, schedule, kind) if use_disk else None
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | np.integer)
+                            or cap < 0):
+        raise ValueError(f"candidate-set cap must be a non-negative integer, got {cap!r}")
+    cap = None if cap is None else int(cap)
+    key = (shape_key(layer), schedule, kind)
+    cs = _from_memory(key, cap)
     if cs is None:
-        cs = build(layer, schedule, kind)
-        if use_disk:
-            _store(path, cs)
-    return _MEMORY.put(mem_key, cs)
+        cs = _fetch(layer, schedule, kind, cap, use_disk)
+        with _HELD_LOCK:
+            _HELD.setdefault(key, set()).add(cs.cap)
+        cs = _MEMORY.put((*key, cs.cap), cs)
+    return cs.restrict(cap)
+
+
+def _from_memory(key: tuple, cap: int | None) -> CandidateSet | None:
+    """The smallest set in memory that covers `cap` (the whole set last), or None."""
+    with _HELD_LOCK:
+        caps = sorted(_HELD.get(key, ()), key=lambda c: (c is None, c or 0))
+    for have in caps:
+        if have is None or (cap is not None and cap <= have):
+            cs = _MEMORY.get((*key, have))
+            if cs is not None:
+                return cs
+            with _HELD_LOCK:  # dropped by the LRU
+                _HELD.get(key, set()).discard(have)
+    return None
 
 
 def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
-                   progress: bool = False, kind: str = "cost") -> list:
-    """`candidate_set` of many (layer, schedule) pairs, missing ones built once per shape by
-    `jobs` threads (default: one per core); `progress` shows a bar (stderr) while building."""
+                   progress: bool = False, kind: str = "cost",
+                   cap: int | None = None) -> list:
+    """`candidate_set` of many (layer, schedule) pairs (capped at `cap` elements), missing
+    ones built once per shape by `jobs` threads (default: one per core); `progress` shows a
+    bar (stderr) while building."""
     from tqdm import tqdm
 
     jobs = jobs or os.cpu_count() or 1
@@ -334,25 +313,29 @@ def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
     def size(key: tuple) -> int:  # largest first keeps both threads busy to the end
         return -grid_size(unique[key][0])
 
+    def held(key: tuple) -> bool:  # in memory or on disk
+        return (_from_memory((*key, kind), cap) is not None
+                or _on_disk(key[0], key[1], kind, cap))
+
+    def get(key: tuple) -> CandidateSet:
+        return candidate_set(*unique[key], kind=kind, cap=cap)
+
     order = sorted(unique, key=size)
-    todo = [unique[key] for key in order  # neither in memory nor on disk
-            if _MEMORY.get((key[0], key[1], kind)) is None
-            and not _file(key[0], key[1], kind).exists()]
-    check_request(todo)
+    todo = [unique[key] for key in order if not held(key)]
+    check_request(todo, cap)
     missing = len(todo)
     bar = tqdm(total=len(order), unit="set", desc="candidate sets",
                disable=not progress or missing == 0)
     done = {}
     if jobs == 1 or len(order) < 2 or missing == 0:  # all in memory or on disk: no threads
         for key in order:
-            done[key] = candidate_set(*unique[key], kind=kind)
+            done[key] = get(key)
             bar.update()
     else:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            built = pool.map(lambda k: candidate_set(*unique[k], kind=kind), order)
-            for key, cs in zip(order, built, strict=True):
+            for key, cs in zip(order, pool.map(get, order), strict=True):
                 done[key] = cs
                 bar.update()
     bar.close()
@@ -362,6 +345,8 @@ def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
 def clear_memory_cache() -> None:
     """Forget the in-memory sets (the disk cache stays)."""
     _MEMORY.clear()
+    with _HELD_LOCK:
+        _HELD.clear()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -370,13 +355,12 @@ def local_accesses(layer: ConvLayer, register_file_bytes: int, elem_bytes: int) 
     with the register file as the small memory, minimized over schedules and register tiles
     (seed 000 §5.4). Exact: the least accesses of a fitting tile is attained in each
     schedule's candidate set (tiling.candidates)."""
-    limit = register_file_bytes // elem_bytes
+    limit = int(register_file_bytes // elem_bytes)
     best = None
-    for schedule in SCHEDULES:
-        cs = candidate_set(layer, schedule)
-        fits = cs.column("footprint_elems") <= limit
-        if fits.any():
-            low = int(cs.column("ext_accesses")[fits].min())
+    for schedule in SCHEDULES:  # sets capped at the register file: only tiles that fit
+        cs = candidate_set(layer, schedule, cap=limit)
+        if len(cs.tiles):
+            low = int(cs.column("ext_accesses").min())
             best = low if best is None else min(best, low)
     if best is None:  # not even a 1x1x1x1x1 tile fits the register file: every operand streams
         c = counts_array(layer, np.ones((1, 5), dtype=np.int64), "intra")

@@ -1,0 +1,204 @@
+"""`CandidateSet`: one layer shape's candidate set under one schedule, its count vectors, and
+its disk cache files (the argument for the sets is in `tiling.candidates`).
+
+Files live in `paths.cache_dir()`, one folder per MODEL_VERSION and hash of `tiling.model`'s
+source. A whole set is `{kind}-{schedule}-{hash of the shape}.npz` (the name and checksum of
+before caps: such files stay valid); a set capped at C elements of footprint adds `-capC` and
+records `cap` in its meta data (and checksum). A file that does not match its key, its
+checksum, its cap or the counts recomputed from its tiles is never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import math
+import os
+import tempfile
+import threading
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from workbench.layers.spec import ConvLayer
+from workbench.paths import cache_dir
+from workbench.tiling import model
+from workbench.tiling.model import counts_array, dims, final_outputs, valid_tiles
+
+MODEL_VERSION = 2  # bump when the candidate-set format or the dominance argument changes
+# tiling.model's source: a change to the count formulas invalidates every cached set
+MODEL_HASH = hashlib.sha256(inspect.getsource(model).encode()).hexdigest()
+VECTOR = ("footprint_elems", "ext_accesses", "dma_transfers", "n_tiles", "tile_elems")
+TRAFFIC_VECTOR = ("bin", "bw", "bout", "in_accesses", "w_accesses", "final_out", "psum_out")
+ARRAYS_VECTOR = ("footprint_elems", "in_accesses", "w_accesses", "out_accesses",
+                 "dma_transfers", "n_tiles", "tile_elems")
+VECTORS = {"cost": VECTOR, "traffic": TRAFFIC_VECTOR, "arrays": ARRAYS_VECTOR}
+SHAPE_FIELDS = ("Ox", "Oy", "Oc", "On", "Kx", "Ky", "Kc", "Sx", "Sy", "groups", "Dx", "Dy")
+# np.load parses .npy headers with ast.literal_eval, which CPython 3.11 does not make safe across
+# threads ("SystemError: AST constructor recursion depth mismatch", python/cpython#106905):
+# cache files are read one at a time (building sets stays parallel)
+_PARSE_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateSet:
+    """The non-dominated tiles of one layer shape under one schedule, sorted by footprint.
+
+    tiles: (N, 5) int64 (TOx, TOy, TOc, TOn, TKc); vectors: int64, columns VECTORS[kind];
+    grid_size: tiles in the full reduced enumeration (`tiling.gen_tiles`); cap: None for the
+    whole set, else the largest footprint (elements) it was built for (the set restricted to
+    footprint ≤ cap, see "Capped sets")."""
+
+    shape: tuple[int, ...]
+    schedule: str
+    tiles: np.ndarray
+    vectors: np.ndarray
+    grid_size: int
+    kind: str = "cost"
+    cap: int | None = None
+
+    def column(self, name: str) -> np.ndarray:
+        if name == "footprint_elems" and self.kind == "traffic":
+            return self.vectors[:, :3].sum(axis=1)  # Bin + Bw + Bout
+        return self.vectors[:, VECTORS[self.kind].index(name)]
+
+    def covers(self, cap: int | None) -> bool:
+        """Whether this set holds every candidate with footprint ≤ cap (None: all)."""
+        return self.cap is None or (cap is not None and cap <= self.cap)
+
+    def restrict(self, cap: int | None) -> CandidateSet:
+        """This set restricted to footprint ≤ cap elements (a set that covers the cap): the
+        set capped at `cap`, row for row (a prefix of "cost" and "arrays" sets, which are
+        sorted by footprint; a subsequence of "traffic" sets)."""
+        if not self.covers(cap):
+            raise ValueError(f"a set capped at {self.cap} cannot serve cap {cap}")
+        if cap is None or cap == self.cap:
+            return self
+        fp = self.column("footprint_elems")
+        if self.kind == "traffic":
+            keep = np.flatnonzero(fp <= cap)
+        else:
+            keep = slice(0, int(np.searchsorted(fp, cap, side="right")))
+        return CandidateSet(self.shape, self.schedule, self.tiles[keep], self.vectors[keep],
+                            self.grid_size, self.kind, cap)
+
+
+def cap_elems(memory_bytes: float | None, bytes_per_elem: int) -> int | None:
+    """The footprint cap (elements) of a memory size (bytes) at `bytes_per_elem` bytes per
+    footprint element (element bytes, ×2 when double-buffered): ⌊memory / bytes⌋, None (no
+    cap) for no or an infinite memory."""
+    if memory_bytes is None or not math.isfinite(memory_bytes):
+        return None
+    return max(int(memory_bytes // bytes_per_elem), 0)
+
+
+def shape_key(layer: ConvLayer) -> tuple[int, ...]:
+    """The layer fields the counts depend on (names and padding do not enter them)."""
+    dims(layer)  # only tiled layers have candidate sets
+    return tuple(int(getattr(layer, f)) for f in SHAPE_FIELDS)
+
+
+def count_vectors(layer: ConvLayer, tiles: np.ndarray, schedule: str,
+                  kind: str = "cost") -> np.ndarray:
+    """Count vectors of tiles under a schedule, columns VECTORS[kind]."""
+    c = counts_array(layer, tiles, schedule)
+    if kind == "traffic":
+        final = final_outputs(layer, tiles)
+        return np.column_stack([c["bin"], c["bw"], c["bout"], c["in_accesses"],
+                                c["w_accesses"], final, c["out_accesses"] - final])
+    if kind == "arrays":
+        return np.column_stack([c["bin"] + c["bw"] + c["bout"], c["in_accesses"],
+                                c["w_accesses"], c["out_accesses"], c["dma_transfers"],
+                                c["n_tiles"], tiles.prod(axis=1)])
+    return np.column_stack([c["bin"] + c["bw"] + c["bout"],
+                            c["in_accesses"] + c["w_accesses"] + c["out_accesses"],
+                            c["dma_transfers"], c["n_tiles"], tiles.prod(axis=1)])
+
+def _checksum(meta: dict, tiles: np.ndarray, vectors: np.ndarray) -> str:
+    """SHA-256 over the key fields and both arrays (guards against damage, not forgery)."""
+    head = repr((meta.get("version"), meta.get("model"), meta.get("shape"),
+                 meta.get("schedule"), meta.get("kind"), meta.get("grid_size"))).encode()
+    if meta.get("cap") is not None:  # whole sets keep the checksum of before caps
+        head += repr(("cap", meta["cap"])).encode()
+    return hashlib.sha256(head + tiles.tobytes() + vectors.tobytes()).hexdigest()
+
+
+def _file(key: tuple[int, ...], schedule: str, kind: str, cap: int | None = None) -> Path:
+    """Cache file of a set: the whole set's name as before caps, a capped one's `-capN`."""
+    name = hashlib.sha256(repr((key, schedule, kind)).encode()).hexdigest()[:24]
+    folder = cache_dir() / f"candidates-v{MODEL_VERSION}-{MODEL_HASH[:12]}"
+    return folder / f"{kind}-{schedule}-{name}{'' if cap is None else f'-cap{cap}'}.npz"
+
+
+def _disk_caps(key: tuple[int, ...], schedule: str, kind: str) -> list[int | None]:
+    """Caps of the files on disk for a set, the best first: the smallest capped ones, then
+    the whole set (None)."""
+    whole = _file(key, schedule, kind)
+    caps: list[int | None] = []
+    try:
+        for path in whole.parent.glob(whole.stem + "-cap*.npz"):
+            tail = path.stem[len(whole.stem) + 4:]
+            if tail.isdigit():
+                caps.append(int(tail))
+    except OSError:
+        pass
+    return [*sorted(caps), *([None] if whole.exists() else [])]
+
+
+def _on_disk(key: tuple[int, ...], schedule: str, kind: str, cap: int | None) -> bool:
+    """Whether a file on disk may serve the set capped at `cap` (None: the whole set)."""
+    return any(c is None or (cap is not None and cap <= c)
+               for c in _disk_caps(key, schedule, kind))
+
+
+def _load(path: Path, layer: ConvLayer, schedule: str, kind: str,
+          cap: int | None = None) -> CandidateSet | None:
+    """The cached set (capped at `cap`) at `path` if it is whole, current and consistent."""
+    try:
+        with _PARSE_LOCK, np.load(path, allow_pickle=False) as f:
+            meta = json.loads(str(f["meta"]))
+            tiles, vectors = f["tiles"], f["vectors"]
+    except (OSError, ValueError, KeyError, EOFError, TypeError, zipfile.BadZipFile):
+        return None
+    key = shape_key(layer)
+    ok = (meta.get("version") == MODEL_VERSION and meta.get("model") == MODEL_HASH
+          and tuple(meta.get("shape", ())) == key
+          and meta.get("schedule") == schedule and meta.get("kind") == kind
+          and meta.get("cap") == cap
+          and tiles.dtype == vectors.dtype == np.int64
+          and tiles.ndim == vectors.ndim == 2 and tiles.shape == (len(vectors), 5)
+          and vectors.shape[1] == len(VECTORS[kind]) and (len(tiles) > 0 or cap is not None)
+          and meta.get("checksum") == _checksum(meta, tiles, vectors))
+    if not ok or not valid_tiles(layer, tiles).all():
+        return None
+    if not np.array_equal(count_vectors(layer, tiles, schedule, kind), vectors):
+        return None
+    cs = CandidateSet(key, schedule, tiles, vectors, int(meta["grid_size"]), kind, cap)
+    if cap is not None and (cs.column("footprint_elems") > cap).any():
+        return None
+    return cs
+
+
+def _store(path: Path, cs: CandidateSet) -> None:
+    """Write atomically (a temporary file renamed into place); an unwritable cache is skipped."""
+    meta = {"version": MODEL_VERSION, "model": MODEL_HASH, "shape": list(cs.shape),
+            "schedule": cs.schedule, "kind": cs.kind, "grid_size": cs.grid_size}
+    if cs.cap is not None:
+        meta["cap"] = cs.cap
+    meta["checksum"] = _checksum(meta, cs.tiles, cs.vectors)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as out:
+            np.savez(out, meta=json.dumps(meta), tiles=cs.tiles, vectors=cs.vectors)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except (OSError, UnboundLocalError):
+            pass
+
+
