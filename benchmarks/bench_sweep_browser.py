@@ -9,7 +9,7 @@ Then, driven in Python as a notebook user would:
 2. metric changes (x, y, colour menus, 30 steps),
 and for each the wall time of the whole callback (mask, Pareto front, thinning, source
 update) in ms, median and max, and the number of points sent to bokeh (front + thinned).
-3. The static page for the same 100,000 cases (`viz.sweep_page.sweep_view`): build time and
+3. The static page for the same 100,000 cases (`report.sweep_page.sweep_view`): build time and
    HTML size (it holds every case; its JavaScript does the same reduction in the browser).
 Run: .venv/bin/python benchmarks/bench_sweep_browser.py (about half a minute)
 """
@@ -75,7 +75,7 @@ def report(name: str, runs: list[tuple[float, int]]) -> None:
 
 def main() -> None:
     from workbench import ui
-    from workbench.viz import sweep_page
+    from workbench.report import sweep_page
 
     frame = synthetic_frame()
     start = time.perf_counter()

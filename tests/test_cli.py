@@ -93,9 +93,10 @@ def test_simd_mapping_report_and_errors() -> None:
     rows = json.loads(out.stdout)["rows"]
     assert [r["layer"] for r in rows] == ["conv1", "conv2", "fc3", "fc4"]
     for r in rows:
-        parts = ("model_transfers", "redundant_loads_stores", "spilling", "unaligned_loads",
-                 "other")
-        assert sum(r[p] for p in parts) == r["total"]
+        parts = ("input_loads", "unaligned_loads", "weight_loads", "output_stores",
+                 "redundant_psums", "spills")
+        assert sum(r[p] for p in parts) == r["total"] and "other" not in r
+        assert r["cycles_issue"] + r["cycles_fill"] + r["cycles_loop"] == r["compute_cycles"]
     out = run("simd", "lenet5", "--layer", "conv1", "--tile", "28", "28", "32", "1", "1",
               "--vector-dim", "ox", "--json")
     assert json.loads(out.stdout)["rows"][0]["lane_utilization"] == 28 / 32
@@ -178,7 +179,7 @@ def test_explore_cores_and_fusion_options() -> None:
     for args, message in [(("--fuse", "conv1=maybe"), "fusion mode of layer 'conv1' must be"),
                           (("--fuse", "conv1"), "--fuse 'conv1': expected LAYER=MODE"),
                           (("--fuse", "prob=force"), "'prob': fusion forced, but it is the last"),
-                          (("--cores", "0"), "cores must be positive")]:
+                          (("--cores", "0"), "argument --cores: must be a positive integer")]:
         bad = run("explore", "cifar10_quick", *args)
         assert bad.returncode != 0 and message in bad.stderr, (args, bad.stderr)
         assert len(bad.stderr.strip().splitlines()) == 1
@@ -193,7 +194,8 @@ def test_report_refuses_unknown_parameter_keys_and_unwritable_paths(tmp_path: Pa
     assert out.returncode != 0 and "unknown; parameters: batch" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and not marker.exists()
     bad = run("explore", "lenet5", "--csv", str(tmp_path / "missing" / "x.csv"))
-    assert bad.returncode == 2 and "cannot write or read" in bad.stderr
+    assert bad.returncode == 2 and "argument --csv: directory" in bad.stderr
+    assert "does not exist" in bad.stderr
     assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
@@ -202,7 +204,7 @@ def test_kernel_log_stays_out_of_the_callers_stderr(tmp_path: Path, capfd) -> No
     a loaded machine shuts it down slowly) goes to its private log, not to the caller."""
     import nbformat
 
-    from workbench.notebook_report import execute
+    from workbench.report.notebook import execute
 
     nb = nbformat.v4.new_notebook(metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},

@@ -1,18 +1,16 @@
-"""Fuzzed importers: mutated ONNX and prototxt files (from the shipped corpus and hand-written
-models) load correctly or fail with a one-line WorkbenchError; never another exception, never
-a hang.
-
-Each batch of files is loaded in one worker subprocess (address space capped at 6 GiB), every
-file under a 10 s alarm, the whole batch under a subprocess timeout; the worker reports one
-JSON line per file.
+"""Fuzzed importers: mutated ONNX files (the shipped corpus data/onnx and a hand-written model)
+and prototxt files (generated deploy files: no prototxt ships), drawn by hypothesis strategies,
+load correctly or fail with a one-line WorkbenchError within 10 s; never another exception,
+never a hang (`test_fuzz_harness`: a worker subprocess, address space capped at 6 GiB). `make
+fuzz` runs 2,000+ files per format and prints the counts.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import random
-import subprocess
-import sys
+import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -20,69 +18,15 @@ import onnx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from model_files import ALEXNET, ALEXNET_NAMES, LENET5, LENET5_NAMES, write_prototxt
 from onnx import TensorProto, helper, numpy_helper
+from test_fuzz_harness import check, fuzz_count, generate
 
 from workbench import layers
 from workbench.layers.stream_spec import AffineLayer
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data" / "onnx"
-PER_FILE_S = 10
-
-WORKER = r"""
-import json, resource, signal, sys, warnings
-resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))  # a runaway allocation fails here
-from workbench import layers
-from workbench.layers.stream_spec import AffineLayer
-from workbench.errors import WorkbenchError
-
-def alarm(signum, frame):
-    raise TimeoutError("file took too long")
-
-signal.signal(signal.SIGALRM, alarm)
-warnings.simplefilter("ignore")
-for path in json.load(open(sys.argv[1])):
-    print(json.dumps({"file": path, "started": True}), flush=True)
-    signal.alarm(int(sys.argv[2]))
-    try:
-        net = layers.load_network(path)
-        ok = all(isinstance(v, int) and v > 0 for lay in net
-                 for v in (*lay.in_shape, *lay.out_shape, lay.On))
-        ok = ok and net.macs >= 0 and net.params >= 0 and len(net) > 0
-        row = {"outcome": "ok" if ok else "bad load", "layers": len(net)}
-    except WorkbenchError as exc:
-        row = {"outcome": "error", "type": type(exc).__name__, "message": str(exc)}
-    except BaseException as exc:
-        row = {"outcome": "crash", "type": type(exc).__name__, "message": repr(exc)[:300]}
-    finally:
-        signal.alarm(0)
-    print(json.dumps({"file": path, **row}), flush=True)
-"""
-
-
-def _run(files: list[Path], tmp_path: Path) -> list[dict]:
-    """Load every file in a worker; the rows, or a failure naming the file that hung."""
-    listing = tmp_path / f"files_{len(list(tmp_path.glob('files_*')))}.json"
-    listing.write_text(json.dumps([str(f) for f in files]))
-    try:
-        proc = subprocess.run([sys.executable, "-c", WORKER, str(listing), str(PER_FILE_S)],
-                              capture_output=True, text=True, cwd=ROOT,
-                              timeout=30 + PER_FILE_S * len(files))
-        out = proc.stdout
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        last = [json.loads(line) for line in out.splitlines() if line.strip()][-1:]
-        pytest.fail(f"worker hung on {last}")
-    rows = [json.loads(line) for line in out.splitlines() if line.strip()]
-    done = [r for r in rows if "outcome" in r]
-    assert len(done) == len(files), (proc.stderr[-2000:], rows[-1:])
-    return done
-
-
-def _check(rows: list[dict]) -> None:
-    bad = [r for r in rows if r["outcome"] not in ("ok", "error")
-           or (r["outcome"] == "error" and ("\n" in r["message"] or not r["message"]))]
-    assert not bad, bad[:5]
 
 
 # --- ONNX mutations ------------------------------------------------------------------------
@@ -114,14 +58,17 @@ def _small_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
-def _sources() -> dict[str, onnx.ModelProto]:
-    models = {p.stem: onnx.load(str(p)) for p in sorted(CORPUS.glob("*.onnx"))}
-    return {"small": _small_model(), **{k: models[k] for k in (
-        "mobilenet_v3_small", "shufflenet_v2_x1_0", "resnet18", "efficientnet_b0")}}
+@functools.cache
+def _sources() -> dict[str, bytes]:
+    """The hand-written model and every shipped ONNX file, serialized."""
+    files = {p.stem: p.read_bytes() for p in sorted(CORPUS.rglob("*.onnx"))}
+    return {"small": _small_model().SerializeToString(), **files}
 
 
 def _bad_attribute(model: onnx.ModelProto, rng: random.Random) -> str:
     nodes = [n for n in model.graph.node if n.attribute]
+    if not nodes:
+        return "no attribute left"
     node = rng.choice(nodes)
     index = rng.randrange(len(node.attribute))
     attr = node.attribute[index]
@@ -142,9 +89,14 @@ def _bad_graph(model: onnx.ModelProto, rng: random.Random) -> str:
     g = model.graph
     how = rng.choice(["dynamic", "opset", "unknown_op", "swap_op", "drop_input", "drop_node",
                       "drop_weight", "zero_dim", "rename_dup", "no_output", "domain"])
+    if not g.node or not g.input:
+        return "empty graph"
     node = rng.choice(list(g.node))
+    dims = g.input[0].type.tensor_type.shape.dim
+    if how in ("dynamic", "zero_dim") and len(dims) < 2:
+        return "no spatial dimension"
     if how == "dynamic":
-        g.input[0].type.tensor_type.shape.dim[rng.choice([1, 2, 3])].dim_param = "h"
+        dims[rng.randrange(1, len(dims))].dim_param = "h"
     elif how == "opset":
         model.opset_import[0].version = rng.choice([1, 5, 999])
     elif how == "unknown_op":
@@ -159,7 +111,7 @@ def _bad_graph(model: onnx.ModelProto, rng: random.Random) -> str:
     elif how == "drop_weight" and len(g.input) > 1:
         g.input.pop(rng.randrange(1, len(g.input)))
     elif how == "zero_dim":
-        g.input[0].type.tensor_type.shape.dim[rng.choice([1, 2, 3])].dim_value = 0
+        dims[rng.randrange(1, len(dims))].dim_value = 0
     elif how == "rename_dup":
         for n in g.node:
             n.name = "same"
@@ -170,36 +122,37 @@ def _bad_graph(model: onnx.ModelProto, rng: random.Random) -> str:
     return f"{how} at {node.op_type}"
 
 
-def _mutated_onnx(tmp_path: Path, count: int, seed: int) -> list[Path]:
-    rng = random.Random(seed)
-    sources = _sources()
+@st.composite
+def mutated_onnx(draw: st.DrawFn) -> bytes:
+    """A source model with 1–3 attribute or graph mutations, sometimes truncated or with
+    flipped bytes."""
+    name = draw(st.sampled_from(sorted(_sources())))
+    rng = draw(st.randoms(use_true_random=False))
+    model = onnx.ModelProto()
+    model.ParseFromString(_sources()[name])
+    for _ in range(draw(st.integers(1, 3))):
+        (_bad_attribute if draw(st.booleans()) else _bad_graph)(model, rng)
+    data = model.SerializeToString()
+    damage = draw(st.sampled_from(["none"] * 6 + ["truncate", "flip"]))
+    if damage == "truncate":
+        data = data[: draw(st.integers(1, max(1, len(data) - 1)))]
+    elif damage == "flip":
+        flips = bytearray(data)
+        for _ in range(draw(st.integers(1, 20))):
+            flips[rng.randrange(len(flips))] = rng.randrange(256)
+        data = bytes(flips)
+    return data
+
+
+def test_mutated_onnx_files(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    blobs = generate(mutated_onnx(), fuzz_count(200), fixed_seed=15)
     files = []
-    for i in range(count):
-        name = rng.choice(list(sources))
-        model = onnx.ModelProto()
-        model.CopyFrom(sources[name])
-        for _ in range(rng.randint(1, 3)):
-            (_bad_attribute if rng.random() < 0.5 else _bad_graph)(model, rng)
-        data = model.SerializeToString()
-        if rng.random() < 0.15:
-            data = data[: rng.randrange(1, len(data))]  # truncated
-        elif rng.random() < 0.1:
-            flips = bytearray(data)
-            for _ in range(rng.randint(1, 20)):
-                flips[rng.randrange(len(flips))] = rng.randrange(256)
-            data = bytes(flips)
-        path = tmp_path / f"m{seed}_{i}_{name}.onnx"
+    for index, data in enumerate(blobs):
+        path = tmp_path / f"m{index}.onnx"
         path.write_bytes(data)
-        files.append(path)
-    return files
-
-
-def test_mutated_onnx_files(tmp_path: Path) -> None:
-    files = _mutated_onnx(tmp_path, 150, seed=15)
-    rows = _run(files, tmp_path)
-    _check(rows)
-    outcomes = {r["outcome"] for r in rows}
-    assert outcomes == {"ok", "error"}  # the mutations exercise both paths
+        files.append(("network", path))
+    counts = check("ONNX", files, tmp_path, capsys)
+    assert counts["ok"] > 0 and counts["error"] > 0  # the mutations exercise both paths
 
 
 def _deep_if(depth: int) -> onnx.ModelProto:
@@ -263,10 +216,13 @@ def test_garbage_truncated_and_deep_onnx(tmp_path: Path) -> None:
             "t3000", TensorProto.FLOAT, None)])
     onnx.save(helper.make_model(graph), str(long_chain))
     files += [deep, deeper, long_chain, tmp_path / "missing.onnx", tmp_path]
-    rows = _run(files, tmp_path)
-    _check(rows)
+    from test_fuzz_harness import run_files
+
+    rows = run_files([("network", f) for f in files], tmp_path)
+    assert all(r["outcome"] in ("ok", "error") for r in rows), rows
     by_name = {Path(r["file"]).name: r for r in rows}
-    assert by_name["chain.onnx"]["outcome"] == "ok" and by_name["chain.onnx"]["layers"] == 3000
+    assert by_name["chain.onnx"]["outcome"] == "ok"
+    assert len(layers.load_network(long_chain)) == 3000
     assert all(by_name[f"garbage{i}.onnx"]["outcome"] == "error" for i in range(20))
 
 
@@ -332,40 +288,70 @@ layer { name: "fc" type: "InnerProduct" bottom: "sum" top: "fc"
 """
 
 
-def _mutated_prototxt(tmp_path: Path, count: int, seed: int) -> list[Path]:
-    rng = random.Random(seed)
-    base = RESNET_CAFFE
-    tokens = ["{", "}", ":", '"', "0", "-1", "abc", "layer", "1e99", "\n", "#", "'", "dim: 0",
-              "type: \"Convolution\"", "kernel_size: 0", "stride: 0", "group: 3", "bottom: \"x\""]
+@functools.cache
+def _prototxt_sources() -> tuple[str, ...]:
+    """Deploy prototxts: the tiny ResNet above, LeNet-5 and AlexNet (model_files)."""
+    with tempfile.TemporaryDirectory() as folder:
+        lenet = write_prototxt(Path(folder) / "lenet.prototxt", LENET5, LENET5_NAMES, (1, 28, 28))
+        alex = write_prototxt(Path(folder) / "alex.prototxt", ALEXNET, ALEXNET_NAMES,
+                              (3, 227, 227))
+        return (RESNET_CAFFE, lenet.read_text(), alex.read_text())
+
+
+PROTO_TOKENS = ["{", "}", ":", '"', "0", "-1", "abc", "layer", "1e99", "\n", "#", "'", "dim: 0",
+                'type: "Convolution"', "kernel_size: 0", "stride: 0", "group: 3", 'bottom: "x"',
+                "layer { }", "input_shape: 5", "convolution_param: 3", "lrn_param { beta: nan }",
+                "pooling_param { pool: STOCHASTIC }", "\x00", "é", "\\"]
+PROTO_VALUES = ["0", "-2", "x", "99999", "nan", "inf", "2.5", "true", '"8"', "{ }", "1e999",
+                "-0", "99999999999999999999"]
+FIELD = re.compile(r"(\w+): (\S+)")
+
+
+@st.composite
+def mutated_prototxt(draw: st.DrawFn) -> bytes:
+    """A deploy prototxt with 1–4 mutations: spans cut, tokens spliced, the file truncated,
+    field values replaced, a layer block repeated; sometimes invalid UTF-8."""
+    text = draw(st.sampled_from(_prototxt_sources()))
+    for _ in range(draw(st.integers(1, 4))):
+        pos = draw(st.integers(0, len(text)))
+        how = draw(st.sampled_from(["cut", "splice", "truncate", "value", "value", "repeat"]))
+        if how == "cut":
+            text = text[:pos] + text[pos + draw(st.integers(1, 30)):]
+        elif how == "splice":
+            text = text[:pos] + draw(st.sampled_from(PROTO_TOKENS)) + text[pos:]
+        elif how == "truncate":
+            text = text[:pos]
+        elif how == "value":
+            fields = list(FIELD.finditer(text))
+            if fields:
+                match = draw(st.sampled_from(fields))
+                text = (text[:match.start(2)] + draw(st.sampled_from(PROTO_VALUES))
+                        + text[match.end(2):])
+        else:
+            start = text.find("layer {", pos)
+            if start >= 0:
+                end = text.find("\nlayer", start + 1)
+                text = text[:start] + text[start:end if end > 0 else None] + "\n" + text[start:]
+    data = text.encode()
+    if draw(st.integers(0, 19)) == 0:
+        data = data + bytes([draw(st.integers(128, 255))])
+    return data
+
+
+def test_mutated_prototxt_files(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    blobs = generate(mutated_prototxt(), fuzz_count(300), fixed_seed=3)
     files = []
-    for i in range(count):
-        text = base
-        for _ in range(rng.randint(1, 4)):
-            pos = rng.randrange(len(text))
-            how = rng.random()
-            if how < 0.3:
-                text = text[:pos] + text[pos + rng.randint(1, 30):]
-            elif how < 0.6:
-                text = text[:pos] + rng.choice(tokens) + text[pos:]
-            elif how < 0.8:
-                text = text[:pos]
-            else:
-                text = text.replace(rng.choice(["8", "3", "2", "1"]),
-                                    rng.choice(["0", "-2", "x", "99999"]), 1)
-        path = tmp_path / f"p{seed}_{i}.prototxt"
-        path.write_text(text)
-        files.append(path)
+    for index, data in enumerate(blobs):
+        path = tmp_path / f"p{index}.prototxt"
+        path.write_bytes(data)
+        files.append(("network", path))
     nested = tmp_path / "nested.prototxt"
     nested.write_text("layer { " * 20000 + "}" * 20000)
     binary = tmp_path / "binary.prototxt"
     binary.write_bytes(bytes(range(256)) * 8)
-    return [*files, nested, binary]
-
-
-def test_mutated_prototxt_files(tmp_path: Path) -> None:
-    rows = _run(_mutated_prototxt(tmp_path, 120, seed=3), tmp_path)
-    _check(rows)
-    assert {r["outcome"] for r in rows} == {"ok", "error"}
+    files += [("network", nested), ("network", binary)]
+    counts = check("prototxt", files, tmp_path, capsys)
+    assert counts["ok"] > 0 and counts["error"] > 0
 
 
 def test_caffe_batchnorm_depthwise_and_bias_term(tmp_path: Path) -> None:

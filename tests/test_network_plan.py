@@ -239,18 +239,18 @@ def test_roles_and_dma_setup_share_of_mobilenet_v2():
 def test_report_findings_tell_the_mobilenet_story():
     """The summary names the depthwise vs pointwise split and where DMA setup dominates (the
     layers counted here from the plan's own cycle parts)."""
-    from workbench import reporting
+    from workbench import report
 
     net = layers.load_network("mobilenet_v2")
     plat = platforms.load_platform("idsp", dma_setup_cycles=2000, local_mem_bytes=16 * 1024)
     plan = network_plan(net, plat)
-    found = reporting.key_findings(plan, explore.network_totals(plan, plat), plat)
+    found = report.key_findings(plan, explore.network_totals(plan, plat), plat)
     assert found["depthwise vs pointwise"].startswith("17 depthwise layers take ")
     assert "; 34 pointwise layers take " in found["depthwise vs pointwise"]
     heavy = int(((plan["cycles_dma_setup"] >= 0.5 * plan["cycles"])
                  & (plan["cycles"] >= 0.01 * plan["cycles"].sum())).sum())
     assert heavy > 0 and found["DMA setup"].startswith(f"dominates in {heavy} layer(s): ")
     lenet = network_plan(layers.load_network("lenet5"), platforms.load_platform("idsp"))
-    lenet_found = reporting.key_findings(lenet, explore.network_totals(
+    lenet_found = report.key_findings(lenet, explore.network_totals(
         lenet, platforms.load_platform("idsp")), platforms.load_platform("idsp"))
     assert "depthwise vs pointwise" not in lenet_found

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from test_viz import offline_problems
 
-from workbench.notebook_report import execute
+from workbench.report.notebook import execute
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 SMALL = {

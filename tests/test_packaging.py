@@ -44,7 +44,8 @@ def test_every_package_and_data_folder_is_in_the_wheel_configuration() -> None:
 
 def test_workbench_data_adds_data_folders_but_never_notebooks(tmp_path: Path,
                                                               monkeypatch) -> None:
-    from workbench import notebook_report, paths
+    from workbench import paths
+    from workbench.report import notebook as notebook_report
 
     shipped = paths.shipped_data_dir()
     assert (shipped / "networks" / "lenet5.yaml").is_file()

@@ -153,9 +153,37 @@ def test_mapping_report_parts_sum_to_total() -> None:
     report = simd.mapping_report(LENET8["conv2"], tiling.Tile(2, 14, 32, 1, 32), IDSP,
                                  simd.Plan("oc", 4, steps=1, acc_live_steps=1))
     row = report.iloc[0]
-    parts = ["model_transfers", "redundant_loads_stores", "spilling", "unaligned_loads",
-             "other"]
-    assert sum(row[p] for p in parts) == row["total"] and row["redundant_loads_stores"] > 0
+    assert sum(row[p] for p in simd.TRANSFER_CAUSES) == row["total"]
+    assert row["redundant_psums"] > 0 and "other" not in report.columns
+
+
+NVE = platforms.load_platform("nve")
+
+
+@pytest.mark.parametrize("layer, tile, plat, plan", [
+    ("conv1", (28, 28, 32, 1, 1), IDSP, simd.Plan("ox")),
+    ("conv1", (28, 28, 32, 1, 1), IDSP, simd.Plan("oc", 2)),
+    ("conv2", (2, 14, 32, 1, 32), IDSP, simd.Plan("oc", 4, steps=1, acc_live_steps=1)),
+    ("conv2", (14, 14, 64, 1, 8), IDSP.replace(register_file_bytes=448), simd.Plan("oc", 2)),
+    ("conv2", (14, 7, 16, 2, 32), IDSP, simd.Plan("oy", 2, acc_live_steps=25)),
+    ("conv2", (14, 14, 64, 1, 32), IDSP, simd.Plan("kc", 2)),
+    ("conv1", (28, 28, 8, 1, 1), NVE, simd.Plan("ox")),
+])
+def test_mapping_report_names_every_transfer_and_cycle(layer, tile, plat, plan) -> None:
+    """The causes add up to the simulator's own transfer count and the cycle parts to its
+    cycle count (`simulate` on the tile, times the layer's tiles), with nothing left over."""
+    conv, t = LENET8[layer], tiling.Tile(*tile)
+    row = simd.mapping_report(conv, t, plat, plan).iloc[0]
+    sim = simd.simulate(conv, t, plat, plan.vector_dim, plan.unroll, plan.steps,
+                        plan.acc_live_steps)
+    n_tiles = tiling.counts(conv, t, "intra").n_tiles
+    assert sum(row[p] for p in simd.TRANSFER_CAUSES) == row["total"] \
+        == sim.counts.vector_transfers * n_tiles
+    assert sum(row[p] for p in simd.CYCLE_PARTS) == row["compute_cycles"] \
+        == pytest.approx(sim.cycles * n_tiles)
+    assert min(row[p] for p in (*simd.TRANSFER_CAUSES, *simd.CYCLE_PARTS)) >= 0
+    assert row["mii_bound_by"] in sim.counts.ii_by_resource
+    assert sim.counts.ii_by_resource[row["mii_bound_by"]] == sim.counts.mii
 
 
 def test_bad_plans() -> None:

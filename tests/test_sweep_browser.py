@@ -16,7 +16,7 @@ from test_viz import offline_problems
 
 from workbench import sweep, ui
 from workbench.errors import WorkbenchError
-from workbench.viz import sweep_page
+from workbench.report import sweep_page
 from workbench.viz import sweep_plots as sp
 
 # few distinct values: many ties and copies; NaN: cases without that metric
@@ -209,11 +209,13 @@ def test_bad_input_is_one_line(sweep_dir: Path, tmp_path: Path) -> None:
 
 
 def test_page_is_offline_and_holds_the_same_view(sweep_dir: Path, tmp_path: Path) -> None:
-    out = sweep_page.sweep_page(sweep_dir, tmp_path / "sweep.html")
+    frame = sweep.collect(sweep_dir)
+    out = sweep_page.sweep_page(frame, list(sweep.load_grid(sweep_dir).overrides),
+                                tmp_path / "sweep.html",
+                                case_layers=lambda case: sweep.case_layers(sweep_dir, case))
     text = out.read_text()
     assert offline_problems(text) == []
     assert "Bokeh" in text and len(text) > 1_000_000  # BokehJS inline
-    frame = sweep.collect(sweep_dir)
     for case in frame["case_id"]:
         assert case in text
     layout = sweep_page.sweep_view(frame, sp.sweep_axes(frame, ["cores"]),

@@ -105,16 +105,18 @@ def test_sweep_output_that_is_a_file_is_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("text, rule", [
-    ("networks: lenet5\nplatforms: [idsp]\n", "'networks' must be a non-empty list"),
-    ("networks: [lenet5]\nplatforms: [idsp]\nbuffer_kb: [.nan]\n", "finite numbers > 0"),
-    ("networks: [lenet5]\nplatforms: [idsp]\nbuffer_kb: []\n", "'buffer_kb' must be a non-empty"),
-    ("networks: [lenet5, lenet5]\nplatforms: [idsp]\n", "lists a value twice"),
-    ("networks: [lenet5]\nplatforms: [idsp]\nbound: best\n", "unknown bound 'best'"),
-    ("networks: [lenet5]\nplatforms: [idsp]\nweights: [a.npz]\n", "'weights' must be a mapping"),
-    ("networks: [lenet5]\nplatforms: [idsp]\nreports: 'yes'\n", "'reports' must be true or"),
+    ("networks: lenet5\nplatforms: [idsp]\n", "networks: must be a list, got 'lenet5'"),
+    ("networks: [lenet5]\nplatforms: [idsp]\nbuffer_kb: [.nan]\n",
+     "buffer_kb.0.: must be a finite number (no NaN or infinity), got nan"),
+    ("networks: [lenet5]\nplatforms: [idsp]\nbuffer_kb: []\n", "buffer_kb: must not be empty"),
+    ("networks: [lenet5, lenet5]\nplatforms: [idsp]\n", "networks: lists a value twice"),
+    ("networks: [lenet5]\nplatforms: [idsp]\nbound: best\n", "bound: unknown bound 'best'"),
+    ("networks: [lenet5]\nplatforms: [idsp]\nweights: [a.npz]\n", "weights: must be a mapping"),
+    ("networks: [lenet5]\nplatforms: [idsp]\nreports: 'yes'\n", "reports: must be true or"),
     ("networks: [lenet5]\nplatforms: [idsp]\noverrides: {cores: []}\n",
-     "'overrides.cores' must be a non-empty list"),
-    ("networks: [lenet5]\nplatforms: [idsp]\nacc_bits: [16.5]\n", "integers in 2..64"),
+     "overrides.cores: must not be empty"),
+    ("networks: [lenet5]\nplatforms: [idsp]\nacc_bits: [16.5]\n",
+     "acc_bits.0.: must be an integer in 2..64, got 16.5"),
 ])
 def test_bad_grid_values_are_one_line(tmp_path: Path, text: str, rule: str) -> None:
     path = tmp_path / "g.yaml"

@@ -17,7 +17,9 @@ from workbench.tiling.model import TILE_DIMS, Tile
 def network_mapping(net: Network, platform: Platform, memory_bytes: int | None = None,
                     objective: str = "cycles") -> pd.DataFrame:
     """`simd.mapping_report` of every conv/fc layer at its best tile (explore_network under
-    `objective`) and best plan, one table."""
+    `objective`) and best plan, one table: local vector transfers by cause (simd.TRANSFER_CAUSES,
+    adding up to `total`) against seed 000's best case, and compute cycles by part
+    (simd.CYCLE_PARTS, adding up to `compute_cycles`)."""
     best = explore_network(net, platform, memory_bytes=memory_bytes, objective=objective)
     frames = [mapping_report(net[row["layer"]], Tile(*(int(row[d]) for d in TILE_DIMS)),
                              platform) for _, row in best.iterrows()]

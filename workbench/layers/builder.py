@@ -17,6 +17,10 @@ Format (all sizes in elements; pairs are [height, width], a single int means bot
 A layer's input is the previous layer's output unless it gives `input: [C, H, W]` (for tables
 of independent layers). A conv may give `out: [H, W]`: without `pad` the smallest padding that
 reaches it is used; with `pad` the output is cropped to it. `connections` is a sparse table.
+
+Every document is validated by `workbench.schemas.network` (types, ranges, finiteness, keys
+per layer type); the rules that need the propagated input shape are checked here, layer by
+layer. Each error is one line naming the file, the field path (`layers[3].alpha`) and the rule.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from workbench.errors import FileFormatError, SpecError
+from workbench.errors import SpecError
 from workbench.layers.network import Network
 from workbench.layers.spec import (
     ACTIVATIONS,
@@ -40,164 +44,124 @@ from workbench.layers.spec import (
     conv_from_input,
     pad_for_output,
 )
-
-_COMMON = {"name", "type", "input"}
-_KEYS = {
-    "conv": {"maps", "kernel", "stride", "pad", "groups", "out", "connections"},
-    "fc": {"outputs"},
-    "pool": {"mode", "kernel", "stride", "pad", "ceil_mode", "global"},
-    "lrn": {"size", "alpha", "beta", "k"},
-    "softmax": set(),
-    "eltwise": {"inputs", "op"},
-    "concat": {"parts"},
-    "flatten": set(),
-    **{func: set() for func in ACTIVATIONS},
-}
-LAYER_TYPES = tuple(sorted(_KEYS))
-
-
-def _pair(spec: Mapping[str, Any], key: str, default: int | None, where: str) -> tuple[int, int]:
-    value = spec.get(key, default)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value, value)
-    if isinstance(value, list | tuple) and len(value) == 2 and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return (value[0], value[1])
-    raise SpecError(f"{where}: {key} must be an integer or [height, width], got {value!r}")
+from workbench.schemas.base import fail, message
+from workbench.schemas.network import LAYER_TYPES as LAYER_TYPES  # re-exported
+from workbench.schemas.network import (
+    ConcatDoc,
+    ConvDoc,
+    EltwiseDoc,
+    FcDoc,
+    LayerDoc,
+    LRNDoc,
+    PoolDoc,
+    check_against_input,
+    validate_layer,
+    validate_network,
+)
 
 
-def _shape(value: Any, where: str) -> Shape:
-    if (isinstance(value, list | tuple) and len(value) == 3
-            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
-        return (value[0], value[1], value[2])
-    raise SpecError(f"{where}: input must be [channels, height, width] of positive integers, "
-                    f"got {value!r}")
-
-
-def _int(spec: Mapping[str, Any], key: str, where: str, default: int | None = None) -> int:
-    value = spec.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise SpecError(f"{where}: {key} must be a positive integer, got {value!r}")
-    return value
-
-
-def _conv(spec: Mapping[str, Any], name: str, shape: Shape, batch: int, where: str) -> ConvLayer:
-    kernel = _pair(spec, "kernel", None, where)
-    stride = _pair(spec, "stride", 1, where)
-    out = _pair(spec, "out", None, where) if "out" in spec else None
-    if "pad" in spec or out is None:
-        pad = _pair(spec, "pad", 0, where)
+def _conv(doc: ConvDoc, name: str, shape: Shape, batch: int) -> Layer:
+    kernel, stride, out = doc.kernel, doc.stride, doc.out
+    if doc.pad is not None or out is None:
+        pad = doc.pad or (0, 0)
     else:
         pad = (pad_for_output(shape[1], out[0], kernel[0], stride[0]),
                pad_for_output(shape[2], out[1], kernel[1], stride[1]))
-    table = spec.get("connections")
-    if table is not None:
-        if not isinstance(table, list) or not all(isinstance(row, list) for row in table):
-            raise SpecError(f"{where}: connections must be a list of lists of input maps")
-        table = tuple(tuple(row) for row in table)
-    return conv_from_input(name, shape, _int(spec, "maps", where), kernel, stride, pad,
-                           groups=_int(spec, "groups", where, 1), out=out, On=batch,
-                           connections=table)
+    table = tuple(tuple(row) for row in doc.connections) if doc.connections else None
+    return conv_from_input(name, shape, doc.maps, kernel, stride, pad, groups=doc.groups,
+                           out=out, On=batch, connections=table)
 
 
-def _pool(spec: Mapping[str, Any], name: str, shape: Shape, batch: int, where: str) -> PoolLayer:
+def _pool(doc: PoolDoc, name: str, shape: Shape, batch: int) -> Layer:
     c, h, w = shape
-    if spec.get("global", False):
+    if doc.global_:
         kernel, stride, pad = (h, w), (1, 1), (0, 0)
     else:
-        kernel = _pair(spec, "kernel", None, where)
-        stride = _pair(spec, "stride", kernel[0], where)
-        pad = _pair(spec, "pad", 0, where)
+        kernel = doc.kernel or (1, 1)
+        stride = doc.stride or (kernel[0], kernel[0])
+        pad = doc.pad
     return PoolLayer(name=name, C=c, Ix=w, Iy=h, Kx=kernel[1], Ky=kernel[0], Sx=stride[1],
-                     Sy=stride[0], Px=pad[1], Py=pad[0], On=batch, mode=spec.get("mode", "max"),
-                     ceil_mode=bool(spec.get("ceil_mode", False)))
+                     Sy=stride[0], Px=pad[1], Py=pad[0], On=batch, mode=doc.mode,
+                     ceil_mode=doc.ceil_mode)
 
 
-def _lrn(spec: Mapping[str, Any], name: str, shape: Shape, batch: int, where: str) -> LRNLayer:
+def _lrn(doc: LRNDoc, name: str, shape: Shape, batch: int) -> Layer:
     c, h, w = shape
-    return LRNLayer(name=name, C=c, H=h, W=w, On=batch, size=spec.get("size", 5),
-                    alpha=float(spec.get("alpha", 1e-4)), beta=float(spec.get("beta", 0.75)),
-                    k=float(spec.get("k", 1.0)))
+    return LRNLayer(name=name, C=c, H=h, W=w, On=batch, size=doc.size, alpha=doc.alpha,
+                    beta=doc.beta, k=doc.k)
 
 
-def _eltwise(spec: Mapping[str, Any], name: str, shape: Shape, batch: int,
-             where: str) -> EltwiseLayer:
+def _eltwise(doc: EltwiseDoc, name: str, shape: Shape, batch: int) -> Layer:
     c, h, w = shape
-    return EltwiseLayer(name=name, C=c, H=h, W=w, On=batch, inputs=spec.get("inputs", 2),
-                        op=spec.get("op", "sum"))
+    return EltwiseLayer(name=name, C=c, H=h, W=w, On=batch, inputs=doc.inputs, op=doc.op)
 
 
-def _concat(spec: Mapping[str, Any], name: str, shape: Shape, batch: int,
-            where: str) -> ConcatLayer:
-    parts = spec.get("parts")
-    if not isinstance(parts, list | tuple):
-        raise SpecError(f"{where}: parts must be a list of input map counts, got {parts!r}")
-    return ConcatLayer(name=name, parts=tuple(parts), H=shape[1], W=shape[2], On=batch)
+def _concat(doc: ConcatDoc, name: str, shape: Shape, batch: int) -> Layer:
+    return ConcatLayer(name=name, parts=tuple(doc.parts), H=shape[1], W=shape[2], On=batch)
 
 
-def _fc(spec: Mapping[str, Any], name: str, shape: Shape, batch: int, where: str) -> ConvLayer:
+def _fc(doc: FcDoc, name: str, shape: Shape, batch: int) -> Layer:
     c, h, w = shape
-    return ConvLayer.fc(name, c * h * w, _int(spec, "outputs", where), On=batch)
+    return ConvLayer.fc(name, c * h * w, doc.outputs, On=batch)
 
 
-_BUILDERS: dict[str, Callable[..., Layer]] = {
+_BUILDERS: dict[str, Callable[[Any, str, Shape, int], Layer]] = {
     "conv": _conv,
     "fc": _fc,
     "pool": _pool,
     "lrn": _lrn,
     "eltwise": _eltwise,
     "concat": _concat,
-    "softmax": lambda spec, name, s, n, where: SoftmaxLayer(name, s[0], s[1], s[2], n),
-    **{func: (lambda spec, name, s, n, where, f=func: ActivationLayer(name, s[0], s[1], s[2], n,
-                                                                       func=f))
+    "softmax": lambda doc, name, s, n: SoftmaxLayer(name, s[0], s[1], s[2], n),
+    **{func: (lambda doc, name, s, n, f=func: ActivationLayer(name, s[0], s[1], s[2], n, func=f))
        for func in ACTIVATIONS},
 }
 
 
-def build_layers(specs: list[Mapping[str, Any]], input_shape: Shape | None, batch: int,
-                 net_name: str) -> tuple[Layer, ...]:
-    """Layers from their descriptions, each one's input the previous one's output."""
+def _build(docs: list[LayerDoc], input_shape: Shape | None, batch: int,
+           origin: str) -> tuple[Layer, ...]:
+    """Layers from validated descriptions, each one's input the previous one's output; a
+    rule broken on the propagated shapes is one SpecError line naming the field."""
     layers: list[Layer] = []
     shape = input_shape
-    for index, spec in enumerate(specs):
-        if not isinstance(spec, Mapping):
-            raise FileFormatError(f"network {net_name!r}: layer #{index} must be a mapping")
-        name = spec.get("name", f"layer{index}")
-        where = f"network {net_name!r} layer {name!r}"
-        kind = spec.get("type")
-        if kind not in _KEYS:
-            raise SpecError(f"{where}: unknown layer type {kind!r}; known: "
-                            + ", ".join(LAYER_TYPES))
-        unknown = set(spec) - _COMMON - _KEYS[kind]
-        if unknown:
-            raise SpecError(f"{where}: unknown key(s) {sorted(unknown)} for type {kind!r}")
-        if "input" in spec:
-            shape = _shape(spec["input"], where)
+    for index, doc in enumerate(docs):
+        name = doc.name or f"layer{index}"
+        note = f"layer {name!r}"
+        if doc.input is not None:
+            shape = doc.input
         if shape is None:
-            raise SpecError(f"{where}: no input shape (give the network or the layer an input)")
-        if kind == "flatten":
+            fail(origin, ("layers", index, "input"), "no input shape (give the network or the "
+                 "layer an input: [channels, height, width])", SpecError, note)
+        broken = check_against_input(doc, shape)
+        if broken is not None:
+            fail(origin, ("layers", index, *broken[0]), broken[1], SpecError, note)
+        if doc.type == "flatten":
             shape = (shape[0] * shape[1] * shape[2], 1, 1)
             continue
-        layer = _BUILDERS[kind](spec, name, shape, batch, where)
+        try:
+            layer = _BUILDERS[doc.type](doc, name, shape, batch)
+        except SpecError as exc:  # a rule of the layer's own dataclass
+            raise SpecError(message(origin, ("layers", index), str(exc))) from None
         layers.append(layer)
         shape = layer.out_shape
     return tuple(layers)
 
 
+def build_layers(specs: list[Mapping[str, Any]], input_shape: Shape | None, batch: int,
+                 net_name: str) -> tuple[Layer, ...]:
+    """Layers from their descriptions (mappings of the network format), each one's input the
+    previous one's output."""
+    origin = f"network {net_name!r}"
+    docs = [validate_layer(spec, index, origin) for index, spec in enumerate(specs)]
+    return _build(docs, input_shape, batch, origin)
+
+
 def network_from_dict(doc: Any, origin: str) -> Network:
-    """A Network from a parsed zoo document; `origin` names the file in error messages."""
-    if not isinstance(doc, Mapping):
-        raise FileFormatError(f"{origin}: expected a mapping with 'name' and 'layers'")
-    unknown = set(doc) - {"name", "title", "source", "notes", "input", "batch", "layers"}
-    if unknown:
-        raise FileFormatError(f"{origin}: unknown top-level key(s) {sorted(unknown)}")
-    name = doc.get("name")
-    if not isinstance(name, str) or not name:
-        raise FileFormatError(f"{origin}: 'name' must be a non-empty string")
-    specs = doc.get("layers")
-    if not isinstance(specs, list) or not specs:
-        raise FileFormatError(f"{origin}: 'layers' must be a non-empty list")
-    shape = _shape(doc["input"], f"network {name!r}") if "input" in doc else None
-    batch = _int(doc, "batch", f"network {name!r}", 1)
-    return Network(name, build_layers(specs, shape, batch, name), title=str(doc.get("title", "")),
-                   source=str(doc.get("source", "")))
+    """A Network from a parsed network document; `origin` names the file in error messages
+    (every error is one line: origin, field path such as `layers[3].alpha`, rule)."""
+    top, docs = validate_network(doc, origin)
+    layers = _build(docs, top.input, top.batch, origin)
+    try:
+        return Network(top.name, layers, title=top.title, source=top.source)
+    except SpecError as exc:
+        raise SpecError(f"{origin}: {exc}") from None

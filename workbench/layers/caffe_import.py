@@ -17,11 +17,12 @@ affine layer (per-map scale and shift), into which a following Scale folds.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import FileFormatError, SpecError
+from workbench.errors import FileFormatError, SpecError, WorkbenchError
 from workbench.layers.network import Network
 from workbench.layers.spec import (
     ActivationLayer,
@@ -45,6 +46,7 @@ _V1_TYPES = {"CONVOLUTION": "Convolution", "INNER_PRODUCT": "InnerProduct", "POO
              "CONCAT": "Concat", "ELTWISE": "Eltwise", "SOFTMAX_LOSS": "SoftmaxWithLoss"}
 PASSED_OVER = ("Dropout", "Flatten", "Split", "Input")
 MAX_DEPTH = 64  # nesting of { } blocks
+MAX_BYTES = 8 << 20  # a deploy prototxt is a few KB; larger files are refused unread
 ELTWISE_OPS = {"SUM": "sum", "PROD": "prod", "MAX": "max", 0: "prod", 1: "sum", 2: "max"}
 ACTIVATIONS = {"ReLU": "relu", "ReLU6": "relu6", "Sigmoid": "sigmoid", "TanH": "tanh"}
 CONVOLUTIONS = ("Convolution", "DepthwiseConvolution", "ConvolutionDepthwise")
@@ -132,17 +134,33 @@ def _hw(param: dict[str, list[Any]], key: str, default: int) -> tuple[int, int]:
     return (h, w)
 
 
-def _input_shape(net: dict[str, list[Any]], origin: str) -> Shape | None:
+def _input_dims(net: dict[str, list[Any]], origin: str) -> list[int] | None:
+    """(N, C, H, W) of the legacy `input_shape { dim: ... }` or `input_dim` fields."""
     dims = None
     if "input_shape" in net:
-        dims = net["input_shape"][0].get("dim", [])
+        block = net["input_shape"][0]
+        if not isinstance(block, dict):
+            raise FileFormatError(f"prototxt {origin!r}: input_shape must be a {{ dim: ... }} "
+                                  "block")
+        dims = block.get("dim", [])
     elif "input_dim" in net:
         dims = net["input_dim"]
     if dims is None:
         return None
-    if len(dims) != 4:
-        raise FileFormatError(f"prototxt {origin!r}: input needs 4 dims (N, C, H, W), got {dims}")
-    return (dims[1], dims[2], dims[3])
+    if len(dims) != 4 or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0
+                                 for d in dims):
+        raise FileFormatError(f"prototxt {origin!r}: input needs 4 positive integer dims "
+                              f"(N, C, H, W), got {dims}")
+    return list(dims)
+
+
+def _finite(param: dict[str, list[Any]], key: str, default: float, name: str) -> float:
+    value = _one(param, key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+            value):
+        raise SpecError(f"layer {name!r}: lrn_param.{key} must be a finite number, "
+                        f"got {value!r}")
+    return float(value)
 
 
 def _layer(kind: str, name: str, msg: dict[str, list[Any]], shape: Shape, batch: int) -> Layer:
@@ -170,8 +188,8 @@ def _layer(kind: str, name: str, msg: dict[str, list[Any]], shape: Shape, batch:
     if kind == "LRN":
         p = _one(msg, "lrn_param", {})
         return LRNLayer(name, c, h, w, batch, size=_one(p, "local_size", 5),
-                        alpha=float(_one(p, "alpha", 1.0)), beta=float(_one(p, "beta", 0.75)),
-                        k=float(_one(p, "k", 1.0)))
+                        alpha=_finite(p, "alpha", 1.0, name), beta=_finite(p, "beta", 0.75, name),
+                        k=_finite(p, "k", 1.0, name))
     if kind in ACTIVATIONS:
         return ActivationLayer(name, c, h, w, batch, func=ACTIVATIONS[kind])
     return SoftmaxLayer(name, c, h, w, batch)
@@ -226,22 +244,50 @@ def _build(kind: str, name: str, msg: dict[str, list[Any]], bottoms: list[str],
     return _layer(kind, name, msg, blobs[bottoms[0]], batch)
 
 
+def _read(path: Path) -> str:
+    """The file's text: UTF-8, at most MAX_BYTES, no NUL bytes (one-line errors)."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise FileFormatError(f"prototxt {str(path)!r}: cannot read "
+                              f"({exc.strerror or type(exc).__name__})") from None
+    if len(data) > MAX_BYTES:
+        raise FileFormatError(f"prototxt {str(path)!r}: larger than {MAX_BYTES >> 20} MiB")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FileFormatError(f"prototxt {str(path)!r}: not UTF-8 text (invalid byte at offset "
+                              f"{exc.start})") from None
+    if "\x00" in text:
+        raise FileFormatError(f"prototxt {str(path)!r}: a binary file, not prototxt text")
+    return text
+
+
 def network_from_prototxt(path: str | Path) -> Network:
-    """A Network from a Caffe deploy prototxt (N of the input shape becomes the batch)."""
+    """A Network from a Caffe deploy prototxt (N of the input shape becomes the batch). Every
+    problem is one WorkbenchError line; values of unexpected types anywhere end in a
+    FileFormatError naming the file, never in another exception."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FileFormatError(f"prototxt {str(path)!r}: cannot read "
-                              f"({getattr(exc, 'strerror', None) or type(exc).__name__})") \
-            from None
-    net = parse_prototxt(text, str(path))
+        return _network(path, parse_prototxt(_read(path), str(path)))
+    except WorkbenchError as exc:
+        if str(path) in str(exc):
+            raise
+        raise type(exc)(f"prototxt {str(path)!r}: {exc}") from None  # name the file
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, ZeroDivisionError,
+            OverflowError, RecursionError) as exc:
+        raise FileFormatError(f"prototxt {str(path)!r}: malformed ({type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0][:80] if str(exc) else ''})") from None
+
+
+def _network(path: Path, net: dict[str, list[Any]]) -> Network:
     blobs: dict[str, Shape] = {}
     batch = 1
-    shape = _input_shape(net, str(path))
-    if shape is not None:
-        blobs[str(_one(net, "input", "data"))] = shape
-        batch = (net.get("input_shape", [{}])[0].get("dim") or net.get("input_dim"))[0]
+    dims = _input_dims(net, str(path))
+    if dims is not None:
+        blobs[str(_one(net, "input", "data"))] = (dims[1], dims[2], dims[3])
+        batch = dims[0]
     layers: list[Layer] = []
     # writer: blob -> the layer that last wrote it ("" = network input); foldable: conv/fc
     # layers whose output nothing but BatchNorm/Scale touched yet
@@ -260,7 +306,8 @@ def network_from_prototxt(path: str | Path) -> Network:
         bottoms = [str(b) for b in msg.get("bottom", [])]
         if kind == "Input":
             p = _one(msg, "input_param", {})
-            dims = _one(p, "shape", {}).get("dim", []) if isinstance(p, dict) else []
+            shape_msg = _one(p, "shape", {}) if isinstance(p, dict) else {}
+            dims = shape_msg.get("dim", []) if isinstance(shape_msg, dict) else []
             if len(dims) != 4 or not tops or not all(isinstance(d, int) and d > 0 for d in dims):
                 raise FileFormatError(f"prototxt {str(path)!r}: Input layer {name!r} needs a "
                                       "top and 4 positive dims")

@@ -9,7 +9,9 @@
 - The data inputs are the graph inputs that are not weights; after the first, only those of
   its rank and batch dimension (a stripped bias or layer scale of another rank is a weight).
 - The batch dimension of the data inputs may be symbolic (taken as 1); any other symbolic
-  dimension of a data input is an error (give the model a fixed input size).
+  dimension of a data input is an error asking for a fixed input shape, which `input_shape`
+  (C, H, W) gives the first data input before shape inference. An opset this onnx release
+  does not know is refused.
 - Shapes come from ONNX shape inference (with data propagation). Shape arithmetic that
   inference does not evaluate (Shape → Gather → Div → Slice, as torch exports a `chunk`) is
   evaluated here on integers and inference is run again. An operator inference knows nothing of
@@ -117,6 +119,25 @@ def _main_inputs(graph: Any, names: list[str]) -> tuple[list[str], set[str]]:
     return keep, set(names) - set(keep)
 
 
+def _set_input_shape(graph: Any, name: str, input_shape: tuple[int, ...], origin: str) -> None:
+    """Give the data input `name` the fixed per-image shape `input_shape` (its batch
+    dimension is left to `_fix_batch`)."""
+    value = next(v for v in graph.input if v.name == name)
+    tensor = value.type.tensor_type
+    dims = tensor.shape.dim
+    if tensor.HasField("shape") and len(dims) != len(input_shape) + 1:
+        raise FileFormatError(f"{origin}: input {name!r} has rank {len(dims)}; input_shape "
+                              f"{tuple(input_shape)} needs rank {len(input_shape) + 1} "
+                              "(batch first)")
+    if not tensor.HasField("shape") or not len(dims):
+        tensor.shape.dim.add()  # the batch, left symbolic
+        for _ in input_shape:
+            tensor.shape.dim.add()
+    for dim, size in zip(list(tensor.shape.dim)[1:], input_shape, strict=True):
+        dim.Clear()
+        dim.dim_value = size
+
+
 def _fix_batch(graph: Any, data_inputs: list[str], origin: str) -> int:
     """Set a symbolic batch of the data inputs to 1; the batch (first dim of the first)."""
     batch = 1
@@ -130,12 +151,25 @@ def _fix_batch(graph: Any, data_inputs: list[str], origin: str) -> int:
             if axis != 0:
                 label = dim.dim_param or "?"
                 raise FileFormatError(f"{origin}: input {value.name!r} has a dynamic dimension "
-                                      f"{label!r} at axis {axis}; give the model a fixed size")
+                                      f"{label!r} at axis {axis}; give a fixed input shape "
+                                      "(load_network(..., input_shape=(C, H, W)))")
             dim.Clear()
             dim.dim_value = 1
         if value.name == data_inputs[0] and len(dims):
             batch = dims[0].dim_value
     return batch
+
+
+def _check_opset(model: Any, origin: str) -> int:
+    """The default-domain opset, refused when this onnx release does not know it."""
+    import onnx
+
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    newest = onnx.defs.onnx_opset_version()
+    if model.opset_import and not 1 <= opset <= newest:
+        raise FileFormatError(f"{origin}: unknown opset {opset} (this onnx {onnx.__version__} "
+                              f"knows opsets 1..{newest})")
+    return opset
 
 
 def _static(value: Any) -> tuple[int, ...] | None:
@@ -183,8 +217,11 @@ def _known_ops() -> frozenset[str]:
                      if s.domain in ("", "ai.onnx", "com.microsoft"))
 
 
-def read_onnx(path: str | Path) -> tuple[Any, OnnxGraph]:
-    """The shape-inferred model and its OnnxGraph (FileFormatError for unreadable files)."""
+def read_onnx(path: str | Path,
+              input_shape: tuple[int, ...] | None = None) -> tuple[Any, OnnxGraph]:
+    """The shape-inferred model and its OnnxGraph (FileFormatError for unreadable files).
+    input_shape: the per-image shape (C, H, W) given to the first data input before shape
+    inference (for a model exported with dynamic sizes)."""
     from workbench.layers.onnx_fold import fold_constants, give_unknown_shapes
 
     path = Path(path)
@@ -201,8 +238,10 @@ def read_onnx(path: str | Path) -> tuple[Any, OnnxGraph]:
         raise FileFormatError(f"{origin}: the graph has no data input")
     data_inputs, extra = _main_inputs(graph, data_inputs)
     weights |= extra
+    if input_shape is not None:
+        _set_input_shape(graph, data_inputs[0], input_shape, origin)
     batch = _fix_batch(graph, data_inputs, origin)
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    opset = _check_opset(model, origin)
     known = _known_ops()
     values = _initial_values(graph)
     for _ in range(ROUNDS):

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import SpecError, WorkbenchError
+from workbench.errors import FileFormatError, SpecError, WorkbenchError
 from workbench.layers import onnx_maps, onnx_ops
 from workbench.layers.network import Network
 from workbench.layers.onnx_context import ImportContext
@@ -37,6 +37,8 @@ PASS_THROUGH = ("Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsquee
                 "Expand", "Constant")
 SHAPE_OPS = ("Shape", "Size", "ConstantOfShape", "Range", "NonZero")
 GENERIC_NAMES = ("main_graph", "torch_jit", "torch-jit-export", "tf2onnx", "")
+MALFORMED = (TypeError, AttributeError, KeyError, IndexError, ValueError, ZeroDivisionError,
+             OverflowError, RecursionError, StopIteration)
 
 
 class UnknownOperatorWarning(WorkbenchError, UserWarning):
@@ -115,13 +117,32 @@ def _title(model: Any) -> str:
     return props.get("source", "") or model.doc_string.split("\n")[0][:120]
 
 
-def network_from_onnx(path: str | Path, name: str | None = None,
-                      strict: bool = False) -> Network:
+def network_from_onnx(path: str | Path, name: str | None = None, strict: bool = False,
+                      input_shape: tuple[int, ...] | None = None) -> Network:
     """A Network from an ONNX file, named after the file; batch = the data input's N when it
-    is a number, else 1. strict: an unknown operator is an error instead of a warning."""
+    is a number, else 1. strict: an unknown operator is an error instead of a warning.
+    input_shape: (C, H, W) of the data input, for a model exported with dynamic sizes."""
     path = Path(path)
+    try:
+        return _network(path, name, strict, input_shape)
+    except WorkbenchError as exc:
+        if "ONNX file" in str(exc):
+            raise
+        raise type(exc)(f"ONNX file {path.name!r}: {exc}") from None  # name the file
+    except MALFORMED as exc:  # a value of an unexpected type or size the checks missed
+        raise FileFormatError(f"ONNX file {path.name!r}: malformed model "
+                              f"({type(exc).__name__}: {_first_line(exc)})") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:80] if text else ""
+
+
+def _network(path: Path, name: str | None, strict: bool,
+             input_shape: tuple[int, ...] | None) -> Network:
     origin = f"ONNX file {path.name!r}"
-    model, g = read_onnx(path)
+    model, g = read_onnx(path, input_shape)
     ctx = ImportContext(g)
     raw = [_text(node.name) or (_text(node.output[0]) if node.output and node.output[0]
                                 else f"{node.op_type}_{index}")

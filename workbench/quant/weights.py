@@ -13,6 +13,7 @@ from workbench.layers.network import Network
 from workbench.layers.onnx_names import short_name
 from workbench.layers.spec import ConvLayer
 from workbench.paths import data_file
+from workbench.schemas.arrays import validate_data, validate_weights
 
 Params = dict[str, tuple[np.ndarray, np.ndarray]]
 
@@ -24,38 +25,86 @@ def weight_shape(layer: ConvLayer) -> tuple[int, ...]:
     return (layer.Oc, width, layer.Ky, layer.Kx)
 
 
-def check_params(net: Network, params: Params) -> Params:
-    """Every conv/fc layer has weights and bias of the right shapes (errors name both)."""
+def check_params(net: Network, params: Params, origin: str = "weights") -> Params:
+    """Every conv/fc layer has weights and bias of the right shapes (one-line errors naming
+    `origin`, the array and both shapes)."""
     for layer in net.tiled_layers():
         if layer.name not in params:
-            raise SpecError(f"weights: no weights for layer {layer.name!r}")
+            raise SpecError(f"{origin}: {layer.name}.weight: no weights for layer "
+                            f"{layer.name!r}")
         w, b = params[layer.name]
         if tuple(w.shape) != weight_shape(layer):
-            raise SpecError(f"weights: layer {layer.name!r} expects weight shape "
-                            f"{weight_shape(layer)}, file has {tuple(w.shape)}")
+            raise SpecError(f"{origin}: {layer.name}.weight: layer {layer.name!r} expects "
+                            f"weight shape {weight_shape(layer)}, file has {tuple(w.shape)}")
         if tuple(b.shape) != (layer.Oc,):
-            raise SpecError(f"weights: layer {layer.name!r} expects bias shape ({layer.Oc},), "
-                            f"file has {tuple(b.shape)}")
+            raise SpecError(f"{origin}: {layer.name}.bias: layer {layer.name!r} expects bias "
+                            f"shape ({layer.Oc},), file has {tuple(b.shape)}")
     return params
 
 
-def load_npz(path: str | Path, net: Network) -> Params:
+MAX_NPZ_BYTES = 4 << 30  # arrays of one .npz, uncompressed
+
+
+def read_npz(path: str | Path, what: str) -> dict[str, np.ndarray]:
+    """Every array of an .npz file; any problem (missing, not an .npz archive, truncated,
+    pickled objects, arrays too large) is one FileFormatError line."""
+    origin = f"{what} file {str(path)!r}"
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except Exception as exc:  # noqa: BLE001 - OSError, BadZipFile, ValueError, EOFError, ...
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else (
+            str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__)
+        raise FileFormatError(f"{origin}: cannot read as .npz ({reason})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise FileFormatError(f"{origin}: a single .npy array, not an .npz archive of named "
+                              "arrays")
+    with archive:
+        try:
+            total = sum(info.file_size for info in archive.zip.infolist())
+            if total > MAX_NPZ_BYTES:
+                raise FileFormatError(f"{origin}: arrays of {total / 2**30:.1f} GiB, beyond "
+                                      f"the {MAX_NPZ_BYTES >> 30} GiB limit")
+            return {key: archive[key] for key in archive.files}
+        except FileFormatError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a damaged member: zlib, zipfile, numpy
+            raise FileFormatError(f"{origin}: cannot read as .npz ({type(exc).__name__}: "
+                                  f"{str(exc).splitlines()[0][:100] if str(exc) else ''})") \
+                from None
+
+
+def _shipped(path: str | Path) -> Path:
     path = Path(path)
     if not path.exists() and not path.is_absolute():
         shipped = data_file("weights", path.name)
         path = shipped if shipped.exists() else path
-    try:
-        with np.load(path) as z:
-            arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise FileFormatError(f"weights file {str(path)!r}: cannot read ({exc})") from None
+    return path
+
+
+def load_npz(path: str | Path, net: Network) -> Params:
+    """Weights of `net` from an .npz ("<layer>.weight", "<layer>.bias"), or a name under
+    data/weights; arrays checked numeric and finite (schemas.arrays), shapes against the
+    network."""
+    path = _shipped(path)
+    origin = f"weights file {str(path)!r}"
+    arrays = validate_weights(read_npz(path, "weights"), origin)
     params = {}
     for layer in net.tiled_layers():
         w, b = arrays.get(f"{layer.name}.weight"), arrays.get(f"{layer.name}.bias")
         if w is not None:
             params[layer.name] = (w.astype(np.float32), (b if b is not None else np.zeros(
                 layer.Oc)).astype(np.float32))
-    return check_params(net, params)
+    return check_params(net, params, origin)
+
+
+def load_data_npz(path: str | Path, net: Network,
+                  calibration_only: bool = False) -> dict[str, np.ndarray | None]:
+    """Calibration and test data (`calib_x`, `calib_y`, `test_x`, `test_y`) for `net` from an
+    .npz: float N×C×H×W images of the network's input shape, integer labels one per image
+    (calibration_only: calib_x, and calib_y when present)."""
+    origin = f"data file {str(path)!r}"
+    shape = tuple(net.layers[0].in_shape) if len(net) else None
+    return validate_data(read_npz(path, "data"), origin, shape, calibration_only)
 
 
 FOLDED = ("BatchNormalization", "Add", "Sub", "Mul", "Div")
@@ -134,7 +183,7 @@ def load_onnx(path: str | Path, net: Network) -> Params:
         w, b = _fold(model, inits, node.output[0], w, b)
         params[name] = (w.astype(np.float32), b.astype(np.float32))
         params[short_name(name)] = params[name]  # the importer's readable name
-    return check_params(net, params)
+    return check_params(net, params, f"weights of ONNX file {str(path)!r}")
 
 
 def load_weights(path: str | Path, net: Network) -> Params:

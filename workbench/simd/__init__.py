@@ -17,8 +17,9 @@ from workbench.tiling import Tile, dims
 from workbench.tiling.candidates import local_accesses
 from workbench.tiling.model import check_tile
 
-__all__ = ["VECTOR_DIMS", "IssueCounts", "Plan", "SimResult", "best_plan", "counts",
-           "mapping_report", "one_group", "plan_table", "simulate"]
+__all__ = ["CYCLE_PARTS", "TRANSFER_CAUSES", "VECTOR_DIMS", "IssueCounts", "Plan", "SimResult",
+           "best_plan", "counts", "mapping_report", "one_group", "plan_table", "simulate",
+           "transfer_causes"]
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def _times(c: IssueCounts, g: int) -> IssueCounts:
                    stores={k: v * g for k, v in c.stores.items()},
                    unaligned_loads=c.unaligned_loads * g, shuffles=c.shuffles * g,
                    spilled_vectors=c.spilled_vectors * g, groups=c.groups * g,
-                   cycles=c.cycles * g)
+                   cycles=c.cycles * g, cycle_parts={k: v * g for k, v in c.cycle_parts.items()})
 
 
 def _check_window(layer: ConvLayer) -> None:
@@ -163,11 +164,35 @@ def simulate(layer: ConvLayer, tile: Tile, platform: Platform, vector_dim: str |
     return SimResult(outputs, plan, c)
 
 
+TRANSFER_CAUSES = ("input_loads", "unaligned_loads", "weight_loads", "output_stores",
+                   "redundant_psums", "spills")
+CYCLE_PARTS = ("cycles_issue", "cycles_fill", "cycles_loop")
+
+
+def transfer_causes(c: IssueCounts, plat: Platform, plan: Plan) -> dict[str, int]:
+    """One tile's vector transfers by array and cause (TRANSFER_CAUSES), which add up to
+    `c.vector_transfers`: aligned input loads, the extra loads of unaligned windows, weight
+    loads, the output stores every output vector needs once, partial sums stored and reloaded
+    because the accumulators did not stay live through the reduction, and spill traffic."""
+    needed = c.groups * plan.unroll if plat.simd_style == "generic" else c.stores["psums"]
+    parts = {"input_loads": c.loads["inputs"] - c.unaligned_loads,
+             "unaligned_loads": c.unaligned_loads, "weight_loads": c.loads["weights"],
+             "output_stores": needed,
+             "redundant_psums": c.loads["psums"] + c.stores["psums"] - needed,
+             "spills": c.loads["spills"] + c.stores["spills"]}
+    if sum(parts.values()) != c.vector_transfers or min(parts.values()) < 0:
+        raise AssertionError(f"transfer causes {parts} do not add up to "
+                             f"{c.vector_transfers}")  # an invariant of the issue model
+    return parts
+
+
 def mapping_report(layer: ConvLayer, tile: Tile, platform: Platform,
                    plan: Plan | None = None) -> pd.DataFrame:
-    """Seed 000 tables 7.4/7.6 for one layer: vector transfers of the whole layer split into
-    the model's best case, redundant partial-sum loads/stores, spills, unaligned loads and the
-    rest, with lane utilization and compute cycles."""
+    """Seed 000 tables 7.4/7.6 for one layer: the vector transfers of the whole layer by cause
+    (TRANSFER_CAUSES, adding up to `total`), seed 000's best case (`model_transfers`: register
+    reuse, no redundancy; a reference, not a part of the total), lane utilization, compute
+    cycles split into CYCLE_PARTS (issue at the initiation interval, pipeline fill, loop
+    overhead; adding up to `compute_cycles`), the MII and the slot that sets it."""
     tile = one_group(layer, tile)[0]  # the same work, counted per one-group tile
     plan = plan or best_plan(layer, tile, platform)
     c = counts(layer, tile, platform, plan)
@@ -175,19 +200,14 @@ def mapping_report(layer: ConvLayer, tile: Tile, platform: Platform,
     n_tiles = int(np.prod([-(-e // s) for e, s in zip(extents, tile.as_tuple(), strict=True)]))
     n_tiles *= layer.groups
     model = local_accesses(layer, platform.register_file_bytes, platform.elem_bytes)
-    model_vectors = -(-model // platform.simd_lanes)
-    total = c.vector_transfers * n_tiles
-    redundant = (c.loads["psums"] + c.stores["psums"] - c.groups * plan.unroll) * n_tiles \
-        if platform.simd_style == "generic" else 0
-    spills = (c.loads["spills"] + c.stores["spills"]) * n_tiles
-    unaligned = c.unaligned_loads * n_tiles
+    parts = {k: v * n_tiles for k, v in transfer_causes(c, platform, plan).items()}
     return pd.DataFrame([{
-        "layer": layer.name, "vector_dim": plan.vector_dim, "unroll": plan.unroll,
-        "model_transfers": model_vectors, "redundant_loads_stores": redundant,
-        "spilling": spills, "unaligned_loads": unaligned,
-        "other": total - model_vectors - redundant - spills - unaligned, "total": total,
+        "layer": layer.name, "vector_dim": plan.vector_dim, "unroll": plan.unroll, **parts,
+        "total": c.vector_transfers * n_tiles,
+        "model_transfers": -(-model // platform.simd_lanes),
         "lane_utilization": c.lane_utilization, "compute_cycles": c.cycles * n_tiles,
-        "mii": c.mii}])
+        **{f"cycles_{k}": v * n_tiles for k, v in c.cycle_parts.items()},
+        "mii": c.mii, "mii_bound_by": max(c.ii_by_resource, key=c.ii_by_resource.get)}])
 
 
 def plan_table(layer: ConvLayer, tile: Tile, platform: Platform,

@@ -57,6 +57,9 @@ class IssueCounts:
     groups: int
     cycles: float
     extra: dict[str, float] = field(default_factory=dict)
+    # cycles by part, adding up to `cycles`: "issue" (iterations at the initiation interval),
+    # "fill" (pipeline depth once per loop), "loop" (loop overhead once per loop)
+    cycle_parts: dict[str, float] = field(default_factory=dict)
 
     @property
     def lane_utilization(self) -> float:
@@ -133,7 +136,9 @@ def generic_counts(layer: ConvLayer, tile: tuple[int, ...], plat: Platform,
     ii["recurrence"] = steps * plat.mac_latency  # each accumulator's MACs depend in a chain
     mii = max(ii.values())
     depth = plat.load_latency + plat.mac_latency + 1
-    cycles = groups * (iterations * math.ceil(mii) + depth + plat.loop_overhead_cycles)
+    parts = {"issue": float(groups * iterations * math.ceil(mii)), "fill": float(groups * depth),
+             "loop": float(groups * plat.loop_overhead_cycles)}
+    cycles = sum(parts.values())
     return IssueCounts(
         mac_instructions=mac_instr, issued_lane_macs=mac_instr * lanes, useful_lane_macs=useful,
         loads={"inputs": groups * iterations * (input_loads + unaligned),
@@ -142,7 +147,7 @@ def generic_counts(layer: ConvLayer, tile: tuple[int, ...], plat: Platform,
         stores={"psums": groups * psum_stores, "spills": groups * iterations * spill_traffic},
         unaligned_loads=groups * iterations * unaligned, shuffles=groups * iterations * shuffles,
         spilled_vectors=spilled, ii_by_resource=ii, mii=mii, iterations=iterations,
-        groups=groups, cycles=float(cycles))
+        groups=groups, cycles=float(cycles), cycle_parts=parts)
 
 
 def nve_counts(layer: ConvLayer, tile: tuple[int, ...], plat: Platform) -> IssueCounts:
@@ -172,5 +177,6 @@ def nve_counts(layer: ConvLayer, tile: tuple[int, ...], plat: Platform) -> Issue
         stores={"psums": vectors, "spills": 0}, unaligned_loads=0, shuffles=0,
         spilled_vectors=0, ii_by_resource=ii, mii=float(mii), iterations=1, groups=vectors,
         cycles=float(vectors * mii + depth),
+        cycle_parts={"issue": float(vectors * mii), "fill": float(depth), "loop": 0.0},
         extra={"macs_per_vmac": taps * min(lanes, tox) / vmac, "wreg_sets": wsets,
                "wreg_shifts": wreg - wsets})

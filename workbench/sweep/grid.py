@@ -9,28 +9,23 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench import explore
 from workbench.errors import FileFormatError, WorkbenchError
+from workbench.schemas.grid import validate_grid
 from workbench.tiling import SCHEDULES
 
 BOUNDS = ("worst", "weights", "data")  # the quantizer's bounds (workbench.quant.bounds)
-LIST_FIELDS = ("networks", "platforms", "buffer_kb", "acc_bits", "schedules", "traffic_models",
-               "objectives", "fusion")
-MAP_FIELDS = ("overrides", "weights", "data")
 
 
-def _check_list(name: str, value: Any, *, empty_ok: bool = False) -> None:
-    if not isinstance(value, list) or (not value and not empty_ok):
-        raise WorkbenchError(f"grid: {name!r} must be a {'' if empty_ok else 'non-empty '}list, "
-                             f"got {value!r}")
-    seen = [repr(v) for v in value]
-    if len(set(seen)) != len(seen):
-        raise WorkbenchError(f"grid: {name!r} lists a value twice: {value!r}")
+def names() -> dict[str, tuple[str, ...]]:
+    """The names a grid may use, per key of `schemas.grid.NAMES`."""
+    return {"schedules": tuple(SCHEDULES), "objectives": tuple(explore.OBJECTIVES),
+            "fusion": tuple(explore.FUSION_MODES),
+            "traffic_models": tuple(explore.TRAFFIC_MODELS), "bounds": BOUNDS}
 
 
 @dataclass(frozen=True)
@@ -60,75 +55,22 @@ class Grid:
     report_retries: int = 1
 
     def __post_init__(self) -> None:
-        for name in LIST_FIELDS:
-            _check_list(name, getattr(self, name), empty_ok=name == "traffic_models")
-        for name in MAP_FIELDS:
-            value = getattr(self, name)
-            if not isinstance(value, dict):
-                raise WorkbenchError(f"grid: {name!r} must be a mapping, got {value!r}")
-        for key, values in self.overrides.items():
-            _check_list(f"overrides.{key}", values)
-        for name in ("weights", "data"):
-            for net, path in getattr(self, name).items():
-                if not isinstance(path, str) or not path:
-                    raise WorkbenchError(f"grid: {name}.{net} must be a file name, got {path!r}")
-        for kb in self.buffer_kb:
-            if isinstance(kb, bool) or not isinstance(kb, int | float) or not math.isfinite(
-                    kb) or kb <= 0:
-                raise WorkbenchError(f"grid: buffer_kb values must be finite numbers > 0, "
-                                     f"got {kb!r}")
-        for bits in self.acc_bits:
-            if isinstance(bits, bool) or not isinstance(bits, int) or not 2 <= bits <= 64:
-                raise WorkbenchError(f"grid: acc_bits values must be integers in 2..64, "
-                                     f"got {bits!r}")
-        if self.batch is not None and (isinstance(self.batch, bool)
-                                       or not isinstance(self.batch, int) or self.batch < 1):
-            raise WorkbenchError(f"grid: 'batch' must be a positive integer, got {self.batch!r}")
-        for name in ("reports",):
-            if not isinstance(getattr(self, name), bool):
-                raise WorkbenchError(f"grid: {name!r} must be true or false, "
-                                     f"got {getattr(self, name)!r}")
-        for name, least in (("report_timeout_s", 1), ("report_retries", 0)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise WorkbenchError(f"grid: {name!r} must be an integer >= {least}, "
-                                     f"got {value!r}")
-        if self.bound not in BOUNDS:
-            raise WorkbenchError(f"grid: unknown bound {self.bound!r}; valid: "
-                                 + ", ".join(BOUNDS))
-        for objective in self.objectives:
-            explore.check_objective(objective)
-        if any(mode not in explore.FUSION_MODES for mode in self.fusion):
-            raise WorkbenchError("grid: 'fusion' must be a non-empty list of "
-                                 + ", ".join(explore.FUSION_MODES))
-        for model in self.traffic_models:
-            if model not in explore.TRAFFIC_MODELS:
-                raise WorkbenchError(f"grid: unknown traffic model {model!r}; valid: "
-                                     + ", ".join(explore.TRAFFIC_MODELS))
-        for schedule in self.schedules:
-            if schedule not in SCHEDULES:
-                raise WorkbenchError(f"grid: unknown schedule {schedule!r}; valid: "
-                                     + ", ".join(SCHEDULES))
+        doc = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        validate_grid(doc, "grid", WorkbenchError, names())
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Grid:
+        """A grid from a YAML file; every problem is one FileFormatError line naming the file,
+        the field path (`buffer_kb[1]`, `overrides.cores`) and the rule."""
         from workbench.layers.zoo import read_yaml
 
+        origin = f"grid file {str(path)!r}"
         doc = read_yaml(Path(path), "grid")
-        if not isinstance(doc, dict):
-            raise FileFormatError(f"grid file {str(path)!r}: expected a mapping")
-        known = set(cls.__dataclass_fields__)
-        unknown = set(doc) - known
-        if unknown:
-            raise FileFormatError(f"grid file {str(path)!r}: unknown key(s) {sorted(unknown)}; "
-                                  "known: " + ", ".join(sorted(known)))
-        for key in ("networks", "platforms"):
-            if not isinstance(doc.get(key), list) or not doc[key]:
-                raise FileFormatError(f"grid file {str(path)!r}: '{key}' must be a non-empty list")
+        validate_grid(doc, origin, FileFormatError, names())
         try:
             return cls(**doc)
-        except WorkbenchError as exc:
-            raise FileFormatError(f"grid file {str(path)!r}: {exc}") from None
+        except WorkbenchError as exc:  # not expected after the schema; kept one line
+            raise FileFormatError(f"{origin}: {exc}") from None
 
     def axes(self) -> list[str]:
         """The result columns that vary over the grid (the axes a browser filters on)."""

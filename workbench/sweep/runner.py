@@ -171,7 +171,7 @@ def status(out_dir: str | Path) -> list[str]:
 
 
 def _report_task(args: tuple[Case, Grid, Path]) -> tuple[str, str | None]:
-    from workbench.notebook_report import build_report
+    from workbench.report.notebook import build_report
 
     case, grid, path = args
     error = None

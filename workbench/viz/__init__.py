@@ -44,8 +44,8 @@ from workbench.viz.network_plots import (
     quant_space,
     quant_spaces,
 )
-from workbench.viz.report import bokeh_resources_html, embed_html, interactive_roofline
 from workbench.viz.simd_plots import plan_overview, transfer_breakdown
+from workbench.viz.static_plots import bokeh_resources_html, embed_html, interactive_roofline
 from workbench.viz.traffic_plots import sweep_traffic_data, traffic_curve_data, traffic_curves
 
 __all__ = ["OFFLINE", "SCHEDULE_COLORS", "SPLIT_COLORS", "accuracy_vs_width",

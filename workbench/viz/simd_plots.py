@@ -11,7 +11,7 @@ from workbench.viz.common import TOOLS, apply_labels, hover
 from workbench.viz.units import human_axes
 
 TRANSFER_PARTS = ("input_loads", "unaligned_loads", "weight_loads", "output_stores",
-                  "redundant_psums", "spills")   # reporting.TRANSFER_CAUSES
+                  "redundant_psums", "spills")   # simd.TRANSFER_CAUSES
 TRANSFER_LABELS = ("input loads", "unaligned extra loads", "weight loads", "output stores",
                    "redundant partial sums", "spills")
 TRANSFER_COLORS = ("#4c72b0", "#9467bd", "#dd8452", "#55a868", "#d62728", "#ff7f0e")
@@ -35,7 +35,7 @@ def plan_overview(plans: pd.DataFrame, title: str = "plans of one tile") -> figu
 
 def transfer_breakdown(causes: pd.DataFrame) -> figure:
     """Seed 000 fig. 7.2/7.4: each layer's local vector transfers by array and cause
-    (`reporting.transfer_causes`), stacked, with seed 000's best case (register reuse, no
+    (`explore.network_mapping`), stacked, with seed 000's best case (register reuse, no
     redundancy) as a black bar and the lanes used above."""
     names = causes["layer"].astype(str).tolist()
     data = {"layer": names, **{k: causes[k].clip(lower=0).tolist() for k in TRANSFER_PARTS},

@@ -9,7 +9,7 @@ chosen here on the Python side (`reduce_points`):
   is cut into `bins = (nx, ny)` equal cells and the first case (in frame order) of each cell is
   kept. So at most |front| + nx·ny points are sent (default 100·64 = 6,400 besides the front).
 
-`sweep_page` (workbench.viz.sweep_page) runs the same selection in JavaScript on a static page.
+`sweep_page` (workbench.report.sweep_page) runs the same selection in JavaScript on a static page.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""What a mapping report shows, computed in one call (the report notebook only displays it)."""
+"""What a mapping report shows, computed in one call (the report notebook only displays it):
+the per-layer table in human units, the network totals and the manager's summary."""
 
 from __future__ import annotations
 
@@ -32,11 +33,14 @@ class ReportData:
 def build(network: str, platform: str, batch: int | None = None, memory_kb: float = 0,
           buffer_sizes_kb: Iterable[float] = (1, 4, 16, 64, 256, 1024),
           schedules: Iterable[str] = SCHEDULES, jobs: int = 1,
-          objective: str = "cycles", cores: int = 0, fusion: str = "auto") -> ReportData:
+          objective: str = "cycles", cores: int = 0, fusion: str = "auto",
+          input_shape: Iterable[int] | None = None) -> ReportData:
     """Plan every layer of `network` on `platform` (memory_kb 0: the preset's; cores 0: the
-    preset's), mappings ranked by `objective`, fusion "auto", "off" or "force"; Pareto
-    solutions and buffer-size sweeps of the conv/fc layers on one core."""
-    net = layers.load_network(network, batch=batch)
+    preset's), mappings ranked by `objective`, fusion "auto", "off" or "force", `input_shape`
+    (C, H, W) replacing the network's input; Pareto solutions and buffer-size sweeps of the
+    conv/fc layers on one core."""
+    net = layers.load_network(network, batch=batch,
+                              input_shape=None if input_shape is None else tuple(input_shape))
     overrides = {"local_mem_bytes": int(memory_kb * 1024)} if memory_kb else {}
     if cores:
         overrides["cores"] = int(cores)
@@ -223,44 +227,3 @@ def summary_html(data: ReportData) -> str:
     """Headline and per-layer table as an HTML fragment."""
     return (f"<p><b>{html.escape(headline(data))}</b></p>"
             + per_layer_table(data.per_layer, data.platform).to_html(index=False, border=0))
-
-TRANSFER_CAUSES = ("input_loads", "unaligned_loads", "weight_loads", "output_stores",
-                   "redundant_psums", "spills")
-
-
-def transfer_causes(net: Network, platform: Platform, objective: str = "cycles",
-                    memory_bytes: int | None = None) -> pd.DataFrame:
-    """Per conv/fc layer at its best tile and plan (as `explore.network_mapping`): the local
-    vector transfers of the whole layer by array and cause (TRANSFER_CAUSES: aligned input
-    loads, extra loads of unaligned windows, weight loads, the necessary output stores,
-    partial sums stored and reloaded because the accumulators ran out, spill traffic), which
-    add up to `total`; with seed 000's best case (`model_transfers`) and lane utilization."""
-    from workbench import simd
-    from workbench.tiling import TILE_DIMS, Tile, dims
-
-    best = explore.explore_network(net, platform, memory_bytes=memory_bytes,
-                                   objective=objective)
-    rows = []
-    for _, row in best.iterrows():
-        layer = net[row["layer"]]
-        tile = simd.one_group(layer, Tile(*(int(row[d]) for d in TILE_DIMS)))[0]
-        plan = simd.best_plan(layer, tile, platform)
-        c = simd.counts(layer, tile, platform, plan)
-        n = int(np.prod([-(-e // s) for e, s in zip(dims(layer), tile.as_tuple(),
-                                                     strict=True)])) * layer.groups
-        needed = c.groups * plan.unroll if platform.simd_style == "generic" else \
-            c.stores["psums"]
-        report = simd.mapping_report(layer, tile, platform, plan).iloc[0]
-        parts = {"input_loads": c.loads["inputs"] - c.unaligned_loads,
-                 "unaligned_loads": c.unaligned_loads, "weight_loads": c.loads["weights"],
-                 "output_stores": needed,
-                 "redundant_psums": c.loads["psums"] + c.stores["psums"] - needed,
-                 "spills": c.loads["spills"] + c.stores["spills"]}
-        rows.append({"layer": layer.name, "vector_dim": plan.vector_dim,
-                     "unroll": plan.unroll, **{k: int(v) * n for k, v in parts.items()},
-                     "total": int(report["total"]),
-                     "model_transfers": int(report["model_transfers"]),
-                     "lane_utilization": float(report["lane_utilization"])})
-    table = pd.DataFrame(rows)
-    assert (table[list(TRANSFER_CAUSES)].sum(axis=1) == table["total"]).all()
-    return table

@@ -1,21 +1,20 @@
-"""Build a self-contained HTML report: papermill runs notebooks/report.ipynb with parameters,
-nbconvert exports it without code cells; BokehJS is inline and nothing refers to the network."""
+"""Run the report notebook: papermill executes notebooks/report.ipynb with parameters, each run
+with its kernel sockets in a private runtime folder (concurrent runs never collide); `page`
+exports the result as one self-contained HTML file."""
 
 from __future__ import annotations
 
-import html
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.paths import notebooks_dir
+from workbench.report.output import check_output_file, write_text
+from workbench.report.page import to_html
 
 # always the installed package's notebook: WORKBENCH_DATA never supplies code (paths.py)
 REPORT_NOTEBOOK = notebooks_dir() / "report.ipynb"
-_STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;
-text-align:right}h1,h2{font-weight:600}.jp-OutputPrompt,.jp-InputPrompt{display:none}"""
 
 
 def _kernel_manager_class(private_dir: Path):
@@ -72,18 +71,6 @@ def execute(notebook: Path, parameters: dict[str, Any], timeout_s: int = 600,
         return nbformat.read(str(out), as_version=4)
 
 
-def to_html(executed: Any, title: str) -> str:
-    """The executed notebook's outputs (no code) as one HTML page without external references."""
-    from nbconvert import HTMLExporter
-
-    exporter = HTMLExporter(template_name="basic", exclude_input=True,
-                            exclude_input_prompt=True, exclude_output_prompt=True,
-                            anchor_link_text="")
-    body, _ = exporter.from_notebook_node(executed)
-    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>" + html.escape(title)
-            + f"</title><style>{_STYLE}</style></head><body>" + body + "</body></html>\n")
-
-
 def _resolved(name_or_path: str) -> str:
     """A model or platform file given relative to the caller's folder, made absolute (the
     notebook runs in notebooks/); zoo and preset names stay as they are."""
@@ -105,20 +92,23 @@ def report_parameters(notebook: Path = REPORT_NOTEBOOK) -> tuple[str, ...]:
     raise WorkbenchError(f"{notebook}: no cell tagged 'parameters'")
 
 
-def build_report(network: str, platform: str, out: str | Path, timeout_s: int = 600,
-                 progress: bool = False, **params: Any) -> Path:
-    """Execute the report notebook for one network and platform and write the HTML file.
-    Parameters must be names of the notebook's parameters cell (nothing else reaches it).
-    `progress`: a bar of executed cells on stderr."""
+def check_parameters(params: dict[str, Any]) -> None:
+    """Refuse (one line) any key the notebook's parameters cell does not assign."""
     known = report_parameters()
     unknown = sorted(set(params) - set(known))
     if unknown:
         raise WorkbenchError(f"report parameter(s) {unknown} unknown; parameters: "
                              + ", ".join(k for k in known if k not in ("network", "platform")))
+
+
+def build_report(network: str, platform: str, out: str | Path, timeout_s: int = 600,
+                 progress: bool = False, **params: Any) -> Path:
+    """Execute the report notebook for one network and platform and write the HTML file.
+    Parameters must be names of the notebook's parameters cell (nothing else reaches it).
+    `progress`: a bar of executed cells on stderr."""
+    check_parameters(params)
+    check_output_file(out, "report output")
     executed = execute(REPORT_NOTEBOOK, {"network": _resolved(network),
                                          "platform": _resolved(platform), **params}, timeout_s,
                        progress)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(to_html(executed, f"{network} on {platform}"))
-    return out
+    return write_text(out, to_html(executed, f"{network} on {platform}"))

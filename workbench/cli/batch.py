@@ -8,6 +8,7 @@ import json
 import sys
 import time
 
+from workbench.cli.args import add_network, output_dir, output_file, positive_int
 from workbench.errors import WorkbenchError
 from workbench.explore.query import OBJECTIVES
 
@@ -19,27 +20,36 @@ def _parse_params(items: list[str]) -> dict:
     params = {}
     for item in items or []:
         if "=" not in item:
-            raise WorkbenchError(f"parameter {item!r} must look like key=value")
+            raise WorkbenchError(f"--params {item!r}: must look like key=value")
         key, value = item.split("=", 1)
-        params[key.strip()] = yaml.safe_load(value)
+        try:
+            params[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            reason = str(exc).splitlines()[0]
+            raise WorkbenchError(f"--params {key.strip()}: value {value!r} is not a number, "
+                                 f"list or string ({reason})") from None
     return params
 
 
 def cmd_report(args: argparse.Namespace) -> None:
     from workbench import layers, platforms
-    from workbench.notebook_report import build_report
+    from workbench.report.notebook import build_report, check_parameters
 
     if args.sweep:
         _sweep_report(args)
         return
     if not args.network:
         raise WorkbenchError("report: needs a network (or --sweep DIR)")
-    layers.load_network(args.network)  # fail fast, one line, before starting a kernel
+    params = _parse_params(args.params)
+    check_parameters(params)  # before anything is loaded or computed
+    # fail fast, one line, before starting a kernel
+    layers.load_network(args.network, input_shape=args.input_shape)
     platforms.load_platform(args.platform)
     start = time.perf_counter()
-    params = _parse_params(args.params)
     if args.objective:
         params["objective"] = args.objective
+    if args.input_shape:
+        params["input_shape"] = list(args.input_shape)
     path = build_report(args.network, args.platform, args.out, timeout_s=args.timeout,
                         progress=not args.json and sys.stderr.isatty(), **params)
     size = path.stat().st_size
@@ -48,7 +58,10 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 def _sweep_report(args: argparse.Namespace) -> None:
     """`workbench report --sweep DIR`: the results browser as one offline HTML page."""
-    from workbench.viz.sweep_page import sweep_page
+    import functools
+
+    from workbench import sweep
+    from workbench.report.sweep_page import sweep_page
 
     if args.network:
         raise WorkbenchError("report: give either a network or --sweep DIR, not both")
@@ -58,7 +71,11 @@ def _sweep_report(args: argparse.Namespace) -> None:
         raise WorkbenchError(f"report --sweep: unknown parameter(s) {unknown}; "
                              "parameters: x, y, color (metric names)")
     start = time.perf_counter()
-    path = sweep_page(args.sweep, args.out, **params)
+    frame = sweep.collect(args.sweep)
+    if frame.empty:
+        raise WorkbenchError(f"sweep directory {args.sweep!r}: no completed case to show")
+    path = sweep_page(frame, list(sweep.load_grid(args.sweep).overrides), args.out,
+                      case_layers=functools.partial(sweep.case_layers, args.sweep), **params)
     size = path.stat().st_size
     print(f"sweep report written to {path} ({size / 1e6:.1f} MB) in "
           f"{time.perf_counter() - start:.1f} s")
@@ -109,35 +126,28 @@ def cmd_sweep(args: argparse.Namespace) -> None:
         print(f"report for case {case_id} failed: {error}")
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("report", parents=[common], help="self-contained HTML mapping report")
-    p.add_argument("network", nargs="?", help="zoo name or a .yaml/.onnx/.prototxt file")
+    add_network(p, optional=True)
     p.add_argument("--platform", default="idsp", help="preset name or platform .yaml")
     p.add_argument("--params", nargs="*", default=[],
                    help="report parameters as key=value, e.g. batch=8 memory_kb=64 (with "
                         "--sweep: x=time_ms y=energy_uj color=local_mem_kb)")
     p.add_argument("--sweep", metavar="DIR", default=None,
                    help="instead of a network: the results browser of a sweep directory")
-    p.add_argument("--out", default="report.html", help="HTML file to write")
-    p.add_argument("--timeout", type=int, default=600, help="seconds per notebook cell")
+    p.add_argument("--out", type=output_file, default="report.html",
+                   help="HTML file to write (default: %(default)s)")
+    p.add_argument("--timeout", type=positive_int, default=600,
+                   help="seconds per notebook cell (default: %(default)s)")
     p.add_argument("--objective", choices=OBJECTIVES, default=None,
                    help="what 'best' means per layer (default cycles)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("sweep", parents=[common],
                        help="evaluate a parameter grid on Dask (resumable, exactly once)")
     p.add_argument("grid", nargs="?", help="grid YAML file")
-    p.add_argument("--out", help="sweep directory (rows, results.parquet, reports)")
-    p.add_argument("--jobs", type=_positive, default=1,
+    p.add_argument("--out", type=output_dir,
+                   help="sweep directory (rows, results.parquet, reports)")
+    p.add_argument("--jobs", type=positive_int, default=1,
                    help="worker processes of the embedded Dask cluster (default 1)")
     p.add_argument("--scheduler", default=None,
                    help="run on an existing Dask cluster: tcp://HOST:PORT (default: "

@@ -3,36 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import html
 import json
-import re
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from workbench import explore, layers, platforms, reporting
+from workbench import explore, layers, platforms
+from workbench.cli.args import add_network, output_file, parse_bytes, positive_int, size
 from workbench.errors import WorkbenchError
+from workbench.report import output, page, summary
 from workbench.tiling import SCHEDULES
 from workbench.viz import units
 
-_UNITS = {"": 1, "B": 1, "KB": 1024, "K": 1024, "MB": 1 << 20, "M": 1 << 20, "GB": 1 << 30}
-
-
-def parse_bytes(text: str) -> int:
-    """'64KB', '1MB', '512', '0.5KB' → bytes (K = 1024)."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMG]?B?)\s*", text, flags=re.IGNORECASE)
-    if not match:
-        raise WorkbenchError(f"memory size {text!r} not understood; use e.g. 64KB, 1MB or 4096")
-    value = float(match.group(1)) * _UNITS[match.group(2).upper()]
-    if value < 1:
-        raise WorkbenchError(f"memory size {text!r} must be at least 1 byte")
-    return int(value)
+__all__ = ["best_per_layer", "parse_bytes", "platform_of", "register"]
 
 
 def platform_of(args: argparse.Namespace) -> platforms.Platform:
     """The platform of --platform with --memory, --cores, --dma-channels, --broadcast."""
-    overrides = {"local_mem_bytes": parse_bytes(args.memory)} if args.memory else {}
+    overrides = {"local_mem_bytes": args.memory} if args.memory is not None else {}
     for name in ("cores", "dma_channels"):
         if getattr(args, name, None) is not None:
             overrides[name] = getattr(args, name)
@@ -59,7 +48,7 @@ def fusion_modes(args: argparse.Namespace, net) -> str | dict[str, str]:
 
 def best_per_layer(args: argparse.Namespace
                    ) -> tuple[pd.DataFrame, dict, str, platforms.Platform]:
-    net = layers.load_network(args.network, batch=args.batch)
+    net = layers.load_network(args.network, batch=args.batch, input_shape=args.input_shape)
     plat = platform_of(args)
     per_layer = explore.network_plan(net, plat, args.objective, fusion_modes(args, net),
                                      tuple(args.schedule or SCHEDULES), compare_unfused=True,
@@ -73,49 +62,40 @@ def best_per_layer(args: argparse.Namespace
     return per_layer, totals, title, plat
 
 
-def write_html(path: Path, title: str, table: pd.DataFrame, totals: dict,
-               plat: platforms.Platform) -> None:
-    """A self-contained static HTML page (no scripts, no external references)."""
-    rows = "".join(f"<li>{html.escape(part)}</li>"
-                   for part in reporting.totals_text(totals, plat).split(", "))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>" + html.escape(title)
-        + "</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:"
-        "collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}</style>"
-        "</head><body><h1>Tiling exploration</h1><p>" + html.escape(title) + "</p>"
-        + table.to_html(index=False, border=0) + "<h2>Network totals</h2><ul>" + rows
-        + "</ul></body></html>\n")
-
-
 def cmd_explore(args: argparse.Namespace) -> None:
     per_layer, totals, title, plat = best_per_layer(args)
-    table = reporting.per_layer_table(per_layer, plat)
-    if args.csv:
-        per_layer.to_csv(args.csv, index=False)
-    if args.html:
-        write_html(Path(args.html), title, table, totals, plat)
+    table = summary.per_layer_table(per_layer, plat)
     if args.json:
         print(json.dumps({"title": title, "rows": json.loads(per_layer.to_json(orient="records")),
                           "totals": totals}, indent=1))
-        return
-    print(title)
-    with pd.option_context("display.width", 200, "display.max_columns", 50):
-        print(table.to_string(index=False))
-    print("total: " + reporting.totals_text(totals, plat))
-    for key, text in reporting.key_findings(per_layer, totals, plat).items():
-        print(f"{key}: {text}")
+    else:
+        print(title)
+        with pd.option_context("display.width", 200, "display.max_columns", 50):
+            print(table.to_string(index=False))
+        print("total: " + summary.totals_text(totals, plat))
+        for key, text in summary.key_findings(per_layer, totals, plat).items():
+            print(f"{key}: {text}")
+    sys.stdout.flush()  # shown before the files are written: a late write error loses nothing
+    if args.csv:
+        output.write_with(args.csv, lambda f: per_layer.to_csv(f, index=False))
+    if args.html:
+        page.write_summary_page(Path(args.html), title, table, totals, plat)
 
 
 def cmd_traffic(args: argparse.Namespace) -> None:
     from workbench.tiling.dataflow import Precision
 
-    net = layers.load_network(args.network, batch=args.batch)
-    sizes = [parse_bytes(m) for m in args.memory]
+    net = layers.load_network(args.network, batch=args.batch, input_shape=args.input_shape)
+    sizes = list(args.memory)
     precision = Precision(args.elem_bytes, args.elem_bytes, args.elem_bytes, args.psum_bytes)
     convs = [lay for lay in net.tiled_layers() if lay.kind == "conv" or args.include_fc]
     if args.listing:
         layer = net[args.listing]
+        if layer not in convs:
+            kinds = "conv and fc" if args.include_fc else "conv"
+            raise WorkbenchError(f"--listing {args.listing!r} is a {layer.kind} layer; listings "
+                                 f"are of {kinds} layers: "
+                                 + ", ".join(lay.name for lay in convs))
         for size in sizes:
             print(explore.best_dataflow_listing(layer, size, precision,
                                                 paper_orders=args.orders == "paper",
@@ -124,8 +104,6 @@ def cmd_traffic(args: argparse.Namespace) -> None:
     table = explore.traffic_table(convs, sizes, args.model or explore.TRAFFIC_MODELS, precision,
                                   paper_orders=args.orders == "paper", tile_set=args.tiles,
                                   progress=not args.json and sys.stderr.isatty())
-    if args.csv:
-        table.to_csv(args.csv, index=False)
     totals = (table.groupby(["memory_bytes", "model"])["traffic_bytes"].sum(min_count=1)
               .unstack("model") / 1e6)
     totals["compulsory"] = table.groupby("memory_bytes")["compulsory_bytes"].sum() / \
@@ -133,44 +111,51 @@ def cmd_traffic(args: argparse.Namespace) -> None:
     totals.index = [units.fmt_bytes(b) for b in totals.index]
     if args.json:
         print(json.dumps({"rows": json.loads(table.to_json(orient="records"))}))
-        return
-    print(f"{net.name}: off-accelerator traffic (MB) of {len(convs)} layers by local memory "
-          f"and model ({args.elem_bytes}-byte elements, {args.psum_bytes}-byte partial sums)")
-    print(units.readable(totals).to_string())
+    else:
+        print(f"{net.name}: off-accelerator traffic (MB) of {len(convs)} layers by local "
+              f"memory and model ({args.elem_bytes}-byte elements, {args.psum_bytes}-byte "
+              "partial sums)")
+        print(units.readable(totals).to_string())
+    sys.stdout.flush()  # shown before the file is written: a late write error loses nothing
+    if args.csv:
+        output.write_with(args.csv, lambda f: table.to_csv(f, index=False))
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("traffic", parents=[common],
                        help="least traffic per memory size under each traffic model")
-    p.add_argument("network", help="zoo name or a .yaml/.onnx/.prototxt file")
+    add_network(p)
     p.add_argument("--model", action="append", choices=explore.TRAFFIC_MODELS,
                    help="traffic model (repeat; default all four)")
-    p.add_argument("--memory", nargs="+", default=["1KB", "4KB", "16KB", "64KB", "256KB"],
-                   help="local memory sizes")
-    p.add_argument("--batch", type=int, default=None, help="images per batch (On)")
-    p.add_argument("--elem-bytes", type=int, default=1, help="bytes per element")
-    p.add_argument("--psum-bytes", type=int, default=4, help="bytes per partial sum")
+    p.add_argument("--memory", nargs="+", type=size,
+                   default=[1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10],
+                   help="local memory sizes, e.g. 1KB 64KB 1MB (default 1KB 4KB 16KB 64KB "
+                        "256KB)")
+    p.add_argument("--batch", type=positive_int, default=None, help="images per batch (On)")
+    p.add_argument("--elem-bytes", type=positive_int, default=1, help="bytes per element")
+    p.add_argument("--psum-bytes", type=positive_int, default=4, help="bytes per partial sum")
     p.add_argument("--include-fc", action="store_true", help="also the fully connected layers")
     p.add_argument("--orders", choices=("default", "paper"), default="default",
                    help="dataflow element orders: canonical and HWC, or the paper's 180")
     p.add_argument("--tiles", choices=("all", "pow2"), default="all",
                    help="dataflow/peemen/cache tile sizes: every candidate, or powers of two")
-    p.add_argument("--csv", help="write the per-layer table to this CSV")
+    p.add_argument("--csv", type=output_file, help="write the per-layer table to this CSV")
     p.add_argument("--listing", metavar="LAYER",
                    help="print LAYER's least-traffic dataflow schedule as a loop nest instead")
     p.set_defaults(func=cmd_traffic)
     p = sub.add_parser("explore", parents=[common], help="best tile and schedule per layer")
-    p.add_argument("network", help="zoo name or a .yaml/.onnx/.prototxt file")
+    add_network(p)
     p.add_argument("--platform", default="idsp", help="preset name or platform .yaml")
-    p.add_argument("--memory", help="local memory size, e.g. 64KB (default: the platform's)")
+    p.add_argument("--memory", type=size,
+                   help="local memory size, e.g. 64KB (default: the platform's)")
     p.add_argument("--schedule", action="append", choices=SCHEDULES,
                    help="schedule to consider (repeat; default all five)")
-    p.add_argument("--batch", type=int, default=None, help="images per batch (On)")
+    p.add_argument("--batch", type=positive_int, default=None, help="images per batch (On)")
     p.add_argument("--objective", choices=explore.OBJECTIVES, default="cycles",
                    help="what 'best' means: least cycles, energy, external accesses (seed 000 "
                         "table 7.10) or energy-delay product")
-    p.add_argument("--cores", type=int, help="cores (default: the platform's)")
-    p.add_argument("--dma-channels", type=int,
+    p.add_argument("--cores", type=positive_int, help="cores (default: the platform's)")
+    p.add_argument("--dma-channels", type=positive_int,
                    help="DMA setups in flight at once (default: the platform's)")
     p.add_argument("--broadcast", choices=("on", "off"),
                    help="one DMA fetch delivered to every core that shares it (default: the "
@@ -181,8 +166,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         "(force)")
     p.add_argument("--fuse", action="append", metavar="LAYER=MODE",
                    help="fusion mode of one layer's output (repeat), e.g. conv1=off")
-    p.add_argument("--jobs", type=int, default=1,
+    p.add_argument("--jobs", type=positive_int, default=1,
                    help="accepted for compatibility (the candidate-set query needs no workers)")
-    p.add_argument("--csv", help="write every column of the per-layer table to this CSV")
-    p.add_argument("--html", help="write a static HTML summary to this file")
+    p.add_argument("--csv", type=output_file,
+                   help="write every column of the per-layer table to this CSV")
+    p.add_argument("--html", type=output_file, help="write a static HTML summary to this file")
     p.set_defaults(func=cmd_explore)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 import pandas as pd
 
 from workbench import layers, platforms
+from workbench.cli.args import add_network, positive_int
 from workbench.errors import WorkbenchError
 
 
@@ -41,7 +43,7 @@ def cmd_networks(args: argparse.Namespace) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> None:
-    net = layers.load_network(args.network, batch=args.batch)
+    net = layers.load_network(args.network, batch=args.batch, input_shape=args.input_shape)
     table = net.summary(elem_bytes=args.elem_bytes)
     title = (f"{net.name}: {net.title} [{net.source}]  batch {net.batch}, "
              f"{net.macs / 1e6:.2f} M MACs, {net.params / 1e6:.3f} M params "
@@ -84,9 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("networks", parents=[common], help="list the zoo networks")
     p.set_defaults(func=cmd_networks)
     p = sub.add_parser("show", parents=[common], help="per-layer table of a network")
-    p.add_argument("network", help="zoo name or a .yaml/.onnx/.prototxt file")
-    p.add_argument("--batch", type=int, default=None, help="images per batch (On)")
-    p.add_argument("--elem-bytes", type=int, default=2, help="bytes per element for footprints")
+    add_network(p)
+    p.add_argument("--batch", type=positive_int, default=None, help="images per batch (On)")
+    p.add_argument("--elem-bytes", type=positive_int, default=2,
+                   help="bytes per element for footprints")
     p.set_defaults(func=cmd_show)
     p = sub.add_parser("platforms", parents=[common], help="list the platform presets")
     p.set_defaults(func=cmd_platforms)
@@ -97,14 +100,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction,
                                        argparse.ArgumentParser], None]]:
-    from workbench import cli_batch, cli_explore, cli_quant, cli_simd
+    from workbench.cli import batch, explore, quant, simd
 
-    return [cli_explore.register, cli_quant.register, cli_simd.register, cli_batch.register]
+    return [explore.register, quant.register, simd.register, batch.register]
 
 
-def _terminate(signum: int, frame: object) -> None:
+def _terminate(command_pid: int, signum: int, frame: object) -> None:
     """SIGTERM ends a command like Ctrl-C: its cleanup runs (a sweep stops its workers and
-    releases its directory), and what it committed stays."""
+    releases its directory), and what it committed stays. A forked worker (which inherits
+    this handler) dies quietly as SIGTERM would have it: a pool stopping its workers must
+    not print their tracebacks."""
+    if os.getpid() != command_pid:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
     raise KeyboardInterrupt
 
 
@@ -126,7 +135,7 @@ def _warnings_as_lines(args: argparse.Namespace) -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _terminate)
+        signal.signal(signal.SIGTERM, functools.partial(_terminate, os.getpid()))
     try:
         with _warnings_as_lines(args):
             args.func(args)
@@ -148,6 +157,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     return 0
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+import sys
 
 import numpy as np
 import pandas as pd
 
 from workbench import layers, quant
+from workbench.cli.args import add_network, output_file, positive_int
 from workbench.errors import FileFormatError, WorkbenchError
 from workbench.paths import data_files
+from workbench.report import output
 
 
 def load_data(spec: str, net: layers.Network) -> dict[str, np.ndarray]:
@@ -22,17 +24,54 @@ def load_data(spec: str, net: layers.Network) -> dict[str, np.ndarray]:
         (cx, cy), (tx, ty) = mnist.load("calib"), mnist.load("test")
         data = {"calib_x": cx, "calib_y": cy, "test_x": tx, "test_y": ty}
     else:
-        try:
-            with np.load(spec) as z:
-                data = {k: z[k] for k in ("calib_x", "calib_y", "test_x", "test_y")}
-        except (OSError, ValueError, KeyError) as exc:
-            raise FileFormatError(f"data file {spec!r}: needs arrays calib_x, calib_y, test_x, "
-                                  f"test_y ({exc})") from None
+        data = _load_npz(spec, ("calib_x", "calib_y", "test_x", "test_y"))
+    for split in ("calib", "test"):
+        _check_split(spec, split, data[f"{split}_x"], data[f"{split}_y"])
     expected = net.layers[0].in_shape
     if tuple(data["calib_x"].shape[1:]) != tuple(expected):
         raise WorkbenchError(f"data {spec!r}: images are {tuple(data['calib_x'].shape[1:])}, "
                              f"network {net.name!r} expects {tuple(expected)} (C, H, W)")
     return data
+
+
+def _load_npz(spec: str, needed: tuple[str, ...],
+              optional: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """The named arrays of an .npz archive (no pickled objects); anything else is one line."""
+    import zipfile
+
+    what = f"data file {spec!r}: needs an .npz with arrays " + ", ".join(needed)
+    try:
+        archive = np.load(spec, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise FileFormatError(f"{what} ({str(exc).splitlines()[0] if str(exc) else exc!r})"
+                              ) from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise FileFormatError(f"{what}, not a single array") from None
+    with archive:
+        missing = [k for k in needed if k not in archive.files]
+        if missing:
+            raise FileFormatError(f"{what}; missing {', '.join(missing)}")
+        try:
+            return {k: archive[k] for k in (*needed, *optional) if k in archive.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise FileFormatError(f"{what} ({exc})") from None
+
+
+def _check_split(spec: str, split: str, x: np.ndarray, y: np.ndarray | None) -> None:
+    """Images N×C×H×W of finite numbers; labels (when given) N whole numbers."""
+    if x.ndim != 4 or x.dtype.kind not in "iuf" or not len(x):
+        raise FileFormatError(f"data file {spec!r}: {split}_x must be N×C×H×W numbers "
+                              f"(N ≥ 1), got shape {x.shape} of {x.dtype}")
+    if x.dtype.kind == "f" and not np.isfinite(x).all():
+        raise FileFormatError(f"data file {spec!r}: {split}_x holds NaN or infinity")
+    if y is None:
+        return
+    if y.ndim != 1 or y.dtype.kind not in "iu":
+        raise FileFormatError(f"data file {spec!r}: {split}_y must be N integer labels, got "
+                              f"shape {y.shape} of {y.dtype}")
+    if len(y) != len(x):
+        raise FileFormatError(f"data file {spec!r}: {len(y)} {split}_y labels for {len(x)} "
+                              f"{split}_x images; they must match")
 
 
 def shipped_weights(net: layers.Network) -> str:
@@ -48,25 +87,23 @@ def cmd_quantize(args: argparse.Namespace) -> None:
     if args.from_model:
         if args.network:
             raise WorkbenchError("give a network or --from-model, not both")
+        if args.input_shape:
+            raise WorkbenchError("--input-shape applies to a network, not to --from-model")
         cmd_from_model(args)
         return
     if not args.network:
         raise WorkbenchError("give a network (zoo name or file), or --from-model model.onnx")
-    net = layers.load_network(args.network)
+    net = layers.load_network(args.network, input_shape=args.input_shape)
     own = args.network if str(args.network).lower().endswith(".onnx") else None
     params = quant.load_weights(args.weights or own or shipped_weights(net), net)
     data = load_data(args.data or "mnist", net)
     n = args.images
     res = quant.search(net, params, data["calib_x"], data["calib_x"][:n], data["calib_y"][:n],
                        acc_bits=args.acc_bits, bound=args.bound, overflow=args.overflow,
-                       min_bits=args.min_bits, progress=not args.json, jobs=args.jobs)
+                       min_bits=args.min_bits, jobs=args.jobs,
+                       progress=not args.json and sys.stderr.isatty())
     test_float = quant.accuracy(net, params, data["test_x"], data["test_y"])
     test_fixed = quant.accuracy(net, params, data["test_x"], data["test_y"], res.config)
-    if args.out:  # the held-out accuracy is what the run reports, so it is what is recorded
-        Path(args.out).write_text(quant.config_to_yaml(
-            res.config, bound=res.bound, float_accuracy=test_float, accuracy=test_fixed,
-            test_images=len(data["test_y"]), search_float_accuracy=res.float_accuracy,
-            search_accuracy=res.accuracy))
     rows = [{"layer": name, "input": str(f.in_fmt), "weights": str(f.w_fmt),
              "output": str(f.out_fmt), "BW(in)+BW(w)": f.in_fmt.bw + f.w_fmt.bw}
             for name, f in res.config.items()]
@@ -75,11 +112,19 @@ def cmd_quantize(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps({"layers": rows, **summary, "acc_bits": args.acc_bits,
                           "bound": args.bound, "overflow": args.overflow}, indent=1))
-        return
-    print(f"{net.name}: {args.acc_bits}-bit accumulators, {args.bound} bound, {args.overflow}")
-    print(pd.DataFrame(rows).to_string(index=False))
-    print(f"accuracy on {len(data['test_y'])} held-out images: float {test_float:.2%}, "
-          f"fixed {test_fixed:.2%} (search set: {res.float_accuracy:.2%} -> {res.accuracy:.2%})")
+    else:
+        print(f"{net.name}: {args.acc_bits}-bit accumulators, {args.bound} bound, "
+              f"{args.overflow}")
+        print(pd.DataFrame(rows).to_string(index=False))
+        print(f"accuracy on {len(data['test_y'])} held-out images: float {test_float:.2%}, "
+              f"fixed {test_fixed:.2%} (search set: {res.float_accuracy:.2%} -> "
+              f"{res.accuracy:.2%})")
+    sys.stdout.flush()  # shown before the file is written: a late write error loses nothing
+    if args.out:  # the held-out accuracy is what the run reports, so it is what is recorded
+        output.write_text(args.out, quant.config_to_yaml(
+            res.config, bound=res.bound, float_accuracy=test_float, accuracy=test_fixed,
+            test_images=len(data["test_y"]), search_float_accuracy=res.float_accuracy,
+            search_accuracy=res.accuracy))
 
 
 def load_calibration(spec: str, net: layers.Network) -> tuple[np.ndarray, np.ndarray | None]:
@@ -90,11 +135,9 @@ def load_calibration(spec: str, net: layers.Network) -> tuple[np.ndarray, np.nda
 
         x, y = mnist.load("calib")
     else:
-        try:
-            with np.load(spec) as z:
-                x, y = z["calib_x"], (z["calib_y"] if "calib_y" in z.files else None)
-        except (OSError, ValueError, KeyError) as exc:
-            raise FileFormatError(f"data file {spec!r}: needs an array calib_x ({exc})") from None
+        found = _load_npz(spec, ("calib_x",), ("calib_y",))
+        x, y = found["calib_x"], found.get("calib_y")
+    _check_split(spec, "calib", x, y)
     expected = net.layers[0].in_shape
     if x.ndim != 4 or tuple(x.shape[1:]) != tuple(expected):
         raise WorkbenchError(f"data {spec!r}: images are {tuple(x.shape[1:])}, model "
@@ -161,7 +204,7 @@ def cmd_from_model(args: argparse.Namespace) -> None:
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("quantize", parents=[common],
                        help="per-layer fixed-point formats for narrow accumulators")
-    p.add_argument("network", nargs="?", help="zoo name or a .yaml/.onnx/.prototxt file")
+    add_network(p, optional=True)
     p.add_argument("--from-model", metavar="MODEL.onnx",
                    help="a quantized (QDQ or QLinear) ONNX model: its formats, and per layer "
                         "the accumulator bits the worst/weights/data bounds need")
@@ -169,23 +212,24 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help=".npz (or a name under data/weights) or .onnx with initializers "
                         "(default: an ONNX network's own initializers, the weights shipped "
                         "for a zoo network, e.g. lenet5_mnist.npz)")
-    p.add_argument("--acc-bits", type=int, default=16,
+    p.add_argument("--acc-bits", type=positive_int, default=16,
                    help="accumulator width in bits (default: %(default)s)")
     p.add_argument("--bound", choices=quant.BOUNDS, default="data",
                    help="extra integer bits from the worst case, the weights or the measured "
                         "data (default: %(default)s)")
     p.add_argument("--overflow", choices=("wrap", "saturate"), default="wrap",
                    help="accumulator overflow (default: %(default)s)")
-    p.add_argument("--min-bits", type=int, default=2,
+    p.add_argument("--min-bits", type=positive_int, default=2,
                    help="fewest bits per group (default: %(default)s)")
     p.add_argument("--data", default=None,
                    help="'mnist' or an .npz with calib_x, calib_y, test_x, test_y (default: "
                         "mnist; with --from-model: none, or an .npz with calib_x [, calib_y])")
-    p.add_argument("--images", type=int, default=1000,
+    p.add_argument("--images", type=positive_int, default=1000,
                    help="search (or --from-model calibration) images, from the calibration "
                         "set (default: %(default)s)")
-    p.add_argument("--out", help="write the per-layer configuration and the held-out "
-                                 "accuracy to this YAML file")
-    p.add_argument("--jobs", type=int, default=None,
+    p.add_argument("--out", type=output_file,
+                   help="write the per-layer configuration and the held-out accuracy to "
+                        "this YAML file")
+    p.add_argument("--jobs", type=positive_int, default=None,
                    help="worker processes evaluating splits (default: one per core)")
     p.set_defaults(func=cmd_quantize)

@@ -1,5 +1,6 @@
-"""Figures for static reports: interactive through bokeh widgets and CustomJS only (no kernel),
-so they keep working in a file opened without a server or network."""
+"""Figures for static pages (the HTML report, `workbench.report`): interactive through bokeh
+widgets and CustomJS only (no kernel), so they keep working in a file opened without a server
+or network."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The sweep results browser as one self-contained, offline HTML page.
+"""The sweep results browser as one self-contained, offline HTML page (`workbench report
+--sweep DIR`; the caller reads the sweep directory, so this module never imports `sweep`).
 
 The page holds every completed case of the sweep (one row each) and runs the same selection as
 `sweep_plots.reduce_points` in JavaScript (CustomJS, no kernel): the filters (one checkbox group
@@ -11,7 +12,7 @@ has no more, else the Pareto cases of the first two metrics).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +21,8 @@ from bokeh.layouts import column, row
 from bokeh.models import CheckboxGroup, ColumnDataSource, CustomJS, Div, Select
 from bokeh.palettes import Category10_10, Viridis256
 
-from workbench import sweep
 from workbench.errors import WorkbenchError
+from workbench.report.output import write_text
 from workbench.viz import sweep_plots as sp
 from workbench.viz.common import standalone_html
 
@@ -204,24 +205,23 @@ def _case_panel(shown: ColumnDataSource, table: Sequence[str],
     return info, cycles_fig, energy_fig
 
 
-def sweep_page(out_dir: str | Path, path: str | Path, x: str = "time_ms",
-               y: str = "energy_uj", color: str = "local_mem_kb",
-               bins: tuple[int, int] = sp.DEFAULT_BINS, max_breakdowns: int = 100) -> Path:
-    """Write the results of the sweep in `out_dir` as one offline HTML page at `path`
-    (BokehJS inline, no URL); returns the path. See the module docstring."""
-    frame = sweep.collect(out_dir)
+def sweep_page(frame: pd.DataFrame, overrides: Sequence[str], path: str | Path,
+               x: str = "time_ms", y: str = "energy_uj", color: str = "local_mem_kb",
+               bins: tuple[int, int] = sp.DEFAULT_BINS, max_breakdowns: int = 100,
+               case_layers: Callable[[str], pd.DataFrame] | None = None) -> Path:
+    """Write a sweep's results (`sweep.collect`, with the grid's `overrides` axes) as one
+    offline HTML page at `path` (BokehJS inline, no URL); returns the path. `case_layers`
+    gives a case's per-layer plan (`sweep.case_layers` of the sweep directory). See the
+    module docstring."""
     if frame.empty:
-        raise WorkbenchError(f"sweep directory {str(out_dir)!r}: no completed case to show")
-    grid = sweep.load_grid(out_dir)
-    axes = sp.sweep_axes(frame, list(grid.overrides))
+        raise WorkbenchError("sweep page: no completed case to show")
+    axes = sp.sweep_axes(frame, list(overrides))
     color = color if color in frame else ""
     ids = frame["case_id"].tolist()
     if len(ids) > max_breakdowns:
         xv, yv = (pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=float) for c in (x, y))
         front = sp.pareto_front(xv, yv, sp.METRICS.get(x, "min"), sp.METRICS.get(y, "min"))
         ids = frame["case_id"][front].tolist()[:max_breakdowns]
-    layout = sweep_view(frame, axes, x, y, color, bins,
-                        {cid: sweep.case_layers(out_dir, cid) for cid in ids})
-    out = Path(path)
-    out.write_text(standalone_html(layout, "Sweep results"), encoding="utf-8")
-    return out
+    breakdowns = {cid: case_layers(cid) for cid in ids} if case_layers else None
+    layout = sweep_view(frame, axes, x, y, color, bins, breakdowns)
+    return write_text(path, standalone_html(layout, "Sweep results"))

@@ -1,0 +1,77 @@
+"""`workbench simd`: mapping report of a network's layers on the platform's vector unit:
+local vector transfers by cause and compute cycles by part, each adding up to its total."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pandas as pd
+
+from workbench import explore, layers, platforms, simd
+from workbench.cli.args import add_network, positive_int
+from workbench.errors import WorkbenchError
+from workbench.tiling import Tile
+from workbench.viz import units
+
+
+def cmd_simd(args: argparse.Namespace) -> None:
+    net = layers.load_network(args.network, batch=args.batch, input_shape=args.input_shape)
+    plat = platforms.load_platform(args.platform)
+    if args.layer is None:
+        if args.tile or args.vector_dim:
+            raise WorkbenchError("--tile and --vector-dim need --layer")
+        table = explore.network_mapping(net, plat)
+    else:
+        layer = net[args.layer]
+        if not layer.tiled:
+            raise WorkbenchError(f"layer {args.layer!r} is a {layer.kind} layer; the SIMD "
+                                 "simulator maps conv and fc layers")
+        tile = Tile(*args.tile) if args.tile else Tile(layer.Ox, layer.Oy, layer.Oc // layer.groups,
+                                                      layer.On, layer.Kc)
+        plan = simd.Plan(args.vector_dim, args.unroll) if args.vector_dim else None
+        table = simd.mapping_report(layer, tile, plat, plan)
+    if args.json:
+        print(json.dumps({"rows": json.loads(table.to_json(orient="records"))}))
+        return
+    print(f"{net.name} (batch {net.batch}) on {plat.name}: {plat.simd_lanes} lanes, "
+          f"{plat.acc_bits}-bit accumulators")
+    print(transfer_table(table).to_string(index=False))
+    print()
+    print(cycle_table(table).to_string(index=False))
+
+
+def transfer_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Local vector transfers of each layer by cause (they add up to the total), against seed
+    000's best case, in human units."""
+    shown = table[["layer", "vector_dim", "unroll", *simd.TRANSFER_CAUSES, "total",
+                   "model_transfers", "lane_utilization"]]
+    lanes = [units.fmt_percent(v) for v in shown["lane_utilization"]]
+    shown = units.readable(shown.drop(columns="lane_utilization")).assign(lanes_used=lanes)
+    return shown.rename(columns=lambda c: str(c).replace("_", " ")).rename(
+        columns={"model transfers": "best case (seed 000)"})
+
+
+def cycle_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Compute cycles of each layer by part (they add up to the total): issue at the
+    initiation interval, pipeline fill, loop overhead; the MII and the slot that sets it."""
+    whole = [*simd.CYCLE_PARTS, "compute_cycles"]  # cycle counts are whole numbers
+    shown = table[["layer", *whole, "mii", "mii_bound_by"]].astype({c: "int64" for c in whole})
+    return units.readable(shown).rename(columns={
+        "cycles_issue": "issue cycles", "cycles_fill": "pipeline fill", "cycles_loop":
+        "loop overhead", "compute_cycles": "compute cycles", "mii": "MII",
+        "mii_bound_by": "MII set by"})
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("simd", parents=[common], help="SIMD mapping report per layer")
+    add_network(p)
+    p.add_argument("--platform", default="idsp", help="preset name or platform .yaml")
+    p.add_argument("--batch", type=positive_int, default=None, help="images per batch (On)")
+    p.add_argument("--layer", help="one layer (default: every conv/fc layer at its best tile)")
+    p.add_argument("--tile", type=positive_int, nargs=5,
+                   metavar=("TOx", "TOy", "TOc", "TOn", "TKc"),
+                   help="tile of --layer (default: the whole layer)")
+    p.add_argument("--vector-dim", choices=simd.VECTOR_DIMS, help="vectorized dimension")
+    p.add_argument("--unroll", type=positive_int, default=1, help="output vectors per loop body")
+    p.set_defaults(func=cmd_simd)

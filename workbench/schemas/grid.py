@@ -1,0 +1,96 @@
+"""Schema of the sweep grid document (`workbench.sweep.Grid`, a YAML file or Python values).
+
+The names a grid may use (schedules, objectives, fusion modes, traffic models, quantizer
+bounds) belong to the engine above this package; the loader passes them in the validation
+context (`NAMES` lists the keys). Without a context any non-empty name is accepted.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+from pydantic import Field, PlainValidator, ValidationInfo
+from pydantic_core import PydanticCustomError
+
+from workbench.errors import WorkbenchError
+from workbench.schemas.base import (
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    StrictModel,
+    Text,
+    Unique,
+    int_in,
+    is_int,
+    validate,
+)
+
+NAMES = {"schedules": "schedule", "objectives": "objective", "fusion": "fusion mode",
+         "traffic_models": "traffic model", "bounds": "bound"}
+
+
+def _name_from(key: str) -> Any:
+    what = NAMES[key]
+
+    def check(value: Any, info: ValidationInfo) -> str:
+        allowed = (info.context or {}).get(key)
+        if not isinstance(value, str) or not value:
+            raise PydanticCustomError("name_rule", f"must be a {what} name")
+        if allowed is not None and value not in allowed:
+            raise PydanticCustomError("cross_rule", f"unknown {what} {value!r}; valid: "
+                                      + ", ".join(allowed))
+        return value
+    return PlainValidator(check)
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, bool) or is_int(value) or (isinstance(value, str) and value):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    raise PydanticCustomError("scalar_rule", "must be a finite number, true/false or a name")
+
+
+def _optional_positive(value: Any) -> int | None:
+    if value is None or (is_int(value) and value > 0):
+        return value
+    raise PydanticCustomError("int_rule", "must be a positive integer (or null)")
+
+
+def _names(key: str, least: int = 1) -> Any:
+    return Annotated[list[Annotated[str, _name_from(key)]], Field(min_length=least), Unique]
+
+
+NonEmptyNames = Annotated[list[Text], Field(min_length=1), Unique]
+Values = Annotated[list[Annotated[Any, PlainValidator(_scalar)]], Field(min_length=1), Unique]
+
+
+class GridDoc(StrictModel):
+    """What a sweep varies (see `workbench.sweep.Grid` for the meaning of each key)."""
+
+    networks: NonEmptyNames
+    platforms: NonEmptyNames
+    batch: Annotated[int | None, PlainValidator(_optional_positive)] = None
+    buffer_kb: Annotated[list[PositiveFloat], Field(min_length=1), Unique] = [128.0]
+    acc_bits: Annotated[list[Annotated[int, int_in(2, 64)]], Field(min_length=1), Unique] = [16]
+    schedules: _names("schedules") = []
+    overrides: dict[Text, Values] = {}
+    weights: dict[Text, Text] = {}
+    data: dict[Text, Text] = {}
+    bound: Annotated[str, _name_from("bounds")] = "data"
+    traffic_models: _names("traffic_models", least=0) = []
+    objectives: _names("objectives") = ["cycles"]
+    fusion: _names("fusion") = ["auto"]
+    reports: bool = False
+    report_timeout_s: PositiveInt = 600
+    report_retries: NonNegativeInt = 1
+
+
+def validate_grid(doc: Any, origin: str, error: type[WorkbenchError],
+                  names: dict[str, tuple[str, ...]] | None = None) -> GridDoc:
+    """The grid document validated; one `error` line naming `origin`, the field path and the
+    rule. `names`: the valid names per key of `NAMES`."""
+    if not isinstance(doc, dict):
+        raise error(f"{origin}: expected a mapping of grid keys (networks, platforms, ...)")
+    return validate(GridDoc, doc, origin, error, context=names)
