@@ -138,8 +138,8 @@ def test_flag_off_keeps_the_fixed_energy_and_on_derives_it_from_size() -> None:
 
 
 @pytest.mark.parametrize("overrides,rule", [
-    ({"size_aware_energy": 1}, "size_aware_energy must be true or false"),
-    ({"size_aware_energy": "yes"}, "size_aware_energy must be true or false"),
+    ({"size_aware_energy": 1}, "size_aware_energy:? must be true or false"),
+    ({"size_aware_energy": "yes"}, "size_aware_energy:? must be true or false"),
     ({"local_access_bytes": 4},
      r"size_aware_energy needs local_access_bytes in \[8, 16, 32, 64\].*got 4"),
     ({"local_access_bytes": 128}, "size_aware_energy needs local_access_bytes")])
@@ -155,7 +155,7 @@ def test_preset_file_with_a_bad_flag_is_refused(tmp_path) -> None:
            .replace("size_aware_energy: true", "size_aware_energy: 2"))
     path = tmp_path / "bad.yaml"
     path.write_text(doc)
-    with pytest.raises(WorkbenchError, match="size_aware_energy must be true or false"):
+    with pytest.raises(WorkbenchError, match="size_aware_energy:? must be true or false"):
         platforms.load_platform(path)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from workbench.errors import FileFormatError, UnknownNameError, WorkbenchError
 from workbench.layers.zoo import read_yaml
 from workbench.paths import data_file, data_files
+from workbench.schemas.platform import validate_platform
 
 OVERFLOW_MODES = ("wrap", "saturate")
 SIMD_STYLES = ("generic", "nve")
@@ -157,7 +158,9 @@ def platform_from_dict(doc: Any, origin: str) -> Platform:
                if f.default is dataclasses.MISSING and f.name not in doc]
     if missing:
         raise FileFormatError(f"{origin}: missing platform field(s) {missing}")
-    return Platform(**doc)
+    # types, ranges and finiteness by the schema (one line: file, field, rule), so a file's
+    # 2.5 lanes or NaN clock is refused at the door with its field named
+    return Platform(**validate_platform(doc, f"platform file {origin!r}"))
 
 
 def load_platform(name_or_path: str | Path, **overrides: Any) -> Platform:
