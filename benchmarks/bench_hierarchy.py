@@ -8,12 +8,15 @@ at a time, 16-bit data and 32-bit partial sums, 1 pJ per MAC (seed 001 fig. 5: "
 64 bits 15.60; the register file priced as the table's smallest memory (1 KB at 64 bits,
 1.20), an upper bound for 512 B. What is searched is `workbench.hierarchy.search`'s space R
 (every array held as whole blocks at each level; all divisor chains of tiles; exact).
-Run: .venv/bin/python benchmarks/bench_hierarchy.py [--layers conv1_1 conv5_3]
+A second section drives the notebook-08 app (`workbench.ui.hierarchy_view`) in Python on
+lenet5's conv layers and prints how long one budget-slider move and one level-size edit take.
+Run: .venv/bin/python benchmarks/bench_hierarchy.py [--layers conv1_1 conv5_3] [--ui-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 from workbench import layers
@@ -30,10 +33,40 @@ def vgg16_hierarchy() -> Hierarchy:
                      name="dram-256KB-512B", mac_energy_pj=1.0)
 
 
+def ui_section() -> None:
+    """Time the hierarchy app's callbacks, driven as a notebook would drive them."""
+    from workbench.ui.hierarchy_view import hierarchy_view
+
+    start = time.perf_counter()
+    app = hierarchy_view(network="lenet5", sizes_kb=(32, 1), budget_kb=64,
+                         grid_kb=(1, 4, 16, 64, 256))
+    built = time.perf_counter() - start
+    moves = []
+    for exponent in (12, 14, 16, 18, 13, 15, 17, 10):
+        start = time.perf_counter()
+        app.budget.value = exponent
+        moves.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    app.sizes[0].value = 13  # 8 KB, not on the grid: each layer searched anew
+    edit = time.perf_counter() - start
+    start = time.perf_counter()
+    app.sizes[0].value = 15  # back to 32 KB: memoized
+    again = time.perf_counter() - start
+    print(f"hierarchy app (lenet5 conv layers, 2 on-chip levels, grid of "
+          f"{len(app.every_source.data['capacity_kb'])} hierarchies): built in {built:.2f} s; "
+          f"one budget-slider move {1e3 * statistics.median(moves):.2f} ms (median of "
+          f"{len(moves)}); one level-size edit {1e3 * edit:.0f} ms, repeated (memoized) "
+          f"{1e3 * again:.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", nargs="*", help="conv layer names (default: all)")
+    parser.add_argument("--ui-only", action="store_true", help="only the app timing section")
     args = parser.parse_args()
+    if args.ui_only:
+        ui_section()
+        return
     net = layers.load_network("vgg16")
     convs = [lay for lay in net.tiled_layers() if lay.kind == "conv"]
     if args.layers:
@@ -56,6 +89,7 @@ def main() -> None:
         print(f"{layer.name:9} {seconds:8.1f} {found.combinations:11.3g}  {tiles:34} "
               f"{found.energy_pj / layer.macs:7.2f}  {by_level}")
     print(f"total search time {total:.1f} s for {len(convs)} layers (one process)")
+    ui_section()
 
 
 if __name__ == "__main__":

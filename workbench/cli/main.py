@@ -100,9 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction,
                                        argparse.ArgumentParser], None]]:
-    from workbench.cli import batch, explore, quant, simd
+    from workbench.cli import batch, explore, hierarchy, quant, simd
 
-    return [explore.register, quant.register, simd.register, batch.register]
+    return [explore.register, quant.register, simd.register, batch.register, hierarchy.register]
 
 
 def _terminate(command_pid: int, signum: int, frame: object) -> None:

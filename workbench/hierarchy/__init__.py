@@ -9,6 +9,7 @@ from workbench.hierarchy.accesses import (
     LevelAccesses,
     buffer_bytes,
     capacity_violations,
+    energy_by_array_pj,
     energy_pj,
     evaluate,
     iterations,
@@ -35,6 +36,7 @@ from workbench.hierarchy.levels import (
 
 __all__ = ["ARRAYS", "DIMS", "GROUP0", "KINDS", "Blocking", "ElementBytes", "Hierarchy",
            "HierarchyError", "HierarchyResult", "Level", "LevelAccesses", "SplitCapacity",
-           "Transfer", "buffer_bytes", "capacity_violations", "energy_pj", "evaluate",
-           "from_dataflow", "from_seed000", "hierarchy_from_dict", "iterations",
+           "Transfer", "buffer_bytes", "capacity_violations", "energy_by_array_pj",
+           "energy_pj", "evaluate", "from_dataflow", "from_seed000", "hierarchy_from_dict",
+           "iterations",
            "level_accesses", "refetch_rates", "transfers", "trip_counts"]

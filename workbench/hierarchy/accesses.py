@@ -152,6 +152,27 @@ def energy_pj(transfers: Sequence[Transfer], hierarchy: Hierarchy, precision: Pr
     return out
 
 
+def energy_by_array_pj(transfers: Sequence[Transfer], hierarchy: Hierarchy,
+                       precision: PrecisionLike,
+                       size_energy: SizeEnergy | None = None) -> dict[str, dict[str, float]]:
+    """`energy_pj`'s memory part split by array: {level name: {I, W, O: pJ}} (seed 001 fig. 5's
+    IB / KB / OB bars); each level's three parts add up to its `energy_pj` entry."""
+    bits = {"I": 8 * precision.inputs, "W": 8 * precision.weights,
+            "O_partial": 8 * precision.partial_sums, "O_final": 8 * precision.outputs}
+    out: dict[str, dict[str, float]] = {}
+    for level, acc in zip(hierarchy.levels, level_accesses(transfers, len(hierarchy)),
+                          strict=True):
+        parts = dict.fromkeys(ARRAYS, 0.0)
+        for kind in KINDS:
+            count = acc.total(kind)
+            if count:
+                array = _ARRAY_OF[kind]
+                parts[array] += count * bits[kind] / level.access_bits * \
+                    level.access_pj(array, size_energy)
+        out[level.name] = parts
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class HierarchyResult:
     """A blocking priced on a hierarchy: transfers (elements), accesses per level (elements),

@@ -33,6 +33,7 @@ optimum (`nondominated_chains`). The remaining chains are enumerated completely.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -46,6 +47,10 @@ from workbench.layers.spec import ConvLayer
 
 CHUNK = 1 << 21   # combinations priced per numpy pass (at most; one X chain at a time)
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
+
+
+class NoFitError(WorkbenchError):
+    """No blocking of the space fits the hierarchy's capacities."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,19 +71,31 @@ def gen_chains(extent: int, levels: int) -> np.ndarray:
     return np.array(chains, dtype=np.int64).reshape(-1, levels)
 
 
+@functools.lru_cache(maxsize=256)
 def nondominated_chains(extent: int, levels: int) -> np.ndarray:
     """The chains whose vector (t…, P/t…, P) no other chain's is ≤ componentwise (one per
-    distinct vector); see the module docstring."""
+    distinct vector, in lexicographic order); see the module docstring. Vectors are visited by
+    rising component sum (a dominator has a smaller sum) and compared with the front kept so
+    far (dominance is transitive, so a dominated vector is never needed as a dominator).
+    Cached: callers must not modify the array."""
     chains = gen_chains(extent, levels)
     padded = -(-extent // chains[:, -1:]) * chains[:, -1:]
     vec = np.unique(np.hstack([chains, padded // chains, padded]), axis=0)
-    keep = np.ones(len(vec), dtype=bool)
-    for start in range(0, len(vec), 512):
-        block = vec[start:start + 512]
-        le = np.all(vec[None, :, :] <= block[:, None, :], axis=2)
-        lt = np.any(vec[None, :, :] < block[:, None, :], axis=2)
-        keep[start:start + len(block)] = ~np.any(le & lt, axis=1)
-    return vec[keep][:, :levels]
+    order = np.argsort(vec.sum(axis=1), kind="stable")
+    front = np.empty((0, vec.shape[1]), dtype=vec.dtype)
+    kept: list[np.ndarray] = []
+    for start in range(0, len(order), 512):
+        idx = order[start:start + 512]
+        block = vec[idx]
+        out = np.any(np.all(front[None, :, :] <= block[:, None, :], axis=2), axis=1)
+        le = np.all(block[None, :, :] <= block[:, None, :], axis=2)
+        lt = np.any(block[None, :, :] < block[:, None, :], axis=2)
+        out |= np.any(le & lt, axis=1)
+        front = np.vstack([front, block[~out]])
+        kept.append(idx[~out])
+    result = vec[np.sort(np.concatenate(kept))][:, :levels]
+    result.setflags(write=False)
+    return result
 
 
 def _pj_per_bit(hierarchy: Hierarchy, size_energy: SizeEnergy | None) -> np.ndarray:
@@ -201,8 +218,8 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
                 best_at = {"X": ox, "Y": y0 + int(at[0]), "C": int(at[1]), "M": int(at[2]),
                            "N": int(at[3])}
     if best_at is None:
-        raise WorkbenchError(f"layer {layer.name!r}: no blocking fits hierarchy "
-                             f"{hierarchy.name!r} (its smallest blocks overflow a level)")
+        raise NoFitError(f"layer {layer.name!r}: no blocking fits hierarchy "
+                         f"{hierarchy.name!r} (its smallest blocks overflow a level)")
     tiles = [{d: int(per_dim[d][best_at[d]][g]) for d in DIMS} for g in range(on_chip)]
     last = [len(GROUP0) - 1 + len(DIMS) * (on_chip - k) for k in range(1, on_chip + 1)]
     buffers = {a: [p if k in _holders(hierarchy, a) else None

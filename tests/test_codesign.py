@@ -1,0 +1,321 @@
+"""Co-design (workbench.hierarchy.codesign): the grid is enumerated completely, the best
+design and every design's energy equal a brute force over blockings, the Pareto front is
+complete and non-dominated (checked by definition on random and real designs)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_hierarchy_model import _brute_force_r
+
+from workbench.errors import WorkbenchError
+from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
+from workbench.hierarchy.codesign import (
+    Codesigner,
+    Design,
+    DesignSpace,
+    LevelSlot,
+    best_within,
+    codesign,
+    pareto_front,
+)
+from workbench.hierarchy.search import search
+from workbench.layers import ConvLayer
+
+PREC = ElementBytes(1, 1, 1, 2)
+DRAM = Level("DRAM", None, 64, 200.0)
+
+
+def sqrt_energy(size: int, bits: int) -> float:
+    """A size-derived access energy (pJ per access), rising with size like table 3."""
+    return 0.05 * math.sqrt(size) * bits / 16
+
+
+LAYERS = (ConvLayer(name="a", Ox=4, Oy=2, Oc=3, Kx=2, Ky=2, Kc=2),
+          ConvLayer(name="b", Ox=3, Oy=3, Oc=2, Kx=3, Ky=1, Kc=3, Sx=2))
+SPACE = DesignSpace(DRAM, (LevelSlot("SRAM", 64, (None, 96, 160, SplitCapacity(32, 48, 16)),
+                                     area_mm2_per_kb=2.0),
+                           LevelSlot("RF", 16, (None, 16, 40), area_mm2_per_kb=4.0)),
+                    mac_energy_pj=1.0)
+
+
+def _dominated(d: Design, others, axis: str) -> bool:
+    return any(o.cost(axis) <= d.cost(axis) and o.energy_pj <= d.energy_pj
+               and (o.cost(axis) < d.cost(axis) or o.energy_pj < d.energy_pj) for o in others)
+
+
+def _check_front(designs, front, axis: str) -> None:
+    """By definition: no front member is dominated; every non-dominated (cost, energy) point
+    is on the front once; the front rises in cost and falls in energy."""
+    points = [(d.cost(axis), d.energy_pj) for d in front]
+    assert len(set(points)) == len(points)
+    assert all(not _dominated(d, designs, axis) for d in front)
+    wanted = {(d.cost(axis), d.energy_pj) for d in designs if not _dominated(d, designs, axis)}
+    assert set(points) == wanted
+    assert all(a[0] < b[0] and a[1] > b[1] for a, b in zip(points, points[1:], strict=False))
+
+
+def _fake(cost: float, energy: float) -> Design:
+    hier = Hierarchy((DRAM, Level("L", 1 + int(cost), 16, 1.0)))
+    return Design(hier, energy, (energy,), (), 0.0, int(cost), cost / 2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), min_size=1, max_size=25),
+       st.sampled_from(["capacity", "area"]))
+def test_pareto_front_is_complete_and_non_dominated(points, axis: str) -> None:
+    designs = [_fake(float(c), float(e)) for c, e in points]
+    _check_front(designs, pareto_front(designs, axis), axis)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), min_size=1, max_size=25),
+       st.one_of(st.none(), st.integers(0, 12)))
+def test_best_within_budget_is_the_least_energy_affordable(points, budget) -> None:
+    designs = [_fake(float(c), float(e)) for c, e in points]
+    best = best_within(designs, budget)
+    affordable = [d for d in designs if budget is None or d.capacity_bytes <= budget]
+    if not affordable:
+        assert best is None
+        return
+    assert best.energy_pj == min(d.energy_pj for d in affordable)
+    assert budget is None or best.capacity_bytes <= budget
+
+
+def _grid_by_hand() -> list[tuple]:
+    """Every valid choice of SPACE, enumerated independently of gen_hierarchies."""
+    out = []
+    for sram, rf in itertools.product(SPACE.slots[0].capacities, SPACE.slots[1].capacities):
+        chosen = [(s, c) for s, c in zip(SPACE.slots, (sram, rf), strict=True) if c is not None]
+        totals = [c.total if isinstance(c, SplitCapacity) else c for _, c in chosen]
+        if chosen and all(a >= b for a, b in zip(totals, totals[1:], strict=False)):
+            out.append(tuple(chosen))
+    return out
+
+
+def test_grid_is_enumerated_completely() -> None:
+    by_hand = _grid_by_hand()
+    made = list(SPACE.gen_hierarchies())
+    assert SPACE.size() == len(made) == len(by_hand) == 11  # 4 × 3 choices but (None, None)
+    got = {tuple((lvl.name, lvl.capacity_bytes) for lvl in h.on_chip) for h in made}
+    assert got == {tuple((s.name, c) for s, c in choice) for choice in by_hand}
+    assert {len(h.on_chip) for h in made} == {1, 2}  # shallower hierarchies from None slots
+
+
+def test_every_design_equals_brute_force_over_blockings() -> None:
+    result = codesign(LAYERS, SPACE, precision=PREC, size_energy=sqrt_energy)
+    assert len(result.designs) == SPACE.size()  # every hierarchy here fits both layers
+    for design in result.designs:
+        brute = [_brute_force_r(lay, design.hierarchy, PREC, sqrt_energy) for lay in LAYERS]
+        assert design.energy_pj == pytest.approx(sum(brute), rel=1e-12)
+        for lay, blocking, energy in zip(LAYERS, design.blockings, design.layer_energy_pj,
+                                         strict=True):
+            priced = evaluate(lay, blocking, design.hierarchy, PREC, sqrt_energy)
+            assert priced.fits and priced.total_energy_pj == pytest.approx(energy, rel=1e-12)
+    best = min(result.designs, key=lambda d: d.energy_pj)
+    assert result.best.energy_pj == best.energy_pj
+    for axis in ("capacity", "area"):
+        _check_front(result.designs, pareto_front(result.designs, axis), axis)
+    _check_front(result.designs, result.pareto, "capacity")
+
+
+@pytest.mark.parametrize("budget", [16, 40, 96, 112, 200])
+def test_best_within_a_capacity_budget_is_the_brute_force_minimum(budget: int) -> None:
+    designer = Codesigner(LAYERS, PREC, sqrt_energy)
+    result = codesign(LAYERS, SPACE, budget=budget, designer=designer)
+    brute = []
+    for choice in _grid_by_hand():
+        hier = Hierarchy((DRAM, *(Level(s.name, c, s.access_bits, None, None,
+                                        s.area_mm2_per_kb) for s, c in choice)),
+                         mac_energy_pj=1.0)
+        if sum(lvl.total_bytes for lvl in hier.on_chip) <= budget:
+            brute.append(sum(_brute_force_r(lay, hier, PREC, sqrt_energy) for lay in LAYERS))
+    assert result.best.energy_pj == pytest.approx(min(brute), rel=1e-12)
+    assert result.best.capacity_bytes <= budget
+
+
+def test_area_axis_and_memory_to_compute_ratio() -> None:
+    result = codesign(LAYERS, SPACE, budget=0.2, axis="area", precision=PREC,
+                      size_energy=sqrt_energy)
+    cheap = [d for d in result.designs if d.area_mm2 <= 0.2]
+    assert cheap and result.best.energy_pj == min(d.energy_pj for d in cheap)
+    for d in result.designs:  # area = Σ KB × mm²/KB of the levels
+        want = sum(lvl.total_bytes / 1024 * lvl.area_mm2_per_kb for lvl in d.hierarchy.on_chip)
+        assert d.area_mm2 == pytest.approx(want)
+        macs = sum(lay.macs for lay in LAYERS)
+        assert d.memory_to_compute == pytest.approx((d.energy_pj - macs) / macs)
+
+
+def test_searches_are_memoized_across_budgets() -> None:
+    calls = []
+
+    def counting(layer, hier, precision, size_energy):
+        calls.append((layer.name, hier.name))
+        return search(layer, hier, precision, size_energy)
+
+    designer = Codesigner(LAYERS, PREC, sqrt_energy, search_fn=counting)
+    first = codesign(LAYERS, SPACE, budget=96, designer=designer)
+    assert len(calls) == len(LAYERS) * SPACE.size()
+    second = codesign(LAYERS, SPACE, budget=200, designer=designer)
+    assert len(calls) == len(LAYERS) * SPACE.size()  # nothing searched again
+    assert second.best.energy_pj <= first.best.energy_pj
+
+
+def test_infeasible_hierarchies_are_left_out_and_errors_are_one_line() -> None:
+    big = ConvLayer(name="big", Ox=4, Oy=4, Oc=2, Kx=5, Ky=5, Kc=2)
+    space = DesignSpace(DRAM, (LevelSlot("RF", 16, (8, 64)),))
+    result = codesign([big], space, precision=PREC, size_energy=sqrt_energy)
+    assert [d.capacity_bytes for d in result.designs] == [64]
+    with pytest.raises(WorkbenchError, match="no hierarchy of the grid fits"):
+        codesign([big], DesignSpace(DRAM, (LevelSlot("RF", 16, (8,)),)), size_energy=sqrt_energy)
+    with pytest.raises(WorkbenchError, match="area budget needs area_mm2_per_kb"):
+        codesign([big], space, budget=1.0, axis="area", size_energy=sqrt_energy)
+    with pytest.raises(WorkbenchError, match="unknown cost axis"):
+        codesign([big], space, axis="power")
+    with pytest.raises(WorkbenchError, match="needs energy_pj"):
+        DesignSpace(Level("DRAM", None, 64), (LevelSlot("RF", 16, (8,)),))
+    with pytest.raises(WorkbenchError, match="at least one candidate"):
+        LevelSlot("RF", 16, ())
+
+
+# --- the `workbench hierarchy` command (workbench.cli.hierarchy) -----------------------------
+
+NET_YAML = """name: tiny
+layers:
+  - {name: c1, type: conv, input: [2, 6, 6], maps: 4, kernel: 3, stride: 1, pad: 0}
+  - {name: f1, type: fc, input: [16, 1, 1], outputs: 6}
+"""
+LEVELS_YAML = """name: two-on-chip
+mac_energy_pj: 1.0
+levels:
+  - {name: DRAM, capacity: null, access_bits: 16, energy_pj: 320}
+  - {name: SRAM, capacity: 4096, access_bits: 64, energy_pj: null}
+  - {name: RF, capacity: 256, access_bits: 64, energy_pj: null}
+"""
+
+
+def _files(tmp_path, levels: str = LEVELS_YAML) -> tuple[str, str]:
+    (tmp_path / "net.yaml").write_text(NET_YAML)
+    (tmp_path / "levels.yaml").write_text(levels)
+    return str(tmp_path / "net.yaml"), str(tmp_path / "levels.yaml")
+
+
+def _parser():
+    import argparse
+
+    from workbench.cli import hierarchy as cli
+
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers(dest="command"))
+    return parser
+
+
+def test_cli_rows_equal_the_search_priced_by_evaluate(tmp_path, capsys) -> None:
+    import json
+
+    from workbench import layers
+    from workbench.hierarchy import hierarchy_from_dict
+    from workbench.hierarchy.codesign import table3_energy_pj
+    from workbench.layers.zoo import read_yaml
+
+    net_file, levels_file = _files(tmp_path)
+    args = _parser().parse_args(["hierarchy", net_file, "--levels", levels_file, "--json"])
+    args.func(args)
+    doc = json.loads(capsys.readouterr().out)
+    hier = hierarchy_from_dict(read_yaml(levels_file, "t"), "t")
+    prec = ElementBytes(2, 2, 2, 4)
+    total = 0.0
+    for layer in layers.load_network(net_file).tiled_layers():
+        found = search(layer, hier, prec, table3_energy_pj)
+        priced = evaluate(layer, found.blocking, hier, prec, table3_energy_pj)
+        rows = {r["level"]: r for r in doc["rows"] if r["layer"] == layer.name}
+        for level, acc in zip(hier.levels, priced.accesses, strict=True):
+            assert rows[level.name]["I"] == acc.total("I")
+            assert rows[level.name]["O_partial"] == acc.total("O_partial")
+            assert rows[level.name]["energy_pj"] == pytest.approx(priced.energy_pj[level.name])
+        assert rows["MAC"]["energy_pj"] == pytest.approx(layer.macs * 1.0)
+        total += found.energy_pj
+    assert doc["given"]["energy_pj"] == pytest.approx(total)
+    assert sum(r["energy_pj"] for r in doc["rows"]) == pytest.approx(total)
+
+
+def test_cli_budget_codesigns_the_brute_force_best(tmp_path, capsys) -> None:
+    from workbench import layers
+    from workbench.cli import hierarchy as cli
+    from workbench.hierarchy.codesign import table3_energy_pj
+
+    net_file, levels_file = _files(tmp_path)
+    doc = cli.run(net_file, levels_file, budget_kb=4, sizes_kb=[1, 2, 4])
+    prec = ElementBytes(2, 2, 2, 4)
+    tiled = layers.load_network(net_file).tiled_layers()
+    brute = {}
+    for sram, rf in itertools.product((1, 2, 4), repeat=2):
+        if rf > sram or sram + rf > 4:
+            continue
+        hier = Hierarchy((Level("DRAM", None, 16, 320.0), Level("SRAM", sram * 1024, 64),
+                          Level("RF", rf * 1024, 64)), mac_energy_pj=1.0)
+        brute[(sram, rf)] = sum(search(lay, hier, prec, table3_energy_pj).energy_pj
+                                for lay in tiled)
+    co = doc["codesign"]
+    assert co["best"]["energy_pj"] == pytest.approx(min(brute.values()))
+    assert co["best"]["on_chip_kb"] <= 4
+    args = _parser().parse_args(["hierarchy", net_file, "--levels", levels_file,
+                                 "--budget-kb", "4", "--sizes-kb", "1", "2", "4"])
+    args.func(args)
+    out = capsys.readouterr().out
+    assert "co-designed within 4 KB" in out and "Pareto front" in out and "pJ/MAC" in out
+
+
+@pytest.mark.parametrize("levels, budget, rule", [
+    (LEVELS_YAML.replace("access_bits: 64, energy_pj: null}\n  - {name: RF",
+                         "access_bits: 24, energy_pj: null}\n  - {name: RF"), None,
+     "memory width 24 bits not tabulated"),
+    (LEVELS_YAML.replace("capacity: 256", "capacity: 8192"), None,
+     "capacities must not increase inwards"),
+    (LEVELS_YAML, 0.5, "below the smallest size"),
+])
+def test_cli_errors_are_one_line(tmp_path, levels, budget, rule) -> None:
+    from workbench.cli import hierarchy as cli
+
+    net_file, levels_file = _files(tmp_path, levels)
+    with pytest.raises(WorkbenchError, match=rule):
+        cli.run(net_file, levels_file, budget_kb=budget)
+
+
+@pytest.mark.parametrize("extent, levels", [(12, 1), (30, 2), (24, 3), (97, 2)])
+def test_nondominated_chains_equal_the_quadratic_definition(extent: int, levels: int) -> None:
+    """The front-based filter search uses keeps exactly the vectors no other vector is ≤
+    (componentwise, and different), one chain per vector, in lexicographic order."""
+    import numpy as np
+
+    from workbench.hierarchy.search import gen_chains, nondominated_chains
+
+    def vector(chain):
+        padded = -(-extent // chain[-1]) * chain[-1]
+        return tuple(int(v) for v in chain) + tuple(int(padded // t) for t in chain) + (
+            int(padded),)
+
+    vectors = sorted({vector(c) for c in gen_chains(extent, levels)})
+    wanted = [v for v in vectors if not any(all(a <= b for a, b in zip(u, v, strict=True))
+                                            and u != v for u in vectors)]
+    kept = nondominated_chains(extent, levels)
+    assert [vector(c) for c in kept] == wanted
+    assert not kept.flags.writeable and np.array_equal(kept, nondominated_chains(extent, levels))
+
+
+def test_space_around_keeps_levels_and_split_proportions() -> None:
+    from workbench.hierarchy.codesign import space_around
+
+    hier = Hierarchy((DRAM, Level("SRAM", SplitCapacity(2048, 32768, 2048), 256, None, None, 0.5),
+                      Level("RF", 512, 64)), mac_energy_pj=2.0)
+    space = space_around(hier, [1024, 18432, 1024])
+    assert [s.name for s in space.slots] == ["SRAM", "RF"] and space.mac_energy_pj == 2.0
+    assert space.slots[0].capacities == (SplitCapacity(56, 910, 56),
+                                         SplitCapacity(1024, 16384, 1024))
+    assert space.slots[1].capacities == (1024, 18432) and space.slots[0].area_mm2_per_kb == 0.5
+    with pytest.raises(WorkbenchError, match="positive byte counts"):
+        space_around(hier, [])

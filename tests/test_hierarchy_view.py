@@ -1,0 +1,123 @@
+"""The memory-hierarchy app, driven without a browser: editing a level or moving the budget
+changes the plot sources, and they equal the engine's numbers computed here independently
+(search + evaluate per layer, the co-design grid enumerated by hand)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from workbench import layers
+from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
+from workbench.hierarchy.codesign import table3_energy_pj
+from workbench.hierarchy.search import search
+from workbench.ui.hierarchy_view import hierarchy_view
+
+KB = 1024
+PREC = ElementBytes(2, 2, 2, 4)
+GRID_KB = (1, 4, 16)
+CONVS = [lay for lay in layers.load_network("lenet5").tiled_layers() if lay.kind == "conv"]
+MACS = sum(lay.macs for lay in CONVS)
+
+
+def _hier(*caps, width: int = 64) -> Hierarchy:
+    return Hierarchy((Level("DRAM", None, 16, 320.0),
+                      *(Level(f"L{i + 1}", c, width) for i, c in enumerate(caps))),
+                     mac_energy_pj=1.0)
+
+
+def _level_pj_per_mac(hier: Hierarchy) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {f"level{i}": [] for i in range(len(hier.levels))}
+    out["mac"] = []
+    for layer in CONVS:
+        found = search(layer, hier, PREC, table3_energy_pj)
+        priced = evaluate(layer, found.blocking, hier, PREC, table3_energy_pj)
+        for i, level in enumerate(hier.levels):
+            out[f"level{i}"].append(priced.energy_pj[level.name] / layer.macs)
+        out["mac"].append(priced.energy_pj["mac"] / layer.macs)
+    return out
+
+
+def _grid_energy(levels: int) -> dict[tuple[int, ...], float]:
+    """pJ of every grid hierarchy of that depth (sizes non-increasing inwards)."""
+    out = {}
+    for sizes in itertools.product(GRID_KB, repeat=levels):
+        if list(sizes) != sorted(sizes, reverse=True):
+            continue
+        hier = _hier(*(s * KB for s in sizes))
+        out[sizes] = sum(search(lay, hier, PREC, table3_energy_pj).energy_pj for lay in CONVS)
+    return out
+
+
+@pytest.fixture(scope="module")
+def app():
+    return hierarchy_view(network="lenet5", sizes_kb=(16, 1), budget_kb=16, grid_kb=GRID_KB)
+
+
+def _assert_sources_equal(app, hier: Hierarchy) -> None:
+    want = _level_pj_per_mac(hier)
+    data = app.energy_source.data
+    assert data["layer"] == [lay.name for lay in CONVS]
+    for key, values in want.items():
+        assert data[key] == pytest.approx(values, rel=1e-12)
+    for i in range(len(hier.levels), 5):
+        assert data[f"level{i}"] == [0.0] * len(CONVS)
+
+
+def test_energy_bars_follow_a_level_size_edit(app) -> None:
+    _assert_sources_equal(app, _hier(16 * KB, 1 * KB))
+    before = dict(app.energy_source.data)
+    app.sizes[0].value = 15  # 32 KB
+    assert app.energy_source.data != before
+    _assert_sources_equal(app, _hier(32 * KB, 1 * KB))
+    rows = app.designer.traffic_rows(app.design)
+    assert "<table" in app.traffic.value and str(rows[0]["I"]) in app.traffic.value.replace(",", "")
+    ratio = (app.design.energy_pj - MACS) / MACS
+    assert f"memory:compute {ratio:.2f}×" in app.summary.value
+
+
+def test_budget_slider_picks_the_brute_force_best_and_front(app) -> None:
+    grid = _grid_energy(2)
+    for budget_kb in (2, 8, 32):
+        app.budget.value = 10 + budget_kb.bit_length() - 1  # log2 of the bytes
+        fits = {s: e for s, e in grid.items() if sum(s) <= budget_kb}
+        best = min(fits.values())
+        assert app.best_source.data["pj_per_mac"] == pytest.approx([best / MACS], rel=1e-12)
+        assert app.best_source.data["capacity_kb"][0] <= budget_kb
+    # the front: the grid points no other point beats on both capacity and energy
+    points = {(float(sum(s)), e / MACS) for s, e in grid.items()}
+    front = {p for p in points if not any(q[0] <= p[0] and q[1] <= p[1] and q != p
+                                          for q in points)}
+    shown = set(zip(app.front_source.data["capacity_kb"], app.front_source.data["pj_per_mac"],
+                    strict=True))
+    assert {(c, round(e, 9)) for c, e in shown} == {(c, round(e, 9)) for c, e in front}
+    assert len(app.every_source.data["capacity_kb"]) == len(grid)
+
+
+def test_levels_split_and_errors(app) -> None:
+    app.sizes[0].value, app.sizes[1].value = 14, 10  # 16 KB, 1 KB
+    app.levels.value = 1
+    _assert_sources_equal(app, _hier(16 * KB))
+    assert app.sizes[1].layout.display == "none"
+    app.split.value = True  # 1:16:1 of 16 KB
+    cap = app.hierarchy().levels[1].capacity_bytes
+    assert isinstance(cap, SplitCapacity) and (cap.I, cap.W, cap.O) == (910, 14563, 910)
+    _assert_sources_equal(app, _hier(cap))
+    good = dict(app.energy_source.data)
+    app.split.value = False
+    app.levels.value = 2
+    app.sizes[1].value = 16  # 64 KB inside 16 KB: refused, the plot keeps its last numbers
+    assert "capacities must not increase inwards" in app.status.value
+    app.sizes[1].value = 10
+    assert app.status.value == ""
+    assert good != app.energy_source.data
+
+
+def test_one_budget_move_is_fast(app) -> None:
+    import time
+
+    app.update_budget()  # the grid of this shape is memoized
+    start = time.perf_counter()
+    app.budget.value = 13
+    assert time.perf_counter() - start < 0.5

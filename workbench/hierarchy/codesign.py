@@ -1,0 +1,301 @@
+"""Co-design of a memory hierarchy and every layer's blocking (seed 001 §3.6, fig. 7): the
+hierarchy, from a stated grid of level sizes, that minimizes a network's total energy within
+an on-chip capacity or area budget, and the energy–cost Pareto curve.
+
+The space covered, exactly. A `DesignSpace` is DRAM (a fixed `Level`) plus on-chip level
+slots, outermost first; slot k offers a tuple of candidate capacities: bytes (shared by I, W,
+O), a `SplitCapacity` (fixed per-array parts, e.g. DianNao's 2/32/2 KB) or None (the slot is
+absent, so one space holds hierarchies of several depths). A hierarchy is one choice per slot
+whose totals do not increase inwards, with at least one on-chip level; every such hierarchy is
+evaluated (`gen_hierarchies`). Access energy of each on-chip memory is derived from its size
+by the caller's `size_energy` rule (e.g. seed 001 table 3). For one hierarchy, each layer's
+blocking is `search.search`'s exact optimum over its space R (whole blocks at every level,
+every divisor chain of tiles); since the hierarchy is shared by all layers and nothing couples
+the layers' blockings, the network's minimum energy on that hierarchy is the sum of the
+per-layer minima. Per-(layer, hierarchy) results are memoized, so a slider or a second budget
+reprices nothing. Not covered: sizes off the grid, loop positions inside a group (seed 002's
+per-array levels), the seed's shifting register files.
+
+This replaces seed 001's two-step method (each layer's 10 best design points, then common
+points) by enumeration: no design on the grid is missed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from workbench.errors import WorkbenchError
+from workbench.hierarchy.accesses import KINDS, ElementBytes, PrecisionLike, evaluate
+from workbench.hierarchy.blocking import Blocking
+from workbench.hierarchy.levels import Hierarchy, Level, SizeEnergy, SplitCapacity
+from workbench.hierarchy.search import NoFitError, SearchResult, search
+from workbench.layers.spec import ConvLayer
+
+AXES = ("capacity", "area")
+Capacity = int | SplitCapacity | None
+SearchFn = Callable[[ConvLayer, Hierarchy, PrecisionLike, SizeEnergy | None], SearchResult]
+
+
+def table3_energy_pj(size_bytes: int, width_bits: int) -> float:
+    """pJ per access of `width_bits` to a memory of `size_bytes`: seed 001 table 3 (pJ per 16
+    bits, `platforms.memory_energy_pj_per_16b`) × width_bits / 16; a `size_energy` rule."""
+    from workbench.platforms import memory_energy_pj_per_16b
+
+    return memory_energy_pj_per_16b(size_bytes, width_bits) * width_bits / 16
+
+
+@dataclass(frozen=True, slots=True)
+class LevelSlot:
+    """One on-chip level position: its name, access width (bits), candidate capacities
+    (bytes, SplitCapacity, or None: absent) and optional area (mm² per KB)."""
+
+    name: str
+    access_bits: int
+    capacities: tuple[Capacity, ...]
+    area_mm2_per_kb: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "capacities", tuple(self.capacities))
+        if not self.capacities:
+            raise WorkbenchError(f"level slot {self.name!r}: needs at least one candidate "
+                                 "capacity")
+        for cap in self.capacities:  # each candidate must make a valid Level
+            if cap is not None:
+                Level(self.name, cap, self.access_bits, None, None, self.area_mm2_per_kb)
+
+
+@dataclass(frozen=True, slots=True)
+class DesignSpace:
+    """DRAM (`outer`, energy_pj given) and on-chip slots outermost first; mac_energy_pj per
+    MAC."""
+
+    outer: Level
+    slots: tuple[LevelSlot, ...]
+    mac_energy_pj: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "slots", tuple(self.slots))
+        if not self.slots:
+            raise WorkbenchError("design space: needs at least one on-chip level slot")
+        if self.outer.energy_pj is None:
+            raise WorkbenchError(f"design space: the outermost level {self.outer.name!r} "
+                                 "needs energy_pj")
+
+    def gen_hierarchies(self) -> Iterator[Hierarchy]:
+        """Every hierarchy of the grid (see the module docstring), in product order."""
+        for choice in itertools.product(*(s.capacities for s in self.slots)):
+            levels = [Level(s.name, cap, s.access_bits, None, None, s.area_mm2_per_kb)
+                      for s, cap in zip(self.slots, choice, strict=True) if cap is not None]
+            totals = [lvl.total_bytes for lvl in levels]
+            if not levels or any(a < b for a, b in zip(totals, totals[1:], strict=False)):
+                continue
+            yield Hierarchy((self.outer, *levels), name=describe(levels),
+                            mac_energy_pj=self.mac_energy_pj)
+
+    def size(self) -> int:
+        """Hierarchies in the grid."""
+        return sum(1 for _ in self.gen_hierarchies())
+
+
+def _scaled(cap: int | SplitCapacity | None, size: int) -> int | SplitCapacity:
+    """`size` bytes, split in the proportions of `cap` when it is split (parts rounded down,
+    a part never 0 unless it was)."""
+    if not isinstance(cap, SplitCapacity):
+        return size
+    parts = {a: cap.of(a) and max(1, cap.of(a) * size // cap.total) for a in ("I", "W", "O")}
+    return SplitCapacity(**parts)
+
+
+def space_around(hierarchy: Hierarchy, sizes_bytes: Sequence[int]) -> DesignSpace:
+    """A grid keeping the hierarchy's levels (names, widths, areas, shared or split in the
+    same proportions) with each on-chip level's total taken from `sizes_bytes`."""
+    if not sizes_bytes or min(sizes_bytes) < 1:
+        raise WorkbenchError(f"co-design sizes must be positive byte counts, got "
+                             f"{list(sizes_bytes)}")
+    slots = tuple(LevelSlot(lvl.name, lvl.access_bits,
+                            tuple(_scaled(lvl.capacity_bytes, int(s))
+                                  for s in sorted(set(sizes_bytes))), lvl.area_mm2_per_kb)
+                  for lvl in hierarchy.on_chip)
+    return DesignSpace(hierarchy.levels[0], slots, hierarchy.mac_energy_pj)
+
+
+def _kb(cap: int | SplitCapacity) -> str:
+    if isinstance(cap, SplitCapacity):
+        return "/".join(f"{cap.of(a) / 1024:.4g}" for a in ("I", "W", "O")) + " KB"
+    return f"{cap / 1024:g} KB"
+
+
+def describe(levels: Sequence[Level]) -> str:
+    """'DRAM | 1024 KB | 2/32/2 KB': the on-chip capacities, outermost first."""
+    return " | ".join(f"{lvl.name} {_kb(lvl.capacity_bytes)}" for lvl in levels
+                      if lvl.capacity_bytes is not None)
+
+
+def on_chip_bytes(hierarchy: Hierarchy) -> int:
+    """Total on-chip capacity (bytes)."""
+    return int(sum(lvl.total_bytes for lvl in hierarchy.on_chip))
+
+
+def on_chip_area_mm2(hierarchy: Hierarchy) -> float | None:
+    """Total on-chip memory area (mm²), None when a level has no area_mm2_per_kb."""
+    areas = [lvl.area_mm2 for lvl in hierarchy.on_chip]
+    return None if any(a is None for a in areas) else float(sum(areas))
+
+
+@dataclass(frozen=True, slots=True)
+class Design:
+    """A hierarchy with every layer's best blocking: energies in pJ (per layer and total),
+    mac_energy_pj the network's MAC part of the total, capacity in bytes, area in mm²."""
+
+    hierarchy: Hierarchy
+    energy_pj: float
+    layer_energy_pj: tuple[float, ...]
+    blockings: tuple[Blocking, ...]
+    mac_energy_pj: float
+    capacity_bytes: int
+    area_mm2: float | None
+
+    def cost(self, axis: str) -> float:
+        """On-chip capacity (bytes) or area (mm²)."""
+        if axis == "capacity":
+            return float(self.capacity_bytes)
+        if axis == "area":
+            if self.area_mm2 is None:
+                raise WorkbenchError(f"hierarchy {self.hierarchy.name!r}: an area budget "
+                                     "needs area_mm2_per_kb on every on-chip level")
+            return self.area_mm2
+        raise WorkbenchError(f"unknown cost axis {axis!r}; valid: {', '.join(AXES)}")
+
+    @property
+    def memory_to_compute(self) -> float:
+        """Memory energy over MAC energy (inf when MACs cost nothing)."""
+        memory = self.energy_pj - self.mac_energy_pj
+        return memory / self.mac_energy_pj if self.mac_energy_pj else math.inf
+
+
+@dataclass
+class Codesigner:
+    """Prices hierarchies for a network, memoizing each (layer, hierarchy) search."""
+
+    layers: tuple[ConvLayer, ...]
+    precision: PrecisionLike = field(default_factory=ElementBytes)
+    size_energy: SizeEnergy | None = None
+    search_fn: SearchFn = search
+    _memo: dict = field(default_factory=dict, repr=False)
+    _infeasible: set = field(default_factory=set, repr=False)
+
+    def __post_init__(self) -> None:
+        self.layers = tuple(self.layers)
+        if not self.layers:
+            raise WorkbenchError("co-design needs at least one conv or fc layer")
+
+    def with_layers(self, network_layers: Sequence[ConvLayer]) -> Codesigner:
+        """A designer for other layers sharing this one's memo (searches done are reused)."""
+        return Codesigner(tuple(network_layers), self.precision, self.size_energy,
+                          self.search_fn, self._memo, self._infeasible)
+
+    @property
+    def searches(self) -> int:
+        """(layer, hierarchy) searches done so far (feasible ones)."""
+        return len(self._memo)
+
+    def layer_result(self, layer: ConvLayer, hierarchy: Hierarchy) -> SearchResult | None:
+        """The layer's best blocking on the hierarchy (None: no blocking fits)."""
+        key = (layer, hierarchy.levels, hierarchy.mac_energy_pj)
+        if key in self._infeasible:
+            return None
+        if key not in self._memo:
+            try:
+                self._memo[key] = self.search_fn(layer, hierarchy, self.precision,
+                                                 self.size_energy)
+            except NoFitError:
+                self._infeasible.add(key)
+                return None
+        return self._memo[key]
+
+    def design(self, hierarchy: Hierarchy) -> Design | None:
+        """The network on the hierarchy (None when some layer fits no blocking)."""
+        found = [self.layer_result(layer, hierarchy) for layer in self.layers]
+        if any(r is None for r in found):
+            return None
+        energies = tuple(r.energy_pj for r in found)
+        macs = sum(layer.macs for layer in self.layers) * hierarchy.mac_energy_pj
+        return Design(hierarchy, float(sum(energies)), energies,
+                      tuple(r.blocking for r in found), float(macs),
+                      on_chip_bytes(hierarchy), on_chip_area_mm2(hierarchy))
+
+    def traffic_rows(self, design: Design) -> list[dict[str, str | float]]:
+        """Per layer and level (DRAM first, then 'MAC'): element accesses (reads + writes) by
+        kind I, W, O_partial, O_final, energy (pJ) and energy per MAC (pJ), from `evaluate`
+        of the design's blockings."""
+        rows: list[dict[str, str | float]] = []
+        for layer, blocking in zip(self.layers, design.blockings, strict=True):
+            result = evaluate(layer, blocking, design.hierarchy, self.precision,
+                              self.size_energy)
+            for level, acc in zip(design.hierarchy.levels, result.accesses, strict=True):
+                rows.append({"layer": layer.name, "level": level.name,
+                             **{kind: acc.total(kind) for kind in KINDS},
+                             "energy_pj": result.energy_pj[level.name],
+                             "pj_per_mac": result.energy_pj[level.name] / layer.macs})
+            mac = result.energy_pj["mac"]
+            rows.append({"layer": layer.name, "level": "MAC", **dict.fromkeys(KINDS, 0),
+                         "energy_pj": mac, "pj_per_mac": mac / layer.macs})
+        return rows
+
+    def designs(self, space: DesignSpace) -> list[Design]:
+        """Every feasible design of the grid."""
+        out = [self.design(h) for h in space.gen_hierarchies()]
+        return [d for d in out if d is not None]
+
+
+def pareto_front(designs: Sequence[Design], axis: str = "capacity") -> list[Design]:
+    """The designs no other design beats on both cost and energy (≤ both, < one), by rising
+    cost; of designs equal in both, the first one given."""
+    ranked = sorted(enumerate(designs), key=lambda p: (p[1].cost(axis), p[1].energy_pj, p[0]))
+    front: list[Design] = []
+    for _, design in ranked:
+        if not front or design.energy_pj < front[-1].energy_pj:
+            front.append(design)
+    return front
+
+
+def best_within(designs: Sequence[Design], budget: float | None,
+                axis: str = "capacity") -> Design | None:
+    """The least-energy design whose cost is within the budget (None: none is); ties to the
+    cheaper, then the first given."""
+    ok = [(d.energy_pj, d.cost(axis), i, d) for i, d in enumerate(designs)
+          if budget is None or d.cost(axis) <= budget]
+    return min(ok, key=lambda t: t[:3])[3] if ok else None
+
+
+@dataclass(frozen=True, slots=True)
+class CodesignResult:
+    """All feasible designs of the grid, the Pareto front (rising cost) and the best design
+    within the budget (None without a feasible one)."""
+
+    designs: tuple[Design, ...]
+    pareto: tuple[Design, ...]
+    best: Design | None
+    axis: str
+    budget: float | None
+
+
+def codesign(network_layers: Sequence[ConvLayer], space: DesignSpace,
+             budget: float | None = None, axis: str = "capacity",
+             precision: PrecisionLike | None = None, size_energy: SizeEnergy | None = None,
+             designer: Codesigner | None = None) -> CodesignResult:
+    """Co-design over the grid: budget in bytes (axis 'capacity') or mm² (axis 'area') of
+    on-chip memory, None for no budget; pass a `designer` to reuse its memo."""
+    if axis not in AXES:
+        raise WorkbenchError(f"unknown cost axis {axis!r}; valid: {', '.join(AXES)}")
+    if designer is None:
+        designer = Codesigner(tuple(network_layers),
+                              ElementBytes() if precision is None else precision, size_energy)
+    designs = tuple(designer.designs(space))
+    if not designs:
+        raise WorkbenchError("co-design: no hierarchy of the grid fits every layer")
+    return CodesignResult(designs, tuple(pareto_front(designs, axis)),
+                          best_within(designs, budget, axis), axis, budget)

@@ -1,0 +1,198 @@
+"""The memory-hierarchy app (seed 001): edit a hierarchy (on-chip levels, their sizes, shared
+or split per array), see every layer's per-level accesses and energy with the memory:compute
+energy ratio, and drag an on-chip capacity budget to watch the co-designed hierarchy and its
+energy change.
+
+Every number comes from `workbench.hierarchy.codesign`: a layer's blocking is the exact
+optimum on the hierarchy (`search`), energies from the level sizes by seed 001 table 3. The
+co-design grid keeps the edited hierarchy's depth, widths and split, with each level's size
+from `grid_kb`; its designs are computed once per hierarchy shape and memoized, so moving the
+budget only re-selects.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+import pandas as pd
+from bokeh.models import ColumnDataSource
+
+from workbench import layers
+from workbench.errors import WorkbenchError
+from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity
+from workbench.hierarchy.codesign import (
+    Codesigner,
+    Design,
+    best_within,
+    pareto_front,
+    space_around,
+    table3_energy_pj,
+)
+from workbench.ui.bokeh_widget import bokeh_widget
+from workbench.ui.controls import memory_slider
+from workbench.ui.errors import error_html
+from workbench.viz.hierarchy_plots import (
+    MAX_LEVELS,
+    energy_bars,
+    front_data,
+    front_plot,
+    level_energy_data,
+    relabel_levels,
+)
+
+KB = 1024
+WIDTHS_BITS = (64, 128, 256, 512)   # table 3's widths
+_STYLE = {"description_width": "110px"}
+
+
+def split_parts(total_bytes: int, ratio: tuple[int, int, int]) -> SplitCapacity:
+    """`total_bytes` split I:W:O in `ratio` (parts rounded down; a part > 0 stays ≥ 1 B)."""
+    whole = sum(ratio)
+    return SplitCapacity(*(r and max(1, total_bytes * r // whole) for r in ratio))
+
+
+class HierarchyView:
+    """Widgets, bokeh sources and callbacks of the memory-hierarchy app."""
+
+    def __init__(self, network: str = "lenet5", sizes_kb: tuple[float, ...] = (32, 1),
+                 split: bool = False, ratio: tuple[int, int, int] = (1, 16, 1),
+                 width_bits: int = 64, budget_kb: float = 64,
+                 grid_kb: tuple[float, ...] = (1, 4, 16, 64, 256), include_fc: bool = False,
+                 elem_bytes: int = 2, psum_bytes: int = 4, mac_pj: float = 1.0,
+                 dram_pj_per_16b: float = 320.0) -> None:
+        if not 1 <= len(sizes_kb) <= MAX_LEVELS - 1:
+            raise WorkbenchError(f"sizes_kb: 1 to {MAX_LEVELS - 1} on-chip levels, got "
+                                 f"{list(sizes_kb)}")
+        if width_bits not in WIDTHS_BITS:
+            raise WorkbenchError(f"width_bits must be one of {WIDTHS_BITS}, got {width_bits}")
+        net = layers.load_network(network)
+        picked = tuple(lay for lay in net.tiled_layers() if lay.kind == "conv" or include_fc)
+        self.designer = Codesigner(picked, ElementBytes(elem_bytes, elem_bytes, elem_bytes,
+                                                        psum_bytes), table3_energy_pj)
+        self.network_name, self.ratio, self.mac_pj = net.name, tuple(ratio), mac_pj
+        self.macs = sum(lay.macs for lay in picked)
+        self.grid_bytes = sorted({int(kb * KB) for kb in grid_kb})
+        self.dram = Level("DRAM", None, 16, dram_pj_per_16b)
+        self._grids: dict[tuple, list[Design]] = {}
+        self.levels = widgets.IntSlider(value=len(sizes_kb), min=1, max=MAX_LEVELS - 1,
+                                        description="on-chip levels", style=_STYLE)
+        self.sizes = [memory_slider(_log2(sizes_kb[min(i, len(sizes_kb) - 1)]), 8, 24,
+                                    f"L{i + 1} size") for i in range(MAX_LEVELS - 1)]
+        self.split = widgets.Checkbox(value=split, description=f"split I/W/O {ratio}")
+        self.width = widgets.Dropdown(options=WIDTHS_BITS, value=width_bits,
+                                      description="access bits", style=_STYLE)
+        self.budget = memory_slider(_log2(budget_kb), 10, 24, "budget")
+        self.status, self.summary, self.traffic = widgets.HTML(), widgets.HTML(), widgets.HTML()
+        self.design: Design | None = None
+        self.best: Design | None = None
+        first = self.hierarchy()
+        self.energy_source = ColumnDataSource(
+            level_energy_data([], [lvl.name for lvl in first.levels]), name="level_energy")
+        self.energy_figure = energy_bars(self.energy_source, [lvl.name for lvl in first.levels])
+        self.every_source, self.front_source, self.best_source = (
+            ColumnDataSource(d) for d in front_data([], [], None, 1))
+        self.front_figure = front_plot(self.every_source, self.front_source, self.best_source)
+        for control in (self.levels, self.split, self.width, *self.sizes):
+            control.observe(lambda change: self.update(), names="value")
+        self.budget.observe(lambda change: self.update_budget(), names="value")
+        self.update()
+
+    def hierarchy(self) -> Hierarchy:
+        """The edited hierarchy: DRAM, then the first `levels` sliders' sizes (outermost
+        first), shared or split I:W:O."""
+        on_chip = []
+        for i in range(self.levels.value):
+            size = 1 << self.sizes[i].value
+            cap = split_parts(size, self.ratio) if self.split.value else size
+            on_chip.append(Level(f"L{i + 1}", cap, self.width.value))
+        return Hierarchy((self.dram, *on_chip), name="edited", mac_energy_pj=self.mac_pj)
+
+    def update(self) -> None:
+        """Reprice the edited hierarchy, then the co-design for its shape."""
+        for i, slider in enumerate(self.sizes):
+            slider.layout.display = None if i < self.levels.value else "none"
+        try:
+            hierarchy = self.hierarchy()
+            design = self.designer.design(hierarchy)
+        except WorkbenchError as exc:
+            self.status.value = error_html(exc)
+            return
+        if design is None:
+            self.status.value = error_html(WorkbenchError(
+                "some layer fits no blocking: a level is too small for its smallest block"))
+            return
+        self.design = design
+        rows = self.designer.traffic_rows(design)
+        names = [lvl.name for lvl in hierarchy.levels]
+        relabel_levels(self.energy_figure, names)
+        self.energy_source.data = level_energy_data(rows, names)
+        self.traffic.value = _traffic_html(rows)
+        self.status.value = ""
+        self.update_budget()
+
+    def _grid(self) -> list[Design]:
+        hierarchy = self.hierarchy()
+        key = (self.levels.value, self.split.value, self.width.value)
+        if key not in self._grids:
+            space = space_around(hierarchy, self.grid_bytes)
+            self._grids[key] = self.designer.designs(space)
+        return self._grids[key]
+
+    def update_budget(self) -> None:
+        """The best grid design within the budget, the front, and the summary."""
+        designs = self._grid()
+        budget = 1 << self.budget.value
+        self.best = best_within(designs, budget)
+        every, front, best = front_data(designs, pareto_front(designs), self.best, self.macs)
+        self.every_source.data, self.front_source.data, self.best_source.data = \
+            every, front, best
+        self.summary.value = self._summary_html(budget)
+
+    def _summary_html(self, budget: int) -> str:
+        given = self.design
+        lines = [f"<b>{html.escape(self.network_name)}</b>, {len(self.designer.layers)} "
+                 f"layers: edited hierarchy {html.escape(given.hierarchy.name)} "
+                 f"({html.escape(_describe(given))}): {given.energy_pj / self.macs:.2f} pJ/MAC, "
+                 f"memory:compute {given.memory_to_compute:.2f}×"]
+        if self.best is None:
+            lines.append(f"no grid hierarchy within {budget // KB} KB fits every layer")
+        else:
+            b = self.best
+            lines.append(f"co-designed within {budget // KB} KB: "
+                         f"{html.escape(_describe(b))}: {b.energy_pj / self.macs:.2f} pJ/MAC, "
+                         f"memory:compute {b.memory_to_compute:.2f}×")
+        return "<br>".join(lines)
+
+    @property
+    def view(self) -> widgets.Widget:
+        controls = widgets.VBox([self.levels, *self.sizes, self.split, self.width,
+                                 self.budget, self.status])
+        return widgets.VBox([widgets.HBox([controls, bokeh_widget(self.energy_figure)]),
+                             bokeh_widget(self.front_figure), self.summary, self.traffic])
+
+
+def _log2(kb: float) -> int:
+    return max(0, int(round(float(kb) * KB)).bit_length() - 1)
+
+
+def _describe(design: Design) -> str:
+    return " | ".join(f"{lvl.name} {_kb_text(lvl)}" for lvl in design.hierarchy.on_chip)
+
+
+def _kb_text(level: Level) -> str:
+    cap = level.capacity_bytes
+    if isinstance(cap, SplitCapacity):
+        return "/".join(f"{cap.of(a) / KB:.4g}" for a in "IWO") + " KB"
+    return f"{level.total_bytes / KB:g} KB"
+
+
+def _traffic_html(rows: list[dict]) -> str:
+    table = pd.DataFrame(rows).rename(columns={"pj_per_mac": "pJ/MAC", "energy_pj": "pJ"})
+    return (table.to_html(index=False, float_format=lambda v: f"{v:,.4g}")
+            + "<p><i>accesses in elements (reads + writes) per layer and level</i></p>")
+
+
+def hierarchy_view(**kwargs) -> HierarchyView:
+    """Build the memory-hierarchy app (keyword arguments as HierarchyView)."""
+    return HierarchyView(**kwargs)
