@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.errors import SpecError
+from workbench.hierarchy.datapath import Datapath, datapath_from_dict
 
 ARRAYS = ("I", "W", "O")
 LEVEL_FIELDS = ("name", "capacity", "access_bits", "energy_pj", "bandwidth", "area_mm2_per_kb")
-HIERARCHY_FIELDS = ("name", "levels", "mac_energy_pj")
+HIERARCHY_FIELDS = ("name", "levels", "mac_energy_pj", "datapath")
 
 # energy per access (pJ) of a memory of `size_bytes` accessed `width_bits` at a time
 SizeEnergy = Callable[[int, int], float]
@@ -151,17 +152,22 @@ class Level:
 @dataclass(frozen=True, slots=True)
 class Hierarchy:
     """Memory levels outermost (DRAM) first, innermost (closest to the datapath) last;
-    mac_energy_pj: energy of one multiply-accumulate."""
+    mac_energy_pj: energy of one multiply-accumulate; datapath: the MAC array's spatial
+    unrolling (None: one scalar MAC, every operand read from the innermost holder)."""
 
     levels: tuple[Level, ...]
     name: str = "hierarchy"
     mac_energy_pj: float = 0.0
+    datapath: Datapath | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(self.levels))
         check_levels(self.levels, "levels")
         object.__setattr__(self, "mac_energy_pj",
                            _number(self.mac_energy_pj, "mac_energy_pj", strict=False))
+        if self.datapath is not None and not isinstance(self.datapath, Datapath):
+            raise HierarchyError(f"datapath: must be a Datapath, got "
+                                 f"{type(self.datapath).__name__}")
 
     @property
     def on_chip(self) -> tuple[Level, ...]:
@@ -239,7 +245,8 @@ def _level(doc: Any, where: str) -> Level:
 
 
 def hierarchy_from_dict(doc: Any, origin: str) -> Hierarchy:
-    """A Hierarchy from a parsed document {name?, mac_energy_pj?, levels: [...]}, levels
+    """A Hierarchy from a parsed document {name?, mac_energy_pj?, datapath?, levels: [...]},
+    datapath {unroll: {C: 16, M: 16}, clock_mhz?}, levels
     outermost first, each {name, capacity, access_bits, energy_pj?, bandwidth?,
     area_mm2_per_kb?}; `origin` (a file name) starts every error message."""
     try:
@@ -258,6 +265,11 @@ def hierarchy_from_dict(doc: Any, origin: str) -> Hierarchy:
         if not isinstance(name, str) or not name.strip():
             raise HierarchyError(f"name: must be a non-empty string, got {name!r}")
         mac = _number(doc.get("mac_energy_pj", 0.0), "mac_energy_pj", strict=False)
-        return Hierarchy(levels=levels, name=name, mac_energy_pj=mac)
+        try:
+            datapath = None if doc.get("datapath") is None else \
+                datapath_from_dict(doc["datapath"])
+        except SpecError as exc:
+            raise HierarchyError(str(exc)) from None
+        return Hierarchy(levels=levels, name=name, mac_energy_pj=mac, datapath=datapath)
     except HierarchyError as exc:
         raise HierarchyError(f"{origin}: {exc}") from None
