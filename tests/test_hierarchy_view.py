@@ -114,10 +114,33 @@ def test_levels_split_and_errors(app) -> None:
     assert good != app.energy_source.data
 
 
-def test_one_budget_move_is_fast(app) -> None:
-    import time
+def test_area_budget_picks_the_brute_force_best_on_the_area_front(app) -> None:
+    """Area = Σ on-chip KB × the density (seed 001: 45 mm² per 8 MB), computed here."""
+    density = 45 / (8 * 1024)
+    app.split.value, app.levels.value = False, 2
+    grid = _grid_energy(2)
+    app.axis.value = "area"
+    assert app.budget.layout.display == "none" and app.area_budget.layout.display is None
+    assert app.front_figure.xaxis[0].axis_label == "on-chip memory area (mm²)"
+    for budget_mm2 in (0.02, 0.1, 0.2):
+        app.area_budget.value = budget_mm2
+        fits = {s: e for s, e in grid.items() if sum(s) * density <= budget_mm2 + 1e-15}
+        want = min(fits.values())
+        assert app.best_source.data["pj_per_mac"] == pytest.approx([want / MACS], rel=1e-12)
+        assert app.best_source.data["cost"][0] <= budget_mm2
+        assert f"{budget_mm2:.3g} mm²" in app.summary.value
+    areas = sorted(app.every_source.data["cost"])
+    assert areas == pytest.approx(sorted(sum(s) * density for s in grid))
+    app.axis.value = "capacity"
+    assert app.front_figure.xaxis[0].axis_label == "on-chip memory (KB)"
+    assert app.front_source.data["cost"] == app.front_source.data["capacity_kb"]
 
-    app.update_budget()  # the grid of this shape is memoized
-    start = time.perf_counter()
-    app.budget.value = 13
-    assert time.perf_counter() - start < 0.5
+
+def test_bad_arguments_are_one_line_errors() -> None:
+    from workbench.errors import WorkbenchError
+
+    for kwargs, rule in (({"axis": "volume"}, "axis must be"),
+                         ({"datapath": "32 MACs"}, "datapath must be one of"),
+                         ({"mm2_per_kb": 0}, "mm2_per_kb must be > 0")):
+        with pytest.raises(WorkbenchError, match=rule):
+            hierarchy_view(network="lenet5", **kwargs)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from workbench.errors import WorkbenchError
 from workbench.hierarchy.accesses import KINDS, ElementBytes, PrecisionLike, evaluate
 from workbench.hierarchy.blocking import Blocking
+from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.levels import Hierarchy, Level, SizeEnergy, SplitCapacity
 from workbench.hierarchy.search import NoFitError, SearchResult, search
 from workbench.layers.spec import ConvLayer
@@ -70,11 +71,12 @@ class LevelSlot:
 @dataclass(frozen=True, slots=True)
 class DesignSpace:
     """DRAM (`outer`, energy_pj given) and on-chip slots outermost first; mac_energy_pj per
-    MAC."""
+    MAC; datapath: the MAC array every hierarchy of the grid feeds (None: one scalar MAC)."""
 
     outer: Level
     slots: tuple[LevelSlot, ...]
     mac_energy_pj: float = 0.0
+    datapath: Datapath | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "slots", tuple(self.slots))
@@ -93,7 +95,7 @@ class DesignSpace:
             if not levels or any(a < b for a, b in zip(totals, totals[1:], strict=False)):
                 continue
             yield Hierarchy((self.outer, *levels), name=describe(levels),
-                            mac_energy_pj=self.mac_energy_pj)
+                            mac_energy_pj=self.mac_energy_pj, datapath=self.datapath)
 
     def size(self) -> int:
         """Hierarchies in the grid."""
@@ -111,7 +113,8 @@ def _scaled(cap: int | SplitCapacity | None, size: int) -> int | SplitCapacity:
 
 def space_around(hierarchy: Hierarchy, sizes_bytes: Sequence[int]) -> DesignSpace:
     """A grid keeping the hierarchy's levels (names, widths, areas, shared or split in the
-    same proportions) with each on-chip level's total taken from `sizes_bytes`."""
+    same proportions) and its datapath, with each on-chip level's total taken from
+    `sizes_bytes`."""
     if not sizes_bytes or min(sizes_bytes) < 1:
         raise WorkbenchError(f"co-design sizes must be positive byte counts, got "
                              f"{list(sizes_bytes)}")
@@ -119,7 +122,7 @@ def space_around(hierarchy: Hierarchy, sizes_bytes: Sequence[int]) -> DesignSpac
                             tuple(_scaled(lvl.capacity_bytes, int(s))
                                   for s in sorted(set(sizes_bytes))), lvl.area_mm2_per_kb)
                   for lvl in hierarchy.on_chip)
-    return DesignSpace(hierarchy.levels[0], slots, hierarchy.mac_energy_pj)
+    return DesignSpace(hierarchy.levels[0], slots, hierarchy.mac_energy_pj, hierarchy.datapath)
 
 
 def _kb(cap: int | SplitCapacity) -> str:
@@ -204,7 +207,7 @@ class Codesigner:
 
     def layer_result(self, layer: ConvLayer, hierarchy: Hierarchy) -> SearchResult | None:
         """The layer's best blocking on the hierarchy (None: no blocking fits)."""
-        key = (layer, hierarchy.levels, hierarchy.mac_energy_pj)
+        key = (layer, hierarchy.levels, hierarchy.mac_energy_pj, hierarchy.datapath)
         if key in self._infeasible:
             return None
         if key not in self._memo:

@@ -29,6 +29,7 @@ from workbench.hierarchy.codesign import (
     space_around,
     table3_energy_pj,
 )
+from workbench.hierarchy.datapath import Datapath
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.controls import memory_slider
 from workbench.ui.errors import error_html
@@ -38,11 +39,20 @@ from workbench.viz.hierarchy_plots import (
     front_data,
     front_plot,
     level_energy_data,
+    relabel_front,
     relabel_levels,
 )
 
 KB = 1024
 WIDTHS_BITS = (64, 128, 256, 512)   # table 3's widths
+# SRAM area: seed 001 §5.2 gives 45 mm² for its 8 MB hierarchy (45 nm), the one published
+# density; every level is charged at it, so area is proportional to capacity (small register
+# files are denser per access but larger per KB; their areas are not published)
+SEED001_MM2_PER_KB = 45 / (8 * 1024)
+# MAC arrays to choose from: one scalar MAC, or seed 001 §4.2's 256 MACs (16 inputs × 16 kernels
+# per cycle, adder trees over C) and a 64-MAC one
+DATAPATHS = {"1 MAC": None, "16×16 C×M (256 MACs)": Datapath({"C": 16, "M": 16}),
+             "8×8 C×M (64 MACs)": Datapath({"C": 8, "M": 8})}
 _STYLE = {"description_width": "110px"}
 
 
@@ -60,17 +70,26 @@ class HierarchyView:
                  width_bits: int = 64, budget_kb: float = 64,
                  grid_kb: tuple[float, ...] = (1, 4, 16, 64, 256), include_fc: bool = False,
                  elem_bytes: int = 2, psum_bytes: int = 4, mac_pj: float = 1.0,
-                 dram_pj_per_16b: float = 320.0) -> None:
+                 dram_pj_per_16b: float = 320.0, datapath: str = "1 MAC",
+                 axis: str = "capacity", area_budget_mm2: float = 0.5,
+                 mm2_per_kb: float = SEED001_MM2_PER_KB) -> None:
         if not 1 <= len(sizes_kb) <= MAX_LEVELS - 1:
             raise WorkbenchError(f"sizes_kb: 1 to {MAX_LEVELS - 1} on-chip levels, got "
                                  f"{list(sizes_kb)}")
         if width_bits not in WIDTHS_BITS:
             raise WorkbenchError(f"width_bits must be one of {WIDTHS_BITS}, got {width_bits}")
+        if axis not in ("capacity", "area"):
+            raise WorkbenchError(f"axis must be 'capacity' or 'area', got {axis!r}")
+        if not mm2_per_kb > 0:
+            raise WorkbenchError(f"mm2_per_kb must be > 0, got {mm2_per_kb!r}")
+        if datapath not in DATAPATHS:
+            raise WorkbenchError(f"datapath must be one of {list(DATAPATHS)}, got {datapath!r}")
         net = layers.load_network(network)
         picked = tuple(lay for lay in net.tiled_layers() if lay.kind == "conv" or include_fc)
         self.designer = Codesigner(picked, ElementBytes(elem_bytes, elem_bytes, elem_bytes,
                                                         psum_bytes), table3_energy_pj)
         self.network_name, self.ratio, self.mac_pj = net.name, tuple(ratio), mac_pj
+        self.mm2_per_kb = float(mm2_per_kb)
         self.macs = sum(lay.macs for lay in picked)
         self.grid_bytes = sorted({int(kb * KB) for kb in grid_kb})
         self.dram = Level("DRAM", None, 16, dram_pj_per_16b)
@@ -82,7 +101,14 @@ class HierarchyView:
         self.split = widgets.Checkbox(value=split, description=f"split I/W/O {ratio}")
         self.width = widgets.Dropdown(options=WIDTHS_BITS, value=width_bits,
                                       description="access bits", style=_STYLE)
+        self.datapath = widgets.Dropdown(options=list(DATAPATHS), value=datapath,
+                                         description="MAC array", style=_STYLE)
         self.budget = memory_slider(_log2(budget_kb), 10, 24, "budget")
+        self.axis = widgets.ToggleButtons(options=["capacity", "area"], value=axis,
+                                          description="budget by", style=_STYLE)
+        self.area_budget = widgets.FloatLogSlider(value=area_budget_mm2, base=10, min=-3,
+                                                  max=2, step=0.05,
+                                                  description="budget (mm²)", style=_STYLE)
         self.status, self.summary, self.traffic = widgets.HTML(), widgets.HTML(), widgets.HTML()
         self.design: Design | None = None
         self.best: Design | None = None
@@ -93,20 +119,23 @@ class HierarchyView:
         self.every_source, self.front_source, self.best_source = (
             ColumnDataSource(d) for d in front_data([], [], None, 1))
         self.front_figure = front_plot(self.every_source, self.front_source, self.best_source)
-        for control in (self.levels, self.split, self.width, *self.sizes):
+        for control in (self.levels, self.split, self.width, self.datapath, *self.sizes):
             control.observe(lambda change: self.update(), names="value")
-        self.budget.observe(lambda change: self.update_budget(), names="value")
+        for control in (self.budget, self.axis, self.area_budget):
+            control.observe(lambda change: self.update_budget(), names="value")
         self.update()
 
     def hierarchy(self) -> Hierarchy:
         """The edited hierarchy: DRAM, then the first `levels` sliders' sizes (outermost
-        first), shared or split I:W:O."""
+        first), shared or split I:W:O, feeding the chosen MAC array."""
         on_chip = []
         for i in range(self.levels.value):
             size = 1 << self.sizes[i].value
             cap = split_parts(size, self.ratio) if self.split.value else size
-            on_chip.append(Level(f"L{i + 1}", cap, self.width.value))
-        return Hierarchy((self.dram, *on_chip), name="edited", mac_energy_pj=self.mac_pj)
+            on_chip.append(Level(f"L{i + 1}", cap, self.width.value,
+                                 area_mm2_per_kb=self.mm2_per_kb))
+        return Hierarchy((self.dram, *on_chip), name="edited", mac_energy_pj=self.mac_pj,
+                         datapath=DATAPATHS[self.datapath.value])
 
     def update(self) -> None:
         """Reprice the edited hierarchy, then the co-design for its shape."""
@@ -133,41 +162,51 @@ class HierarchyView:
 
     def _grid(self) -> list[Design]:
         hierarchy = self.hierarchy()
-        key = (self.levels.value, self.split.value, self.width.value)
+        key = (self.levels.value, self.split.value, self.width.value, self.datapath.value)
         if key not in self._grids:
             space = space_around(hierarchy, self.grid_bytes)
             self._grids[key] = self.designer.designs(space)
         return self._grids[key]
 
     def update_budget(self) -> None:
-        """The best grid design within the budget, the front, and the summary."""
+        """The best grid design within the budget (capacity or area), the front on that axis,
+        and the summary."""
         designs = self._grid()
-        budget = 1 << self.budget.value
-        self.best = best_within(designs, budget)
-        every, front, best = front_data(designs, pareto_front(designs), self.best, self.macs)
+        axis = self.axis.value
+        self.budget.layout.display = None if axis == "capacity" else "none"
+        self.area_budget.layout.display = None if axis == "area" else "none"
+        budget = (1 << self.budget.value) if axis == "capacity" else self.area_budget.value
+        self.best = best_within(designs, budget, axis)
+        every, front, best = front_data(designs, pareto_front(designs, axis), self.best,
+                                        self.macs, axis)
+        relabel_front(self.front_figure, axis)
         self.every_source.data, self.front_source.data, self.best_source.data = \
             every, front, best
         self.summary.value = self._summary_html(budget)
 
-    def _summary_html(self, budget: int) -> str:
+    def _summary_html(self, budget: float) -> str:
         given = self.design
         lines = [f"<b>{html.escape(self.network_name)}</b>, {len(self.designer.layers)} "
                  f"layers: edited hierarchy {html.escape(given.hierarchy.name)} "
                  f"({html.escape(_describe(given))}): {given.energy_pj / self.macs:.2f} pJ/MAC, "
                  f"memory:compute {given.memory_to_compute:.2f}×"]
+        within = (f"{budget / KB:g} KB" if self.axis.value == "capacity"
+                  else f"{budget:.3g} mm²")
         if self.best is None:
-            lines.append(f"no grid hierarchy within {budget // KB} KB fits every layer")
+            lines.append(f"no grid hierarchy within {within} fits every layer")
         else:
             b = self.best
-            lines.append(f"co-designed within {budget // KB} KB: "
+            lines.append(f"co-designed within {within}: "
                          f"{html.escape(_describe(b))}: {b.energy_pj / self.macs:.2f} pJ/MAC, "
-                         f"memory:compute {b.memory_to_compute:.2f}×")
+                         f"memory:compute {b.memory_to_compute:.2f}×, "
+                         f"{b.capacity_bytes / KB:g} KB, {b.area_mm2:.3g} mm²")
         return "<br>".join(lines)
 
     @property
     def view(self) -> widgets.Widget:
         controls = widgets.VBox([self.levels, *self.sizes, self.split, self.width,
-                                 self.budget, self.status])
+                                 self.datapath, self.axis, self.budget, self.area_budget,
+                                 self.status])
         return widgets.VBox([widgets.HBox([controls, bokeh_widget(self.energy_figure)]),
                              bokeh_widget(self.front_figure), self.summary, self.traffic])
 

@@ -1,6 +1,6 @@
 """Memory-hierarchy plots (seed 001 figs. 5–8): energy per layer stacked by memory level and
-MAC, and the energy–capacity front of co-designed hierarchies. Data shaping (`*_data`) is
-separate from drawing; the numbers come from `workbench.hierarchy.codesign`."""
+MAC, and the energy–capacity (or energy–area) front of co-designed hierarchies. Data shaping
+(`*_data`) is separate from drawing; the numbers come from `workbench.hierarchy.codesign`."""
 
 from __future__ import annotations
 
@@ -58,14 +58,31 @@ def relabel_levels(fig: figure, level_names: Sequence[str]) -> None:
             renderer.visible = bool(label)
 
 
-def front_data(designs: Sequence, front: Sequence, best, macs: int) -> tuple[dict, dict, dict]:
-    """Three column sets (capacity_kb, pj_per_mac, name): every design, the Pareto front and
-    the best design within the budget (empty when none)."""
+AXIS_LABELS = {"capacity": "on-chip memory (KB)", "area": "on-chip memory area (mm²)"}
+
+
+def front_data(designs: Sequence, front: Sequence, best, macs: int,
+               axis: str = "capacity") -> tuple[dict, dict, dict]:
+    """Three column sets (capacity_kb, area_mm2 (nan without areas), cost: the axis's column,
+    pj_per_mac, name): every design, the Pareto front and the best design within the budget
+    (empty when none)."""
+    if axis not in AXIS_LABELS:
+        raise ValueError(f"axis must be one of {list(AXIS_LABELS)}, got {axis!r}")
+
     def cols(items) -> dict[str, list]:
-        return {"capacity_kb": [d.capacity_bytes / 1024 for d in items],
+        kb = [d.capacity_bytes / 1024 for d in items]
+        area = [float("nan") if d.area_mm2 is None else d.area_mm2 for d in items]
+        return {"capacity_kb": kb, "area_mm2": area,
+                "cost": kb if axis == "capacity" else area,
                 "pj_per_mac": [d.energy_pj / macs for d in items],
                 "name": [d.hierarchy.name for d in items]}
     return cols(designs), cols(front), cols([best] if best is not None else [])
+
+
+def relabel_front(fig: figure, axis: str) -> None:
+    """The front plot's x-axis label and title for a cost axis ('capacity' or 'area')."""
+    fig.xaxis.axis_label = AXIS_LABELS[axis]
+    fig.title.text = f"co-designed hierarchies: energy vs {AXIS_LABELS[axis].split(' (')[0]}"
 
 
 def front_plot(every: ColumnDataSource, front: ColumnDataSource, best: ColumnDataSource,
@@ -73,14 +90,15 @@ def front_plot(every: ColumnDataSource, front: ColumnDataSource, best: ColumnDat
     """Every design (grey), the Pareto front (line) and the best within the budget (red)."""
     fig = figure(title=title, x_axis_type="log", width=620, height=360, tools=TOOLS,
                  x_axis_label="on-chip memory (KB)", y_axis_label="pJ per MAC")
-    dots = fig.scatter("capacity_kb", "pj_per_mac", source=every, color="#999999", size=6,
+    dots = fig.scatter("cost", "pj_per_mac", source=every, color="#999999", size=6,
                        legend_label="grid")
-    fig.line("capacity_kb", "pj_per_mac", source=front, color="#1f77b4", line_width=2,
+    fig.line("cost", "pj_per_mac", source=front, color="#1f77b4", line_width=2,
              legend_label="Pareto front")
-    star = fig.scatter("capacity_kb", "pj_per_mac", source=best, color="#d62728", size=14,
+    star = fig.scatter("cost", "pj_per_mac", source=best, color="#d62728", size=14,
                        marker="star", legend_label="best within budget")
     fig.add_tools(hover([dots, star], [("hierarchy", "@name"),
                                        ("on chip", "@capacity_kb{0,0.[0]} KB"),
+                                       ("area", "@area_mm2{0,0.000} mm²"),
                                        ("pJ/MAC", "@pj_per_mac{0,0.00}")]))
     fig.legend.location = "top_right"
     return fig
