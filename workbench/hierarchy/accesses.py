@@ -4,14 +4,17 @@ Accesses at a level, in elements, by kind: inputs I, weights W, partial sums O_p
 outputs O_final. A transfer of I or W from holder s to holder h reads `moved` elements at s and
 writes them at h. A transfer of O writes its partial and final write-backs at s (read at h) and
 reads its partial sums back at s (written at h). The datapath is the innermost holder of every
-array and is not a memory: its side of a transfer costs nothing here (it is the MAC). DRAM
-holds the layer's inputs and weights before it runs (their initial writes are not counted).
+array and is not a memory: its side of a transfer costs nothing here (it is the MAC). With an
+unrolled datapath (`Hierarchy.datapath`) the innermost holders serve `datapath.fetches` operands
+instead of one of each per MAC. DRAM holds the layer's inputs and weights before it runs
+(their initial writes are not counted).
 
 Energy per level = Σ_kind (reads + writes) × bits of the kind / access_bits × pJ per access of
 the memory holding that array (`Level.access_pj`: energy_pj, or the caller's size-to-energy
 rule at that memory's size): accesses narrower or wider than the port are prorated. MAC energy
 = loop-nest iterations (blocks at full size) × `Hierarchy.mac_energy_pj`. Buffer bytes: I at
-input, W at weight, O at partial-sum width (tiling.dataflow.evaluate's rule).
+input, W at weight, O at partial-sum width (tiling.dataflow.evaluate's rule). Cycles: the
+datapath's steps against each level's bandwidth (`timing`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Protocol
 
 from workbench.hierarchy.blocking import ARRAYS, Blocking, Transfer, transfers
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, SplitCapacity
+from workbench.hierarchy.timing import Timing, datapath_steps, timing_of
 from workbench.layers.spec import ConvLayer
 
 KINDS = ("I", "W", "O_partial", "O_final")
@@ -98,8 +102,10 @@ def refetch_rates(transfers: Sequence[Transfer], array: str) -> dict[int, float]
 
 
 def iterations(transfers: Sequence[Transfer]) -> int:
-    """Loop-nest iterations of the layer (the datapath's input fetches)."""
-    return next(t.moved for t in reversed(transfers) if t.array == "I")
+    """Loop-nest iterations of the layer, i.e. its MACs (blocks at full size): the datapath's
+    `macs` (a scalar datapath's input fetches)."""
+    last = next(t for t in reversed(transfers) if t.array == "I")
+    return last.moved if last.macs is None else last.macs
 
 
 def buffer_bytes(transfers: Sequence[Transfer], n_levels: int,
@@ -176,14 +182,30 @@ def energy_by_array_pj(transfers: Sequence[Transfer], hierarchy: Hierarchy,
 @dataclass(frozen=True, slots=True)
 class HierarchyResult:
     """A blocking priced on a hierarchy: transfers (elements), accesses per level (elements),
-    energy by level name and 'mac' (pJ), buffer bytes per level and array, and the capacity
-    violations (empty when every buffer fits)."""
+    energy by level name and 'mac' (pJ), buffer bytes per level and array, the capacity
+    violations (empty when every buffer fits) and the cycle model (`timing.Timing`)."""
 
     transfers: tuple[Transfer, ...]
     accesses: tuple[LevelAccesses, ...]
     energy_pj: dict[str, float]
     buffer_bytes: tuple[dict[str, float], ...]
     violations: tuple[str, ...]
+    timing: Timing | None = None
+
+    @property
+    def steps(self) -> int:
+        """Datapath steps over the layer, groups included (cycles of compute)."""
+        return datapath_steps(self.transfers)
+
+    @property
+    def cycles(self) -> float | None:
+        """Cycles with compute and transfers overlapped (`Timing.cycles`)."""
+        return None if self.timing is None else self.timing.cycles
+
+    @property
+    def bound(self) -> str | None:
+        """'compute' or the name of the level whose link sets `cycles`."""
+        return None if self.timing is None else self.timing.bound
 
     @property
     def fits(self) -> bool:
@@ -197,11 +219,12 @@ class HierarchyResult:
 def evaluate(layer: ConvLayer, blocking: Blocking, hierarchy: Hierarchy,
              precision: PrecisionLike | None = None,
              size_energy: SizeEnergy | None = None) -> HierarchyResult:
-    """Counts, accesses, energy and capacity check of one blocking on one hierarchy
-    (precision: bytes per element, default ElementBytes())."""
+    """Counts, accesses, energy, capacity check and cycles of one blocking on one hierarchy
+    and its datapath (precision: bytes per element, default ElementBytes())."""
     precision = ElementBytes() if precision is None else precision
-    moved = transfers(layer, blocking, len(hierarchy))
+    moved = transfers(layer, blocking, len(hierarchy), hierarchy.datapath)
     return HierarchyResult(moved, level_accesses(moved, len(hierarchy)),
                            energy_pj(moved, hierarchy, precision, size_energy),
                            tuple(buffer_bytes(moved, len(hierarchy), precision)),
-                           tuple(capacity_violations(moved, hierarchy, precision)))
+                           tuple(capacity_violations(moved, hierarchy, precision)),
+                           timing_of(moved, hierarchy))

@@ -18,7 +18,11 @@ and each on-chip memory level (outermost first, as `Hierarchy.on_chip`), a posit
 loops 0 … p run inside one refill of that level's buffer (−1: one element per iteration), or
 None: the level does not hold the array (its next level inwards is fed from the next level
 outwards that holds it). Positions never grow inwards. The datapath is the innermost holder
-of every array, at position −1.
+of every array, at position −1: a scalar datapath (None, or no unrolling) is refilled once per
+iteration (footprint 1); an unrolled one (`datapath.Datapath`) once per step, its moved counts
+`datapath.fetches` over the inner block t0 = tiles[0] (the padded extents with one group), its
+footprint and buffer the operands of a full step (Π min(u_d, t0_d) over the array's
+dimensions), its refills the steps (cycles).
 
 Counts, for an array X held at position p (seed 002 eqs. 1–3, exact per dimension):
 - footprint F_X(p): distinct elements the loops 0 … p touch (elements; halos in padded
@@ -45,6 +49,7 @@ from math import prod
 import numpy as np
 
 from workbench.errors import SpecError, WorkbenchError
+from workbench.hierarchy.datapath import Datapath, fetches
 from workbench.layers.spec import ConvLayer
 
 DIMS = ("X", "Y", "C", "M", "N")
@@ -253,7 +258,8 @@ def buffer_size(layer: ConvLayer, loops: Loops, n: Sequence, position: int,
 class Transfer:
     """One array across one boundary, from holder `source` (a hierarchy level index, 0 = DRAM)
     to holder `level` (len(levels) = the datapath), whose buffer sits at `position`.
-    Elements; `footprint` and `buffer` per refill of one group, the rest per layer."""
+    Elements; `footprint` and `buffer` per refill of one group, the rest per layer. The
+    datapath's refills are its steps (cycles), its footprint a full step's operands."""
 
     array: str
     level: int
@@ -266,6 +272,7 @@ class Transfer:
     partial_reads: int  # O: partial sums read back into `level` (0 for I, W)
     final_writes: int   # O: each output's last write-back (0 for I, W)
     distinct: int       # elements of the array the layer touches (its size α)
+    macs: int | None = None  # the datapath's transfers: MACs (iterations, full blocks); else None
 
     @property
     def partial_writes(self) -> int:
@@ -280,10 +287,38 @@ def holders(blocking: Blocking, array: str, n_levels: int) -> list[tuple[int, in
     return held + [(n_levels, -1)]
 
 
-def transfers(layer: ConvLayer, blocking: Blocking, n_levels: int | None = None) -> \
-        tuple[Transfer, ...]:
+def padded_extents(layer: ConvLayer, blocking: Blocking) -> dict[str, int]:
+    """P_d per dimension: the product of its loops' trip counts (elements, full blocks)."""
+    n = trip_counts(layer, blocking)
+    return {d: prod(n[j] for j, (name, _) in enumerate(blocking.loops) if name == d)
+            for d in DIMS}
+
+
+def inner_tile(blocking: Blocking, padded: Mapping[str, int]) -> dict[str, int]:
+    """t0 per dimension: the innermost block tiles[0], or the padded extents (one group)."""
+    if blocking.tiles:
+        return dict(zip(DIMS, blocking.tiles[0], strict=True))
+    return {d: int(padded[d]) for d in DIMS}
+
+
+def unrolled(datapath: Datapath | None) -> bool:
+    """Does the datapath unroll anything (more than one MAC per step)?"""
+    return datapath is not None and datapath.macs_per_step > 1
+
+
+def step_operands(blocking: Blocking, padded: Mapping[str, int], datapath: Datapath,
+                  array: str) -> int:
+    """Elements of `array` one full step fetches: Π min(u_d, t0_d) over its dimensions."""
+    t0 = inner_tile(blocking, padded)
+    dims = {"I": ("N", "C", "Y", "X"), "W": ("M", "C"), "O": ("N", "M", "Y", "X")}[array]
+    return prod(min(datapath.lanes(d), t0[d]) for d in dims)
+
+
+def transfers(layer: ConvLayer, blocking: Blocking, n_levels: int | None = None,
+              datapath: Datapath | None = None) -> tuple[Transfer, ...]:
     """Every (array, boundary) transfer of the blocking, per array outermost boundary first.
-    n_levels: levels of the hierarchy (default: the blocking's on-chip levels + DRAM)."""
+    n_levels: levels of the hierarchy (default: the blocking's on-chip levels + DRAM);
+    datapath: the MAC array (None: one scalar MAC)."""
     n_levels = blocking.on_chip_levels + 1 if n_levels is None else n_levels
     if n_levels != blocking.on_chip_levels + 1:
         raise WorkbenchError(f"blocking places buffers in {blocking.on_chip_levels} on-chip "
@@ -292,20 +327,29 @@ def transfers(layer: ConvLayer, blocking: Blocking, n_levels: int | None = None)
     loops = blocking.loops
     everything = set(range(len(loops)))
     outputs = int(footprint(layer, loops, n, everything, "O"))
-    out = []
+    padded = padded_extents(layer, blocking)
     g = layer.groups
+    macs = prod(n) * g
+    fetched = fetches(layer.Kx * layer.Ky, padded, inner_tile(blocking, padded), datapath) \
+        if unrolled(datapath) else None
+    out = []
     for array in ARRAYS:
         distinct = int(footprint(layer, loops, n, everything, array)) * g
         source = 0
         for level, position in holders(blocking, array, n_levels):
-            inside = set(range(position + 1))
-            f = int(footprint(layer, loops, n, inside, array))
-            refills = prod(n[position + 1:])
-            moved = f * refills
+            if level == n_levels and fetched is not None:
+                f = buffer = step_operands(blocking, padded, datapath, array)
+                refills, moved = int(fetched["steps"]), int(fetched[array])
+            else:
+                inside = set(range(position + 1))
+                f = int(footprint(layer, loops, n, inside, array))
+                buffer = int(buffer_size(layer, loops, n, position, array))
+                refills = prod(n[position + 1:])
+                moved = f * refills
             final = outputs if array == "O" else 0
             partial_reads = moved - outputs if array == "O" else 0
-            out.append(Transfer(array, level, source, position, f,
-                                int(buffer_size(layer, loops, n, position, array)),
-                                refills * g, moved * g, partial_reads * g, final * g, distinct))
+            out.append(Transfer(array, level, source, position, f, buffer, refills * g,
+                                moved * g, partial_reads * g, final * g, distinct,
+                                macs if level == n_levels else None))
             source = level
     return tuple(out)

@@ -20,7 +20,10 @@ s_d = (P_d / t0_d)·⌈t0_d / u_d⌉ the steps along d, K = Kx·Ky:
 (Along a dimension an array depends on, a step's indices summed over the steps of a block give
 t0_d: the steps partition it. Along one it does not depend on, each step fetches again.)
 With no unrolling every s_d = P_d and each count is the scalar loop nest's K·Π P, which is
-what `blocking.transfers` charges the datapath.
+what `blocking.transfers` charges a scalar datapath. `blocking.transfers(…, datapath)` charges
+the innermost holders these counts (its refills: the steps), `executor.execute(…, datapath)`
+counts them by grouping the literal iterations into steps, and `timing` sets the steps against
+each level's bandwidth.
 """
 
 from __future__ import annotations

@@ -11,6 +11,13 @@ its buffering position stand still. Then, per holder:
   written back before, so it is read back); final writes: each element's last refill;
 - live: within a refill an element is live from its first to its last use; the most
   simultaneously live elements is the buffer the schedule needs.
+The datapath's refills are its steps. Scalar (no datapath, or no unrolling): one per
+iteration. Unrolled (`datapath.Datapath`, u_d lanes along d): the iterations sharing the
+indices of every loop of groups ≥ 1, the kernel position (FX, FY) and, per dimension d,
+⌊(group 0's index of d, the index within the t0 block) / u_d⌋ — counted as refills are (steps
+need not be contiguous in time; only their partition matters for moved, partial reads and
+final writes). Its live is the most distinct elements of one step (the operands a step reads)
+and `steps` the number of steps.
 Small layers only (the iteration space is materialized): over MAX_ITERATIONS it refuses.
 For a grouped layer it runs one group and multiplies the per-layer counts by `groups`.
 """
@@ -21,6 +28,7 @@ import numpy as np
 
 from workbench.errors import WorkbenchError
 from workbench.hierarchy.blocking import ARRAYS, DIMS, Blocking, holders, trip_counts
+from workbench.hierarchy.datapath import Datapath
 from workbench.layers.spec import ConvLayer
 
 MAX_ITERATIONS = 300_000
@@ -77,14 +85,32 @@ def _holder_counts(period: np.ndarray, element: np.ndarray) -> dict[str, int]:
             "distinct": int(len(elems))}
 
 
-def execute(layer: ConvLayer, blocking: Blocking) -> dict[tuple[str, int], dict[str, int]]:
+def _steps(blocking: Blocking, it: dict, datapath: Datapath) -> np.ndarray:
+    """The datapath step of every iteration (see the module docstring)."""
+    columns = []
+    for j, (name, group) in enumerate(blocking.loops):
+        lanes = datapath.lanes(name) if group == 0 and name in DIMS else 1
+        columns.append(it[j] // lanes)
+    return _key(tuple(columns))
+
+
+def _largest_step(period: np.ndarray, element: np.ndarray) -> int:
+    """The most distinct elements any one period touches."""
+    pairs = np.unique(np.stack([period, element]), axis=1)
+    return int(np.bincount(np.unique(pairs[0], return_inverse=True)[1]).max())
+
+
+def execute(layer: ConvLayer, blocking: Blocking, datapath: Datapath | None = None) -> \
+        dict[tuple[str, int], dict[str, int]]:
     """Per (array, holder level) — level indices as in `blocking.transfers`, the datapath
     last — moved, partial_reads, final_writes (O; 0 for I and W), distinct (per layer) and
-    live (elements, one group)."""
+    live (elements, one group); the datapath's entries also give `steps` (per layer)."""
     it, n = _iterations(layer, blocking)
     elements = _elements(layer, blocking, it)
     steps = len(it[0])
     n_levels = blocking.on_chip_levels + 1
+    dp_period = None if datapath is None or datapath.macs_per_step == 1 else \
+        _steps(blocking, it, datapath)
     result: dict[tuple[str, int], dict[str, int]] = {}
     for array in ARRAYS:
         element = _key(elements[array])
@@ -92,10 +118,16 @@ def execute(layer: ConvLayer, blocking: Blocking) -> dict[tuple[str, int], dict[
             outside = [j for j in reversed(range(position + 1, len(n)))]
             period = _key(tuple(it[j] for j in outside)) if outside else \
                 np.zeros(steps, dtype=np.int64)
+            if level == n_levels and dp_period is not None:
+                period = dp_period
             counts = _holder_counts(period, element)
+            if level == n_levels:
+                counts["live"] = _largest_step(period, element)
+                counts["steps"] = len(np.unique(period))
             if array != "O":
                 counts["partial_reads"] = counts["final_writes"] = 0
-            for key in ("moved", "partial_reads", "final_writes", "distinct"):
-                counts[key] *= layer.groups
+            for key in ("moved", "partial_reads", "final_writes", "distinct", "steps"):
+                if key in counts:
+                    counts[key] *= layer.groups
             result[(array, level)] = counts
     return result
