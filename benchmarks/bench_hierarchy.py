@@ -1,13 +1,14 @@
 """Exact minimum-energy blocking of VGG16's conv layers on a 3-level hierarchy (prints, asserts
 nothing): search time per layer and in total, the chains priced, the blocking found, and its
-energy per MAC by level.
+energy per MAC by level; beside it the former space R's time and energy (`search_r`).
 
 The hierarchy: DRAM, a 256 KB SRAM read 64 bits at a time, a 512 B register file read 16 bits
 at a time, 16-bit data and 32-bit partial sums, 1 pJ per MAC (seed 001 fig. 5: "about
 1 pJ/MAC"). Energies per 16 bits from seed 001 table 3 as printed: DRAM 320; 256 KB SRAM at
 64 bits 15.60; the register file priced as the table's smallest memory (1 KB at 64 bits,
-1.20), an upper bound for 512 B. What is searched is `workbench.hierarchy.search`'s space R
-(every array held as whole blocks at each level; all divisor chains of tiles; exact).
+1.20), an upper bound for 512 B. What is searched is `workbench.hierarchy.search`'s space S
+(per level a loop order of its group and a buffering position per array inside it; all
+divisor chains of tiles; exact), and for comparison the space R (whole blocks everywhere).
 A second section drives the notebook-08 app (`workbench.ui.hierarchy_view`) in Python on
 lenet5's conv layers and prints how long one budget-slider move and one level-size edit take.
 Run: .venv/bin/python benchmarks/bench_hierarchy.py [--layers conv1_1 conv5_3] [--ui-only]
@@ -21,7 +22,8 @@ import time
 
 from workbench import layers
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, evaluate
-from workbench.hierarchy.search import search
+from workbench.hierarchy.search import search, search_r
+from workbench.hierarchy.search_space import placements
 
 PJ_PER_16B = {"DRAM": 320.0, "SRAM": 15.60, "RF": 1.20}  # seed 001 table 3
 
@@ -75,20 +77,31 @@ def main() -> None:
     print(f"hierarchy {hier.name}: " + ", ".join(
         f"{lvl.name} {lvl.total_bytes:g} B, {lvl.access_bits} b, {lvl.energy_pj:g} pJ"
         for lvl in hier.levels) + "; 1 pJ/MAC")
-    print(f"{'layer':9} {'seconds':>8} {'chains':>11}  {'tiles RF | SRAM (X Y C M N)':34} "
-          f"{'pJ/MAC':>7}  by level (pJ/MAC)")
-    total = 0.0
+    start = time.perf_counter()
+    placements(("I", "W", "O"))  # the per-level placement table, built once per process
+    print(f"placement table built in {time.perf_counter() - start:.1f} s")
+    print(f"{'layer':9} {'S s':>6} {'R s':>6} {'chains':>9}  {'tiles RF | SRAM (X Y C M N)':30} "
+          f"{'S pJ/MAC':>8} {'R pJ/MAC':>8}  S blocking (positions I W O); S by level (pJ/MAC)")
+    total = total_r = 0.0
+    energy = energy_r = macs = 0.0
     for layer in convs:
         start = time.perf_counter()
         found = search(layer, hier, precision)
         seconds = time.perf_counter() - start
-        total += seconds
+        start = time.perf_counter()
+        old = search_r(layer, hier, precision)
+        seconds_r = time.perf_counter() - start
+        total, total_r = total + seconds, total_r + seconds_r
+        energy, energy_r, macs = energy + found.energy_pj, energy_r + old.energy_pj, \
+            macs + layer.macs
         parts = evaluate(layer, found.blocking, hier, precision).energy_pj
         tiles = " | ".join(" ".join(map(str, t)) for t in found.blocking.tiles)
         by_level = ", ".join(f"{k} {v / layer.macs:.2f}" for k, v in parts.items())
-        print(f"{layer.name:9} {seconds:8.1f} {found.combinations:11.3g}  {tiles:34} "
-              f"{found.energy_pj / layer.macs:7.2f}  {by_level}")
-    print(f"total search time {total:.1f} s for {len(convs)} layers (one process)")
+        print(f"{layer.name:9} {seconds:6.1f} {seconds_r:6.1f} {found.combinations:9.3g}  "
+              f"{tiles:30} {found.energy_pj / layer.macs:8.2f} {old.energy_pj / layer.macs:8.2f}"
+              f"  {found.blocking.describe()} {found.blocking.buffers}; {by_level}")
+    print(f"total search time: S {total:.1f} s, R {total_r:.1f} s for {len(convs)} layers "
+          f"(one process); network energy S {energy / macs:.3f} pJ/MAC, R {energy_r / macs:.3f}")
     ui_section()
 
 

@@ -23,7 +23,7 @@ from workbench.hierarchy.codesign import (
     codesign,
     pareto_front,
 )
-from workbench.hierarchy.search import search
+from workbench.hierarchy.search import search, search_r
 from workbench.layers import ConvLayer
 
 PREC = ElementBytes(1, 1, 1, 2)
@@ -107,7 +107,10 @@ def test_grid_is_enumerated_completely() -> None:
 
 
 def test_every_design_equals_brute_force_over_blockings() -> None:
-    result = codesign(LAYERS, SPACE, precision=PREC, size_energy=sqrt_energy)
+    """The co-design logic with the whole-block search (space R), against a brute force over
+    R's blockings: every design's energy is the sum of its layers' optima."""
+    designer = Codesigner(LAYERS, PREC, sqrt_energy, search_fn=search_r)
+    result = codesign(LAYERS, SPACE, designer=designer)
     assert len(result.designs) == SPACE.size()  # every hierarchy here fits both layers
     for design in result.designs:
         brute = [_brute_force_r(lay, design.hierarchy, PREC, sqrt_energy) for lay in LAYERS]
@@ -125,7 +128,7 @@ def test_every_design_equals_brute_force_over_blockings() -> None:
 
 @pytest.mark.parametrize("budget", [16, 40, 96, 112, 200])
 def test_best_within_a_capacity_budget_is_the_brute_force_minimum(budget: int) -> None:
-    designer = Codesigner(LAYERS, PREC, sqrt_energy)
+    designer = Codesigner(LAYERS, PREC, sqrt_energy, search_fn=search_r)
     result = codesign(LAYERS, SPACE, budget=budget, designer=designer)
     brute = []
     for choice in _grid_by_hand():
@@ -136,6 +139,27 @@ def test_best_within_a_capacity_budget_is_the_brute_force_minimum(budget: int) -
             brute.append(sum(_brute_force_r(lay, hier, PREC, sqrt_energy) for lay in LAYERS))
     assert result.best.energy_pj == pytest.approx(min(brute), rel=1e-12)
     assert result.best.capacity_bytes <= budget
+
+
+def test_default_designs_are_sums_of_the_exact_search_and_beat_whole_blocks() -> None:
+    """With the default search (space S, brute-force checked in test_hierarchy_search), each
+    design is Σ of independent `search` calls, priced the same by `evaluate`, and never above
+    the whole-block (R) design of the same hierarchy."""
+    result = codesign(LAYERS, SPACE, precision=PREC, size_energy=sqrt_energy)
+    whole = {d.hierarchy: d.energy_pj for d in codesign(
+        LAYERS, SPACE, designer=Codesigner(LAYERS, PREC, sqrt_energy, search_fn=search_r)
+    ).designs}
+    assert len(result.designs) == SPACE.size()
+    for design in result.designs:
+        want = [search(lay, design.hierarchy, PREC, sqrt_energy).energy_pj for lay in LAYERS]
+        assert design.energy_pj == pytest.approx(sum(want), rel=1e-12)
+        for lay, blocking, energy in zip(LAYERS, design.blockings, design.layer_energy_pj,
+                                         strict=True):
+            priced = evaluate(lay, blocking, design.hierarchy, PREC, sqrt_energy)
+            assert priced.fits and priced.total_energy_pj == pytest.approx(energy, rel=1e-12)
+        assert design.energy_pj <= whole[design.hierarchy] * (1 + 1e-12)
+    assert any(d.energy_pj < whole[d.hierarchy] * (1 - 1e-9) for d in result.designs)
+    _check_front(result.designs, result.pareto, "capacity")
 
 
 def test_area_axis_and_memory_to_compute_ratio() -> None:

@@ -478,7 +478,7 @@ def test_package_imports_neither_tiling_nor_platforms() -> None:
                               "sweep"}), loaded
 
 
-# --- exact search over the space R (workbench.hierarchy.search) ------------------------------
+# --- exact search over the space R (workbench.hierarchy.search_r; S: test_hierarchy_search) --
 
 def _brute_force_r(layer: ConvLayer, hier: Hierarchy, prec, size_energy=None) -> float:
     """The least energy over every blocking of R, priced by `evaluate` one by one: all divisor
@@ -536,7 +536,7 @@ SEARCH_CASES = {
 def test_search_finds_the_brute_force_optimum(name: str) -> None:
     layer, hier, size_energy = SEARCH_CASES[name]
     prec = ElementBytes(1, 1, 1, 2)
-    found = search.search(layer, hier, prec, size_energy)
+    found = search.search_r(layer, hier, prec, size_energy)
     assert found.energy_pj == pytest.approx(_brute_force_r(layer, hier, prec, size_energy),
                                             rel=1e-12)
     again = evaluate(layer, found.blocking, hier, prec, size_energy)
@@ -563,4 +563,4 @@ def test_search_refuses_when_nothing_fits() -> None:
     layer = ConvLayer(name="big", Ox=4, Oy=4, Oc=2, Kx=5, Ky=5, Kc=2)
     hier = Hierarchy((Level("DRAM", None, 64, 100.0), Level("RF", 8, 16, 1.0)))
     with pytest.raises(WorkbenchError, match="no blocking fits"):
-        search.search(layer, hier)
+        search.search_r(layer, hier)

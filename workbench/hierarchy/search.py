@@ -1,229 +1,256 @@
-"""Exact minimum-energy blocking of one layer on a given hierarchy, over the space R below.
+"""Exact minimum-energy blocking of one layer on a given hierarchy, over the space S below
+(seed 001 §3 blocking strings with seed 002's per-array buffering positions, one level each).
 
-Space R (everything in it is priced; nothing else is searched):
-- L on-chip levels, G = L + 1 loop groups; on-chip level k (1 = outermost) holds every array
-  as the whole block of groups 0 … L−k, i.e. its buffering position is the last loop of group
-  L−k (seed 001 §3.5's fixed-hierarchy model, buffers the size of table 2's blocks); an array
-  whose part of a split level is 0 bypasses that level;
-- tiles: every chain t_0 | t_1 | … | t_{L−1} ≤ E per dimension (X, Y, C, M, N); the outermost
-  group covers the layer with ⌈E/t_{L−1}⌉ full-size blocks (padded extent P = ⌈E/t⌉·t);
-- a blocking fits when each level holds the footprints of its blocks (Σ array footprint ×
-  width ≤ capacity, or each array within its part); footprints bound eq. 2's buffers, so the
-  result also fits by `accesses.evaluate`'s rule;
-- loop orders do not change any count in R (every position is at a group's end): the result
-  uses canonical orders. Not in R: positions inside a group (seed 002's per-array levels),
-  bypass by choice. Objective: `accesses.energy_pj` summed, MAC energy included.
+Space S (everything in it is priced; nothing else is searched). L on-chip levels, G = L + 1
+loop groups; tiles: every divisor chain t_0 | … | t_{L−1} ≤ E per dimension, the outermost
+group covering the layer with ⌈E/t_{L−1}⌉ full blocks (P = padded extent, t_L := P). Level k
+(1 = outermost on-chip) owns group γ = L−k+1 (the loops stepping over its blocks t_{γ−1}):
+- a loop order π_γ of X, Y, C, M, N for that group (group 0's order changes nothing: no
+  position lies inside it);
+- for every array A the level holds (R's rule: all arrays, but those whose part of a split
+  level is 0), a buffering position anywhere in group γ: after the prefix S_A of π_γ (S_A = ∅
+  is R's position, the end of group γ−1; all five loops: the end of group γ). A's block then
+  has c_d = t_γ along the dimensions in S_A and t_{γ−1} along the others;
+- a blocking fits when Σ_A footprint_A × width_A ≤ capacity (split: each within its part).
+  Footprints (eq. 1) bound eq. 2's buffers, so the result fits by `accesses.evaluate` too.
+S ⊇ R (all S_A = ∅; `search_r`). Not in S (so not claimed optimal against them): a level's
+positions outside its own group (e.g. an SRAM buffer inside group 0, a register file's in the
+outermost group), bypass by choice. Objective: `accesses.energy_pj` summed, MAC energy
+Kx·Ky·ΠP × mac_energy_pj included; the datapath's operand fetches are `datapath.fetches` over
+the inner block t_0.
 
-Counts in R in closed form. For a holder whose block is t (per dimension, n = P/t blocks):
-  moved_I = P_N·P_C·(W_y(t_Y)·n_Y)·(W_x(t_X)·n_X)·n_M,  W(t) = (t−1)·S + K (t·K if S ≥ K)
-  moved_W = Kx·Ky·P_M·P_C·n_X·n_Y·n_N,     moved_O = P_N·P_M·P_Y·P_X·n_C
-and the datapath fetches Kx·Ky·Π P operands of each array. O's sides each cost
-outputs·e_final + 2·(moved − outputs)·e_partial, outputs = P_N·P_M·P_Y·P_X.
+Counts (kernel loops are in group 0, inside every position of S): for a block c,
+  F_W = c_M·c_C·Kx·Ky,  moved_W = Kx·Ky·P_M·P_C·(P_X/c_X)(P_Y/c_Y)(P_N/c_N)
+  F_O = c_N·c_M·c_Y·c_X, moved_O = P_N·P_M·P_Y·P_X·(P_C/c_C)
+  F_I = c_N·c_C·W_y(c_Y)·W_x(c_X), moved_I = P_N·P_C·(P_M/c_M)·W_y(c_Y)(P_Y/c_Y)·W_x(c_X)(P_X/c_X)
+with W(c) = (c−1)·S + K (c·K if S ≥ K): moved = footprint × refills, refills = Π_d P_d/c_d.
+Every moved count is non-increasing in every c_d (W(c)/c never grows), every footprint
+non-decreasing.
 
-Why pruning per dimension is exact. Take a dimension d and a chain c = (t_0 … t_{L−1}); let
-v(c) = (t_0 … t_{L−1}, P/t_0 … P/t_{L−1}, P). Every quantity above — each moved count (also
-moved_O − outputs = outputs·(n_C − 1)), the datapath count, every footprint — is a product of
-non-negative factors, each a non-decreasing function of one component of v(c) (W(t) increases
-with t), times factors from other dimensions. Energy is a non-negative combination of those
-counts and each capacity use a non-negative combination of footprints. So if v(a) ≤ v(b)
-componentwise, replacing b by a in any blocking raises neither its energy nor any level's
-use: b is never needed, and keeping one chain per distinct non-dominated vector loses no
-optimum (`nondominated_chains`). The remaining chains are enumerated completely.
+Lemma 1 (positions just before a relevant loop). A loop over a dimension A's index does not
+use (I: M; W: X, Y, N; O: C) changes neither A's footprint nor anything else when A's position
+is moved outward past it, and divides A's refills by its trip count (≥ 1). So a position
+directly followed by such a loop is never better than the one after it: WLOG S_A is a prefix
+of π_γ directly followed by a loop relevant to A, or the whole group (`canonical_prefixes`).
+Counts depend on π_γ only through the prefixes each array gets, so a level's placements are
+the distinct tuples (S_A) over all 120 orders (a trip-1 loop changes nothing anywhere).
+Lemma 2 (dominated placements). Per array, each dimension of S_A either only grows the
+footprint (W: M, C; O: X, Y, M, N; I: C, N), only shrinks refills (W: X, Y, N; O: C; I: M) or
+both (I: X, Y, the halo). A placement whose sets have, per held array, the same "both" part,
+no more "footprint" bits and no fewer "refill" bits than another's is never worse for any
+tiles: it is dropped (`search_space.placements`: 96 of 3,326 tuples remain for I, W, O).
+Lemma 3 (levels are independent given the tiles). Holders are fixed by R's rule, so the
+levels exchanging data are too; level k's energy and capacity involve only its own placement
+and (t_{γ−1}, t_γ, P): each level takes its best fitting placement independently, exactly.
+Outer levels (γ ≥ 2) are priced once per distinct (t_{γ−1}, t_γ, P) vector (a table per X
+class, looked up per tile combination).
+Lemma 4 (tile chains, as in `search_r`). Every count above is a product of non-negative
+factors each non-decreasing in one component of v(c) = (t_0 … t_{L−1}, P/t_0 … P/t_{L−1}, P)
+of one dimension (c_d ∈ {t_{γ−1}, t_γ}, P_d/c_d likewise; datapath steps (P/t_0)·⌈t_0/u⌉);
+placements do not depend on the tiles, so replacing a chain by one with a componentwise
+smaller vector keeps every placement valid, raises no energy and no footprint: only
+`nondominated_chains` are enumerated, all of their combinations.
+Bounds (exact skips). Every placement's blocks contain R's (c ≥ t_{γ−1}), so where R's blocks
+overflow a level no placement fits: those combinations are skipped. The innermost level is
+priced last, combinations in rising order of a lower bound (MAC + datapath + outer levels +
+the innermost level with the whole group inside every buffer: the fewest moved, capacity
+ignored); once that bound reaches the best energy found, the rest cannot beat it.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.errors import WorkbenchError
 from workbench.hierarchy.accesses import ElementBytes, PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents
-from workbench.hierarchy.levels import Hierarchy, SizeEnergy, SplitCapacity
+from workbench.hierarchy.datapath import fetches
+from workbench.hierarchy.levels import Hierarchy, SizeEnergy
+from workbench.hierarchy.search_r import (
+    CHUNK,
+    NoFitError,
+    SearchResult,
+    _fits,
+    _grid,
+    _holders,
+    _pj_per_bit,
+    gen_chains,
+    nondominated_chains,
+    search_r,
+)
+from workbench.hierarchy.search_space import (
+    LevelBlocks,
+    best_placements,
+    lower_bound,
+    placements,
+    side_cost,
+)
 from workbench.layers.spec import ConvLayer
 
-CHUNK = 1 << 21   # combinations priced per numpy pass (at most; one X chain at a time)
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
+BATCH = 1 << 16   # innermost-level points priced per numpy pass, lowest lower bound first
 
 
-class NoFitError(WorkbenchError):
-    """No blocking of the space fits the hierarchy's capacities."""
+def _take(flat: dict, idx) -> dict:
+    return {d: ([t[idx] for t in tiles], p[idx]) for d, (tiles, p) in flat.items()}
 
 
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """The best blocking in R, its energy (pJ) and how many tile chains were priced."""
-
-    blocking: Blocking
-    energy_pj: float
-    chains_per_dim: dict[str, int]
-    combinations: int
-
-
-def gen_chains(extent: int, levels: int) -> np.ndarray:
-    """Every divisor chain t_0 | … | t_{levels−1} ≤ extent, one per row."""
-    chains = [(t,) for t in range(1, extent + 1)]
-    for _ in range(levels - 1):
-        chains = [(d,) + c for c in chains for d in range(1, c[0] + 1) if c[0] % d == 0]
-    return np.array(chains, dtype=np.int64).reshape(-1, levels)
-
-
-@functools.lru_cache(maxsize=256)
-def nondominated_chains(extent: int, levels: int) -> np.ndarray:
-    """The chains whose vector (t…, P/t…, P) no other chain's is ≤ componentwise (one per
-    distinct vector, in lexicographic order); see the module docstring. Vectors are visited by
-    rising component sum (a dominator has a smaller sum) and compared with the front kept so
-    far (dominance is transitive, so a dominated vector is never needed as a dominator).
-    Cached: callers must not modify the array."""
-    chains = gen_chains(extent, levels)
-    padded = -(-extent // chains[:, -1:]) * chains[:, -1:]
-    vec = np.unique(np.hstack([chains, padded // chains, padded]), axis=0)
-    order = np.argsort(vec.sum(axis=1), kind="stable")
-    front = np.empty((0, vec.shape[1]), dtype=vec.dtype)
-    kept: list[np.ndarray] = []
-    for start in range(0, len(order), 512):
-        idx = order[start:start + 512]
-        block = vec[idx]
-        out = np.any(np.all(front[None, :, :] <= block[:, None, :], axis=2), axis=1)
-        le = np.all(block[None, :, :] <= block[:, None, :], axis=2)
-        lt = np.any(block[None, :, :] < block[:, None, :], axis=2)
-        out |= np.any(le & lt, axis=1)
-        front = np.vstack([front, block[~out]])
-        kept.append(idx[~out])
-    result = vec[np.sort(np.concatenate(kept))][:, :levels]
-    result.setflags(write=False)
-    return result
-
-
-def _pj_per_bit(hierarchy: Hierarchy, size_energy: SizeEnergy | None) -> np.ndarray:
-    """[level, array] pJ per bit accessed (access_pj / access_bits)."""
-    return np.array([[lvl.access_pj(a, size_energy) / lvl.access_bits for a in ARRAYS]
-                     for lvl in hierarchy.levels])
-
-
-def _holders(hierarchy: Hierarchy, array: str) -> list[int]:
-    """Levels holding `array` (1 … L; a split part of 0 bypasses), then the datapath."""
-    held = [k for k, lvl in enumerate(hierarchy.levels) if k and lvl.bytes_for(array) > 0]
-    return held + [len(hierarchy.levels)]
-
-
-def _grid(per_dim: dict[str, np.ndarray], extent: dict[str, int], x_chain: int,
-          y_rows: slice) -> dict:
-    """Per dimension: tiles t[g] and padded extent P as arrays broadcasting over the axes
-    (Y, C, M, N), X fixed to one chain, Y to a slice of its chains."""
-    out = {}
-    for axis, dim in enumerate(DIMS):
-        chains = per_dim[dim][[x_chain]] if dim == "X" else per_dim[dim]
-        if dim == "Y":
-            chains = chains[y_rows]
-        shape = [1, 1, 1, 1]
-        if axis:
-            shape[axis - 1] = len(chains)
-        p = -(-extent[dim] // chains[:, -1]) * chains[:, -1]
-        out[dim] = ([chains[:, g].reshape(shape) for g in range(chains.shape[1])],
-                    p.reshape(shape))
-    return out
-
-
-def _moved(layer: ConvLayer, grid: dict, g: int | None) -> dict[str, np.ndarray]:
-    """Elements moved into a holder whose block is t_g (g None: the datapath)."""
-    p = {d: grid[d][1] for d in DIMS}
-    if g is None:
-        total = layer.Kx * layer.Ky * math.prod(p.values())
-        return dict.fromkeys(ARRAYS, total)
-    t = {d: grid[d][0][g] for d in DIMS}
-    n = {d: p[d] // t[d] for d in DIMS}
-
-    def window(tile, stride, kernel):
-        return np.where(stride >= kernel, tile * kernel, (tile - 1) * stride + kernel)
-
-    return {"I": p["N"] * p["C"] * window(t["Y"], layer.Sy, layer.Ky) * n["Y"]
-            * window(t["X"], layer.Sx, layer.Kx) * n["X"] * n["M"],
-            "W": layer.Kx * layer.Ky * p["M"] * p["C"] * n["X"] * n["Y"] * n["N"],
-            "O": p["N"] * p["M"] * p["Y"] * p["X"] * n["C"]}
-
-
-def _footprints(layer: ConvLayer, grid: dict, g: int) -> dict[str, np.ndarray]:
-    t = {d: grid[d][0][g] for d in DIMS}
-    wy = np.where(layer.Sy >= layer.Ky, t["Y"] * layer.Ky, (t["Y"] - 1) * layer.Sy + layer.Ky)
-    wx = np.where(layer.Sx >= layer.Kx, t["X"] * layer.Kx, (t["X"] - 1) * layer.Sx + layer.Kx)
-    return {"I": t["N"] * t["C"] * wy * wx, "W": t["M"] * t["C"] * layer.Kx * layer.Ky,
-            "O": t["N"] * t["M"] * t["Y"] * t["X"]}
-
-
-def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, pj_bit: np.ndarray,
-           precision: PrecisionLike) -> np.ndarray:
-    """Energy (pJ) of every combination in the grid (capacities not checked: `_fits`)."""
-    levels = len(hierarchy.levels)
-    bits = {"I": 8 * precision.inputs, "W": 8 * precision.weights}
-    moved = {k: _moved(layer, grid, levels - 1 - k if k < levels else None)
-             for k in range(1, levels + 1)}
-    p = {d: grid[d][1] for d in DIMS}
-    outputs = p["N"] * p["M"] * p["Y"] * p["X"]
-    energy = moved[levels]["I"] * hierarchy.mac_energy_pj * 1.0
-    for a_idx, array in enumerate(ARRAYS):
-        chain = _holders(hierarchy, array)
-        for source, holder in zip([0] + chain[:-1], chain, strict=True):
-            m = moved[holder][array]
-            side = pj_bit[source, a_idx] + (pj_bit[holder, a_idx] if holder < levels else 0.0)
-            if array == "O":
-                energy = energy + side * (outputs * 8 * precision.outputs
-                                          + 2 * (m - outputs) * 8 * precision.partial_sums)
-            else:
-                energy = energy + side * m * bits[array]
-    return energy * layer.groups
-
-
-def _fits(layer: ConvLayer, hierarchy: Hierarchy, grid: dict,
+def _base(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarray,
           precision: PrecisionLike) -> np.ndarray:
-    """Combinations whose block footprints fit every on-chip level."""
+    """MAC energy and the datapath's operand fetches (pJ, one group) at every point."""
+    p = {d: flat[d][1] for d in DIMS}
+    outputs = p["N"] * p["M"] * p["Y"] * p["X"]
+    energy = layer.Kx * layer.Ky * math.prod(p.values()) * hierarchy.mac_energy_pj
+    if hierarchy.datapath is None or hierarchy.datapath.macs_per_step == 1:
+        fetched = dict.fromkeys(ARRAYS, layer.Kx * layer.Ky * math.prod(p.values()))
+    else:
+        fetched = fetches(layer.Kx * layer.Ky, p, {d: flat[d][0][0] for d in DIMS},
+                          hierarchy.datapath)
+    for a_idx, array in enumerate(ARRAYS):  # the datapath's side costs nothing
+        last = _holders(hierarchy, array)[-2] if len(_holders(hierarchy, array)) > 1 else 0
+        energy = energy + side_cost(array, fetched[array], pj_bit[last, a_idx], outputs,
+                                    precision)
+    return energy
+
+
+def _blocks(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: np.ndarray,
+            precision: PrecisionLike) -> tuple[LevelBlocks, tuple[str, ...]]:
+    """On-chip level k's candidate blocks at every point, and the arrays it holds."""
     levels = len(hierarchy.levels)
-    width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
-    ok = np.ones(np.broadcast_shapes(*(grid[d][1].shape for d in DIMS)), dtype=bool)
-    for k in range(levels - 1, 0, -1):  # innermost (smallest, most selective) first
-        level, foot = hierarchy.levels[k], _footprints(layer, grid, levels - 1 - k)
-        used = {a: foot[a] * width[a] * (level.bytes_for(a) > 0) for a in ARRAYS}
-        if isinstance(level.capacity_bytes, SplitCapacity):
-            for a in ARRAYS:
-                ok &= used[a] <= level.bytes_for(a)
-        else:
-            ok &= sum(used.values()) <= level.total_bytes
-    return ok
+    held = tuple(a for a in ARRAYS if k in _holders(hierarchy, a))
+    coef = {}
+    for a in held:
+        chain = _holders(hierarchy, a)
+        source = ([0] + chain)[chain.index(k)]
+        coef[a] = pj_bit[source, ARRAYS.index(a)] + pj_bit[k, ARRAYS.index(a)]
+    return LevelBlocks(layer, flat, levels - k, levels - 1, coef, precision), held
+
+
+def _level(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: np.ndarray,
+           precision: PrecisionLike):
+    """Best fitting placement of on-chip level k at every point: (pJ one group, index)."""
+    blocks, held = _blocks(layer, hierarchy, k, flat, pj_bit, precision)
+    return best_placements(hierarchy, k, blocks, held)
+
+
+def _classes(chains: np.ndarray, extent: int, gamma: int) -> np.ndarray:
+    """Per chain, an id of its (t_{γ−1}, t_γ, P): the values on-chip level L−γ+1 sees."""
+    on_chip = chains.shape[1]
+    padded = -(-extent // chains[:, -1]) * chains[:, -1]
+    hi = chains[:, gamma] if gamma < on_chip else padded
+    return np.unique(np.stack([chains[:, gamma - 1], hi, padded], axis=1), axis=0,
+                     return_inverse=True)[1].reshape(-1)
+
+
+def _level_table(layer: ConvLayer, hierarchy: Hierarchy, k: int, per_dim: dict, extent: dict,
+                 classes: dict, ox: int, pj_bit: np.ndarray, precision: PrecisionLike):
+    """Outer level k's best placement (pJ one group, index) for X's class of chain `ox` and
+    every class of Y, C, M, N: arrays indexed by the class ids."""
+    gamma = len(hierarchy.levels) - k
+    reps = {}
+    for d in DIMS:
+        ids = classes[d][gamma]
+        first = np.unique(ids, return_index=True)[1]
+        reps[d] = per_dim[d][first] if d != "X" else per_dim[d][[ox]]
+    grid = _grid(reps, extent, 0, slice(None))
+    shape = _shape(grid)
+    energy, at = _level(layer, hierarchy, k, _gather(grid, np.nonzero(np.ones(shape))),
+                        pj_bit, precision)
+    return energy.reshape(shape), at.reshape(shape)
+
+
+def _blocking(hierarchy: Hierarchy, tiles: list[dict], picks: dict[int, int]) -> Blocking:
+    """The Blocking of the chosen tiles and placements (group 0 in GROUP0 order)."""
+    levels = len(hierarchy.levels)
+    on_chip = levels - 1
+    orders: list[tuple[str, ...]] = [GROUP0] + [DIMS] * on_chip
+    buffers: dict[str, list] = {a: [None] * on_chip for a in ARRAYS}
+    for k in range(1, levels):
+        held = tuple(a for a in ARRAYS if k in _holders(hierarchy, a))
+        prefixes, order = placements(held)[picks[k]]
+        gamma = levels - k
+        orders[gamma] = order
+        start = len(GROUP0) + len(DIMS) * (gamma - 1)
+        for array, prefix in zip(held, prefixes, strict=True):
+            buffers[array][k - 1] = start - 1 + bin(prefix).count("1")
+    return Blocking.of(orders, tiles, buffers)
+
+
+def _shape(grid: dict) -> tuple[int, ...]:
+    return np.broadcast_shapes(*(grid[d][1].shape for d in DIMS))
+
+
+def _gather(grid: dict, rows: tuple) -> dict:
+    """The grid's points at index arrays `rows` (axes Y, C, M, N) as flat float arrays."""
+    shape = _shape(grid)
+    return {d: ([np.broadcast_to(t, shape)[rows].astype(float) for t in tiles],
+                np.broadcast_to(p, shape)[rows].astype(float)) for d, (tiles, p) in grid.items()}
 
 
 def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | None = None,
            size_energy: SizeEnergy | None = None) -> SearchResult:
-    """The minimum-energy blocking of the layer in R (see the module docstring); energy in pJ
-    for the whole layer, ties to the first combination enumerated."""
+    """The minimum-energy blocking of the layer in S (see the module docstring); energy in pJ
+    for the whole layer (ties: any one optimum)."""
     precision = ElementBytes() if precision is None else precision
     on_chip = len(hierarchy.levels) - 1
     extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
     per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
+    classes = {d: {g: _classes(per_dim[d], extent[d], g) for g in range(2, on_chip + 1)}
+               for d in DIMS}  # level L−γ+1's view of each chain
     pj_bit = _pj_per_bit(hierarchy, size_energy)
-    per_y = max(1, CHUNK // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
+    per_y = max(1, CHUNK // 4 // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
     best, best_at = math.inf, None
+    tables: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     for ox in range(len(per_dim["X"])):
         for y0 in range(0, len(per_dim["Y"]), per_y):
             grid = _grid(per_dim, extent, ox, slice(y0, y0 + per_y))
-            fits = _fits(layer, hierarchy, grid, precision)
-            if not fits.any():
+            # every placement's blocks contain R's (all S = ∅): where those overflow, none fits
+            rows = np.nonzero(np.broadcast_to(_fits(layer, hierarchy, grid, precision),
+                                              _shape(grid)))
+            if not len(rows[0]):
                 continue
-            energy = np.where(fits, _price(layer, hierarchy, grid, pj_bit, precision), np.inf)
-            at = np.unravel_index(int(np.argmin(energy)), energy.shape)
-            if energy[at] < best:
-                best = float(energy[at])
-                best_at = {"X": ox, "Y": y0 + int(at[0]), "C": int(at[1]), "M": int(at[2]),
-                           "N": int(at[3])}
+            flat = _gather(grid, rows)
+            bound = _base(layer, hierarchy, flat, pj_bit, precision)
+            picks = {}
+            for k in range(1, on_chip):  # outer levels: looked up per (t_{γ−1}, t_γ, P) class
+                gamma = on_chip + 1 - k
+                table = tables.get((k, classes["X"][gamma][ox]))
+                if table is None:
+                    table = tables[k, classes["X"][gamma][ox]] = _level_table(
+                        layer, hierarchy, k, per_dim, extent, classes, ox, pj_bit, precision)
+                ids = tuple(classes[d][gamma][axis + (y0 if d == "Y" else 0)]
+                            for d, axis in zip(DIMS[1:], rows, strict=True))
+                bound = bound + table[0][ids]
+                picks[k] = table[1][ids]
+            # the innermost level last, lowest bound first: its energy is at least
+            # `lower_bound`, so points whose bound reaches the best energy found cannot beat it
+            inner = lower_bound(*_blocks(layer, hierarchy, on_chip, flat, pj_bit, precision))
+            bound = bound + inner
+            keep = np.nonzero(bound * layer.groups < best)[0]
+            order = keep[np.argsort(bound[keep], kind="stable")]
+            for start in range(0, len(order), BATCH):
+                idx = order[start:start + BATCH]
+                if bound[idx[0]] * layer.groups >= best:
+                    break
+                energy, at = _level(layer, hierarchy, on_chip, _take(flat, idx), pj_bit,
+                                    precision)
+                total = (bound[idx] - inner[idx] + energy) * layer.groups
+                i = int(np.argmin(total))
+                if total[i] < best:
+                    best, j = float(total[i]), int(idx[i])
+                    best_at = ({"X": ox, "Y": y0 + int(rows[0][j]), "C": int(rows[1][j]),
+                                "M": int(rows[2][j]), "N": int(rows[3][j])},
+                               {**{k: int(v[j]) for k, v in picks.items()}, on_chip: int(at[i])})
     if best_at is None:
         raise NoFitError(f"layer {layer.name!r}: no blocking fits hierarchy "
                          f"{hierarchy.name!r} (its smallest blocks overflow a level)")
-    tiles = [{d: int(per_dim[d][best_at[d]][g]) for d in DIMS} for g in range(on_chip)]
-    last = [len(GROUP0) - 1 + len(DIMS) * (on_chip - k) for k in range(1, on_chip + 1)]
-    buffers = {a: [p if k in _holders(hierarchy, a) else None
-                   for k, p in zip(range(1, on_chip + 1), last, strict=True)] for a in ARRAYS}
-    blocking = Blocking.of([GROUP0] + [DIMS] * on_chip, tiles, buffers)
+    rows_at, chosen = best_at
+    tiles = [{d: int(per_dim[d][rows_at[d]][g]) for d in DIMS} for g in range(on_chip)]
     combos = math.prod(len(per_dim[d]) for d in DIMS)
-    return SearchResult(blocking, best, {d: len(per_dim[d]) for d in DIMS}, combos)
+    return SearchResult(_blocking(hierarchy, tiles, chosen), best,
+                        {d: len(per_dim[d]) for d in DIMS}, combos)
+
+
+__all__ = ["NoFitError", "SearchResult", "gen_chains", "nondominated_chains", "search",
+           "search_r"]

@@ -1,0 +1,313 @@
+"""Exact search (workbench.hierarchy.search) over its space S: per level a loop order of its group
+and a buffering position per array inside it, all tile chains. Its optimum equals a brute
+force pricing every blocking of S with `accesses.evaluate`; it never exceeds the old space R's
+(`search_r`, itself equal to its brute force in test_hierarchy_model) and beats it on a
+hand-built case; the brute force over positions anywhere in the nest (R+, one level) is never
+above S's, and below it on a case (what S leaves out); and the facts the brute forces'
+de-duplication rests on (orders, trip-1 loops) are checked on the model."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from workbench.errors import WorkbenchError
+from workbench.hierarchy import (
+    ARRAYS,
+    DIMS,
+    GROUP0,
+    Blocking,
+    ElementBytes,
+    Hierarchy,
+    Level,
+    SplitCapacity,
+    evaluate,
+    transfers,
+)
+from workbench.hierarchy import search_r as search_r_module
+from workbench.hierarchy.blocking import trip_counts
+from workbench.hierarchy.datapath import Datapath
+from workbench.hierarchy.search import gen_chains, search, search_r
+from workbench.layers import ConvLayer
+
+ONE = ElementBytes(1, 1, 1, 1)
+
+
+def _extent(layer: ConvLayer, dim: str) -> int:
+    return {"X": layer.Ox, "Y": layer.Oy, "C": layer.Kc, "M": layer.Oc // layer.groups,
+            "N": layer.On}[dim]
+
+
+def _fits(layer: ConvLayer, blocking: Blocking, hier: Hierarchy, prec) -> bool:
+    """Every on-chip level holds the footprints of its buffers (the search's rule)."""
+    width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}
+    moved = transfers(layer, blocking, len(hier.levels), hier.datapath)
+    for k in range(1, len(hier.levels)):
+        used = {t.array: t.footprint * width[t.array] for t in moved if t.level == k}
+        level = hier.levels[k]
+        if isinstance(level.capacity_bytes, SplitCapacity):
+            if any(used.get(a, 0) > level.bytes_for(a) for a in ARRAYS):
+                return False
+        elif sum(used.values()) > level.total_bytes:
+            return False
+    return True
+
+
+def _tiles(combo, levels: int) -> list[dict[str, int]]:
+    return [{d: int(c[g]) for d, c in zip(DIMS, combo, strict=True)} for g in range(levels)]
+
+
+def _held(hier: Hierarchy, k: int) -> list[str]:
+    return [a for a in ARRAYS if hier.levels[k].bytes_for(a) > 0]
+
+
+def _cheapest(layer: ConvLayer, hier: Hierarchy, prec, size_energy, candidates) -> float:
+    """Least `evaluate` energy over the candidate blockings that fit (inf if none)."""
+    best = math.inf
+    for blocking in candidates:
+        if _fits(layer, blocking, hier, prec):
+            best = min(best, evaluate(layer, blocking, hier, prec, size_energy).total_energy_pj)
+    return best
+
+
+def _nontrivial(layer: ConvLayer, blocking: Blocking) -> set[tuple[str, int]]:
+    n = trip_counts(layer, blocking)
+    return {loop for loop, trips in zip(blocking.loops, n, strict=True) if trips > 1}
+
+
+def _s_blockings(layer: ConvLayer, hier: Hierarchy):
+    """Every blocking of S: every divisor chain, every order of each level's group, every
+    position of each held array inside it (0 … 5 loops of the group inside). Blockings whose
+    buffers enclose the same loops of trip count > 1 are priced once (`test_*_only_through_*`)."""
+    levels = len(hier.levels) - 1
+    start = [len(GROUP0) + len(DIMS) * (g - 1) for g in range(levels + 1)]
+    for combo in itertools.product(*(gen_chains(_extent(layer, d), levels) for d in DIMS)):
+        tiles = _tiles(combo, levels)
+        probe = Blocking.of([GROUP0] + [DIMS] * levels, tiles,
+                            {a: [None] * levels for a in ARRAYS})
+        real = _nontrivial(layer, probe)
+        per_level = []
+        for k in range(1, levels + 1):
+            gamma, held = levels + 1 - k, _held(hier, k)
+            seen = {}
+            for order in itertools.permutations(DIMS):
+                for lengths in itertools.product(range(len(DIMS) + 1), repeat=len(held)):
+                    key = tuple(frozenset(d for d in order[:n] if (d, gamma) in real)
+                                for n in lengths)
+                    seen.setdefault(key, (order, lengths))
+            per_level.append(list(seen.values()))
+        for choice in itertools.product(*per_level):
+            orders = [GROUP0] + [DIMS] * levels
+            buffers = {a: [None] * levels for a in ARRAYS}
+            for k, (order, lengths) in enumerate(choice, start=1):
+                gamma = levels + 1 - k
+                orders[gamma] = order
+                for array, n in zip(_held(hier, k), lengths, strict=True):
+                    buffers[array][k - 1] = start[gamma] - 1 + n
+            yield Blocking.of(orders, tiles, buffers)
+
+
+def _r_plus_blockings(layer: ConvLayer, hier: Hierarchy):
+    """Every blocking with one on-chip level and its positions anywhere in the nest: every
+    chain, every order of each group's loops of trip count > 1 (trip-1 loops after them: where
+    they sit changes nothing), every position −1 … last loop per held array (priced once per
+    set of enclosed loops of trip count > 1)."""
+    assert len(hier.levels) == 2
+    held = _held(hier, 1)
+    for combo in itertools.product(*(gen_chains(_extent(layer, d), 1) for d in DIMS)):
+        tiles = _tiles(combo, 1)
+        probe = Blocking.of([GROUP0, DIMS], tiles, {a: [None] for a in ARRAYS})
+        real = _nontrivial(layer, probe)
+        groups = [[lp[0] for lp in probe.loops if lp[1] == g] for g in (0, 1)]
+        seen = set()
+        for o0, o1 in itertools.product(
+                *(itertools.permutations([n for n in names if (n, g) in real])
+                  for g, names in enumerate(groups))):
+            orders = [tuple(o) + tuple(n for n in names if (n, g) not in real)
+                      for g, (o, names) in enumerate(zip((o0, o1), groups, strict=True))]
+            loops = Blocking.of(orders, tiles, {a: [None] for a in ARRAYS}).loops
+            for positions in itertools.product(range(-1, len(loops)), repeat=len(held)):
+                key = tuple(frozenset(lp for lp in loops[:p + 1] if lp in real)
+                            for p in positions)
+                if key in seen:
+                    continue
+                seen.add(key)
+                buffers = {a: [None] for a in ARRAYS}
+                for array, p in zip(held, positions, strict=True):
+                    buffers[array] = [p]
+                yield Blocking.of(orders, tiles, buffers)
+
+
+def brute_force_s(layer: ConvLayer, hier: Hierarchy, prec, size_energy=None) -> float:
+    """The least `evaluate` energy over every fitting blocking of S (tiny layers only)."""
+    return _cheapest(layer, hier, prec, size_energy, _s_blockings(layer, hier))
+
+
+def _check_search(layer, hier, prec, size_energy=None) -> float:
+    """search == brute force over S, its blocking re-priced by `evaluate` fits and costs the
+    same, and it is never above R's optimum; returns the energy."""
+    found = search(layer, hier, prec, size_energy)
+    assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, prec, size_energy),
+                                            rel=1e-9)
+    again = evaluate(layer, found.blocking, hier, prec, size_energy)
+    assert again.fits and _fits(layer, found.blocking, hier, prec)
+    assert again.total_energy_pj == pytest.approx(found.energy_pj, rel=1e-9)
+    assert found.energy_pj <= search_r(layer, hier, prec, size_energy).energy_pj * (1 + 1e-12)
+    return found.energy_pj
+
+
+CASES = {
+    "one level": (ConvLayer(name="s1", Ox=4, Oy=2, Oc=2, Kx=3, Ky=1, Kc=2, Sx=2),
+                  Hierarchy((Level("DRAM", None, 32, 100.0), Level("L1", 24, 16, 2.0)),
+                            mac_energy_pj=0.5), None),
+    "two levels shared": (ConvLayer(name="s2", Ox=3, Oy=1, Oc=2, Kx=2, Ky=1, Kc=2),
+                          Hierarchy((Level("DRAM", None, 64, 200.0), Level("SRAM", 40, 64, 6.0),
+                                     Level("RF", 12, 16, 0.5)), mac_energy_pj=1.0), None),
+    "two levels split, size-derived": (
+        ConvLayer(name="s2s", Ox=2, Oy=1, Oc=2, Kx=2, Ky=1, Kc=1, On=2),
+        Hierarchy((Level("DRAM", None, 64, 200.0),
+                   Level("SRAM", SplitCapacity(12, 8, 0), 64, None),
+                   Level("RF", 10, 16, None)), mac_energy_pj=1.0),
+        lambda size, bits: 0.05 * math.sqrt(size) * bits / 16),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_search_equals_brute_force_over_s(name: str) -> None:
+    layer, hier, size_energy = CASES[name]
+    _check_search(layer, hier, ElementBytes(1, 1, 1, 2), size_energy)
+
+
+@st.composite
+def search_case(draw: st.DrawFn):
+    """A tiny layer (few loops of trip count > 1), 1 or 2 on-chip levels, shared or split
+    capacities, with or without an unrolled datapath."""
+    on_chip = draw(st.integers(1, 2))
+    k = draw(st.integers(1, 3))
+    if on_chip == 1:
+        layer = ConvLayer(name="h", Ox=draw(st.integers(1, 4)), Oy=draw(st.integers(1, 2)),
+                          Oc=draw(st.integers(1, 2)), On=draw(st.integers(1, 2)), Kx=k,
+                          Ky=draw(st.integers(1, 2)), Kc=draw(st.integers(1, 2)),
+                          Sx=draw(st.integers(1, 2)), Sy=draw(st.integers(1, 2)))
+    else:  # two groups to order: at most two dimensions above 1
+        layer = ConvLayer(name="h", Ox=draw(st.integers(1, 3)), Oy=1,
+                          Oc=draw(st.integers(1, 2)), Kx=k, Ky=1, Kc=1,
+                          Sx=draw(st.integers(1, 2)))
+    levels = [Level("DRAM", None, 64, draw(st.floats(50, 300)))]
+    cap = 64
+    for i in range(on_chip):  # capacities never grow inwards
+        cap = draw(st.integers(1, cap))
+        parts = [draw(st.integers(0, cap // 2)) for _ in ARRAYS]
+        split = draw(st.booleans()) and sum(parts) > 0
+        levels.append(Level(f"L{i + 1}", SplitCapacity(*parts) if split else cap, 16,
+                            draw(st.floats(0.1, 10))))
+        cap = int(levels[-1].total_bytes)
+    unroll = draw(st.sampled_from([None, {"M": 2}, {"X": 2, "C": 2}, {"Y": 3, "N": 2}]))
+    hier = Hierarchy(tuple(levels), mac_energy_pj=draw(st.floats(0, 2)),
+                     datapath=None if unroll is None else Datapath(unroll))
+    return layer, hier
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(search_case())
+def test_search_equals_brute_force_on_random_layers(case) -> None:
+    layer, hier = case
+    try:
+        search(layer, hier, ElementBytes(1, 1, 1, 2))
+    except search_r_module.NoFitError:
+        assert brute_force_s(layer, hier, ElementBytes(1, 1, 1, 2)) == math.inf
+        return
+    _check_search(layer, hier, ElementBytes(1, 1, 1, 2))
+
+
+@pytest.mark.parametrize("unroll", [None, {"X": 2}])
+def test_positions_anywhere_never_cost_more_than_s(unroll) -> None:
+    """S ⊆ R+: the brute force over positions anywhere (one level) is never above S's."""
+    layer = ConvLayer(name="a", Ox=3, Oy=1, Oc=2, Kx=2, Ky=1, Kc=1)
+    hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 8, 16, 1.0)),
+                     mac_energy_pj=1.0, datapath=None if unroll is None else Datapath(unroll))
+    s_opt = _check_search(layer, hier, ONE)
+    anywhere = _cheapest(layer, hier, ONE, None, _r_plus_blockings(layer, hier))
+    assert anywhere <= s_opt * (1 + 1e-12)
+
+
+def test_positions_inside_group_0_are_outside_s() -> None:
+    """What S leaves out is real: with one level, buffers inside group 0 (here W holding one
+    kernel row, O one partial sum) beat every blocking of S; both sides by brute force."""
+    layer = ConvLayer(name="b", Ox=4, Oy=1, Oc=2, Kx=3, Ky=1, Kc=1)
+    hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 8, 16, 1.0)),
+                     mac_energy_pj=1.0)
+    anywhere = _cheapest(layer, hier, ONE, None, _r_plus_blockings(layer, hier))
+    assert anywhere < brute_force_s(layer, hier, ONE) == pytest.approx(
+        search(layer, hier, ONE).energy_pj)
+
+
+def test_weights_fetched_once_per_block_beat_r() -> None:
+    """One level of 5 B, 1 B per element, 8-bit ports, DRAM 100 pJ, L1 1 pJ, no MAC energy. A
+    1×1 conv with X = 4 outputs, C = 1, M = 2 (8 MACs). By hand, tiles X 2, M 1 (footprints
+    I 2 + W 1 + O 2 = 5 B), group 1 ordered X1 M1 …, I and O at group 0's end (refilled per
+    (X1, M1): 4 times), W just outside X1 (refilled per M1: twice). DRAM: I 8 + W 2 read, O 8
+    written = 18 accesses, 1800 pJ; L1: those 18, plus the datapath's 8 I and 8 W reads and 8
+    O writes = 42 pJ; 1842 pJ. In R (every buffer at a group end) every fitting tiling moves
+    at least 20 elements from or to DRAM (X 2 M 1: I 8, W 4, O 8; X 1 M 2: I 4, W 8, O 8;
+    X 1 M 1: 24; anything larger overflows), so R costs at least 2000 pJ."""
+    layer = ConvLayer(name="w", Ox=4, Oy=1, Oc=2, Kx=1, Ky=1, Kc=1)
+    hier = Hierarchy((Level("DRAM", None, 8, 100.0), Level("L1", 5, 8, 1.0)))
+    hand = Blocking.of([GROUP0, ("X", "M", "Y", "C", "N")],
+                       [{"X": 2, "Y": 1, "C": 1, "M": 1, "N": 1}],
+                       {"I": [6], "W": [7], "O": [6]})
+    priced = evaluate(layer, hand, hier, ONE)
+    assert priced.fits and priced.total_energy_pj == pytest.approx(1842)
+    found = search(layer, hier, ONE)
+    assert found.energy_pj <= 1842 + 1e-9
+    assert search_r(layer, hier, ONE).energy_pj >= 2000 - 1e-9
+    assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, ONE))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_counts_depend_on_orders_only_through_prefixes(data) -> None:
+    """Shuffling the loops each buffer holds alike, and moving trip-1 loops anywhere in their
+    group, changes no moved, footprint, refill or partial-sum count: what the brute forces'
+    de-duplication relies on."""
+    layer = ConvLayer(name="o", Ox=data.draw(st.integers(1, 4)), Oy=data.draw(st.integers(1, 3)),
+                      Oc=data.draw(st.integers(1, 3)), Kx=data.draw(st.integers(1, 3)),
+                      Ky=1, Kc=data.draw(st.integers(1, 2)), Sx=data.draw(st.integers(1, 2)))
+    tiles = [{d: data.draw(st.integers(1, _extent(layer, d))) for d in DIMS}]
+    orders = [data.draw(st.permutations(GROUP0)), data.draw(st.permutations(DIMS))]
+    base = Blocking.of(orders, tiles, {a: [data.draw(st.integers(-1, 11))] for a in ARRAYS})
+    real = _nontrivial(layer, base)
+    inside = {a: {lp for lp in base.loops[:base.positions(a)[0] + 1] if lp in real}
+              for a in ARRAYS}
+    rnd = data.draw(st.randoms(use_true_random=False))
+    new_orders = []
+    for g, order in enumerate(orders):
+        # real loops: held by more buffers first (prefixes are nested), ties shuffled
+        ranked = sorted((-sum((name, g) in inside[a] for a in ARRAYS), rnd.random(), name)
+                         for name in order if (name, g) in real)
+        names = [name for _, _, name in ranked]
+        for name in order:
+            if (name, g) not in real:
+                names.insert(rnd.randint(0, len(names)), name)
+        new_orders.append(tuple(names))
+    probe = Blocking.of(new_orders, tiles, {a: [None] for a in ARRAYS})
+    positions = {a: [max((i for i, lp in enumerate(probe.loops) if lp in inside[a]),
+                         default=-1)] for a in ARRAYS}
+    other = Blocking.of(new_orders, tiles, positions)
+
+    def counts(b):
+        return [(t.array, t.level, t.footprint, t.refills, t.moved, t.partial_reads,
+                 t.final_writes) for t in transfers(layer, b)]
+
+    assert counts(other) == counts(base)
+
+
+def test_refuses_when_nothing_fits() -> None:
+    layer = ConvLayer(name="big", Ox=4, Oy=4, Oc=2, Kx=5, Ky=5, Kc=2)
+    hier = Hierarchy((Level("DRAM", None, 64, 100.0), Level("RF", 8, 16, 1.0)))
+    with pytest.raises(WorkbenchError, match="no blocking fits"):
+        search(layer, hier)
