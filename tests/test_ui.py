@@ -168,3 +168,17 @@ def test_network_switch_shows_a_status_line_while_it_works() -> None:
     assert any("loading cifar10_quick" in s for s in seen)
     assert any("pricing the candidate tiles of conv1" in s for s in seen)
     assert "candidate mappings fit" in seen[-1]
+
+
+def test_platform_panel_opens_a_preset_with_levels() -> None:
+    """A preset declaring `levels:` opens (its hierarchy is no widget) and its memory field
+    edits move the levels with it (the platform's rule: levels[1] is the local memory)."""
+    panel = ui.PlatformPanel("seed001_3level")
+    assert "levels_json" not in panel.fields
+    plat = panel.platform()
+    assert plat.has_levels and plat.local_mem_bytes == 256 * 1024
+    panel.fields["local_mem_bytes"].value = 128 * 1024
+    edited = panel.platform()
+    assert edited.hierarchy_doc["levels"][1]["capacity"] == 128 * 1024
+    panel.preset.value = "idsp"
+    assert not panel.platform().has_levels

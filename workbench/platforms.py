@@ -1,10 +1,28 @@
-"""Platforms: the hardware a layer is mapped on, as data (presets in data/platforms/*.yaml)."""
+"""Platforms: the hardware a layer is mapped on, as data (presets in data/platforms/*.yaml).
+
+Memory hierarchy. Every platform has one, levels DRAM first, as a hierarchy document
+(`Platform.hierarchy_doc`; `explore.hierarchy_plan.platform_hierarchy` parses it with
+`hierarchy.hierarchy_from_dict`: platforms are specs and import no model package). A platform
+file may declare it (`levels:`, optionally `datapath:` and `mac_energy_pj`; such a platform is
+a `PlatformWithLevels`); otherwise it is the implied two levels DRAM + local memory (no
+datapath: one scalar MAC, so its cycles count MACs). The single-level fields are views of the two
+outer levels (the rule, `LEVEL_RULES`): levels[0] is the external memory (ext_access_bytes =
+access_bits / 8, ext_access_pj = energy_pj, bus_elems_per_cycle = bandwidth) and levels[1],
+the outermost on-chip level, is the local memory (local_mem_bytes = its total capacity,
+local_access_bytes = access_bits / 8, local_access_pj = energy_pj, or size_aware_energy when
+energy_pj is null); datapath.clock_mhz is clock_mhz. In a file each such field may be left
+out (derived from the levels) or given equal; a different value is refused. Overrides
+(`replace`, a sweep's buffer size) change the fields and the levels follow (a split local
+level keeps its proportions). Inner levels, register_file_bytes and the datapath's unrolling
+are not tied to any field. MAC energy: mac_energy_pj, else core_pj_per_cycle / macs_per_cycle.
+"""
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
 import functools
+import json
 import math
 import numbers
 from dataclasses import dataclass
@@ -14,7 +32,16 @@ from typing import Any
 from workbench.errors import FileFormatError, UnknownNameError, WorkbenchError
 from workbench.layers.zoo import read_yaml
 from workbench.paths import data_file, data_files
-from workbench.schemas.platform import validate_platform
+from workbench.platform_levels import (  # noqa: F401 (re-exported)
+    LEVEL_RULES,
+    implied_doc,
+    level_fields,
+    levels_from_doc,
+    list_hierarchies,
+    read_hierarchy,
+    stamped_doc,
+)
+from workbench.schemas.platform import LEVEL_KEYS, validate_level_keys, validate_platform
 
 OVERFLOW_MODES = ("wrap", "saturate")
 SIMD_STYLES = ("generic", "nve")
@@ -129,6 +156,23 @@ class Platform:
     def bus_bytes_per_s(self) -> float:
         return self.bus_elems_per_cycle * self.elem_bytes * self.clock_mhz * 1e6
 
+    @property
+    def has_levels(self) -> bool:
+        """True when the platform declares its memory hierarchy (`levels:`)."""
+        return False
+
+    @property
+    def mac_pj(self) -> float:
+        """Energy of one MAC in the hierarchy model (pJ): core_pj_per_cycle / macs_per_cycle."""
+        return self.core_pj_per_cycle / self.macs_per_cycle
+
+    @property
+    def hierarchy_doc(self) -> dict[str, Any]:
+        """The platform's memory hierarchy as a hierarchy document (what
+        `hierarchy.hierarchy_from_dict` reads; `explore.hierarchy_plan.platform_hierarchy`
+        parses it): here the implied DRAM + local memory, one scalar MAC of `mac_pj`."""
+        return stamped_doc(self, implied_doc(self.name))
+
     def replace(self, **overrides: Any) -> Platform:
         """A copy with some fields changed (validated like a new platform)."""
         unknown = set(overrides) - {f.name for f in dataclasses.fields(self)}
@@ -136,6 +180,56 @@ class Platform:
             raise WorkbenchError(f"platform {self.name!r}: unknown field(s) {sorted(unknown)}; "
                                  "fields: " + ", ".join(field_names()))
         return dataclasses.replace(self, **overrides)
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformWithLevels(Platform):
+    """A platform that declares its memory hierarchy. levels_json: the hierarchy document
+    ({name, levels DRAM first, datapath?, mac_energy_pj?}, validated by the platform schema)
+    as canonical JSON, so the platform stays plain, hashable data. See the module docstring
+    for the rule tying levels[0] and levels[1] to the single-level fields."""
+
+    levels_json: str = ""
+
+    def __post_init__(self) -> None:
+        Platform.__post_init__(self)
+        try:  # the levels as the fields stamp them (after an override too) must stay valid
+            validate_level_keys(self.hierarchy_doc, f"platform {self.name!r}")
+        except FileFormatError as exc:
+            raise WorkbenchError(str(exc)) from None
+
+    @property
+    def has_levels(self) -> bool:
+        return True
+
+    @property
+    def declared_doc(self) -> dict[str, Any]:
+        """The hierarchy document as declared (before the fields stamp it)."""
+        return json.loads(self.levels_json)
+
+    @property
+    def mac_pj(self) -> float:
+        declared = self.declared_doc.get("mac_energy_pj")
+        return Platform.mac_pj.fget(self) if declared is None else float(declared)
+
+    @property
+    def hierarchy_doc(self) -> dict[str, Any]:
+        """The declared hierarchy, its two outer levels and the datapath's clock following
+        the single-level fields, MAC energy `mac_pj`."""
+        return stamped_doc(self, self.declared_doc)
+
+
+def with_levels(plat: Platform, doc: dict[str, Any], origin: str) -> PlatformWithLevels:
+    """The platform with the hierarchy document `doc` (a hierarchy file's {name?, levels,
+    datapath?, mac_energy_pj?}) as its levels; the single-level fields the levels define are
+    taken from them (the hierarchy wins). Errors: one FileFormatError line naming `origin`."""
+    keys = {k: v for k, v in doc.items() if k != "name"}
+    fields, levels_json = levels_from_doc(keys, origin, str(doc.get("name") or plat.name))
+    base = {f.name: getattr(plat, f.name) for f in dataclasses.fields(Platform)}
+    try:
+        return PlatformWithLevels(**{**base, **fields}, levels_json=levels_json)
+    except WorkbenchError as exc:
+        raise FileFormatError(f"{origin}: {exc}") from None
 
 
 def field_names() -> list[str]:
@@ -151,16 +245,27 @@ def platform_from_dict(doc: Any, origin: str) -> Platform:
     """A Platform from a parsed preset document; `origin` names the file in errors."""
     if not isinstance(doc, dict):
         raise FileFormatError(f"{origin}: expected a mapping of platform fields")
-    unknown = set(doc) - set(field_names())
+    unknown = set(doc) - set(field_names()) - set(LEVEL_KEYS)
     if unknown:
         raise FileFormatError(f"{origin}: unknown platform field(s) {sorted(unknown)}")
+    where = f"platform file {origin!r}"
+    extra = None
+    if any(key in doc for key in LEVEL_KEYS):
+        doc, levels_json = levels_from_doc(doc, where, str(doc.get("name") or "platform"))
+        extra = {"levels_json": levels_json}
     missing = [f.name for f in dataclasses.fields(Platform)
                if f.default is dataclasses.MISSING and f.name not in doc]
     if missing:
         raise FileFormatError(f"{origin}: missing platform field(s) {missing}")
     # types, ranges and finiteness by the schema (one line: file, field, rule), so a file's
     # 2.5 lanes or NaN clock is refused at the door with its field named
-    return Platform(**validate_platform(doc, f"platform file {origin!r}"))
+    fields = validate_platform(doc, where)
+    if extra is None:
+        return Platform(**fields)
+    try:
+        return PlatformWithLevels(**fields, **extra)
+    except WorkbenchError as exc:
+        raise FileFormatError(f"{where}: {exc}") from None
 
 
 def load_platform(name_or_path: str | Path, **overrides: Any) -> Platform:
@@ -232,13 +337,35 @@ def _read_energy_table(path: str, mtime_ns: int) -> EnergyTable:
     return EnergyTable(widths, tuple(rows_kb), tuple(rows), dram_kb, dram)
 
 
-def memory_energy_pj_per_16b(size_bytes: float, width_bits: int) -> float:
+SMALL_FIT_KB = (1.0, 8.0)   # the printed rows whose growth extends table 3 below 1 KB
+SMALL_FLOOR_KB = 0.25       # seed 001 table 3's caption: SRAMs from 0.25 KB
+
+
+@functools.lru_cache(maxsize=4)
+def _rows_below_1kb(table: EnergyTable) -> tuple[tuple[float, ...], tuple[tuple[float, ...], ...]]:
+    """Rows 0.25 and 0.5 KB (ascending): each the row above divided by g, the geometric mean
+    of the per-doubling growth over the 1 → 8 KB rows and every width (g = 1.402)."""
+    lo, hi = (table.rows_pj[table.rows_kb.index(kb)] for kb in SMALL_FIT_KB)
+    octaves = math.log2(SMALL_FIT_KB[1] / SMALL_FIT_KB[0])
+    growth = math.prod(b / a for a, b in zip(lo, hi, strict=True)) ** (1 / (len(lo) * octaves))
+    rows_kb, rows = [SMALL_FIT_KB[0]], [lo]
+    while rows_kb[0] > SMALL_FLOOR_KB:
+        rows_kb.insert(0, rows_kb[0] / 2)
+        rows.insert(0, tuple(e / growth for e in rows[0]))
+    return tuple(rows_kb[:-1]), tuple(rows[:-1])
+
+
+def memory_energy_pj_per_16b(size_bytes: float, width_bits: int, *,
+                             extend_below_1kb: bool = False) -> float:
     """Access energy (pJ per 16 bits) of a memory of `size_bytes` read `width_bits` at a time,
     seed 001 table 3 (data/energy/yang_memory_energy.yaml).
 
-    The row of the smallest listed size holding `size_bytes` (below 1 KB the 1 KB row), at the
-    tabulated width: the printed values exactly at 1 KB … 1 MB. Rows 2, 4, 8 and 16 MB are
-    derived (the seed prints none): each is the row before times one growth factor g, the
+    The row of the smallest listed size holding `size_bytes` (below 1 KB the 1 KB row, or with
+    `extend_below_1kb` derived rows at 0.5 and 0.25 KB: each the row above divided by the
+    geometric-mean growth per doubling of the 1 → 8 KB rows over the four widths, g = 1.402;
+    the 0.25 KB row, the seed's smallest SRAM, below that), at the tabulated width: the
+    printed values exactly at 1 KB … 1 MB. Rows 2, 4, 8 and 16 MB are derived (the seed prints
+    none): each is the row before times one growth factor g, the
     geometric mean of the per-doubling growth over the last three printed octaves (128 KB →
     1 MB) and the four widths: g = 1.495, a power law ∝ size^0.58 (about √size, the wire-length
     growth seed 001 §3.4 credits for large SRAMs' energy). One g for every width keeps the
@@ -255,5 +382,10 @@ def memory_energy_pj_per_16b(size_bytes: float, width_bits: int) -> float:
     size_kb = size_bytes / 1024
     if size_kb > table.dram_above_kb:
         return table.dram_pj
+    column = table.widths_bits.index(width_bits)
+    if extend_below_1kb:
+        small_kb, small = _rows_below_1kb(table)
+        if size_kb <= small_kb[-1]:
+            return small[bisect.bisect_left(small_kb, size_kb)][column]
     row = bisect.bisect_left(table.rows_kb, size_kb)
-    return table.rows_pj[row][table.widths_bits.index(width_bits)]
+    return table.rows_pj[row][column]

@@ -62,12 +62,68 @@ def best_per_layer(args: argparse.Namespace
     return per_layer, totals, title, plat
 
 
+def hierarchy_of(args: argparse.Namespace, plat: platforms.Platform) -> pd.DataFrame | None:
+    """The per-layer plan on the platform's declared memory hierarchy (None: it has none)."""
+    if not plat.has_levels:
+        return None
+    from workbench.explore.hierarchy_plan import hierarchy_plan
+
+    net = layers.load_network(args.network, batch=args.batch, input_shape=args.input_shape)
+    return hierarchy_plan(net, plat)
+
+
+def hierarchy_json(plan: pd.DataFrame) -> dict:
+    """The hierarchy plan as plain data: rows and totals."""
+    from workbench.explore.hierarchy_plan import hierarchy_totals
+
+    return {"name": plan.attrs["hierarchy"], "levels": plan.attrs["levels"],
+            "rows": json.loads(plan.to_json(orient="records")),
+            "totals": hierarchy_totals(plan)}
+
+
+def print_hierarchy(plan: pd.DataFrame) -> None:
+    """Per layer: energy by level and MAC (µJ), memory:compute and cycles; then totals."""
+    from workbench.explore.hierarchy_plan import hierarchy_totals, level_column
+
+    levels = plan.attrs["levels"]
+    table = pd.DataFrame({"layer": plan["layer"], "tiles": plan["tiles"]})
+    for level in levels:
+        table[f"{level} µJ"] = plan[level_column(level)] / 1e6
+    table["MAC µJ"] = plan["mac_energy_pj"] / 1e6
+    table["total µJ"] = plan["energy_pj"] / 1e6
+    table["memory:compute"] = plan["memory_to_compute"]
+    if "cycles" in plan:
+        table["cycles"] = plan["cycles"].round().astype("int64").map(units.fmt_count)
+        table["bound"] = plan["bound"]
+    for col in table.columns:
+        if pd.api.types.is_float_dtype(table[col]):
+            table[col] = table[col].map(lambda v: units.fmt_number(v, 4))
+    print(f"\nmemory hierarchy {plan.attrs['hierarchy']} ({' | '.join(levels)}), minimum-energy "
+          "blocking per conv/fc layer (tiles X×Y×C×M×N per on-chip level, innermost first):")
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        print(table.to_string(index=False))
+    totals = hierarchy_totals(plan)
+    parts = ", ".join(f"{level} {totals[level_column(level)] / 1e6:.4g}" for level in levels)
+    cycles = ""
+    if "cycles" in totals:
+        cycles = f", {units.fmt_count(round(totals['cycles']))} cycles"
+        if "time_ms" in totals:
+            cycles += f" ({units.fmt_ms(totals['time_ms'])})"
+    print(f"hierarchy total: {totals['energy_pj'] / 1e6:.4g} µJ ({parts}, MAC "
+          f"{totals['mac_energy_pj'] / 1e6:.4g}), memory:compute "
+          f"{totals['memory_to_compute']:.3g}×{cycles}")
+
+
 def cmd_explore(args: argparse.Namespace) -> None:
     per_layer, totals, title, plat = best_per_layer(args)
     table = summary.per_layer_table(per_layer, plat)
+    levels = hierarchy_of(args, plat)
     if args.json:
-        print(json.dumps({"title": title, "rows": json.loads(per_layer.to_json(orient="records")),
-                          "totals": totals}, indent=1))
+        doc = {"title": title, "rows": json.loads(per_layer.to_json(orient="records")),
+               "totals": totals}
+        if levels is not None:
+            doc["hierarchy"] = hierarchy_json(levels)
+        print(json.dumps(doc, indent=1))
     else:
         print(title)
         with pd.option_context("display.width", 200, "display.max_columns", 50):
@@ -75,6 +131,8 @@ def cmd_explore(args: argparse.Namespace) -> None:
         print("total: " + summary.totals_text(totals, plat))
         for key, text in summary.key_findings(per_layer, totals, plat).items():
             print(f"{key}: {text}")
+        if levels is not None:
+            print_hierarchy(levels)
     sys.stdout.flush()  # shown before the files are written: a late write error loses nothing
     if args.csv:
         output.write_with(args.csv, lambda f: per_layer.to_csv(f, index=False))

@@ -1,32 +1,37 @@
-"""`workbench hierarchy NETWORK --levels FILE.yaml`: every conv/fc layer's minimum-energy
-blocking on a memory hierarchy (seed 001), with per-level accesses and energy and the
-memory:compute energy ratio; with --budget-kb, the hierarchy co-designed within that on-chip
-capacity (`workbench.hierarchy.codesign`, exact over the grid of level sizes printed).
+"""`workbench hierarchy NETWORK --levels FILE.yaml | --platform NAME|FILE`: every conv/fc
+layer's minimum-energy blocking on a memory hierarchy (seed 001), with per-level accesses and
+energy, the memory:compute energy ratio and, where the model has them, cycles
+(`workbench.explore.hierarchy_plan`); with --budget-kb, the hierarchy co-designed within that
+on-chip capacity (`workbench.hierarchy.codesign`, exact over the grid of level sizes printed).
 
-Levels with `energy_pj: null` take their access energy from their size (seed 001 table 3)."""
+Levels with `energy_pj: null` take their access energy from their size (seed 001 table 3).
+A platform gives its declared `levels:` (or DRAM + its local memory) and its element widths
+(inputs/weights at in_bits/w_bits, partial sums at acc_bits) unless --elem-bytes/--psum-bytes
+say otherwise; a hierarchy file defaults to 2-byte elements and 4-byte partial sums."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Sequence
-from pathlib import Path
 
 import pandas as pd
 
-from workbench import layers
+from workbench import layers, platforms
 from workbench.cli.args import positive_int
-from workbench.errors import WorkbenchError
-from workbench.hierarchy import ElementBytes, Hierarchy, hierarchy_from_dict
+from workbench.errors import UnknownNameError, WorkbenchError
+from workbench.explore import hierarchy_plan as plan
+from workbench.hierarchy import ElementBytes, Hierarchy
 from workbench.hierarchy.codesign import (
     Codesigner,
     Design,
     codesign,
+    on_chip_bytes,
     space_around,
     table3_energy_pj,
 )
-from workbench.layers.zoo import read_yaml
-from workbench.paths import data_file, data_files
+from workbench.hierarchy.search import NoFitError
 from workbench.viz import units
 
 KB = 1024
@@ -35,14 +40,12 @@ KB = 1024
 def load_hierarchy(path: str) -> Hierarchy:
     """A hierarchy from a YAML file ({name?, mac_energy_pj?, levels: [...]}, DRAM first), or
     a shipped one by name (data/hierarchies/<name>.yaml)."""
-    shipped = data_file("hierarchies", f"{path}.yaml")
-    if not Path(path).exists() and shipped.exists():
-        path = str(shipped)
-    elif not Path(path).exists():
-        names = ", ".join(p.stem for p in data_files("hierarchies", "*.yaml"))
+    try:
+        return plan.load_hierarchy(path)
+    except UnknownNameError:
+        names = ", ".join(platforms.list_hierarchies())
         raise WorkbenchError(f"--levels {path!r}: no such file or shipped hierarchy "
-                             f"(shipped: {names})")
-    return hierarchy_from_dict(read_yaml(path, "hierarchy"), path)
+                             f"(shipped: {names})") from None
 
 
 def default_sizes_kb(budget_kb: float) -> list[int]:
@@ -67,23 +70,59 @@ def design_summary(design: Design) -> dict:
             "tiles": [[list(t) for t in b.tiles] for b in design.blockings]}
 
 
-def run(network: str, levels_file: str, budget_kb: float | None = None,
+def given_summary(frame: pd.DataFrame, plans: Sequence[plan.LayerPlan],
+                  hierarchy: Hierarchy) -> dict:
+    """The plan (`hierarchy_plan` rows and their `layer_plans`) on the given hierarchy as
+    `design_summary`'s document, with cycles when the model has them."""
+    totals = plan.hierarchy_totals(frame)
+    doc = {"hierarchy": hierarchy.name, "on_chip_kb": on_chip_bytes(hierarchy) / KB,
+           "energy_pj": totals["energy_pj"], "mac_energy_pj": totals["mac_energy_pj"],
+           "memory_to_compute": totals["memory_to_compute"],
+           "blockings": list(frame["blocking"]),
+           "tiles": [[list(t) for t in p.found.blocking.tiles] for p in plans]}
+    if "cycles" in totals:
+        doc["cycles"] = totals["cycles"]
+    return doc
+
+
+def target_of(levels_file: str | None, platform: str | None, elem_bytes: int | None,
+              psum_bytes: int | None) -> tuple[Hierarchy, ElementBytes]:
+    """The hierarchy and element widths of --levels or --platform (exactly one)."""
+    if (levels_file is None) == (platform is None):
+        raise WorkbenchError("give exactly one of --levels FILE and --platform NAME|FILE")
+    if levels_file is not None:
+        hierarchy = load_hierarchy(levels_file)
+        widths = plan.DEFAULT_PRECISION
+    else:
+        plat = platforms.load_platform(platform)
+        hierarchy, widths = plan.resolve(plat)
+    if elem_bytes is not None:
+        widths = ElementBytes(elem_bytes, elem_bytes, elem_bytes, widths.partial_sums)
+    if psum_bytes is not None:
+        widths = dataclasses.replace(widths, partial_sums=psum_bytes)
+    return hierarchy, widths
+
+
+def run(network: str, levels_file: str | None = None, budget_kb: float | None = None,
         sizes_kb: Sequence[int] | None = None, batch: int | None = None,
-        elem_bytes: int = 2, psum_bytes: int = 4) -> dict:
+        elem_bytes: int | None = None, psum_bytes: int | None = None,
+        platform: str | None = None) -> dict:
     """The command's result as one document: rows (per layer and level), the design on the
-    given hierarchy and, with a budget, the co-designed one and the Pareto front."""
+    given hierarchy (--levels file or --platform's) and, with a budget, the co-designed one
+    and the Pareto front."""
     net = layers.load_network(network, batch=batch)
     tiled = tuple(net.tiled_layers())
-    hierarchy = load_hierarchy(levels_file)
-    precision = ElementBytes(elem_bytes, elem_bytes, elem_bytes, psum_bytes)
-    designer = Codesigner(tiled, precision, table3_energy_pj)
-    given = designer.design(hierarchy)
-    if given is None:
+    hierarchy, precision = target_of(levels_file, platform, elem_bytes, psum_bytes)
+    try:
+        frame = plan.hierarchy_plan(tiled, hierarchy, precision)
+    except NoFitError as exc:
         raise WorkbenchError(f"some layer of {net.name!r} fits no blocking on "
-                             f"{hierarchy.name!r}")
-    doc = {"network": net.name, "given": design_summary(given),
-           "rows": designer.traffic_rows(given)}
+                             f"{hierarchy.name!r}: {exc}") from None
+    plans = plan.layer_plans(tiled, hierarchy, precision)
+    doc = {"network": net.name, "given": given_summary(frame, plans, hierarchy),
+           "rows": plan.hierarchy_traffic(tiled, hierarchy, precision)}
     if budget_kb is not None:
+        designer = Codesigner(tiled, precision, table3_energy_pj, search_fn=plan.memo_search)
         sizes = list(sizes_kb) if sizes_kb else default_sizes_kb(budget_kb)
         space = space_around(hierarchy, [s * KB for s in sizes])
         result = codesign(tiled, space, budget=budget_kb * KB, designer=designer)
@@ -106,9 +145,10 @@ def rows_table(rows: list[dict]) -> pd.DataFrame:
 
 
 def _print_design(title: str, design: dict, rows: list[dict]) -> None:
+    cycles = f", {units.fmt_count(round(design['cycles']))} cycles" if "cycles" in design else ""
     print(f"{title}: {design['hierarchy']} ({design['on_chip_kb']:g} KB on chip), "
           f"{design['energy_pj'] / 1e6:.3f} µJ, memory:compute "
-          f"{design['memory_to_compute']:.2f}×")
+          f"{design['memory_to_compute']:.2f}×{cycles}")
     table = rows_table(rows)
     for col in table.columns:  # readable numbers: separators, never an exponent
         if pd.api.types.is_integer_dtype(table[col]):
@@ -121,7 +161,7 @@ def _print_design(title: str, design: dict, rows: list[dict]) -> None:
 
 def cmd_hierarchy(args: argparse.Namespace) -> None:
     doc = run(args.network, args.levels, args.budget_kb, args.sizes_kb, args.batch,
-              args.elem_bytes, args.psum_bytes)
+              args.elem_bytes, args.psum_bytes, args.platform)
     if getattr(args, "json", False):
         print(json.dumps(doc, indent=1))
         return
@@ -142,15 +182,20 @@ def register(subparsers: argparse._SubParsersAction,
                               help="per-level traffic and energy on a memory hierarchy; "
                                    "co-design within a budget")
     p.add_argument("network", help="zoo name or a .yaml/.onnx/.prototxt file")
-    p.add_argument("--levels", required=True, metavar="FILE.yaml",
-                   help="hierarchy file: levels from DRAM inwards")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--levels", metavar="FILE.yaml",
+                       help="hierarchy file (levels from DRAM inwards) or shipped name")
+    where.add_argument("--platform", metavar="NAME|FILE",
+                       help="a platform's hierarchy: its levels, or DRAM + its local memory")
     p.add_argument("--budget-kb", type=float, default=None,
                    help="co-design the level sizes within this on-chip capacity (KB)")
     p.add_argument("--sizes-kb", type=positive_int, nargs="+", default=None,
                    help="candidate level sizes (KB; default powers of two up to the budget)")
     p.add_argument("--batch", type=positive_int, default=None, help="images per batch (On)")
-    p.add_argument("--elem-bytes", type=positive_int, default=2, help="bytes per element")
-    p.add_argument("--psum-bytes", type=positive_int, default=4, help="bytes per partial sum")
+    p.add_argument("--elem-bytes", type=positive_int, default=None,
+                   help="bytes per element (default 2, or the platform's widths)")
+    p.add_argument("--psum-bytes", type=positive_int, default=None,
+                   help="bytes per partial sum (default 4, or the platform's acc_bits)")
     if common is None:
         p.add_argument("--json", action="store_true", help="one JSON document on stdout")
     p.set_defaults(func=cmd_hierarchy)

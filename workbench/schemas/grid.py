@@ -3,11 +3,14 @@
 The names a grid may use (schedules, objectives, fusion modes, traffic models, quantizer
 bounds) belong to the engine above this package; the loader passes them in the validation
 context (`NAMES` lists the keys). Without a context any non-empty name is accepted.
+`hierarchy` (memory hierarchies that replace each platform's levels, one case each) also
+takes .yaml files, which must exist.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, PlainValidator, ValidationInfo
@@ -27,7 +30,8 @@ from workbench.schemas.base import (
 )
 
 NAMES = {"schedules": "schedule", "objectives": "objective", "fusion": "fusion mode",
-         "traffic_models": "traffic model", "bounds": "bound"}
+         "traffic_models": "traffic model", "bounds": "bound", "hierarchy": "hierarchy"}
+HIERARCHY_SUFFIXES = (".yaml", ".yml")
 
 
 def _name_from(key: str) -> Any:
@@ -42,6 +46,22 @@ def _name_from(key: str) -> Any:
                                       + ", ".join(allowed))
         return value
     return PlainValidator(check)
+
+
+def _hierarchy(value: Any, info: ValidationInfo) -> str:
+    """A shipped hierarchy's name (the context's "hierarchy" list), or a .yaml file that
+    exists."""
+    if not isinstance(value, str) or not value.strip():
+        raise PydanticCustomError("name_rule", "must be a hierarchy name or a .yaml file")
+    if value.lower().endswith(HIERARCHY_SUFFIXES):
+        if not Path(value).is_file():
+            raise PydanticCustomError("cross_rule", f"hierarchy file {value!r} does not exist")
+        return value
+    allowed = (info.context or {}).get("hierarchy")
+    if allowed is not None and value not in allowed:
+        raise PydanticCustomError("cross_rule", f"unknown hierarchy {value!r}; shipped: "
+                                  + ", ".join(allowed) + " (or a .yaml file)")
+    return value
 
 
 def _scalar(value: Any) -> Any:
@@ -82,6 +102,7 @@ class GridDoc(StrictModel):
     traffic_models: _names("traffic_models", least=0) = []
     objectives: _names("objectives") = ["cycles"]
     fusion: _names("fusion") = ["auto"]
+    hierarchy: Annotated[list[Annotated[str, PlainValidator(_hierarchy)]], Unique] = []
     reports: bool = False
     report_timeout_s: PositiveInt = 600
     report_retries: NonNegativeInt = 1

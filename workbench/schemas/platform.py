@@ -5,13 +5,19 @@ Every field of `workbench.platforms.Platform`, with its type and range: counts a
 integers (2.5 lanes is refused, and so is true), rates and energies finite numbers (NaN clock,
 infinite bus refused), flags true/false. The energy-table widths that `size_aware_energy`
 needs are the platform module's business (it reads the table), not this schema's.
+
+A platform may also carry a memory hierarchy (`LEVEL_KEYS`: levels DRAM first, datapath,
+mac_energy_pj): `LevelsDoc` checks each level's and the datapath's fields here; the rules
+across levels and the parsing are `workbench.hierarchy.hierarchy_from_dict`'s.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
-from pydantic import create_model
+from pydantic import Field, PlainValidator, create_model
+from pydantic_core import PydanticCustomError
 
 from workbench.errors import FileFormatError, WorkbenchError
 from workbench.schemas.base import (
@@ -21,6 +27,7 @@ from workbench.schemas.base import (
     PositiveInt,
     StrictModel,
     Text,
+    fail,
     int_in,
     one_of,
     validate,
@@ -29,6 +36,9 @@ from workbench.schemas.base import (
 OVERFLOW_MODES = ("wrap", "saturate")
 SIMD_STYLES = ("generic", "nve")
 Bits = Annotated[int, int_in(1, 64)]
+LEVEL_KEYS = ("levels", "datapath", "mac_energy_pj")
+DATAPATH_DIMS = ("X", "Y", "C", "M", "N")
+ARRAYS = ("I", "W", "O")
 
 
 class PlatformDoc(StrictModel):
@@ -78,14 +88,29 @@ PlatformOverrides = create_model(
        for name, info in PlatformDoc.model_fields.items() if name != "name"})
 
 
+class PlatformLevelFieldsDoc(PlatformDoc):
+    """The fields of a platform document with `levels:`: those the levels define may be left
+    out (`workbench.platforms` derives them)."""
+
+    clock_mhz: PositiveFloat = None  # type: ignore[assignment]
+    bus_elems_per_cycle: PositiveFloat = None  # type: ignore[assignment]
+    local_mem_bytes: PositiveInt = None  # type: ignore[assignment]
+
+
 def validate_platform(doc: Any, origin: str) -> dict[str, Any]:
     """The platform document's fields, validated (FileFormatError: one line naming `origin`,
-    the field and the rule); only the keys the document gives."""
+    the field and the rule); only the keys the document gives. With `levels:` the hierarchy
+    keys too (`validate_level_keys`, returned as given)."""
     if not isinstance(doc, dict):
         raise FileFormatError(f"{origin}: expected a mapping of platform fields, got "
                               f"{type(doc).__name__}")
-    model = validate(PlatformDoc, doc, origin, FileFormatError)
-    return {key: getattr(model, key) for key in doc}
+    levels = {key: doc[key] for key in LEVEL_KEYS if key in doc}
+    fields = {key: value for key, value in doc.items() if key not in LEVEL_KEYS}
+    if levels:
+        validate_level_keys(levels, origin)
+    model = validate(PlatformLevelFieldsDoc if levels else PlatformDoc, fields, origin,
+                     FileFormatError)
+    return {**{key: getattr(model, key) for key in fields}, **levels}
 
 
 def validate_overrides(overrides: dict[str, Any], origin: str) -> dict[str, Any]:
@@ -93,3 +118,89 @@ def validate_overrides(overrides: dict[str, Any], origin: str) -> dict[str, Any]
     the rule); the values unchanged."""
     validate(PlatformOverrides, overrides, origin, WorkbenchError)
     return dict(overrides)
+
+
+def _nullable(least: float, strictly: bool, rule: str) -> Any:
+    """A finite number ≥ least (> least when `strictly`), or null."""
+    def check(value: Any) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not math.isfinite(value) or value < least or (strictly and value == least):
+            raise PydanticCustomError("number_rule", rule)
+        return float(value)
+    return PlainValidator(check)
+
+
+def _capacity(value: Any) -> Any:
+    """Bytes (a positive integer), {I, W, O: bytes ≥ 0, one > 0}, or null (DRAM)."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+        return value
+    if isinstance(value, dict):
+        parts = list(value.values())
+        if set(value) == set(ARRAYS) and all(isinstance(v, int) and not isinstance(v, bool)
+                                             and v >= 0 for v in parts) and sum(parts) > 0:
+            return value
+    raise PydanticCustomError("capacity_rule", "must be bytes (a positive integer), a mapping "
+                              "{I, W, O} of bytes >= 0 (one > 0), or null for DRAM")
+
+
+class LevelDoc(StrictModel):
+    """One memory level (`workbench.hierarchy.Level`): capacity is required, null for DRAM."""
+
+    name: Text
+    capacity: Annotated[Any, PlainValidator(_capacity)]
+    access_bits: PositiveInt
+    energy_pj: Annotated[float | None, _nullable(0, False, "must be a finite number >= 0 "
+                                                 "(pJ per access) or null (from size)")] = None
+    bandwidth: Annotated[float | None, _nullable(0, True, "must be a finite number > 0 "
+                                                 "(elements per cycle) or null")] = None
+    area_mm2_per_kb: Annotated[float | None, _nullable(0, False, "must be a finite number "
+                                                       ">= 0 or null")] = None
+
+
+class DatapathDoc(StrictModel):
+    """The MAC array: lanes per dimension (X, Y, C, M, N) and an optional clock (MHz)."""
+
+    unroll: dict[Annotated[str, one_of(DATAPATH_DIMS)], PositiveInt] | None = {}
+    clock_mhz: Annotated[float | None, _nullable(0, True, "must be a finite number > 0 "
+                                                 "(MHz) or null")] = None
+
+
+class LevelsDoc(StrictModel):
+    """A platform's memory hierarchy keys: levels DRAM first, datapath, MAC energy (pJ)."""
+
+    name: Text = "hierarchy"
+    levels: Annotated[list[LevelDoc], Field(min_length=2)]
+    datapath: DatapathDoc | None = None
+    mac_energy_pj: NonNegativeFloat = 0.0
+
+
+def capacity_total(capacity: Any) -> float:
+    """Bytes of a level's capacity: an integer, the sum of {I, W, O}, inf for null."""
+    if capacity is None:
+        return math.inf
+    return sum(capacity.values()) if isinstance(capacity, dict) else capacity
+
+
+def validate_level_keys(doc: dict[str, Any], origin: str) -> LevelsDoc:
+    """The hierarchy keys of a platform document (`LEVEL_KEYS`, and a name), validated
+    (FileFormatError: one line naming `origin`, the field path and the rule): each field, and
+    across levels the rules of `hierarchy.levels.check_levels` (unique names, only the
+    outermost unbounded, capacities not increasing inwards), so a file is refused at load."""
+    model = validate(LevelsDoc, doc, origin, FileFormatError)
+    names: set[str] = set()
+    for i, level in enumerate(model.levels):
+        if level.name in names:
+            fail(origin, ("levels", i, "name"), f"level names must be unique, {level.name!r} "
+                 "repeats", FileFormatError)
+        names.add(level.name)
+        if i and level.capacity is None:
+            fail(origin, ("levels", i, "capacity"), "only the outermost level may be "
+                 "unbounded (null)", FileFormatError)
+        outer = capacity_total(model.levels[i - 1].capacity) if i else math.inf
+        if capacity_total(level.capacity) > outer:
+            fail(origin, ("levels", i, "capacity"), "capacities must not increase inwards "
+                 f"({capacity_total(level.capacity):g} B > {outer:g} B of "
+                 f"{model.levels[i - 1].name!r})", FileFormatError)
+    return model

@@ -23,12 +23,35 @@ def _network(name: str, batch: int | None):
 
 
 def case_platform(case: Case) -> Platform:
-    """The case's platform: its preset with memory, accumulator width and overrides."""
+    """The case's platform: its preset, with the case's hierarchy as its levels (the memory
+    fields follow it), then memory (the outermost on-chip level), accumulator width and
+    overrides."""
     overrides = dict(case.overrides)
     if "simd_lanes" in overrides:
         overrides["macs_per_cycle"] = overrides["simd_lanes"]
-    return platforms.load_platform(case.platform, local_mem_bytes=case.memory_bytes,
-                                   acc_bits=case.acc_bits, **overrides)
+    plat = platforms.load_platform(case.platform)
+    if case.hierarchy is not None:
+        doc, path = platforms.read_hierarchy(case.hierarchy)
+        plat = platforms.with_levels(plat, doc, f"hierarchy file {path!r}")
+    return plat.replace(local_mem_bytes=case.memory_bytes, acc_bits=case.acc_bits, **overrides)
+
+
+def hierarchy_columns(net, plat: Platform, name: str) -> dict:
+    """A row's hierarchy columns (`explore.hierarchy_plan` totals): hierarchy (name),
+    hierarchy_energy_uj, hierarchy_<level>_uj per level and hierarchy_mac_uj, memory_to_compute
+    and, when the model has cycles, hierarchy_cycles."""
+    from workbench.explore.hierarchy_plan import hierarchy_plan, hierarchy_totals, level_column
+
+    plan = hierarchy_plan(net, plat)
+    totals = hierarchy_totals(plan)
+    row = {"hierarchy": name, "hierarchy_energy_uj": totals["energy_pj"] / 1e6}
+    for level in plan.attrs["levels"]:
+        row[f"hierarchy_{level}_uj"] = totals[level_column(level)] / 1e6
+    row.update(hierarchy_mac_uj=totals["mac_energy_pj"] / 1e6,
+               memory_to_compute=totals["memory_to_compute"])
+    if "cycles" in totals:
+        row["hierarchy_cycles"] = totals["cycles"]
+    return row
 
 
 def evaluate_case(case: Case, grid: Grid) -> dict:
@@ -43,6 +66,8 @@ def evaluate_case(case: Case, grid: Grid) -> dict:
     row = {"case_id": case.case_id, "network": case.network, "platform": case.platform,
            "batch": net.batch, "local_mem_kb": case.memory_bytes / 1024,
            "acc_bits": case.acc_bits, **{k: v for k, v in case.overrides}}
+    if case.hierarchy is not None:
+        row["hierarchy"] = case.hierarchy
     if case.traffic_model is not None:
         from workbench.tiling.dataflow import Precision
 
@@ -67,6 +92,8 @@ def evaluate_case(case: Case, grid: Grid) -> dict:
             "energy_uj": totals["energy_pj"] / 1e6, "ext_accesses": totals["ext_accesses"],
             "dma_transfers": totals["dma_transfers"],
             "schedules_used": ",".join(sorted(set(tiled["schedule"])))})
+        if plat.has_levels:
+            row.update(hierarchy_columns(net, plat, case.hierarchy or plat.name))
     if case.network in grid.weights or case.network in grid.data:
         value = accuracy.accuracy(case.network, grid.weights.get(case.network),
                                   grid.data.get(case.network), case.acc_bits, grid.bound)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench import explore
+from workbench import explore, platforms
 from workbench.errors import FileFormatError, WorkbenchError
 from workbench.schemas.grid import validate_grid
 from workbench.tiling import SCHEDULES
@@ -25,7 +25,8 @@ def names() -> dict[str, tuple[str, ...]]:
     """The names a grid may use, per key of `schemas.grid.NAMES`."""
     return {"schedules": tuple(SCHEDULES), "objectives": tuple(explore.OBJECTIVES),
             "fusion": tuple(explore.FUSION_MODES),
-            "traffic_models": tuple(explore.TRAFFIC_MODELS), "bounds": BOUNDS}
+            "traffic_models": tuple(explore.TRAFFIC_MODELS), "bounds": BOUNDS,
+            "hierarchy": tuple(platforms.list_hierarchies())}
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,11 @@ class Grid:
     `weights` maps networks to weight files; `data` maps networks to .npz files of
     calibration and test data (`calib_x`, `calib_y`, `test_x`, `test_y`; may also hold the
     weights). A network with weights gets its quantized accuracy per width (MNIST-shaped
-    networks default to the shipped MNIST digits)."""
+    networks default to the shipped MNIST digits). `hierarchy` lists memory hierarchies
+    (shipped names or .yaml files) that replace each platform's levels, one case each: the
+    platform's external/local memory fields follow the hierarchy, then `buffer_kb` sizes its
+    outermost on-chip level (the local memory). A platform with levels, or a case with a
+    hierarchy, adds the hierarchy plan's columns to its row."""
 
     networks: list[str]
     platforms: list[str]
@@ -50,6 +55,7 @@ class Grid:
     traffic_models: list[str] = field(default_factory=list)
     objectives: list[str] = field(default_factory=lambda: ["cycles"])
     fusion: list[str] = field(default_factory=lambda: ["auto"])
+    hierarchy: list[str] = field(default_factory=list)
     reports: bool = False
     report_timeout_s: int = 600
     report_retries: int = 1
@@ -76,7 +82,8 @@ class Grid:
         """The result columns that vary over the grid (the axes a browser filters on)."""
         names = ["network", "platform", "local_mem_kb", "acc_bits", *sorted(self.overrides),
                  "objective", "fusion"]
-        return names + (["traffic_model"] if self.traffic_models else [])
+        return (names + (["traffic_model"] if self.traffic_models else [])
+                + (["hierarchy"] if self.hierarchy else []))
 
 
 @dataclass(frozen=True)
@@ -91,10 +98,11 @@ class Case:
     traffic_model: str | None = None
     objective: str = "cycles"
     fusion: str = "auto"
+    hierarchy: str | None = None   # a hierarchy replacing the platform's levels
 
     @property
     def case_id(self) -> str:
-        text = repr(self)
+        text = repr(self).replace(", hierarchy=None", "")  # ids without hierarchies stay put
         if self.objective == "cycles":  # the ids of sweeps ranked by cycles stay put
             text = text.replace(", objective='cycles'", "")
         if self.traffic_model is None:  # the ids of sweeps without traffic models stay put
@@ -104,6 +112,7 @@ class Case:
     def describe(self) -> str:
         """One line naming the case's settings (for failure messages)."""
         model = f", {self.traffic_model} traffic" if self.traffic_model else ""
+        model += f", hierarchy {self.hierarchy}" if self.hierarchy else ""
         return (f"case {self.case_id} ({self.network} on {self.platform}, "
                 f"{self.memory_bytes} B, {self.acc_bits}-bit, {dict(self.overrides)}{model})")
 
@@ -115,8 +124,9 @@ def cases(grid: Grid) -> list[Case]:
     combos = list(itertools.product(*(grid.overrides[n] for n in names))) or [()]
     return [Case(net, plat, grid.batch, int(kb * 1024), bits, tuple(zip(names, combo,
                                                                           strict=True)),
-                 tuple(grid.schedules), model, objective, fusion)
-            for net in grid.networks for plat in grid.platforms for kb in grid.buffer_kb
+                 tuple(grid.schedules), model, objective, fusion, hierarchy)
+            for net in grid.networks for plat in grid.platforms
+            for hierarchy in (grid.hierarchy or [None]) for kb in grid.buffer_kb
             for bits in grid.acc_bits for combo in combos
             for model in (grid.traffic_models or [None]) for objective in grid.objectives
             for fusion in grid.fusion]

@@ -23,7 +23,7 @@ class PlatformPanel:
                                        description="preset")
         self.fields: dict[str, widgets.Widget] = {}
         base = platforms.load_platform(preset)
-        for field in dataclasses.fields(base):
+        for field in dataclasses.fields(platforms.Platform):  # a subclass adds no widget
             if field.name in _SKIP:
                 continue
             value = getattr(base, field.name)

@@ -1,0 +1,120 @@
+"""Sweeps over memory hierarchies: the `hierarchy` grid axis and platforms with levels. A
+sweep's hierarchy columns equal direct calls of `explore.hierarchy_plan` on hierarchies
+written out by hand (the buffer size sizing the outermost on-chip level), and a bad axis
+value is one line naming the key."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from workbench import layers, sweep
+from workbench.errors import FileFormatError, WorkbenchError
+from workbench.explore import hierarchy_plan as hp
+from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity
+
+SPLIT_YAML = """name: split
+mac_energy_pj: 0.75
+levels:
+  - {name: DRAM, capacity: null, access_bits: 16, energy_pj: 300}
+  - {name: buffers, capacity: {I: 4096, W: 8192, O: 4096}, access_bits: 128, energy_pj: null}
+"""
+
+
+def _by_hand(name: str, kb: int) -> Hierarchy:
+    """The case's hierarchy: the file's levels, the on-chip level outermost sized `kb` KB,
+    DRAM's bandwidth idsp's bus (32 elements/cycle)."""
+    if name == "seed001_two_level":   # data/hierarchies/seed001_two_level.yaml
+        return Hierarchy((Level("DRAM", None, 16, 320.0, 32.0), Level("SRAM", kb * 1024, 64),
+                          Level("RF", 1024, 64)), "seed001_two_level", 1.0)
+    quarter = kb * 1024 // 4
+    return Hierarchy((Level("DRAM", None, 16, 300.0, 32.0),
+                      Level("buffers", SplitCapacity(quarter, 2 * quarter, quarter), 128)),
+                     "split", 0.75)
+
+
+def test_sweep_rows_equal_direct_hierarchy_plans(tmp_path: Path) -> None:
+    split = tmp_path / "split.yaml"
+    split.write_text(SPLIT_YAML)
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[16, 64],
+                      schedules=["inter_kc"], hierarchy=["seed001_two_level", str(split)])
+    assert "hierarchy" in grid.axes()
+    frame = sweep.run(grid, engine="local")
+    assert not frame.attrs["failures"] and len(frame) == 4
+    hp.layer_plan.cache_clear()  # the expected values are computed again, not recalled
+    net = layers.load_network("lenet5")
+    widths = ElementBytes(2, 2, 2, 2)   # idsp: 16-bit data, the grid's 16-bit accumulators
+    for row in frame.to_dict("records"):
+        name = "seed001_two_level" if row["hierarchy"] == "seed001_two_level" else "split"
+        hier = _by_hand(name, int(row["local_mem_kb"]))
+        plan = hp.hierarchy_plan(net, hier, widths)
+        assert row["hierarchy_energy_uj"] == pytest.approx(plan["energy_pj"].sum() / 1e6)
+        for level in hier.levels:
+            assert row[f"hierarchy_{level.name}_uj"] == pytest.approx(
+                plan[f"energy_pj_{level.name}"].sum() / 1e6)
+        mac = plan["mac_energy_pj"].sum()   # iterations of whole blocks: ≥ MACs (padding)
+        assert mac >= sum(layer.macs for layer in net.tiled_layers()) * hier.mac_energy_pj
+        assert row["hierarchy_mac_uj"] == pytest.approx(mac / 1e6)
+        memory = plan["memory_energy_pj"].sum()
+        assert row["memory_to_compute"] == pytest.approx(memory / mac)
+        if "cycles" in plan:
+            assert row["hierarchy_cycles"] == pytest.approx(plan["cycles"].sum())
+        else:
+            assert "hierarchy_cycles" not in row
+        assert row["energy_uj"] > 0 and row["cycles"] > 0   # the single-level columns stay
+    assert {r["hierarchy"] for r in frame.to_dict("records")} == {"seed001_two_level",
+                                                                  str(split)}
+
+
+def test_a_platform_with_levels_adds_hierarchy_columns_single_level_ones_do_not() -> None:
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp", "seed001_3level"],
+                      buffer_kb=[64], schedules=["inter_kc"])
+    frame = sweep.run(grid, engine="local").set_index("platform")
+    assert frame.loc["seed001_3level", "hierarchy"] == "seed001_3level"
+    assert frame.loc["seed001_3level", "hierarchy_SRAM_uj"] > 0
+    assert frame.loc["idsp"].filter(like="hierarchy").isna().all()
+
+
+def test_bad_hierarchy_values_are_one_line_errors(tmp_path: Path) -> None:
+    path = tmp_path / "grid.yaml"
+    path.write_text("networks: [lenet5]\nplatforms: [idsp]\n"
+                    "hierarchy: [seed001_two_level, nope]\n")
+    with pytest.raises(FileFormatError) as info:
+        sweep.Grid.from_yaml(path)
+    text = str(info.value)
+    assert text.startswith(f"grid file {str(path)!r}: hierarchy[1]: unknown hierarchy 'nope';"
+                           " shipped: ") and "seed001_two_level" in text and "\n" not in text
+    with pytest.raises(WorkbenchError, match=r"^grid: hierarchy\[0\]: hierarchy file "
+                                             r"'missing\.yaml' does not exist"):
+        sweep.Grid(networks=["lenet5"], platforms=["idsp"], hierarchy=["missing.yaml"])
+    with pytest.raises(WorkbenchError, match=r"hierarchy: lists a value twice"):
+        sweep.Grid(networks=["lenet5"], platforms=["idsp"],
+                   hierarchy=["seed001_two_level", "seed001_two_level"])
+
+
+def test_a_bad_hierarchy_file_fails_its_cases_with_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(SPLIT_YAML.replace("access_bits: 16, energy_pj: 300",
+                                      "access_bits: 12, energy_pj: 300"))
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[16],
+                      schedules=["inter_kc"], hierarchy=[str(bad)])
+    frame = sweep.run(grid, engine="local")
+    assert len(frame) == 0
+    [failure] = frame.attrs["failures"]
+    assert "levels[0].access_bits: must be a whole number of bytes" in failure
+    assert "\n" not in failure
+
+
+def test_case_ids_without_a_hierarchy_stay_put() -> None:
+    """The id is the hash of the case's settings as written before hierarchies existed."""
+    [case] = sweep.cases(sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[16],
+                                    schedules=["intra"], fusion=["off"]))
+    before = ("Case(network='lenet5', platform='idsp', batch=None, memory_bytes=16384, "
+              "acc_bits=16, overrides=(), schedules=('intra',), fusion='off')")
+    assert case.case_id == hashlib.sha1(before.encode()).hexdigest()[:16]
+    [with_h] = sweep.cases(sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[16],
+                                      schedules=["intra"], fusion=["off"],
+                                      hierarchy=["seed001_two_level"]))
+    assert with_h.case_id != case.case_id and "seed001_two_level" in with_h.describe()

@@ -1,0 +1,191 @@
+"""A network on a memory hierarchy: every conv/fc layer's minimum-energy blocking
+(`hierarchy.search.search`, exact over its space S), priced by `hierarchy.accesses.evaluate`:
+per-level accesses (elements) and energy (pJ), MAC energy, memory:compute energy ratio and,
+where the evaluation has a cycle model (`HierarchyResult.timing`), cycles and what bounds them.
+
+The hierarchy comes from a platform (`Platform.hierarchy`: its declared `levels:`, or the
+implied DRAM + local memory; elements at the platform's input/weight widths, partial sums at
+its accumulator width) or is given directly (default widths 2 B data, 4 B partial sums, as
+`workbench hierarchy`). On-chip levels with `energy_pj: null` are priced by size through seed
+001 table 3 (`codesign.table3_energy_pj`). Energies in the table are `evaluate`'s (with the
+hierarchy's datapath when it has one). Each (layer, hierarchy, widths) is searched once per
+process (`layer_plan`, memoized), so the CLI, sweeps and notebooks share the work.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from workbench.hierarchy.accesses import KINDS, ElementBytes, HierarchyResult, PrecisionLike
+from workbench.hierarchy.accesses import evaluate as evaluate_blocking
+from workbench.hierarchy.codesign import table3_energy_pj
+from workbench.hierarchy.levels import Hierarchy, SizeEnergy, hierarchy_from_dict
+from workbench.hierarchy.search import SearchResult, search
+from workbench.layers.network import Network
+from workbench.layers.spec import ConvLayer
+from workbench.platforms import Platform, read_hierarchy
+
+DEFAULT_PRECISION = ElementBytes(2, 2, 2, 4)  # bytes: 16-bit data, 32-bit partial sums
+SIZE_ENERGY: SizeEnergy = table3_energy_pj
+Target = Platform | Hierarchy
+
+
+@dataclass(frozen=True, slots=True)
+class LayerPlan:
+    """One layer's best blocking on a hierarchy (`found`) and its evaluation (`result`)."""
+
+    layer: ConvLayer
+    found: SearchResult
+    result: HierarchyResult
+
+    @property
+    def cycles(self) -> float | None:
+        """Cycles of the evaluation's cycle model (None when it has none)."""
+        return getattr(self.result, "cycles", None)
+
+
+@functools.lru_cache(maxsize=2048)
+def layer_plan(layer: ConvLayer, hierarchy: Hierarchy,
+               precision: PrecisionLike = DEFAULT_PRECISION,
+               size_energy: SizeEnergy | None = SIZE_ENERGY) -> LayerPlan:
+    """The layer's minimum-energy blocking and its evaluation (memoized; NoFitError when no
+    blocking fits)."""
+    found = search(layer, hierarchy, precision, size_energy)
+    return LayerPlan(layer, found, evaluate_blocking(layer, found.blocking, hierarchy,
+                                                     precision, size_energy))
+
+
+def memo_search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
+                size_energy: SizeEnergy | None) -> SearchResult:
+    """`search.search` through the `layer_plan` memo (a `codesign.Codesigner` search_fn)."""
+    return layer_plan(layer, hierarchy, precision, size_energy).found
+
+
+def platform_precision(plat: Platform) -> ElementBytes:
+    """Bytes per element on a platform: inputs and outputs at in_bits, weights at w_bits,
+    partial sums at acc_bits."""
+    return ElementBytes(plat.in_bits / 8, plat.w_bits / 8, plat.in_bits / 8, plat.acc_bits / 8)
+
+
+@functools.lru_cache(maxsize=256)
+def platform_hierarchy(plat: Platform) -> Hierarchy:
+    """The platform's memory hierarchy (`Platform.hierarchy_doc`: its declared levels, or
+    DRAM + local memory), parsed by `hierarchy_from_dict`."""
+    return hierarchy_from_dict(plat.hierarchy_doc, f"platform {plat.name!r}")
+
+
+def load_hierarchy(name_or_path: str) -> Hierarchy:
+    """A hierarchy file, or a shipped one by name (data/hierarchies/<name>.yaml)."""
+    doc, path = read_hierarchy(name_or_path)
+    return hierarchy_from_dict(doc, path)
+
+
+def resolve(target: Target, precision: PrecisionLike | None = None
+            ) -> tuple[Hierarchy, PrecisionLike]:
+    """(hierarchy, element widths) of a platform or a hierarchy."""
+    if isinstance(target, Platform):
+        widths = platform_precision(target) if precision is None else precision
+        return platform_hierarchy(target), widths
+    if isinstance(target, Hierarchy):
+        return target, DEFAULT_PRECISION if precision is None else precision
+    raise TypeError(f"expected a Platform or a Hierarchy, got {type(target).__name__}")
+
+
+def _tiled(network: Network | Iterable[ConvLayer]) -> list[ConvLayer]:
+    return network.tiled_layers() if isinstance(network, Network) else list(network)
+
+
+def layer_plans(network: Network | Iterable[ConvLayer], target: Target,
+                precision: PrecisionLike | None = None,
+                size_energy: SizeEnergy | None = SIZE_ENERGY) -> list[LayerPlan]:
+    """`layer_plan` of every conv/fc layer, in network order."""
+    hierarchy, widths = resolve(target, precision)
+    return [layer_plan(layer, hierarchy, widths, size_energy) for layer in _tiled(network)]
+
+
+def level_column(level: str) -> str:
+    """The plan's column of one level's energy (pJ)."""
+    return f"energy_pj_{level}"
+
+
+def _row(plan: LayerPlan, hierarchy: Hierarchy) -> dict[str, Any]:
+    energy = plan.result.energy_pj
+    mac = energy["mac"]
+    memory = sum(energy[level.name] for level in hierarchy.levels)
+    row: dict[str, Any] = {
+        "layer": plan.layer.name, "kind": plan.layer.kind, "macs": plan.layer.macs,
+        "blocking": plan.found.blocking.describe(),
+        "tiles": " | ".join("×".join(map(str, t)) for t in plan.found.blocking.tiles),
+        "energy_pj": memory + mac, "mac_energy_pj": mac, "memory_energy_pj": memory,
+        "memory_to_compute": memory / mac if mac else math.inf,
+        "pj_per_mac": (memory + mac) / plan.layer.macs}
+    for level, acc in zip(hierarchy.levels, plan.result.accesses, strict=True):
+        row[level_column(level.name)] = energy[level.name]
+        row[f"accesses_{level.name}"] = acc.total()
+    row["fits"] = plan.result.fits
+    if plan.cycles is not None:
+        row["cycles"] = float(plan.cycles)
+        row["bound"] = plan.result.bound
+    return row
+
+
+def hierarchy_plan(network: Network | Iterable[ConvLayer], target: Target,
+                   precision: PrecisionLike | None = None,
+                   size_energy: SizeEnergy | None = SIZE_ENERGY) -> pd.DataFrame:
+    """One row per conv/fc layer: layer, kind, macs, blocking, tiles (X×Y×C×M×N per on-chip
+    level, innermost first), energy_pj (memory + MAC), mac_energy_pj, memory_energy_pj,
+    memory_to_compute, pj_per_mac, energy_pj_<level> and accesses_<level> (elements, reads +
+    writes) per level DRAM first, fits, and with a cycle model cycles and bound. attrs:
+    hierarchy (name), levels (names, DRAM first), clock_mhz (None: unknown)."""
+    hierarchy, widths = resolve(target, precision)
+    rows = [_row(plan, hierarchy) for plan in layer_plans(network, hierarchy, widths,
+                                                          size_energy)]
+    frame = pd.DataFrame(rows)
+    clock = hierarchy.datapath.clock_mhz if hierarchy.datapath is not None else None
+    frame.attrs.update(hierarchy=hierarchy.name, levels=[lvl.name for lvl in hierarchy.levels],
+                       clock_mhz=clock)
+    return frame
+
+
+def hierarchy_totals(plan: pd.DataFrame) -> dict[str, Any]:
+    """Network totals of a `hierarchy_plan`: energy_pj, mac_energy_pj, memory_energy_pj,
+    memory_to_compute, energy_pj_<level> per level and, with cycles, cycles (the layers run
+    one after the other) and time_ms at the datapath's clock when it is known."""
+    mac, memory = float(plan["mac_energy_pj"].sum()), float(plan["memory_energy_pj"].sum())
+    out: dict[str, Any] = {"hierarchy": plan.attrs.get("hierarchy"), "energy_pj": mac + memory,
+                           "mac_energy_pj": mac, "memory_energy_pj": memory,
+                           "memory_to_compute": memory / mac if mac else math.inf}
+    for level in plan.attrs.get("levels", []):
+        out[level_column(level)] = float(plan[level_column(level)].sum())
+    if "cycles" in plan:
+        out["cycles"] = float(plan["cycles"].sum())
+        clock = plan.attrs.get("clock_mhz")
+        if clock:
+            out["time_ms"] = out["cycles"] / (clock * 1e3)
+    return out
+
+
+def hierarchy_traffic(network: Network | Iterable[ConvLayer], target: Target,
+                      precision: PrecisionLike | None = None,
+                      size_energy: SizeEnergy | None = SIZE_ENERGY) -> list[dict[str, Any]]:
+    """Per layer and level (DRAM first, then 'MAC'): element accesses (reads + writes) by kind
+    I, W, O_partial, O_final, energy_pj and pj_per_mac (the `workbench hierarchy` rows)."""
+    hierarchy, widths = resolve(target, precision)
+    rows: list[dict[str, Any]] = []
+    for plan in layer_plans(network, hierarchy, widths, size_energy):
+        layer, result = plan.layer, plan.result
+        for level, acc in zip(hierarchy.levels, result.accesses, strict=True):
+            rows.append({"layer": layer.name, "level": level.name,
+                         **{kind: acc.total(kind) for kind in KINDS},
+                         "energy_pj": result.energy_pj[level.name],
+                         "pj_per_mac": result.energy_pj[level.name] / layer.macs})
+        mac = result.energy_pj["mac"]
+        rows.append({"layer": layer.name, "level": "MAC", **dict.fromkeys(KINDS, 0),
+                     "energy_pj": mac, "pj_per_mac": mac / layer.macs})
+    return rows
