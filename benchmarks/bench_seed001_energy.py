@@ -6,7 +6,9 @@ figures.
    `platforms.memory_energy_pj_per_16b` at the same size and width: they must match exactly.
 2. Our derived rows at 2, 4, 8 and 16 MB (the seed prints none): each the row before times
    one growth per doubling (the geometric mean of 1 MB / 128 KB over the widths, per octave),
-   and DRAM above 16 MB.
+   and DRAM above 16 MB. And, opt-in (`extend_below_1kb`), rows at 0.5 and 0.25 KB for
+   register files (the seed's SRAMs start at 0.25 KB; energies unpublished): each the row
+   above divided by the growth per doubling of the 1–8 KB rows (geometric mean over widths).
 3. The seed 001 preset (`yang_256mac`, 256-bit local words) swept over local-memory sizes on
    LeNet5 (best plan by energy): local pJ per access, and the network's local and total
    energy, with the flag on and off (off: the preset with a fixed 50 pJ per access).
@@ -62,6 +64,12 @@ def extension_rows() -> None:
         print(f"  {size_mb:6d} MB " + "  ".join(f"{energy(size_mb * MB, w):9.2f}"
                                                for w in WIDTHS))
     print("  > 16 MB   " + "  ".join(f"{energy(17 * MB, w):9.2f}" for w in WIDTHS) + "  (DRAM)")
+    small = math.prod(a / b for a, b in zip(TABLE3[8], TABLE3[1], strict=True)) ** (1 / 12)
+    print(f"\nExtension below 1 KB (derived, opt-in extend_below_1kb): ÷{small:.4f} per halving "
+          "from the 1 KB row, the 0.25 KB row below that")
+    for kb in (0.125, 0.25, 0.5, 1):
+        print(f"  {kb:6g} KB " + "  ".join(f"{energy(kb * KB, w, extend_below_1kb=True):9.2f}"
+                                           for w in WIDTHS))
 
 
 def preset_sweep() -> None:
