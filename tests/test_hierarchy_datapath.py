@@ -10,6 +10,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_hierarchy_model import blocking_case
 
 from workbench.hierarchy import (
     ARRAYS,
@@ -42,36 +43,13 @@ def small_layer(draw: st.DrawFn) -> ConvLayer:
                      Px=draw(st.integers(0, (k - 1) // 2)), Py=0, groups=groups)
 
 
-def _extent(layer: ConvLayer, dim: str) -> int:
-    return {"X": layer.Ox, "Y": layer.Oy, "C": layer.Kc, "M": layer.Oc // layer.groups,
-            "N": layer.On}[dim]
-
-
 @st.composite
 def datapath_case(draw: st.DrawFn, on_chip: int):
-    """A small layer, 1–3 loop groups with divisor-chained tiles, random orders, random
-    buffering positions (some levels bypassed) and a random unrolling: 1–5 lanes on a random
-    subset of the dimensions (so lanes may not divide t0, or exceed it)."""
-    layer = draw(small_layer())
-    groups = draw(st.integers(1, 3))
-    chains = []
-    for dim in DIMS:
-        chain = [draw(st.integers(1, _extent(layer, dim)))]
-        for _ in range(groups - 2):
-            top = chain[-1]
-            chain.append(draw(st.sampled_from([d for d in range(1, top + 1) if top % d == 0])))
-        chains.append(chain[::-1])
-    tiles = [{dim: chains[d][g] for d, dim in enumerate(DIMS)} for g in range(groups - 1)]
-    orders = [draw(st.permutations(GROUP0))] + [draw(st.permutations(DIMS))
-                                                for _ in range(groups - 1)]
-    loops = len(GROUP0) + len(DIMS) * (groups - 1)
-    buffers = {}
-    for array in ARRAYS:
-        positions = sorted((draw(st.integers(-1, loops - 1)) for _ in range(on_chip)),
-                           reverse=True)
-        buffers[array] = [None if draw(st.integers(0, 3)) == 0 else p for p in positions]
+    """`blocking_case` (1–3 loop groups, grouped layers too) with a random unrolling: 1–5
+    lanes on a random subset of the dimensions (so lanes may not divide t0, or exceed it)."""
+    layer, blocking = draw(blocking_case(on_chip, layers=small_layer(), max_groups=3))
     unroll = {d: draw(st.integers(1, 5)) for d in draw(st.sets(st.sampled_from(DIMS)))}
-    return layer, Blocking.of(orders, tiles, buffers), Datapath(unroll)
+    return layer, blocking, Datapath(unroll)
 
 
 def _check(layer: ConvLayer, blocking: Blocking, datapath: Datapath) -> None:

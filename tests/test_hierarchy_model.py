@@ -50,15 +50,18 @@ def small_layer(draw: st.DrawFn) -> ConvLayer:
 
 
 def _extent(layer: ConvLayer, dim: str) -> int:
-    return {"X": layer.Ox, "Y": layer.Oy, "C": layer.Kc, "M": layer.Oc, "N": layer.On}[dim]
+    return {"X": layer.Ox, "Y": layer.Oy, "C": layer.Kc, "M": layer.Oc // layer.groups,
+            "N": layer.On}[dim]
 
 
 @st.composite
-def blocking_case(draw: st.DrawFn, on_chip: int) -> tuple[ConvLayer, Blocking]:
-    """A small layer, 1–4 loop groups with divisor-chained tiles, random orders and random
-    buffering positions (about one in four levels bypassed) for `on_chip` levels."""
-    layer = draw(small_layer())
-    groups = draw(st.integers(1, 4))
+def blocking_case(draw: st.DrawFn, on_chip: int, layers: st.SearchStrategy | None = None,
+                  max_groups: int = 4) -> tuple[ConvLayer, Blocking]:
+    """A small layer (from `layers`, default `small_layer`), 1–max_groups loop groups with
+    divisor-chained tiles, random orders and random buffering positions (about one in four
+    levels bypassed) for `on_chip` levels."""
+    layer = draw(small_layer() if layers is None else layers)
+    groups = draw(st.integers(1, max_groups))
     chains = []
     for dim in DIMS:
         chain = [draw(st.integers(1, _extent(layer, dim)))]

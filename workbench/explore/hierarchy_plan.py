@@ -22,9 +22,9 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.hierarchy.accesses import KINDS, ElementBytes, HierarchyResult, PrecisionLike
+from workbench.hierarchy.accesses import ElementBytes, HierarchyResult, PrecisionLike
 from workbench.hierarchy.accesses import evaluate as evaluate_blocking
-from workbench.hierarchy.codesign import table3_energy_pj
+from workbench.hierarchy.codesign import table3_energy_pj, traffic_rows
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, hierarchy_from_dict
 from workbench.hierarchy.search import SearchResult, search
 from workbench.layers.network import Network
@@ -179,13 +179,5 @@ def hierarchy_traffic(network: Network | Iterable[ConvLayer], target: Target,
     hierarchy, widths = resolve(target, precision)
     rows: list[dict[str, Any]] = []
     for plan in layer_plans(network, hierarchy, widths, size_energy):
-        layer, result = plan.layer, plan.result
-        for level, acc in zip(hierarchy.levels, result.accesses, strict=True):
-            rows.append({"layer": layer.name, "level": level.name,
-                         **{kind: acc.total(kind) for kind in KINDS},
-                         "energy_pj": result.energy_pj[level.name],
-                         "pj_per_mac": result.energy_pj[level.name] / layer.macs})
-        mac = result.energy_pj["mac"]
-        rows.append({"layer": layer.name, "level": "MAC", **dict.fromkeys(KINDS, 0),
-                     "energy_pj": mac, "pj_per_mac": mac / layer.macs})
+        rows += traffic_rows(plan.layer, plan.result, hierarchy)
     return rows

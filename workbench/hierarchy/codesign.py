@@ -29,7 +29,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from workbench.errors import WorkbenchError
-from workbench.hierarchy.accesses import KINDS, ElementBytes, PrecisionLike, evaluate
+from workbench.hierarchy.accesses import (
+    KINDS,
+    ElementBytes,
+    HierarchyResult,
+    PrecisionLike,
+    evaluate,
+)
 from workbench.hierarchy.blocking import Blocking
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.levels import Hierarchy, Level, SizeEnergy, SplitCapacity
@@ -239,20 +245,29 @@ class Codesigner:
         for layer, blocking in zip(self.layers, design.blockings, strict=True):
             result = evaluate(layer, blocking, design.hierarchy, self.precision,
                               self.size_energy)
-            for level, acc in zip(design.hierarchy.levels, result.accesses, strict=True):
-                rows.append({"layer": layer.name, "level": level.name,
-                             **{kind: acc.total(kind) for kind in KINDS},
-                             "energy_pj": result.energy_pj[level.name],
-                             "pj_per_mac": result.energy_pj[level.name] / layer.macs})
-            mac = result.energy_pj["mac"]
-            rows.append({"layer": layer.name, "level": "MAC", **dict.fromkeys(KINDS, 0),
-                         "energy_pj": mac, "pj_per_mac": mac / layer.macs})
+            rows += traffic_rows(layer, result, design.hierarchy)
         return rows
 
     def designs(self, space: DesignSpace) -> list[Design]:
         """Every feasible design of the grid."""
         out = [self.design(h) for h in space.gen_hierarchies()]
         return [d for d in out if d is not None]
+
+
+def traffic_rows(layer: ConvLayer, result: HierarchyResult,
+                 hierarchy: Hierarchy) -> list[dict[str, str | float]]:
+    """One layer's `evaluate` result as rows per level (DRAM first, then 'MAC'): element
+    accesses (reads + writes) by kind I, W, O_partial, O_final, energy (pJ), pJ per MAC."""
+    rows: list[dict[str, str | float]] = []
+    for level, acc in zip(hierarchy.levels, result.accesses, strict=True):
+        rows.append({"layer": layer.name, "level": level.name,
+                     **{kind: acc.total(kind) for kind in KINDS},
+                     "energy_pj": result.energy_pj[level.name],
+                     "pj_per_mac": result.energy_pj[level.name] / layer.macs})
+    mac = result.energy_pj["mac"]
+    rows.append({"layer": layer.name, "level": "MAC", **dict.fromkeys(KINDS, 0),
+                 "energy_pj": mac, "pj_per_mac": mac / layer.macs})
+    return rows
 
 
 def pareto_front(designs: Sequence[Design], axis: str = "capacity") -> list[Design]:
