@@ -1,17 +1,21 @@
 """Exact minimum-energy blocking of VGG16's conv layers on a 3-level hierarchy (prints, asserts
 nothing): search time per layer and in total, the chains priced, the blocking found, and its
-energy per MAC by level; beside it the former space R's time and energy (`search_r`).
+energy per MAC by level; beside it the same search with every level holding every array
+(`bypass=False`, R's holders: the space S of earlier versions), its time and energy.
 
 The hierarchy: DRAM, a 256 KB SRAM read 64 bits at a time, a 512 B register file read 16 bits
 at a time, 16-bit data and 32-bit partial sums, 1 pJ per MAC (seed 001 fig. 5: "about
 1 pJ/MAC"). Energies per 16 bits from seed 001 table 3 as printed: DRAM 320; 256 KB SRAM at
 64 bits 15.60; the register file priced as the table's smallest memory (1 KB at 64 bits,
 1.20), an upper bound for 512 B. What is searched is `workbench.hierarchy.search`'s space S
-(per level a loop order of its group and a buffering position per array inside it; all
-divisor chains of tiles; exact), and for comparison the space R (whole blocks everywhere).
-A second section drives the notebook-08 app (`workbench.ui.hierarchy_view`) in Python on
-lenet5's conv layers and prints how long one budget-slider move and one level-size edit take.
+(any choice of the levels holding each array; per level a loop order of its group and a
+buffering position per held array inside it; all divisor chains of tiles; exact).
+A second section searches seed 002 AlexNet's conv layers on the shipped seed001_3level
+platform with and without bypass. A third drives the notebook-08 app
+(`workbench.ui.hierarchy_view`) in Python on lenet5's conv layers and prints how long one
+budget-slider move and one level-size edit take.
 Run: .venv/bin/python benchmarks/bench_hierarchy.py [--layers conv1_1 conv5_3] [--ui-only]
+     [--platform-only]
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import time
 
 from workbench import layers
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, evaluate
-from workbench.hierarchy.search import search, search_r
+from workbench.hierarchy.search import search
 from workbench.hierarchy.search_space import placements
 
 PJ_PER_16B = {"DRAM": 320.0, "SRAM": 15.60, "RF": 1.20}  # seed 001 table 3
@@ -48,26 +52,68 @@ def ui_section() -> None:
         start = time.perf_counter()
         app.budget.value = exponent
         moves.append(time.perf_counter() - start)
+    edits = []  # level sizes off the grid: each edit searches both layers anew
+    for level, exponent in ((0, 13), (0, 17), (1, 11), (1, 9), (0, 19), (1, 13)):
+        start = time.perf_counter()
+        app.sizes[level].value = exponent
+        edits.append(time.perf_counter() - start)
     start = time.perf_counter()
-    app.sizes[0].value = 13  # 8 KB, not on the grid: each layer searched anew
-    edit = time.perf_counter() - start
-    start = time.perf_counter()
-    app.sizes[0].value = 15  # back to 32 KB: memoized
+    app.sizes[1].value = 9  # back to a hierarchy edited before (L1 512 KB, L2 512 B): memoized
     again = time.perf_counter() - start
     print(f"hierarchy app (lenet5 conv layers, 2 on-chip levels, grid of "
           f"{len(app.every_source.data['capacity_kb'])} hierarchies): built in {built:.2f} s; "
           f"one budget-slider move {1e3 * statistics.median(moves):.2f} ms (median of "
-          f"{len(moves)}); one level-size edit {1e3 * edit:.0f} ms, repeated (memoized) "
-          f"{1e3 * again:.1f} ms")
+          f"{len(moves)}); one level-size edit {1e3 * statistics.median(edits):.0f} ms (median "
+          f"of {len(edits)}, {1e3 * min(edits):.0f}-{1e3 * max(edits):.0f}), repeated "
+          f"(memoized) {1e3 * again:.1f} ms")
+
+
+def platform_section() -> None:
+    """Bypass on a shipped platform: seed 002 AlexNet's conv layers on seed001_3level (DRAM,
+    256 KB SRAM, 1 KB register file, the 256-MAC datapath, table-3 energies), S against S
+    with every level holding every array."""
+    from workbench.explore.hierarchy_plan import (
+        SIZE_ENERGY,
+        platform_hierarchy,
+        platform_precision,
+    )
+    from workbench.platforms import load_platform
+
+    plat = load_platform("seed001_3level")
+    hier, precision = platform_hierarchy(plat), platform_precision(plat)
+    print("seed002_alexnet conv layers on platform seed001_3level: S (bypass by choice) "
+          "against SR (every level holds every array)")
+    for layer in layers.load_network("seed002_alexnet").tiled_layers():
+        if layer.kind != "conv":
+            continue
+        start = time.perf_counter()
+        found = search(layer, hier, precision, SIZE_ENERGY)
+        seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        old = search(layer, hier, precision, SIZE_ENERGY, bypass=False)
+        seconds_r = time.perf_counter() - start
+        print(f"  {layer.name:9} S {found.energy_pj / layer.macs:6.3f} pJ/MAC in "
+              f"{seconds:5.1f} s, SR {old.energy_pj / layer.macs:6.3f} in {seconds_r:5.1f} s "
+              f"({100 * (1 - found.energy_pj / old.energy_pj):4.1f}% lower); S holds (SRAM, "
+              f"RF) I {_held(found, 'I')}, W {_held(found, 'W')}, O {_held(found, 'O')}")
+
+
+def _held(found, array: str) -> str:
+    return "".join("-" if p is None else "x" for p in found.blocking.positions(array))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", nargs="*", help="conv layer names (default: all)")
     parser.add_argument("--ui-only", action="store_true", help="only the app timing section")
+    parser.add_argument("--platform-only", action="store_true",
+                        help="only the seed001_3level section")
     args = parser.parse_args()
     if args.ui_only:
         ui_section()
+        return
+    if args.platform_only:
+        platform_section()
         return
     net = layers.load_network("vgg16")
     convs = [lay for lay in net.tiled_layers() if lay.kind == "conv"]
@@ -80,8 +126,9 @@ def main() -> None:
     start = time.perf_counter()
     placements(("I", "W", "O"))  # the per-level placement table, built once per process
     print(f"placement table built in {time.perf_counter() - start:.1f} s")
-    print(f"{'layer':9} {'S s':>6} {'R s':>6} {'chains':>9}  {'tiles RF | SRAM (X Y C M N)':30} "
-          f"{'S pJ/MAC':>8} {'R pJ/MAC':>8}  S blocking (positions I W O); S by level (pJ/MAC)")
+    print(f"{'layer':9} {'S s':>6} {'SR s':>6} {'chains':>9}  {'tiles RF | SRAM (X Y C M N)':30} "
+          f"{'S pJ/MAC':>8} {'SR pJ/MAC':>9}  S blocking (positions I W O, None: bypassed); "
+          "S by level (pJ/MAC)")
     total = total_r = 0.0
     energy = energy_r = macs = 0.0
     for layer in convs:
@@ -89,7 +136,7 @@ def main() -> None:
         found = search(layer, hier, precision)
         seconds = time.perf_counter() - start
         start = time.perf_counter()
-        old = search_r(layer, hier, precision)
+        old = search(layer, hier, precision, bypass=False)
         seconds_r = time.perf_counter() - start
         total, total_r = total + seconds, total_r + seconds_r
         energy, energy_r, macs = energy + found.energy_pj, energy_r + old.energy_pj, \
@@ -98,10 +145,12 @@ def main() -> None:
         tiles = " | ".join(" ".join(map(str, t)) for t in found.blocking.tiles)
         by_level = ", ".join(f"{k} {v / layer.macs:.2f}" for k, v in parts.items())
         print(f"{layer.name:9} {seconds:6.1f} {seconds_r:6.1f} {found.combinations:9.3g}  "
-              f"{tiles:30} {found.energy_pj / layer.macs:8.2f} {old.energy_pj / layer.macs:8.2f}"
+              f"{tiles:30} {found.energy_pj / layer.macs:8.2f} {old.energy_pj / layer.macs:9.2f}"
               f"  {found.blocking.describe()} {found.blocking.buffers}; {by_level}")
-    print(f"total search time: S {total:.1f} s, R {total_r:.1f} s for {len(convs)} layers "
-          f"(one process); network energy S {energy / macs:.3f} pJ/MAC, R {energy_r / macs:.3f}")
+    print(f"total search time: S {total:.1f} s, SR (R's holders) {total_r:.1f} s for "
+          f"{len(convs)} layers (one process); network energy S {energy / macs:.3f} pJ/MAC, "
+          f"SR {energy_r / macs:.3f}")
+    platform_section()
     ui_section()
 
 

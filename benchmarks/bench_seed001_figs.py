@@ -23,7 +23,8 @@ Setup, and what the seed does not publish (so what we assume; the YAML states th
   SRAM, 0.25 KB). No shifting register files (§4.2).
 - area: the seed gives 45 mm² for its 8 MB design and "45×" over DianNao, so 45 mm² / 8 MB =
   0.0055 mm²/KB of memory and a 1 mm² baseline, i.e. 0.80 mm² of datapath (derived).
-- schedules: the exact optimum of `search` (space S; --space R: `search_r`, whole blocks at
+- schedules: the exact optimum of `search` (space S, bypass by choice included; --space SR:
+  every level holding every array it can, faster; --space R: `search_r`, whole blocks at
   every level, a subset, much faster with two levels) on every hierarchy, the baseline
   included (fig. 5's right half); the seed's hand baseline schedule is not reproduced. Every
   energy printed is `accesses.evaluate` of the chosen blockings on the hierarchy with its
@@ -32,12 +33,13 @@ Setup, and what the seed does not publish (so what we assume; the YAML states th
 - cycles (fig. 5 table): `timing` with the YAML's bandwidths (DRAM 12.8 elements/cycle,
   buffers 304) and perfect overlap; `util` = MACs / (steps × 256).
 Run: nice .venv/bin/python benchmarks/bench_seed001_figs.py [--deep-layers conv3 conv4 conv5]
-     [--space S|R]
+     [--space S|SR|R]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 from workbench import layers
@@ -95,10 +97,13 @@ SEARCH = {"fn": search}
 
 
 def search_space(name: str):
-    """The search of space S (`search.search`, the co-design default) or R (`search_r`,
-    whole blocks at every level: a subset of S, much faster on two levels)."""
+    """The search of space S (`search.search`, the co-design default), S with R's holders
+    (SR: bypass=False) or R (`search_r`, whole blocks at every level: a subset of S, much
+    faster on two levels)."""
     if name == "S":
         return search
+    if name == "SR":
+        return functools.partial(search, bypass=False)
     from workbench.hierarchy.search_r import search_r
 
     return search_r
@@ -251,12 +256,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deep-layers", nargs="*", default=["conv3", "conv4", "conv5"],
                         help="layers also searched with two on-chip levels")
-    parser.add_argument("--space", choices=("S", "R"), default="S",
-                        help="search space: S (search.search, default) or R (search_r, whole "
-                             "blocks per level; faster)")
+    parser.add_argument("--space", choices=("S", "SR", "R"), default="S",
+                        help="search space: S (search.search, default), SR (every level "
+                             "holding every array) or R (search_r, whole blocks per level)")
     args = parser.parse_args()
     SEARCH["fn"] = search_space(args.space)
-    print(f"search space {args.space} ({SEARCH['fn'].__module__}.{SEARCH['fn'].__name__})")
+    print(f"search space {args.space}")
     start = time.perf_counter()
     net = layers.load_network("yang_benchmarks")
     convs = [lay for lay in net.tiled_layers() if lay.kind == "conv"]

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 from hypothesis import settings
 
-# candidate sets are cached on disk: the suite uses its own cache, never the user's
-os.environ.setdefault("WORKBENCH_CACHE_DIR", tempfile.mkdtemp(prefix="workbench-test-cache-"))
+# candidate sets are cached on disk: the suite uses its own cache, never the user's, and
+# removes it when the session ends (hundreds of MB; a CI machine's /tmp may persist)
+_OWN_CACHE = None if "WORKBENCH_CACHE_DIR" in os.environ else \
+    tempfile.mkdtemp(prefix="workbench-test-cache-")
+if _OWN_CACHE is not None:
+    os.environ["WORKBENCH_CACHE_DIR"] = _OWN_CACHE
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if _OWN_CACHE is not None:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
+
 
 # "ci" (the default) replays a fixed set of examples so CI is deterministic; set
 # HYPOTHESIS_PROFILE=dev to draw fresh random examples on every run while developing.

@@ -4,6 +4,7 @@ complete and non-dominated (checked by definition on random and real designs).""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -190,12 +191,23 @@ def test_searches_are_memoized_across_budgets() -> None:
 
 
 def test_infeasible_hierarchies_are_left_out_and_errors_are_one_line() -> None:
+    """With every level holding every array (bypass=False) an 8 B register file fits no 5×5
+    window and is left out; with bypass by choice it may hold less, so every size has a
+    design."""
     big = ConvLayer(name="big", Ox=4, Oy=4, Oc=2, Kx=5, Ky=5, Kc=2)
     space = DesignSpace(DRAM, (LevelSlot("RF", 16, (8, 64)),))
-    result = codesign([big], space, precision=PREC, size_energy=sqrt_energy)
+
+    def r_holders(designer_layers):
+        return Codesigner(designer_layers, PREC, sqrt_energy,
+                          search_fn=functools.partial(search, bypass=False))
+
+    result = codesign([big], space, designer=r_holders([big]))
     assert [d.capacity_bytes for d in result.designs] == [64]
     with pytest.raises(WorkbenchError, match="no hierarchy of the grid fits"):
-        codesign([big], DesignSpace(DRAM, (LevelSlot("RF", 16, (8,)),)), size_energy=sqrt_energy)
+        codesign([big], DesignSpace(DRAM, (LevelSlot("RF", 16, (8,)),)),
+                 designer=r_holders([big]))
+    every = codesign([big], space, precision=PREC, size_energy=sqrt_energy)
+    assert [d.capacity_bytes for d in every.designs] == [8, 64]
     with pytest.raises(WorkbenchError, match="area budget needs area_mm2_per_kb"):
         codesign([big], space, budget=1.0, axis="area", size_energy=sqrt_energy)
     with pytest.raises(WorkbenchError, match="unknown cost axis"):

@@ -1,5 +1,5 @@
 """The multi-core app driven from pytest without a browser (every control updates the bokeh
-sources as `explore.cores` computes), and the seed 004 / seed 001 statements of notebook 08,
+sources as `explore.cores` computes), and the seed 004 / seed 001 statements of notebook 10,
 each checked against numbers computed here from the layers' sizes and the bus formula."""
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def test_plot_data_shapes() -> None:
                 pytest.approx(data["traffic_rel"][j])
 
 
-# seed 004 §6.2.2 on 12 SHAVEs (notebook 08, first part) --------------------------------------
+# seed 004 §6.2.2 on 12 SHAVEs (notebook 10, first part) --------------------------------------
 SHAVE = platforms.load_platform("shave")
 
 
@@ -188,7 +188,7 @@ def test_seed004_fc_is_io_bound_and_flattens_at_the_bus_floor() -> None:
     assert at12["speedup"] <= 1.1 * options.set_index("cores").loc[6, "speedup"]
 
 
-# seed 001 §3.3 / §5.3: K vs XY on 8 SHAVEs (notebook 08, second part) ------------------------
+# seed 001 §3.3 / §5.3: K vs XY on 8 SHAVEs (notebook 10, second part) ------------------------
 K8 = 8
 MULTI = platforms.load_platform("shave", cores=K8)
 

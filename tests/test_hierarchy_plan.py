@@ -185,12 +185,21 @@ def test_explore_prints_the_hierarchy_plan_only_for_platforms_with_levels(files)
     assert "hierarchy total" not in plain.stdout
 
 
-def test_no_fit_is_a_one_line_error(files) -> None:
+def test_a_level_smaller_than_one_element_is_bypassed(files) -> None:
+    """A 1-byte register file holds no 16-bit element: every layer streams from DRAM. By hand,
+    per MAC the datapath reads an input and a weight (one 16-bit access each) and, per
+    output, writes the final value once (16 bits) and every other partial sum twice (read back
+    and written, 32 bits = 2 accesses each): DRAM energy = 320 pJ × (2·MACs + outputs +
+    4·(MACs − outputs)), the register file's 0."""
     net_file, _ = files
-    hier = Hierarchy((Level("DRAM", None, 16, 320.0), Level("RF", 2, 16, 0.1)), "tiny-rf")
-    from workbench.hierarchy.search import NoFitError
-
-    with pytest.raises(NoFitError, match="no blocking fits hierarchy 'tiny-rf'"):
-        hp.hierarchy_plan(layers.load_network(net_file), hier)
+    hier = Hierarchy((Level("DRAM", None, 16, 320.0), Level("RF", 1, 16, 0.1)), "tiny-rf")
+    net = layers.load_network(net_file)
+    frame = hp.hierarchy_plan(net, hier)
+    for layer, (_, row) in zip(net.tiled_layers(), frame.iterrows(), strict=True):
+        outputs = layer.Ox * layer.Oy * layer.Oc * layer.On
+        assert row["macs"] == layer.macs
+        assert row["energy_pj_RF"] == 0
+        assert row["energy_pj_DRAM"] == pytest.approx(
+            320.0 * (2 * layer.macs + outputs + 4 * (layer.macs - outputs)))
     assert math.isinf(hp.hierarchy_totals(hp.hierarchy_plan(
         layers.load_network(net_file), Hierarchy(BY_HAND.levels, "free")))["memory_to_compute"])

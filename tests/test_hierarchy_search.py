@@ -1,16 +1,19 @@
 """Exact search (workbench.hierarchy.search) over its space S: per level a loop order of its group
-and a buffering position per array inside it, all tile chains. Its optimum equals a brute
-force pricing every blocking of S with `accesses.evaluate`; it never exceeds the old space R's
-(`search_r`, itself equal to its brute force in test_hierarchy_model) and beats it on a
-hand-built case; the brute force over positions anywhere in the nest (R+, one level) is never
-above S's, and below it on a case (what S leaves out); and the facts the brute forces'
-de-duplication rests on (orders, trip-1 loops) are checked on the model."""
+and a buffering position per array inside it, any choice of the levels holding each array
+(bypass), all tile chains. Its optimum equals a brute force pricing every blocking of S with
+`accesses.evaluate` (and, with bypass=False, the brute force over R's holders); it never
+exceeds the old space R's (`search_r`, itself equal to its brute force in
+test_hierarchy_model) and beats it on hand-built cases, bypass included; the brute force over
+positions anywhere in the nest (R+, one level) is never above S's, and below it on a case (what
+S leaves out); and the facts the brute forces' de-duplication rests on (orders, trip-1 loops)
+are checked on the model."""
 
 from __future__ import annotations
 
 import itertools
 import math
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,7 +34,14 @@ from workbench.hierarchy import (
 from workbench.hierarchy import search_r as search_r_module
 from workbench.hierarchy.blocking import trip_counts
 from workbench.hierarchy.datapath import Datapath
-from workbench.hierarchy.search import gen_chains, search, search_r
+from workbench.hierarchy.search import _datapath_side, gen_chains, search, search_r
+from workbench.hierarchy.search_r import _pj_per_bit
+from workbench.hierarchy.search_space import (
+    holder_patterns,
+    pattern_floor,
+    relaxed_floor,
+    side_cost,
+)
 from workbench.layers import ConvLayer
 
 ONE = ElementBytes(1, 1, 1, 1)
@@ -79,36 +89,52 @@ def _nontrivial(layer: ConvLayer, blocking: Blocking) -> set[tuple[str, int]]:
     return {loop for loop, trips in zip(blocking.loops, n, strict=True) if trips > 1}
 
 
-def _s_blockings(layer: ConvLayer, hier: Hierarchy):
-    """Every blocking of S: every divisor chain, every order of each level's group, every
+def _patterns(hier: Hierarchy):
+    """Every choice of holders: per array, any subset of the on-chip levels that can hold it
+    (`_held`), written as the arrays each level holds."""
+    levels = len(hier.levels) - 1
+    options = [[c for r in range(levels + 1)
+                for c in itertools.combinations([k for k in range(1, levels + 1)
+                                                 if a in _held(hier, k)], r)] for a in ARRAYS]
+    for chains in itertools.product(*options):
+        yield {k: [a for a, chain in zip(ARRAYS, chains, strict=True) if k in chain]
+               for k in range(1, levels + 1)}
+
+
+def _s_blockings(layer: ConvLayer, hier: Hierarchy, bypass: bool = True):
+    """Every blocking of S: every divisor chain, every choice of holders (only R's, every level
+    holding every array it can, when not `bypass`), every order of each level's group, every
     position of each held array inside it (0 … 5 loops of the group inside). Blockings whose
     buffers enclose the same loops of trip count > 1 are priced once (`test_*_only_through_*`)."""
     levels = len(hier.levels) - 1
     start = [len(GROUP0) + len(DIMS) * (g - 1) for g in range(levels + 1)]
+    patterns = list(_patterns(hier)) if bypass else \
+        [{k: _held(hier, k) for k in range(1, levels + 1)}]
     for combo in itertools.product(*(gen_chains(_extent(layer, d), levels) for d in DIMS)):
         tiles = _tiles(combo, levels)
         probe = Blocking.of([GROUP0] + [DIMS] * levels, tiles,
                             {a: [None] * levels for a in ARRAYS})
         real = _nontrivial(layer, probe)
-        per_level = []
-        for k in range(1, levels + 1):
-            gamma, held = levels + 1 - k, _held(hier, k)
-            seen = {}
-            for order in itertools.permutations(DIMS):
-                for lengths in itertools.product(range(len(DIMS) + 1), repeat=len(held)):
-                    key = tuple(frozenset(d for d in order[:n] if (d, gamma) in real)
-                                for n in lengths)
-                    seen.setdefault(key, (order, lengths))
-            per_level.append(list(seen.values()))
-        for choice in itertools.product(*per_level):
-            orders = [GROUP0] + [DIMS] * levels
-            buffers = {a: [None] * levels for a in ARRAYS}
-            for k, (order, lengths) in enumerate(choice, start=1):
-                gamma = levels + 1 - k
-                orders[gamma] = order
-                for array, n in zip(_held(hier, k), lengths, strict=True):
-                    buffers[array][k - 1] = start[gamma] - 1 + n
-            yield Blocking.of(orders, tiles, buffers)
+        for pattern in patterns:
+            per_level = []
+            for k in range(1, levels + 1):
+                gamma, held = levels + 1 - k, pattern[k]
+                seen = {}
+                for order in itertools.permutations(DIMS):
+                    for lengths in itertools.product(range(len(DIMS) + 1), repeat=len(held)):
+                        key = tuple(frozenset(d for d in order[:n] if (d, gamma) in real)
+                                    for n in lengths)
+                        seen.setdefault(key, (order, lengths))
+                per_level.append(list(seen.values()))
+            for choice in itertools.product(*per_level):
+                orders = [GROUP0] + [DIMS] * levels
+                buffers = {a: [None] * levels for a in ARRAYS}
+                for k, (order, lengths) in enumerate(choice, start=1):
+                    gamma = levels + 1 - k
+                    orders[gamma] = order
+                    for array, n in zip(pattern[k], lengths, strict=True):
+                        buffers[array][k - 1] = start[gamma] - 1 + n
+                yield Blocking.of(orders, tiles, buffers)
 
 
 def _r_plus_blockings(layer: ConvLayer, hier: Hierarchy):
@@ -142,21 +168,37 @@ def _r_plus_blockings(layer: ConvLayer, hier: Hierarchy):
                 yield Blocking.of(orders, tiles, buffers)
 
 
-def brute_force_s(layer: ConvLayer, hier: Hierarchy, prec, size_energy=None) -> float:
-    """The least `evaluate` energy over every fitting blocking of S (tiny layers only)."""
-    return _cheapest(layer, hier, prec, size_energy, _s_blockings(layer, hier))
+def brute_force_s(layer: ConvLayer, hier: Hierarchy, prec, size_energy=None,
+                  bypass: bool = True) -> float:
+    """The least `evaluate` energy over every fitting blocking of S (only R's holders when not
+    `bypass`; tiny layers only)."""
+    return _cheapest(layer, hier, prec, size_energy, _s_blockings(layer, hier, bypass))
 
 
-def _check_search(layer, hier, prec, size_energy=None) -> float:
-    """search == brute force over S, its blocking re-priced by `evaluate` fits and costs the
-    same, and it is never above R's optimum; returns the energy."""
-    found = search(layer, hier, prec, size_energy)
-    assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, prec, size_energy),
-                                            rel=1e-9)
+def _r_optimum(layer, hier, prec, size_energy, bypass: bool = False) -> float:
+    """search_r's energy (bypass=False: search over R's holders), inf when nothing fits."""
+    try:
+        if bypass:
+            return search(layer, hier, prec, size_energy, bypass=False).energy_pj
+        return search_r(layer, hier, prec, size_energy).energy_pj
+    except search_r_module.NoFitError:
+        return math.inf
+
+
+def _check_search(layer, hier, prec, size_energy=None, bypass: bool = True) -> float:
+    """search == brute force over S (with or without bypass), its blocking re-priced by
+    `evaluate` fits and costs the same, and it is never above R's optimum nor, with bypass,
+    above the search over R's holders; returns the energy."""
+    found = search(layer, hier, prec, size_energy, bypass=bypass)
+    assert found.energy_pj == pytest.approx(
+        brute_force_s(layer, hier, prec, size_energy, bypass), rel=1e-9)
     again = evaluate(layer, found.blocking, hier, prec, size_energy)
     assert again.fits and _fits(layer, found.blocking, hier, prec)
     assert again.total_energy_pj == pytest.approx(found.energy_pj, rel=1e-9)
-    assert found.energy_pj <= search_r(layer, hier, prec, size_energy).energy_pj * (1 + 1e-12)
+    assert found.energy_pj <= _r_optimum(layer, hier, prec, size_energy) * (1 + 1e-12)
+    if bypass:
+        assert found.energy_pj <= _r_optimum(layer, hier, prec, size_energy, True) * \
+            (1 + 1e-12)
     return found.energy_pj
 
 
@@ -177,9 +219,32 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_search_equals_brute_force_over_s(name: str) -> None:
+def test_search_over_r_holders_equals_brute_force(name: str) -> None:
+    layer, hier, size_energy = CASES[name]
+    _check_search(layer, hier, ElementBytes(1, 1, 1, 2), size_energy, bypass=False)
+
+
+@pytest.mark.parametrize("name", ["one level", "two levels split, size-derived"])
+def test_search_with_bypass_equals_brute_force(name: str) -> None:
     layer, hier, size_energy = CASES[name]
     _check_search(layer, hier, ElementBytes(1, 1, 1, 2), size_energy)
+
+
+def test_bypass_by_choice_beats_r_holders() -> None:
+    """Bypass pays: a 29 B SRAM and an 11 B register file, 1 B elements. Holding every array at
+    both levels (R's holders) costs 706.9 pJ at best; streaming the weights from DRAM and
+    keeping inputs and partial sums in the register file only costs 683.8 pJ. Both optima are
+    brute forces; the search finds the second and its blocking bypasses as described."""
+    layer = ConvLayer(name="b2", Ox=1, Oy=1, Oc=2, Kx=3, Ky=1, Kc=2, Sx=2)
+    hier = Hierarchy((Level("DRAM", None, 64, 265.0), Level("SRAM", 29, 64, 3.9),
+                      Level("RF", 11, 16, 0.3)), mac_energy_pj=1.0)
+    prec = ElementBytes(1, 1, 1, 2)
+    r_holders = brute_force_s(layer, hier, prec, bypass=False)
+    energy = _check_search(layer, hier, prec)
+    assert energy == pytest.approx(683.8, rel=1e-9) and r_holders == pytest.approx(706.9)
+    found = search(layer, hier, prec).blocking
+    assert found.positions("W") == (None, None)
+    assert found.positions("I")[0] is None and found.positions("O")[0] is None
 
 
 @st.composite
@@ -216,11 +281,6 @@ def search_case(draw: st.DrawFn):
 @given(search_case())
 def test_search_equals_brute_force_on_random_layers(case) -> None:
     layer, hier = case
-    try:
-        search(layer, hier, ElementBytes(1, 1, 1, 2))
-    except search_r_module.NoFitError:
-        assert brute_force_s(layer, hier, ElementBytes(1, 1, 1, 2)) == math.inf
-        return
     _check_search(layer, hier, ElementBytes(1, 1, 1, 2))
 
 
@@ -306,8 +366,74 @@ def test_counts_depend_on_orders_only_through_prefixes(data) -> None:
     assert counts(other) == counts(base)
 
 
-def test_refuses_when_nothing_fits() -> None:
+def test_r_holders_refuse_when_nothing_fits_bypass_streams() -> None:
+    """An 8 B register file holds no 5×5 window: holding every array there is refused in one
+    line; with bypass by choice the search still answers, never above streaming everything
+    from DRAM (priced by `evaluate`)."""
     layer = ConvLayer(name="big", Ox=4, Oy=4, Oc=2, Kx=5, Ky=5, Kc=2)
     hier = Hierarchy((Level("DRAM", None, 64, 100.0), Level("RF", 8, 16, 1.0)))
     with pytest.raises(WorkbenchError, match="no blocking fits"):
-        search(layer, hier)
+        search(layer, hier, bypass=False)
+    found = search(layer, hier, ONE)
+    streamed = Blocking.of([GROUP0, DIMS], [{d: _extent(layer, d) for d in DIMS}],
+                           {a: [None] for a in ARRAYS})
+    assert evaluate(layer, found.blocking, hier, ONE).fits
+    assert found.energy_pj <= evaluate(layer, streamed, hier, ONE).total_energy_pj
+
+
+def _random_blocking(layer: ConvLayer, hier: Hierarchy, pattern, data) -> Blocking:
+    """A blocking of S under the holder pattern: random tile chains, orders and positions
+    (each holder's inside its own level's group)."""
+    levels = len(hier.levels) - 1
+    combo = [data.draw(st.sampled_from([tuple(c) for c in gen_chains(_extent(layer, d), levels)]))
+             for d in DIMS]
+    orders = [GROUP0] + [tuple(data.draw(st.permutations(DIMS))) for _ in range(levels)]
+    start = [len(GROUP0) + len(DIMS) * (g - 1) for g in range(levels + 1)]
+    buffers = {a: [None] * levels for a in ARRAYS}
+    for array, chain in zip(ARRAYS, pattern, strict=True):
+        for k in chain:
+            buffers[array][k - 1] = start[levels + 1 - k] - 1 + data.draw(st.integers(0, 5))
+    return Blocking.of(orders, _tiles(combo, levels), buffers)
+
+
+@settings(max_examples=40, deadline=None)
+@given(search_case(), st.data())
+def test_pattern_floor_is_below_every_blocking_of_its_pattern(case, data) -> None:
+    """`pattern_floor` (the search skips a holder pattern whose floor reaches the best energy
+    found) never exceeds `evaluate`'s energy of a blocking with those holders, whatever its
+    tiles, orders and positions, fitting or not."""
+    layer, hier = case
+    prec = ElementBytes(1, 1, 1, 2)
+    pattern = data.draw(st.sampled_from(holder_patterns(hier)))
+    blocking = _random_blocking(layer, hier, pattern, data)
+    floor = pattern_floor(layer, hier, _pj_per_bit(hier, None), prec, pattern) * layer.groups
+    assert floor <= evaluate(layer, blocking, hier, prec).total_energy_pj * (1 + 1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(search_case(), st.data())
+def test_relaxed_floor_is_below_every_fitting_blocking_at_its_tiles(case, data) -> None:
+    """`relaxed_floor` (the search drops tile points where it reaches the best energy found)
+    plus the MACs never exceeds `evaluate`'s energy of a fitting blocking of S at those tiles,
+    under any pattern it is given; a level's capacity is what makes it tight, so fitting
+    blockings are what it must bound."""
+    layer, hier = case
+    prec = ElementBytes(1, 1, 1, 2)
+    patterns = holder_patterns(hier)
+    pattern = data.draw(st.sampled_from(patterns))
+    blocking = _random_blocking(layer, hier, pattern, data)
+    if not _fits(layer, blocking, hier, prec):
+        return
+    levels = len(hier.levels) - 1
+    flat = {}
+    for d in DIMS:
+        tiles = [float(blocking.tiles[g][DIMS.index(d)]) for g in range(levels)]
+        padded = -(-_extent(layer, d) // tiles[-1]) * tiles[-1]
+        flat[d] = ([np.array([t]) for t in tiles], np.array([padded]))
+    mac, fetched, outputs = _datapath_side(layer, hier, flat)
+    unit = {a: side_cost(a, fetched[a], 1.0, outputs, prec) for a in ARRAYS}
+    others = [data.draw(st.sampled_from(patterns)) for _ in range(data.draw(st.integers(0, 3)))]
+    pj_bit = _pj_per_bit(hier, None)
+    floor = (mac + relaxed_floor(layer, hier, flat, pj_bit, prec, [pattern, *others], unit))
+    energy = evaluate(layer, blocking, hier, prec).total_energy_pj
+    assert float(np.ravel(floor)[0]) * layer.groups <= energy * (1 + 1e-12)

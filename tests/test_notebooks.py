@@ -26,11 +26,11 @@ SMALL = {
     "08_memory_hierarchy.ipynb": {"network": "lenet5", "sizes_kb": [16, 1], "grid_kb": [1, 4, 16],
                                   "budget_kb": 16, "seed_layers": ["conv3"],
                                   "seed_outer_kb": [256], "seed_inner_kb": [1]},
-    "08_multicore.ipynb": {"network": "lenet5", "layer": "conv2", "cores": 4,
-                           "seed004_cores": 3, "yang_layers": ["conv3", "fc1"],
-                           "yang_cores": 4},
     "09_sweep_results.ipynb": {"sweep_dir": None, "x": "time_ms", "y": "throughput_gops",
                                "color": "objective"},  # None: the 20-case demo sweep
+    "10_multicore.ipynb": {"network": "lenet5", "layer": "conv2", "cores": 4,
+                           "seed004_cores": 3, "yang_layers": ["conv3", "fc1"],
+                           "yang_cores": 4},
     "report.ipynb": {"network": "lenet5", "batch": 2, "buffer_sizes_kb": [4, 64]},
 }
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -274,8 +275,17 @@ def test_depthwise_and_shuffle_layers() -> None:
 
 
 def test_explore_runs_on_every_corpus_model(tmp_path: Path) -> None:
-    """`workbench explore MODEL --platform idsp` in subprocesses, two at a time."""
-    env = {**os.environ, "PYTHONWARNINGS": "error::UserWarning"}
+    """`workbench explore MODEL --platform idsp` in subprocesses, two at a time (their
+    candidate sets, about 1 GB, go to a cache of their own, removed at the end)."""
+    env = {**os.environ, "PYTHONWARNINGS": "error::UserWarning",
+           "WORKBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    try:
+        _explore_every_model(tmp_path, env)
+    finally:
+        shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+
+
+def _explore_every_model(tmp_path: Path, env: dict) -> None:
     start, pending = time.time(), list(MODELS)
     running: dict[str, subprocess.Popen] = {}
     codes: dict[str, int] = {}

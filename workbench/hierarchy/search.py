@@ -5,17 +5,22 @@ Space S (everything in it is priced; nothing else is searched). L on-chip levels
 loop groups; tiles: every divisor chain t_0 | … | t_{L−1} ≤ E per dimension, the outermost
 group covering the layer with ⌈E/t_{L−1}⌉ full blocks (P = padded extent, t_L := P). Level k
 (1 = outermost on-chip) owns group γ = L−k+1 (the loops stepping over its blocks t_{γ−1}):
+- holders (bypass by choice): per array, any subset of the on-chip levels able to hold it (a
+  split level whose part for it is 0 cannot); each holder fills from the next holder outwards
+  (DRAM when none), the datapath reads from the innermost one (`holder_patterns`);
 - a loop order π_γ of X, Y, C, M, N for that group (group 0's order changes nothing: no
   position lies inside it);
-- for every array A the level holds (R's rule: all arrays, but those whose part of a split
-  level is 0), a buffering position anywhere in group γ: after the prefix S_A of π_γ (S_A = ∅
-  is R's position, the end of group γ−1; all five loops: the end of group γ). A's block then
+- for every array A the level holds, a buffering position anywhere in group γ: after the
+  prefix S_A of π_γ (S_A = ∅ is R's position, the end of group γ−1; all five loops: the end
+  of group γ). A's block then
   has c_d = t_γ along the dimensions in S_A and t_{γ−1} along the others;
 - a blocking fits when Σ_A footprint_A × width_A ≤ capacity (split: each within its part).
   Footprints (eq. 1) bound eq. 2's buffers, so the result fits by `accesses.evaluate` too.
-S ⊇ R (all S_A = ∅; `search_r`). Not in S (so not claimed optimal against them): a level's
+S ⊇ R (all S_A = ∅, every level holding every array it can; `search_r`); `bypass=False`
+searches only R's holders (faster). Not in S (so not claimed optimal against them): a level's
 positions outside its own group (e.g. an SRAM buffer inside group 0, a register file's in the
-outermost group), bypass by choice. Objective: `accesses.energy_pj` summed, MAC energy
+outermost group). With nothing held anywhere a blocking always fits, so S is never empty.
+Objective: `accesses.energy_pj` summed, MAC energy
 Kx·Ky·ΠP × mac_energy_pj included; the datapath's operand fetches are `datapath.fetches` over
 the inner block t_0.
 
@@ -39,8 +44,8 @@ footprint (W: M, C; O: X, Y, M, N; I: C, N), only shrinks refills (W: X, Y, N; O
 both (I: X, Y, the halo). A placement whose sets have, per held array, the same "both" part,
 no more "footprint" bits and no fewer "refill" bits than another's is never worse for any
 tiles: it is dropped (`search_space.placements`: 96 of 3,326 tuples remain for I, W, O).
-Lemma 3 (levels are independent given the tiles). Holders are fixed by R's rule, so the
-levels exchanging data are too; level k's energy and capacity involve only its own placement
+Lemma 3 (levels are independent given the tiles and the holders). Under one holder pattern
+the levels exchanging data are fixed; level k's energy and capacity involve only its own placement
 and (t_{γ−1}, t_γ, P): each level takes its best fitting placement independently, exactly.
 Outer levels (γ ≥ 2) are priced once per distinct (t_{γ−1}, t_γ, P) vector (a table per X
 class, looked up per tile combination).
@@ -50,11 +55,24 @@ of one dimension (c_d ∈ {t_{γ−1}, t_γ}, P_d/c_d likewise; datapath steps (
 placements do not depend on the tiles, so replacing a chain by one with a componentwise
 smaller vector keeps every placement valid, raises no energy and no footprint: only
 `nondominated_chains` are enumerated, all of their combinations.
+The optimum is the least over holder patterns of each pattern's optimum (outer levels' tables
+are shared by the patterns giving a level the same arrays and sources).
 Bounds (exact skips). Every placement's blocks contain R's (c ≥ t_{γ−1}), so where R's blocks
-overflow a level no placement fits: those combinations are skipped. The innermost level is
-priced last, combinations in rising order of a lower bound (MAC + datapath + outer levels +
-the innermost level with the whole group inside every buffer: the fewest moved, capacity
-ignored); once that bound reaches the best energy found, the rest cannot beat it.
+of the arrays a level holds overflow it, no placement fits: those combinations are skipped for
+that pattern. A pattern whose floor (`pattern_floor`: whatever the tiles, every holder
+receives each element at least once, outputs leave each holder at least once, the datapath
+steps at least ⌈E/u⌉ times per dimension) reaches the best energy found is skipped; R's
+pattern is searched first, so that best is low. Per tile point, MACs + `relaxed_floor` bound
+every fitting blocking there under any live pattern (per array, the least over its holder
+chains of its transfers with its block fitting each holder alone, plus the datapath's fetches:
+the capacity a level shares and the one order of a group dropped); points where that reaches
+the best energy found are dropped before anything else is priced there (with no best yet, the
+SEED points of lowest floor are priced first to get one); a slice whose least floor for the
+other patterns, taken while R's pattern is priced, reaches the best energy found is not visited
+again. The innermost level is priced last,
+combinations in rising order of a lower bound (MAC + datapath + outer levels + the innermost
+level with the whole group inside every buffer: the fewest moved, capacity ignored); once
+that bound reaches the best energy found, the rest cannot beat it.
 """
 
 from __future__ import annotations
@@ -66,71 +84,85 @@ import numpy as np
 from workbench.hierarchy.accesses import ElementBytes, PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents
 from workbench.hierarchy.datapath import fetches
-from workbench.hierarchy.levels import Hierarchy, SizeEnergy
+from workbench.hierarchy.levels import Hierarchy, SizeEnergy, SplitCapacity
 from workbench.hierarchy.search_r import (
     CHUNK,
     NoFitError,
     SearchResult,
-    _fits,
-    _grid,
-    _holders,
+    _footprints,
     _pj_per_bit,
     gen_chains,
     nondominated_chains,
     search_r,
 )
 from workbench.hierarchy.search_space import (
+    BATCH,
+    FULL,
     LevelBlocks,
+    Pattern,
     best_placements,
-    lower_bound,
+    holder_patterns,
+    lifted,
+    pattern_floor,
     placements,
+    relaxed_floor,
     side_cost,
+    take,
+    variant,
 )
 from workbench.layers.spec import ConvLayer
 
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
-BATCH = 1 << 16   # innermost-level points priced per numpy pass, lowest lower bound first
+SMALL = 1 << 21   # tile combinations up to which a layer is priced in one slice
+SEED = 1 << 12    # points of lowest floor priced first when no best energy is known yet
 
 
-def _take(flat: dict, idx) -> dict:
-    return {d: ([t[idx] for t in tiles], p[idx]) for d, (tiles, p) in flat.items()}
+def _fits(hierarchy: Hierarchy, feet: dict[int, dict], shape: tuple, pattern: Pattern
+          ) -> np.ndarray:
+    """Points where R's blocks (seed 001's whole blocks, bytes `feet[k]` at level k) of the
+    arrays each level holds under the pattern fit it: every placement's blocks contain R's, so
+    elsewhere none fits."""
+    ok = np.ones(shape, dtype=bool)
+    for k in sorted(feet, reverse=True):  # innermost (smallest, most selective) first
+        held = variant(pattern, k)[0]
+        level = hierarchy.levels[k]
+        if not held:
+            continue
+        if isinstance(level.capacity_bytes, SplitCapacity):
+            for a in held:
+                ok &= feet[k][a] <= level.bytes_for(a)
+        else:
+            ok &= sum(feet[k][a] for a in held) <= level.total_bytes
+    return ok
 
 
-def _base(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarray,
-          precision: PrecisionLike) -> np.ndarray:
-    """MAC energy and the datapath's operand fetches (pJ, one group) at every point."""
+def _datapath_side(layer: ConvLayer, hierarchy: Hierarchy, flat: dict):
+    """(MAC energy pJ, the datapath's operand fetches per array, outputs) at every point."""
     p = {d: flat[d][1] for d in DIMS}
     outputs = p["N"] * p["M"] * p["Y"] * p["X"]
-    energy = layer.Kx * layer.Ky * math.prod(p.values()) * hierarchy.mac_energy_pj
+    macs = layer.Kx * layer.Ky * math.prod(p.values())
     if hierarchy.datapath is None or hierarchy.datapath.macs_per_step == 1:
-        fetched = dict.fromkeys(ARRAYS, layer.Kx * layer.Ky * math.prod(p.values()))
+        fetched = dict.fromkeys(ARRAYS, macs)
     else:
         fetched = fetches(layer.Kx * layer.Ky, p, {d: flat[d][0][0] for d in DIMS},
                           hierarchy.datapath)
-    for a_idx, array in enumerate(ARRAYS):  # the datapath's side costs nothing
-        last = _holders(hierarchy, array)[-2] if len(_holders(hierarchy, array)) > 1 else 0
-        energy = energy + side_cost(array, fetched[array], pj_bit[last, a_idx], outputs,
-                                    precision)
-    return energy
+    return macs * hierarchy.mac_energy_pj, fetched, outputs
 
 
 def _blocks(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: np.ndarray,
-            precision: PrecisionLike) -> tuple[LevelBlocks, tuple[str, ...]]:
+            precision: PrecisionLike, pattern: Pattern) -> tuple[LevelBlocks, tuple[str, ...]]:
     """On-chip level k's candidate blocks at every point, and the arrays it holds."""
     levels = len(hierarchy.levels)
-    held = tuple(a for a in ARRAYS if k in _holders(hierarchy, a))
-    coef = {}
-    for a in held:
-        chain = _holders(hierarchy, a)
-        source = ([0] + chain)[chain.index(k)]
-        coef[a] = pj_bit[source, ARRAYS.index(a)] + pj_bit[k, ARRAYS.index(a)]
+    held, sources = variant(pattern, k)
+    coef = {a: pj_bit[src, ARRAYS.index(a)] + pj_bit[k, ARRAYS.index(a)]
+            for a, src in zip(held, sources, strict=True)}
     return LevelBlocks(layer, flat, levels - k, levels - 1, coef, precision), held
 
 
 def _level(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: np.ndarray,
-           precision: PrecisionLike):
+           precision: PrecisionLike, pattern: Pattern):
     """Best fitting placement of on-chip level k at every point: (pJ one group, index)."""
-    blocks, held = _blocks(layer, hierarchy, k, flat, pj_bit, precision)
+    blocks, held = _blocks(layer, hierarchy, k, flat, pj_bit, precision, pattern)
     return best_placements(hierarchy, k, blocks, held)
 
 
@@ -144,30 +176,42 @@ def _classes(chains: np.ndarray, extent: int, gamma: int) -> np.ndarray:
 
 
 def _level_table(layer: ConvLayer, hierarchy: Hierarchy, k: int, per_dim: dict, extent: dict,
-                 classes: dict, ox: int, pj_bit: np.ndarray, precision: PrecisionLike):
-    """Outer level k's best placement (pJ one group, index) for X's class of chain `ox` and
-    every class of Y, C, M, N: arrays indexed by the class ids."""
+                 classes: dict, ox: int | None, pj_bit: np.ndarray, precision: PrecisionLike,
+                 pattern: Pattern, table: tuple | None, ids: tuple) -> tuple:
+    """Outer level k's best placement (pJ one group, index) per class of X, Y, C, M, N (X: only
+    the class of chain `ox`, axis of length 1, unless None): arrays indexed by the class ids,
+    filled (NaN: not yet) at the classes `ids` (one index array per dimension) and kept."""
     gamma = len(hierarchy.levels) - k
-    reps = {}
-    for d in DIMS:
-        ids = classes[d][gamma]
-        first = np.unique(ids, return_index=True)[1]
-        reps[d] = per_dim[d][first] if d != "X" else per_dim[d][[ox]]
-    grid = _grid(reps, extent, 0, slice(None))
-    shape = _shape(grid)
-    energy, at = _level(layer, hierarchy, k, _gather(grid, np.nonzero(np.ones(shape))),
-                        pj_bit, precision)
-    return energy.reshape(shape), at.reshape(shape)
+    first = {d: np.unique(classes[d][gamma], return_index=True)[1] for d in DIMS}
+    if ox is not None:
+        first["X"] = np.array([ox])
+    if table is None:
+        shape = tuple(len(first[d]) for d in DIMS)
+        table = np.full(shape, np.nan), np.full(shape, -1, dtype=np.int16)
+    missing = np.isnan(table[0][ids])
+    if missing.any():
+        wanted = np.zeros(table[0].size, dtype=bool)
+        wanted[np.ravel_multi_index(tuple(i[missing] for i in ids), table[0].shape)] = True
+        todo = np.unravel_index(np.nonzero(wanted)[0], table[0].shape)
+        flat = {}
+        for d, cls in zip(DIMS, todo, strict=True):
+            chains = per_dim[d][first[d][cls]].astype(float)
+            flat[d] = ([chains[:, g] for g in range(chains.shape[1])],
+                       -(-extent[d] // chains[:, -1]) * chains[:, -1])
+        table[0][todo], table[1][todo] = _level(layer, hierarchy, k, flat, pj_bit, precision,
+                                                pattern)
+    return table
 
 
-def _blocking(hierarchy: Hierarchy, tiles: list[dict], picks: dict[int, int]) -> Blocking:
+def _blocking(hierarchy: Hierarchy, tiles: list[dict], picks: dict[int, int],
+              pattern: Pattern) -> Blocking:
     """The Blocking of the chosen tiles and placements (group 0 in GROUP0 order)."""
     levels = len(hierarchy.levels)
     on_chip = levels - 1
     orders: list[tuple[str, ...]] = [GROUP0] + [DIMS] * on_chip
     buffers: dict[str, list] = {a: [None] * on_chip for a in ARRAYS}
     for k in range(1, levels):
-        held = tuple(a for a in ARRAYS if k in _holders(hierarchy, a))
+        held = variant(pattern, k)[0]
         prefixes, order = placements(held)[picks[k]]
         gamma = levels - k
         orders[gamma] = order
@@ -184,14 +228,142 @@ def _shape(grid: dict) -> tuple[int, ...]:
 def _gather(grid: dict, rows: tuple) -> dict:
     """The grid's points at index arrays `rows` (axes Y, C, M, N) as flat float arrays."""
     shape = _shape(grid)
-    return {d: ([np.broadcast_to(t, shape)[rows].astype(float) for t in tiles],
-                np.broadcast_to(p, shape)[rows].astype(float)) for d, (tiles, p) in grid.items()}
+    return {d: ([np.broadcast_to(t, shape)[rows] for t in tiles], np.broadcast_to(p, shape)[rows])
+            for d, (tiles, p) in grid.items()}
+
+
+def _grid_of(chains_of: dict[str, np.ndarray], extent: dict) -> dict:
+    """Per dimension: tiles t[g] and padded extent P of the given chains (rows), over the
+    axes (X, Y, C, M, N)."""
+    out = {}
+    for axis, dim in enumerate(DIMS):
+        chains = chains_of[dim]
+        shape = [1] * len(DIMS)
+        shape[axis] = len(chains)
+        p = -(-extent[dim] // chains[:, -1]) * chains[:, -1]
+        out[dim] = ([chains[:, g].reshape(shape).astype(float)
+                     for g in range(chains.shape[1])], p.reshape(shape).astype(float))
+    return out
+
+
+def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
+            classes: dict, tables: dict, pj_bit: np.ndarray, precision: PrecisionLike,
+            live: list[Pattern], xs: slice, ys: slice, best: float, alone: dict,
+            later: list[Pattern]):
+    """Price slices of the X and Y chains under every live pattern: (energy pJ, where) of a
+    blocking below `best`, or None, and the least floor (pJ) over the slice of the patterns
+    `later` (inf if none). Points whose `relaxed_floor` reaches the best energy found are
+    dropped (with no best yet, the SEED points of lowest floor are priced first to get one).
+    `alone`: `relaxed_floor`'s terms, kept for the next call on the same slice."""
+    on_chip = len(hierarchy.levels) - 1
+    width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
+    grid = _grid_of({d: per_dim[d][{"X": xs, "Y": ys}.get(d, slice(None))] for d in DIMS},
+                    extent)
+    shape = _shape(grid)
+    feet = {k: {a: f * width[a] for a, f in _footprints(layer, grid, on_chip - k).items()}
+            for k in range(1, on_chip + 1)}
+    union = np.zeros(shape, dtype=bool)
+    for pattern in live:
+        union |= _fits(hierarchy, feet, shape, pattern)
+    mac, fetched, outputs = _datapath_side(layer, hierarchy, grid)
+    fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS}
+    floor = np.where(union, mac + relaxed_floor(layer, hierarchy, grid, pj_bit, precision,
+                                                live, fetch_unit, alone), np.inf).ravel()
+    least_later = math.inf if not later else float(np.min(
+        mac + relaxed_floor(layer, hierarchy, grid, pj_bit, precision, later, fetch_unit,
+                            alone))) * layer.groups
+    found = None
+    if not math.isfinite(best) and np.isfinite(floor).sum() > SEED:
+        seed = np.argpartition(floor, SEED)[:SEED]
+        found = _price(layer, hierarchy, grid, np.unravel_index(seed, shape), classes, tables,
+                       per_dim, extent, pj_bit, precision, live, xs, ys, best)
+        best = math.inf if found is None else found[0]
+    rows = np.unravel_index(np.nonzero(floor * layer.groups < best)[0], shape)
+    if len(rows[0]):
+        found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
+                       precision, live, xs, ys, best) or found
+    return found, least_later
+
+
+def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, classes: dict,
+           tables: dict, per_dim: dict, extent: dict, pj_bit: np.ndarray,
+           precision: PrecisionLike, live: list[Pattern], xs: slice, ys: slice, best: float):
+    """`_points` at the grid points `rows` (index arrays over the axes X … N of the slice).
+    Outer levels are looked up in tables per class of their (t_{γ−1}, t_γ, P) (per X chain's
+    class when the slice has one X chain)."""
+    on_chip = len(hierarchy.levels) - 1
+    width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
+    one_x = xs.stop - xs.start == 1
+    flat = _gather(grid, rows)
+    mac, fetched, outputs = _datapath_side(layer, hierarchy, flat)
+    # per unit pJ/bit: the datapath's fetches, and the innermost level's fewest moved (the
+    # whole group inside every buffer: moved never grows with a block)
+    fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS}
+    n = len(rows[0])
+    feet = {k: {a: f * width[a] for a, f in _footprints(layer, flat, on_chip - k).items()}
+            for k in range(1, on_chip + 1)}
+    unit = LevelBlocks(layer, flat, 1, on_chip, dict.fromkeys(ARRAYS, 1.0), precision)
+    ids = {k: tuple(np.zeros_like(axis) if d == "X" and one_x else
+                    classes[d][on_chip + 1 - k][axis + {"X": xs, "Y": ys}.get(d, slice(0, 0)).start]
+                    for d, axis in zip(DIMS, rows, strict=True)) for k in range(1, on_chip)}
+    outer: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (k, variant): at every point
+    prepared = []
+    for pattern in live:
+        sub = np.nonzero(_fits(hierarchy, feet, (n,), pattern))[0]
+        if not len(sub):
+            continue
+        bound = np.broadcast_to(mac, (n,))[sub]
+        for a_idx, (array, chain) in enumerate(zip(ARRAYS, pattern, strict=True)):
+            bound = bound + pj_bit[chain[-1] if chain else 0, a_idx] * fetch_unit[array][sub]
+        picks = {}
+        for k in range(1, on_chip):  # outer levels: looked up per (t_{γ−1}, t_γ, P) class
+            held_by = variant(pattern, k)
+            if (k, held_by) not in outer:
+                key = (k, held_by, classes["X"][on_chip + 1 - k][xs.start] if one_x else None)
+                table = tables[key] = _level_table(
+                    layer, hierarchy, k, per_dim, extent, classes, xs.start if one_x else None,
+                    pj_bit, precision, pattern, tables.get(key), ids[k])
+                outer[k, held_by] = table[0][ids[k]], table[1][ids[k]]
+            energy, at = outer[k, held_by]
+            bound = bound + energy[sub]
+            picks[k] = at[sub]
+        # the innermost level last: its energy is at least the fewest moved
+        inner = np.zeros(len(sub))
+        for array, src in zip(*variant(pattern, on_chip), strict=True):
+            a_idx = ARRAYS.index(array)
+            inner = inner + (pj_bit[src, a_idx] + pj_bit[on_chip, a_idx]) * \
+                unit.block(array, FULL)[0][sub]
+        prepared.append((pattern, sub, bound, picks, inner))
+    found = None
+    for pattern, sub, outside, picks, inner in lifted(layer, hierarchy, flat, pj_bit,
+                                                      precision, prepared, best):
+        # lowest bound first: points whose bound reaches the best energy found cannot beat it
+        bound = outside + inner
+        keep = np.nonzero(bound * layer.groups < best)[0]
+        order = keep[np.argsort(bound[keep], kind="stable")]
+        for start in range(0, len(order), BATCH):
+            idx = order[start:start + BATCH]
+            if bound[idx[0]] * layer.groups >= best:
+                break
+            energy, at = _level(layer, hierarchy, on_chip, take(flat, sub[idx]), pj_bit,
+                                precision, pattern)
+            total = (outside[idx] + energy) * layer.groups
+            i = int(np.argmin(total))
+            if total[i] < best:
+                best, j = float(total[i]), int(sub[idx[i]])
+                found = best, ({"X": xs.start + int(rows[0][j]),
+                                "Y": ys.start + int(rows[1][j]), "C": int(rows[2][j]),
+                                "M": int(rows[3][j]), "N": int(rows[4][j])},
+                               {**{k: int(v[idx[i]]) for k, v in picks.items()},
+                                on_chip: int(at[i])}, pattern)
+    return found
 
 
 def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | None = None,
-           size_energy: SizeEnergy | None = None) -> SearchResult:
+           size_energy: SizeEnergy | None = None, bypass: bool = True) -> SearchResult:
     """The minimum-energy blocking of the layer in S (see the module docstring); energy in pJ
-    for the whole layer (ties: any one optimum)."""
+    for the whole layer (ties: any one optimum). bypass=False: only R's holders (every level
+    holds every array it can; NoFitError when no such blocking fits)."""
     precision = ElementBytes() if precision is None else precision
     on_chip = len(hierarchy.levels) - 1
     extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
@@ -200,55 +372,44 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
                for d in DIMS}  # level L−γ+1's view of each chain
     pj_bit = _pj_per_bit(hierarchy, size_energy)
     per_y = max(1, CHUNK // 4 // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
+    n_x = len(per_dim["X"])
+    # a small layer is one slice, a large one an X chain and a slice of Y chains at a time
+    slices = [(slice(0, n_x), slice(0, len(per_dim["Y"])))] \
+        if math.prod(len(c) for c in per_dim.values()) <= SMALL else \
+        [(slice(ox, ox + 1), slice(y0, y0 + per_y)) for ox in range(n_x)
+         for y0 in range(0, len(per_dim["Y"]), per_y)]
     best, best_at = math.inf, None
-    tables: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-    for ox in range(len(per_dim["X"])):
-        for y0 in range(0, len(per_dim["Y"]), per_y):
-            grid = _grid(per_dim, extent, ox, slice(y0, y0 + per_y))
-            # every placement's blocks contain R's (all S = ∅): where those overflow, none fits
-            rows = np.nonzero(np.broadcast_to(_fits(layer, hierarchy, grid, precision),
-                                              _shape(grid)))
-            if not len(rows[0]):
+    tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+    alone: dict[tuple[str, int], np.ndarray] = {}  # relaxed_floor's terms when one slice
+    patterns = holder_patterns(hierarchy) if bypass else holder_patterns(hierarchy)[:1]
+    floors = {p: pattern_floor(layer, hierarchy, pj_bit, precision, p) * layer.groups
+              for p in patterns}
+    # R's holders first (every level holds every array it can, as S did): its optimum is
+    # usually close, so the other patterns are then priced against a low best energy
+    # (a slice whose least floor for the other patterns, found in the first pass, reaches the
+    # best energy found is skipped in the second)
+    slice_floor = dict.fromkeys(range(len(slices)), -math.inf)
+    for batch, later in (([patterns[0]], patterns[1:]), (patterns[1:], [])):
+        for i, (xs, ys) in enumerate(slices):
+            # patterns whose floor reaches the best energy found cannot beat it
+            live = [p for p in batch if floors[p] < best]
+            if not live:
+                break
+            if slice_floor[i] >= best:
                 continue
-            flat = _gather(grid, rows)
-            bound = _base(layer, hierarchy, flat, pj_bit, precision)
-            picks = {}
-            for k in range(1, on_chip):  # outer levels: looked up per (t_{γ−1}, t_γ, P) class
-                gamma = on_chip + 1 - k
-                table = tables.get((k, classes["X"][gamma][ox]))
-                if table is None:
-                    table = tables[k, classes["X"][gamma][ox]] = _level_table(
-                        layer, hierarchy, k, per_dim, extent, classes, ox, pj_bit, precision)
-                ids = tuple(classes[d][gamma][axis + (y0 if d == "Y" else 0)]
-                            for d, axis in zip(DIMS[1:], rows, strict=True))
-                bound = bound + table[0][ids]
-                picks[k] = table[1][ids]
-            # the innermost level last, lowest bound first: its energy is at least
-            # `lower_bound`, so points whose bound reaches the best energy found cannot beat it
-            inner = lower_bound(*_blocks(layer, hierarchy, on_chip, flat, pj_bit, precision))
-            bound = bound + inner
-            keep = np.nonzero(bound * layer.groups < best)[0]
-            order = keep[np.argsort(bound[keep], kind="stable")]
-            for start in range(0, len(order), BATCH):
-                idx = order[start:start + BATCH]
-                if bound[idx[0]] * layer.groups >= best:
-                    break
-                energy, at = _level(layer, hierarchy, on_chip, _take(flat, idx), pj_bit,
-                                    precision)
-                total = (bound[idx] - inner[idx] + energy) * layer.groups
-                i = int(np.argmin(total))
-                if total[i] < best:
-                    best, j = float(total[i]), int(idx[i])
-                    best_at = ({"X": ox, "Y": y0 + int(rows[0][j]), "C": int(rows[1][j]),
-                                "M": int(rows[2][j]), "N": int(rows[3][j])},
-                               {**{k: int(v[j]) for k, v in picks.items()}, on_chip: int(at[i])})
+            found, slice_floor[i] = _points(
+                layer, hierarchy, per_dim, extent, classes, tables, pj_bit, precision, live,
+                xs, ys, best, alone if len(slices) == 1 else {},
+                [p for p in later if floors[p] < best])
+            if found is not None:
+                best, best_at = found
     if best_at is None:
         raise NoFitError(f"layer {layer.name!r}: no blocking fits hierarchy "
                          f"{hierarchy.name!r} (its smallest blocks overflow a level)")
-    rows_at, chosen = best_at
+    rows_at, chosen, pattern = best_at
     tiles = [{d: int(per_dim[d][rows_at[d]][g]) for d in DIMS} for g in range(on_chip)]
     combos = math.prod(len(per_dim[d]) for d in DIMS)
-    return SearchResult(_blocking(hierarchy, tiles, chosen), best,
+    return SearchResult(_blocking(hierarchy, tiles, chosen, pattern), best,
                         {d: len(per_dim[d]) for d in DIMS}, combos)
 
 

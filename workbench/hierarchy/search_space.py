@@ -1,6 +1,7 @@
-"""The per-level buffer placements `search` enumerates: for one memory level, the loop order of
-its group and a buffering position per array it holds, reduced to the placements that can be
-optimal (proofs in `workbench.hierarchy.search`'s docstring).
+"""What `search` enumerates: the holder patterns (which on-chip levels hold each array) with a
+lower bound per pattern, and the per-level buffer placements: for one memory level, the loop
+order of its group and a buffering position per array it holds, reduced to the placements that
+can be optimal (proofs in `workbench.hierarchy.search`'s docstring).
 
 A placement of level k in its group γ (loops X, Y, C, M, N in some order π, innermost first)
 gives each held array A a prefix S_A of π: the loops of γ inside A's buffer (S = ∅: the end of
@@ -12,12 +13,19 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 
 import numpy as np
 
-from workbench.hierarchy.blocking import ARRAYS, DIMS
+from workbench.hierarchy.accesses import PrecisionLike
+from workbench.hierarchy.blocking import ARRAYS, DIMS, extents
+from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, SplitCapacity
+from workbench.layers.spec import ConvLayer
 
+BATCH = 1 << 16  # points priced per numpy pass
+Pattern = tuple[tuple[int, ...], ...]  # per array (ARRAYS order): on-chip levels holding it
+_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 BIT = {d: 1 << i for i, d in enumerate(DIMS)}
 FULL = (1 << len(DIMS)) - 1
 # dimensions of a group ≥ 1 each array's index depends on (seed 002 table II): a loop over any
@@ -157,15 +165,150 @@ def best_placements(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
     return best, at
 
 
-def lower_bound(blocks: LevelBlocks, held: tuple[str, ...]):
-    """A lower bound (pJ, one group) on the energy of every placement, fitting or not: each
-    held array with the whole group inside its buffer (moved never grows with a block, so
-    that prefix has the fewest moved of all)."""
-    total = np.zeros(len(blocks.p["X"]))
-    for array in held:
-        total = total + blocks.block(array, FULL)[0]
+def alone_prefixes(array: str) -> list[int]:
+    """The prefixes that can be best for `array` alone in a buffer: every refill-only loop
+    inside, no footprint-only loop, any subset of the loops moving both (I's X, Y). Any other
+    prefix S is no better: S ∪ refill-only ∖ footprint-only fits wherever S does (footprint
+    never larger) and moves no more (refills never more)."""
+    both = FULL & ~(_FOOT_ONLY[array] | _REFILL_ONLY[array])
+    return [_REFILL_ONLY[array] | s for s in range(FULL + 1) if not s & ~both]
+
+
+def alone_floor(level_bytes: float, blocks: LevelBlocks, array: str) -> np.ndarray:
+    """Per point, the least energy of `array`'s transfer into the level (blocks' coef, pJ one
+    group) with its block fitting `level_bytes` alone, over every position (inf: none fits).
+    A lower bound on that transfer in any fitting placement (others' blocks only take room)."""
+    best = np.inf
+    for prefix in alone_prefixes(array):
+        energy, foot = blocks.block(array, prefix)
+        best = np.where(foot <= level_bytes, np.minimum(best, energy), best)
+    return best
+
+
+def relaxed_floor(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarray,
+                  precision: PrecisionLike, patterns: list[Pattern], fetch_unit: dict,
+                  unit: dict | None = None) -> np.ndarray:
+    """Per point (flat or broadcasting grid), a lower bound (pJ, one group, MACs excluded) on
+    every fitting blocking of S there under any of the patterns: per array, the least over its
+    holder chains among the patterns of Σ_holders coef × `alone_floor` + the datapath's
+    fetches from the innermost holder (`fetch_unit`: pJ per unit pJ/bit). An exact
+    relaxation: the capacity a level shares and the one order a group's prefixes come from are
+    dropped; a pattern's energy is a sum over arrays, each term at least its array's floor for
+    the pattern's chain. `unit`: the alone floors per (array, holder) at unit pJ/bit, kept
+    between calls on the same grid."""
+    on_chip = len(hierarchy.levels) - 1
+    unit = {} if unit is None else unit
+    total = 0.0
+    for a_idx, array in enumerate(ARRAYS):
+        least = None
+        for chain in {p[a_idx] for p in patterns}:
+            term = pj_bit[chain[-1] if chain else 0, a_idx] * fetch_unit[array]
+            for source, holder in zip((0,) + chain, chain, strict=False):
+                if (array, holder) not in unit:
+                    blocks = LevelBlocks(layer, flat, on_chip + 1 - holder, on_chip,
+                                         {array: 1.0}, precision)
+                    unit[array, holder] = alone_floor(
+                        hierarchy.levels[holder].bytes_for(array), blocks, array)
+                term = term + (pj_bit[source, a_idx] + pj_bit[holder, a_idx]) * \
+                    unit[array, holder]
+            least = term if least is None else np.minimum(least, term)
+        total = total + least
     return total
 
 
-__all__ = ["ARRAYS", "BIT", "FULL", "RELEVANT", "LevelBlocks", "best_placements",
-           "canonical_prefixes", "mask", "placements", "realizes", "side_cost"]
+def holder_patterns(hierarchy: Hierarchy) -> list[Pattern]:
+    """Every choice of the on-chip levels holding each array (a level whose split part for an
+    array is 0 never holds it), R's (every level that can) first."""
+    options = []
+    for array in ARRAYS:
+        able = [k for k in range(1, len(hierarchy.levels))
+                if hierarchy.levels[k].bytes_for(array) > 0]
+        options.append([c for r in range(len(able), -1, -1)
+                        for c in itertools.combinations(able, r)])
+    return list(itertools.product(*options))
+
+
+def variant(pattern: Pattern, k: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """On-chip level k under a pattern: the arrays it holds and, per array, its source (the
+    next level outwards holding it; 0 = DRAM)."""
+    held, sources = [], []
+    for array, chain in zip(ARRAYS, pattern, strict=True):
+        if k in chain:
+            held.append(array)
+            sources.append(([0] + list(chain))[chain.index(k)])
+    return tuple(held), tuple(sources)
+
+
+def pattern_floor(layer: ConvLayer, hierarchy: Hierarchy, pj_bit: np.ndarray,
+           precision: PrecisionLike, pattern: Pattern) -> float:
+    """A lower bound (pJ, one group) on every blocking under the pattern, whatever its tiles:
+    MACs of the unpadded layer; every holder receives each element of its array at least once
+    (outputs: written back at least once); the datapath takes at least `fetches` over the
+    unpadded extents with one block (steps_along(E, E, u) = ⌈E/u⌉ ≤ (P/t0)·⌈t0/u⌉)."""
+    e = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    kk = layer.Kx * layer.Ky
+    macs = kk * math.prod(e.values())
+    fetched = fetches(kk, e, e, hierarchy.datapath) if hierarchy.datapath is not None \
+        and hierarchy.datapath.macs_per_step > 1 else dict.fromkeys(ARRAYS, macs)
+    wy = (e["Y"] - 1) * layer.Sy + layer.Ky if layer.Sy < layer.Ky else e["Y"] * layer.Ky
+    wx = (e["X"] - 1) * layer.Sx + layer.Kx if layer.Sx < layer.Kx else e["X"] * layer.Kx
+    outputs = e["N"] * e["M"] * e["Y"] * e["X"]
+    distinct = {"I": e["N"] * e["C"] * wy * wx, "W": kk * e["M"] * e["C"], "O": outputs}
+    total = macs * hierarchy.mac_energy_pj
+    for a_idx, (array, chain) in enumerate(zip(ARRAYS, pattern, strict=True)):
+        for source, holder in zip((0,) + chain, chain, strict=False):
+            coef = pj_bit[source, a_idx] + pj_bit[holder, a_idx]
+            total += side_cost(array, distinct[array], coef, outputs, precision)
+        last = chain[-1] if chain else 0
+        total += side_cost(array, fetched[array], pj_bit[last, a_idx], outputs, precision)
+    return total
+
+
+def take(flat: dict, idx) -> dict:
+    """The points `idx` of a flat grid."""
+    return {d: ([t[idx] for t in tiles], p[idx]) for d, (tiles, p) in flat.items()}
+
+
+def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarray,
+            precision: PrecisionLike, prepared: list, best: float) -> list:
+    """The patterns' (pattern, points, energy outside the innermost level, picks, innermost
+    lower bound), the bounds raised where patterns share the innermost level's held arrays H:
+    with c_p the pJ/bit of each array's transfer into that level under pattern p and
+    c = min_p c_p, the level's energy E_p = min over fitting placements of Σ_A c_p,A·u_A
+    (u ≥ 0: the unit cost of A's transfer; fits do not depend on c) is at least ρ_p·E_c with
+    ρ_p = min_A c_p,A / c_A ≥ 1; E_c is priced once where some pattern could still win."""
+    on_chip = len(hierarchy.levels) - 1
+    groups: dict[tuple, list[int]] = {}
+    for i, (pattern, *_rest) in enumerate(prepared):
+        groups.setdefault(variant(pattern, on_chip)[0], []).append(i)
+    out = list(prepared)
+    for held, members in groups.items():
+        coefs = []
+        for i in members:
+            sources = variant(prepared[i][0], on_chip)[1]
+            coefs.append({a: pj_bit[src, ARRAYS.index(a)] + pj_bit[on_chip, ARRAYS.index(a)]
+                          for a, src in zip(held, sources, strict=True)})
+        least = {a: min(c[a] for c in coefs) for a in held}
+        if len(members) < 2 or not held or min(least.values()) <= 0:
+            continue
+        wanted = [sub[(outside + inner) * layer.groups < best]
+                  for _, sub, outside, _, inner in (prepared[i] for i in members)]
+        points = np.unique(np.concatenate(wanted))
+        reference = np.full(len(flat["X"][1]), np.nan)
+        for start in range(0, len(points), BATCH):
+            at = points[start:start + BATCH]
+            blocks = LevelBlocks(layer, take(flat, at), 1, on_chip, least, precision)
+            reference[at] = best_placements(hierarchy, on_chip, blocks, held)[0]
+        for i, coef in zip(members, coefs, strict=True):
+            pattern, sub, outside, picks, inner = prepared[i]
+            rho = min(coef[a] / least[a] for a in held)
+            known = reference[sub]
+            raised = np.where(np.isnan(known), inner, np.fmax(inner, rho * known))
+            out[i] = (pattern, sub, outside, picks, raised)
+    return out
+
+
+__all__ = ["ARRAYS", "BIT", "FULL", "RELEVANT", "LevelBlocks", "Pattern", "alone_floor",
+           "alone_prefixes", "best_placements",
+           "canonical_prefixes", "holder_patterns", "lifted", "mask", "pattern_floor", "placements",
+           "realizes", "relaxed_floor", "side_cost", "take", "variant"]

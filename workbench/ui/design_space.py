@@ -276,7 +276,7 @@ class DesignSpaceApp:
                 f"{units.fmt_number(t['traffic_mb'])} MB external "
                 f"traffic — mappings chosen by <b>{self.objective.value}</b>"
                 + (f" · conv/fc layers on one of the {self.platform.cores} cores (splits over "
-                   "cores: notebook 08, <code>workbench explore</code>)"
+                   "cores: notebook 10, <code>workbench explore</code>)"
                    if self.platform.cores > 1 else ""))
 
     def layer_table(self) -> pd.DataFrame:
