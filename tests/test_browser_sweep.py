@@ -32,6 +32,11 @@ POINT_JS = """(i) => {
   const r = pv.canvas_view.el.getBoundingClientRect();
   return {x: r.left + pv.frame.x_scale.compute(src.data.x[i]),
           y: r.top + pv.frame.y_scale.compute(src.data.y[i])}; }"""
+# the selected case's stacked cycles, summed over layers and parts (typed arrays or lists)
+CYCLES_TOTAL_JS = f"""() => {{ const d = ({SOURCE_JS})('sweep_cycles');
+  if (!d || !d.layer || d.layer.length === 0) return 0;
+  return Object.entries(d).filter(([k]) => k !== 'layer')
+    .reduce((s, [, v]) => s + Array.from(v).reduce((a, b) => a + b, 0), 0); }}"""
 SELECTED_JS = """() => [...Bokeh.index.all_views()].map((v) => v.model)
   .find((m) => m.name === 'sweep_dots').data_source.selected.indices"""
 
@@ -228,10 +233,12 @@ def test_jupyterlab_notebook_09_filters_and_selects(browser, jupyterlab: str,
                            f".innerText.includes('case {case}')", timeout=60000)
     selected_row = page.locator(".slick-row", has=page.locator(".slick-cell.selected"))
     assert case in selected_row.first.inner_text()
-    page.wait_for_function(f"() => ({SOURCE_JS})('sweep_cycles').layer.length > 0",
-                           timeout=60000)
-    cycles = page.evaluate(SOURCE_JS, "sweep_cycles")
-    total = sum(sum(v) for k, v in cycles.items() if k != "layer")
+    # the breakdown arrives in several messages (emptied, new layer labels, new data): wait
+    # for a non-zero stack, then compare it with the sweep's own row
+    try:
+        page.wait_for_function(f"() => ({CYCLES_TOTAL_JS})() > 0", timeout=60000)
+    finally:
+        total = page.evaluate(CYCLES_TOTAL_JS)
     row = sweep.collect(sweep_dir).set_index("case_id").loc[case]
     assert total == pytest.approx(row["cycles"], rel=1e-9)
     assert errors == [] and requested == []

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -85,6 +87,28 @@ def test_worker_processes_and_image_passes_change_nothing(monkeypatch) -> None:
     one_pass = infer.logits(LENET, PARAMS, x, forked.config)
     monkeypatch.setattr(infer, "IMAGES_PER_PASS", 7)
     np.testing.assert_array_equal(infer.logits(LENET, PARAMS, x, forked.config), one_pass)
+
+
+def _sigterm_action(_: object) -> str:
+    return "default" if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else "handler"
+
+
+def test_forked_workers_die_on_sigterm_whatever_the_parent_handles() -> None:
+    """The CLI catches SIGTERM in Python; the quantizer's forked workers must not inherit
+    that, or a pool's terminate can land before a worker blocks on the task queue and leave
+    it (and `workbench quantize`) waiting forever."""
+    search = sys.modules["workbench.quant.search"]
+    before = signal.signal(signal.SIGTERM, lambda *_: None)  # as `workbench.cli.main` does
+    try:
+        pool = multiprocessing.get_context("fork").Pool(2, search._worker_start)
+        try:
+            actions = pool.map(_sigterm_action, range(4))
+        finally:  # sentinels, not signals: the workers end whatever their SIGTERM action
+            pool.close()
+            pool.join()
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert actions == ["default"] * 4
 
 
 def test_config_round_trips_through_yaml(lenet_result: quant.SearchResult) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -131,9 +132,16 @@ def _split_accuracy(fmt: LayerFormat) -> float:
                     graph=graph)
 
 
-def _one_blas_thread() -> None:
+def _worker_start() -> None:
+    """A forked worker's start: SIGTERM back to its default action, and one BLAS thread.
+
+    The pool ends its workers with SIGTERM while one of them may be about to block on the
+    task queue's lock; a Python-level handler (the CLI's, inherited through the fork) only
+    sets a flag when the signal lands just before the blocking wait, and that worker then
+    waits forever (so did `workbench quantize`). The default action cannot be missed."""
     from threadpoolctl import threadpool_limits
 
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     threadpool_limits(1)  # two workers on two cores: no oversubscription
 
 
@@ -150,7 +158,7 @@ def _accuracies(splits: list[LayerFormat], job: tuple, jobs: int | None,
         # with a Dask client or a progress monitor alive) and its child can wait forever
         if jobs > 1 and len(job[3]) >= PARALLEL_MIN_IMAGES and sys.platform == "linux" \
                 and threading.active_count() == 1:
-            with multiprocessing.get_context("fork").Pool(jobs, _one_blas_thread) as pool:
+            with multiprocessing.get_context("fork").Pool(jobs, _worker_start) as pool:
                 accs = []
                 for fmt, acc in zip(splits, pool.imap(_split_accuracy, splits), strict=True):
                     report(fmt)
