@@ -34,11 +34,21 @@ from workbench.hierarchy import (
 from workbench.hierarchy import search_r as search_r_module
 from workbench.hierarchy.blocking import trip_counts
 from workbench.hierarchy.datapath import Datapath
-from workbench.hierarchy.search import _datapath_side, gen_chains, search, search_r
+from workbench.hierarchy.search import (
+    _datapath_side,
+    _grid_of,
+    gen_chains,
+    search,
+    search_r,
+)
+from workbench.hierarchy.search_r import _footprints as footprints
 from workbench.hierarchy.search_r import _pj_per_bit
 from workbench.hierarchy.search_space import (
+    chain_terms,
     holder_patterns,
+    least_held,
     pattern_floor,
+    r_blocks_fit,
     relaxed_floor,
     side_cost,
 )
@@ -266,7 +276,9 @@ def search_case(draw: st.DrawFn):
     cap = 64
     for i in range(on_chip):  # capacities never grow inwards
         cap = draw(st.integers(1, cap))
-        parts = [draw(st.integers(0, cap // 2)) for _ in ARRAYS]
+        parts = []  # a split level's parts never add up to more than the level outside it
+        for _ in ARRAYS:
+            parts.append(draw(st.integers(0, min(cap // 2, cap - sum(parts)))))
         split = draw(st.booleans()) and sum(parts) > 0
         levels.append(Level(f"L{i + 1}", SplitCapacity(*parts) if split else cap, 16,
                             draw(st.floats(0.1, 10))))
@@ -437,3 +449,37 @@ def test_relaxed_floor_is_below_every_fitting_blocking_at_its_tiles(case, data) 
     floor = (mac + relaxed_floor(layer, hier, flat, pj_bit, prec, [pattern, *others], unit))
     energy = evaluate(layer, blocking, hier, prec).total_energy_pj
     assert float(np.ravel(floor)[0]) * layer.groups <= energy * (1 + 1e-12)
+    # the pattern's own terms (what `_price` filters each pattern's points by) bound it too
+    terms = chain_terms(layer, hier, flat, pj_bit, prec, [pattern, *others], unit)
+    own = mac + sum(t[chain] for t, chain in zip(terms, pattern, strict=True))
+    assert float(np.ravel(own)[0]) * layer.groups <= energy * (1 + 1e-12)
+    assert float(np.ravel(own)[0]) >= float(np.ravel(floor)[0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(search_case(), st.data())
+def test_least_held_patterns_decide_where_any_pattern_fits(case, data) -> None:
+    """`least_held` keeps only the patterns no other one holds less than at every level; the
+    points where one of them fits are the points where any of the patterns fits, checked on
+    every tile point of the layer against the patterns one by one."""
+    layer, hier = case
+    prec = ElementBytes(1, 1, 1, 2)
+    all_patterns = holder_patterns(hier)
+    chosen = data.draw(st.lists(st.sampled_from(all_patterns), min_size=1, max_size=12,
+                                unique=True))
+    levels = len(hier.levels) - 1
+    chains = {d: np.array(gen_chains(_extent(layer, d), levels)) for d in DIMS}
+    grid = _grid_of(chains, {d: _extent(layer, d) for d in DIMS})
+    width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}
+    feet = {k: {a: f * width[a] for a, f in footprints(layer, grid, levels - k).items()}
+            for k in range(1, levels + 1)}
+    shape = np.broadcast_shapes(*(grid[d][1].shape for d in DIMS))
+    kept = least_held(chosen, levels)
+    assert set(kept) <= set(chosen)
+    union = np.zeros(shape, dtype=bool)
+    for pattern in chosen:
+        union |= r_blocks_fit(hier, feet, shape, pattern)
+    least = np.zeros(shape, dtype=bool)
+    for pattern in kept:
+        least |= r_blocks_fit(hier, feet, shape, pattern)
+    np.testing.assert_array_equal(least, union)

@@ -69,7 +69,11 @@ the capacity a level shares and the one order of a group dropped); points where 
 the best energy found are dropped before anything else is priced there (with no best yet, the
 SEED points of lowest floor are priced first to get one); a slice whose least floor for the
 other patterns, taken while R's pattern is priced, reaches the best energy found is not visited
-again. The innermost level is priced last,
+again. The floor is a sum over arrays of a least over chains, so one pattern's own sum (its
+chains' terms) bounds that pattern's blockings: a pattern is priced only where that sum is
+below the best energy found. The points where any live pattern's R blocks fit are found from
+the patterns holding least (a pattern holding, at every level, a subset of another's arrays
+fits wherever that one does). The innermost level is priced last,
 combinations in rising order of a lower bound (MAC + datapath + outer levels + the innermost
 level with the whole group inside every buffer: the fewest moved, capacity ignored); once
 that bound reaches the best energy found, the rest cannot beat it.
@@ -84,7 +88,7 @@ import numpy as np
 from workbench.hierarchy.accesses import ElementBytes, PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents
 from workbench.hierarchy.datapath import fetches
-from workbench.hierarchy.levels import Hierarchy, SizeEnergy, SplitCapacity
+from workbench.hierarchy.levels import Hierarchy, SizeEnergy
 from workbench.hierarchy.search_r import (
     CHUNK,
     NoFitError,
@@ -101,10 +105,13 @@ from workbench.hierarchy.search_space import (
     LevelBlocks,
     Pattern,
     best_placements,
+    chain_terms,
     holder_patterns,
+    least_held,
     lifted,
     pattern_floor,
     placements,
+    r_blocks_fit,
     relaxed_floor,
     side_cost,
     take,
@@ -115,25 +122,6 @@ from workbench.layers.spec import ConvLayer
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 SMALL = 1 << 21   # tile combinations up to which a layer is priced in one slice
 SEED = 1 << 12    # points of lowest floor priced first when no best energy is known yet
-
-
-def _fits(hierarchy: Hierarchy, feet: dict[int, dict], shape: tuple, pattern: Pattern
-          ) -> np.ndarray:
-    """Points where R's blocks (seed 001's whole blocks, bytes `feet[k]` at level k) of the
-    arrays each level holds under the pattern fit it: every placement's blocks contain R's, so
-    elsewhere none fits."""
-    ok = np.ones(shape, dtype=bool)
-    for k in sorted(feet, reverse=True):  # innermost (smallest, most selective) first
-        held = variant(pattern, k)[0]
-        level = hierarchy.levels[k]
-        if not held:
-            continue
-        if isinstance(level.capacity_bytes, SplitCapacity):
-            for a in held:
-                ok &= feet[k][a] <= level.bytes_for(a)
-        else:
-            ok &= sum(feet[k][a] for a in held) <= level.total_bytes
-    return ok
 
 
 def _datapath_side(layer: ConvLayer, hierarchy: Hierarchy, flat: dict):
@@ -254,7 +242,10 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
     blocking below `best`, or None, and the least floor (pJ) over the slice of the patterns
     `later` (inf if none). Points whose `relaxed_floor` reaches the best energy found are
     dropped (with no best yet, the SEED points of lowest floor are priced first to get one).
-    `alone`: `relaxed_floor`'s terms, kept for the next call on the same slice."""
+    `alone`: `chain_terms`' arrays, kept for the next call on the same slice (and gathered at
+    the points priced), and the floor of `later` under the key "later" (with its patterns): a
+    floor over a superset of the patterns (a least over more holder chains) bounds the live
+    ones too."""
     on_chip = len(hierarchy.levels) - 1
     width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
     grid = _grid_of({d: per_dim[d][{"X": xs, "Y": ys}.get(d, slice(None))] for d in DIMS},
@@ -263,15 +254,23 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
     feet = {k: {a: f * width[a] for a, f in _footprints(layer, grid, on_chip - k).items()}
             for k in range(1, on_chip + 1)}
     union = np.zeros(shape, dtype=bool)
-    for pattern in live:
-        union |= _fits(hierarchy, feet, shape, pattern)
+    for pattern in least_held(live, on_chip):
+        union |= r_blocks_fit(hierarchy, feet, shape, pattern)
     mac, fetched, outputs = _datapath_side(layer, hierarchy, grid)
     fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS}
-    floor = np.where(union, mac + relaxed_floor(layer, hierarchy, grid, pj_bit, precision,
-                                                live, fetch_unit, alone), np.inf).ravel()
-    least_later = math.inf if not later else float(np.min(
-        mac + relaxed_floor(layer, hierarchy, grid, pj_bit, precision, later, fetch_unit,
-                            alone))) * layer.groups
+    kept = alone.get("later")
+    if kept is not None and set(live) <= set(kept[0]):
+        relaxed = kept[1]
+    else:
+        relaxed = mac + relaxed_floor(layer, hierarchy, grid, pj_bit, precision, live,
+                                      fetch_unit, alone)
+    floor = np.where(union, relaxed, np.inf).ravel()
+    least_later = math.inf
+    if later:
+        later_floor = mac + relaxed_floor(layer, hierarchy, grid, pj_bit, precision, later,
+                                          fetch_unit, alone)
+        least_later = float(np.min(later_floor)) * layer.groups
+        alone["later"] = (tuple(later), later_floor)
     found = None
     if not math.isfinite(best) and np.isfinite(floor).sum() > SEED:
         seed = np.argpartition(floor, SEED)[:SEED]
@@ -280,17 +279,23 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
         best = math.inf if found is None else found[0]
     rows = np.unravel_index(np.nonzero(floor * layer.groups < best)[0], shape)
     if len(rows[0]):
+        chains = {("term", a, p[i]) for p in live for i, a in enumerate(ARRAYS)}
+        alone_at = {key: np.broadcast_to(alone[key], shape)[rows] for key in chains
+                    if key in alone}
         found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
-                       precision, live, xs, ys, best) or found
+                       precision, live, xs, ys, best, alone_at) or found
     return found, least_later
 
 
 def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, classes: dict,
            tables: dict, per_dim: dict, extent: dict, pj_bit: np.ndarray,
-           precision: PrecisionLike, live: list[Pattern], xs: slice, ys: slice, best: float):
+           precision: PrecisionLike, live: list[Pattern], xs: slice, ys: slice, best: float,
+           alone_at: dict | None = None):
     """`_points` at the grid points `rows` (index arrays over the axes X … N of the slice).
     Outer levels are looked up in tables per class of their (t_{γ−1}, t_γ, P) (per X chain's
-    class when the slice has one X chain)."""
+    class when the slice has one X chain). With a best energy, a pattern is priced only at
+    the points where its own relaxed floor (`chain_terms` of its chains; `alone_at`: their alone
+    floors at these points, when known) is below it."""
     on_chip = len(hierarchy.levels) - 1
     width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
     one_x = xs.stop - xs.start == 1
@@ -307,9 +312,16 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
                     classes[d][on_chip + 1 - k][axis + {"X": xs, "Y": ys}.get(d, slice(0, 0)).start]
                     for d, axis in zip(DIMS, rows, strict=True)) for k in range(1, on_chip)}
     outer: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (k, variant): at every point
+    terms = None if not math.isfinite(best) else chain_terms(
+        layer, hierarchy, flat, pj_bit, precision, live, fetch_unit, alone_at)
     prepared = []
     for pattern in live:
-        sub = np.nonzero(_fits(hierarchy, feet, (n,), pattern))[0]
+        ok = r_blocks_fit(hierarchy, feet, (n,), pattern)
+        if terms is not None:
+            own = np.broadcast_to(mac, (n,)) + sum(t[c] for t, c in zip(terms, pattern,
+                                                                         strict=True))
+            ok &= own * layer.groups < best
+        sub = np.nonzero(ok)[0]
         if not len(sub):
             continue
         bound = np.broadcast_to(mac, (n,))[sub]

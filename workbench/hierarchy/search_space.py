@@ -185,23 +185,23 @@ def alone_floor(level_bytes: float, blocks: LevelBlocks, array: str) -> np.ndarr
     return best
 
 
-def relaxed_floor(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarray,
-                  precision: PrecisionLike, patterns: list[Pattern], fetch_unit: dict,
-                  unit: dict | None = None) -> np.ndarray:
-    """Per point (flat or broadcasting grid), a lower bound (pJ, one group, MACs excluded) on
-    every fitting blocking of S there under any of the patterns: per array, the least over its
-    holder chains among the patterns of Σ_holders coef × `alone_floor` + the datapath's
-    fetches from the innermost holder (`fetch_unit`: pJ per unit pJ/bit). An exact
-    relaxation: the capacity a level shares and the one order a group's prefixes come from are
-    dropped; a pattern's energy is a sum over arrays, each term at least its array's floor for
-    the pattern's chain. `unit`: the alone floors per (array, holder) at unit pJ/bit, kept
-    between calls on the same grid."""
+def chain_terms(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarray,
+                precision: PrecisionLike, patterns: list[Pattern], fetch_unit: dict,
+                unit: dict | None = None) -> list[dict[tuple[int, ...], np.ndarray]]:
+    """Per array (ARRAYS order), per holder chain it has among the patterns, a lower bound
+    (pJ, one group, per point) on its energy in any fitting blocking of S with that chain:
+    Σ_holders coef × `alone_floor` + the datapath's fetches from the innermost holder
+    (`fetch_unit`: pJ per unit pJ/bit). `unit`: the alone floors per (array, holder) at unit
+    pJ/bit on these points, and the terms per ("term", array, chain), kept between calls."""
     on_chip = len(hierarchy.levels) - 1
     unit = {} if unit is None else unit
-    total = 0.0
+    out = []
     for a_idx, array in enumerate(ARRAYS):
-        least = None
+        terms = {}
         for chain in {p[a_idx] for p in patterns}:
+            if ("term", array, chain) in unit:
+                terms[chain] = unit["term", array, chain]
+                continue
             term = pj_bit[chain[-1] if chain else 0, a_idx] * fetch_unit[array]
             for source, holder in zip((0,) + chain, chain, strict=False):
                 if (array, holder) not in unit:
@@ -211,9 +211,55 @@ def relaxed_floor(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np
                         hierarchy.levels[holder].bytes_for(array), blocks, array)
                 term = term + (pj_bit[source, a_idx] + pj_bit[holder, a_idx]) * \
                     unit[array, holder]
-            least = term if least is None else np.minimum(least, term)
-        total = total + least
+            terms[chain] = unit["term", array, chain] = term
+        out.append(terms)
+    return out
+
+
+def relaxed_floor(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarray,
+                  precision: PrecisionLike, patterns: list[Pattern], fetch_unit: dict,
+                  unit: dict | None = None) -> np.ndarray:
+    """Per point (flat or broadcasting grid), a lower bound (pJ, one group, MACs excluded) on
+    every fitting blocking of S there under any of the patterns: per array, the least over its
+    holder chains among the patterns of its `chain_terms`. An exact relaxation: the capacity a
+    level shares and the one order a group's prefixes come from are dropped; a pattern's
+    energy is a sum over arrays, each term at least its array's term for the pattern's chain
+    (so Σ_A term_A(chain_A) also bounds one pattern alone). `unit`: as `chain_terms`."""
+    total = 0.0
+    for terms in chain_terms(layer, hierarchy, flat, pj_bit, precision, patterns, fetch_unit,
+                             unit):
+        total = total + functools.reduce(np.minimum, terms.values())
     return total
+
+
+def r_blocks_fit(hierarchy: Hierarchy, feet: dict[int, dict], shape: tuple,
+                 pattern: Pattern) -> np.ndarray:
+    """Points where R's blocks (seed 001's whole blocks, bytes `feet[k]` at level k) of the
+    arrays each level holds under the pattern fit it: every placement's blocks contain R's, so
+    elsewhere none fits."""
+    ok = np.ones(shape, dtype=bool)
+    for k in sorted(feet, reverse=True):  # innermost (smallest, most selective) first
+        held = variant(pattern, k)[0]
+        level = hierarchy.levels[k]
+        if not held:
+            continue
+        if isinstance(level.capacity_bytes, SplitCapacity):
+            for a in held:
+                ok &= feet[k][a] <= level.bytes_for(a)
+        else:
+            ok &= sum(feet[k][a] for a in held) <= level.total_bytes
+    return ok
+
+
+def least_held(patterns: list[Pattern], on_chip: int) -> list[Pattern]:
+    """The patterns no other one holds less than at every level (per level, a subset of its
+    arrays): where a pattern's R blocks fit, those of one holding less at each level fit too
+    (a level's blocks do not depend on the pattern), so these decide where any fits."""
+    held = [tuple(frozenset(variant(p, k)[0]) for k in range(1, on_chip + 1))
+            for p in patterns]
+    return [p for i, p in enumerate(patterns)
+            if not any(j != i and all(a <= b for a, b in zip(held[j], held[i], strict=True))
+                       and (held[j] != held[i] or j < i) for j in range(len(patterns)))]
 
 
 def holder_patterns(hierarchy: Hierarchy) -> list[Pattern]:
@@ -309,6 +355,6 @@ def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarra
 
 
 __all__ = ["ARRAYS", "BIT", "FULL", "RELEVANT", "LevelBlocks", "Pattern", "alone_floor",
-           "alone_prefixes", "best_placements",
-           "canonical_prefixes", "holder_patterns", "lifted", "mask", "pattern_floor", "placements",
-           "realizes", "relaxed_floor", "side_cost", "take", "variant"]
+           "alone_prefixes", "best_placements", "canonical_prefixes", "chain_terms",
+           "holder_patterns", "least_held", "lifted", "mask", "pattern_floor", "placements",
+           "r_blocks_fit", "realizes", "relaxed_floor", "side_cost", "take", "variant"]
