@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import html
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -230,3 +233,18 @@ def test_page_is_offline_and_holds_the_same_view(sweep_dir: Path, tmp_path: Path
     boxes = {b.name: b.labels for b in layout.select({"type": CheckboxGroup})}
     assert boxes["filter_local_mem_kb"] == ["8", "32", "128"]
     assert boxes["filter_objective"] == ["cycles", "energy"]
+
+
+def test_the_demo_sweep_is_kept_while_its_process_runs_and_removed_when_it_exits(
+        tmp_path: Path) -> None:
+    """Notebook 09 runs `ui.demo_sweep()` without a directory: its temporary folder holds the
+    20 cases while the kernel runs (the browser reads plans from it) and is gone after."""
+    code = ("from pathlib import Path; from workbench import sweep, ui; out = ui.demo_sweep(); "
+            "print(out, len(sweep.collect(out)), len(sweep.case_layers(out, "
+            "sweep.collect(out)['case_id'].iloc[0])) > 0)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    out, cases, plan = run.stdout.split()
+    assert Path(out).parent == tmp_path and cases == "20" and plan == "True"
+    assert not Path(out).exists() and not list(tmp_path.glob("sweep-demo-*"))

@@ -10,8 +10,10 @@ the browser, whatever the number of cases. A selected case's plan is recomputed 
 
 from __future__ import annotations
 
+import atexit
 import functools
 import html
+import shutil
 import tempfile
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -35,8 +37,13 @@ _KEEP = 32  # memoized per-layer plans
 
 def demo_sweep(out_dir: str | Path | None = None) -> Path:
     """Run a small sweep (LeNet5, batch 2, on idsp: 5 memory sizes × 2 objectives × 1 or 4
-    cores, 20 cases, seconds) into `out_dir` (default: a new temporary directory)."""
-    out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="sweep-demo-"))
+    cores, 20 cases, seconds) into `out_dir` (default: a new temporary directory, removed when
+    the process (the notebook's kernel) exits: the browser reads per-layer plans from it)."""
+    if out_dir is None:
+        out = Path(tempfile.mkdtemp(prefix="sweep-demo-"))
+        atexit.register(shutil.rmtree, out, ignore_errors=True)
+    else:
+        out = Path(out_dir)
     grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2,
                       buffer_kb=[8, 16, 32, 64, 128], acc_bits=[16],
                       objectives=["cycles", "energy"], overrides={"cores": [1, 4]})
