@@ -45,6 +45,7 @@ from workbench.layers.spec import ConvLayer
 
 AXES = ("capacity", "area")
 Capacity = int | SplitCapacity | None
+WARM = 12  # memoized optima of a layer offered to its next search as incumbents
 SearchFn = Callable[[ConvLayer, Hierarchy, PrecisionLike, SizeEnergy | None], SearchResult]
 
 
@@ -219,9 +220,14 @@ class Codesigner:
         if key in self._infeasible:
             return None
         if key not in self._memo:
+            # the default search starts from the layer's optima on the hierarchies of as many
+            # levels priced last (an upper bound only: the answer is the same)
+            hint = {} if self.search_fn is not search else {"incumbents": [
+                r.blocking for k, r in reversed(self._memo.items())
+                if k[0] == layer and len(k[1]) == len(hierarchy.levels)][:WARM]}
             try:
                 self._memo[key] = self.search_fn(layer, hierarchy, self.precision,
-                                                 self.size_energy)
+                                                 self.size_energy, **hint)
             except NoFitError:
                 self._infeasible.add(key)
                 return None

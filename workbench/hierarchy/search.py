@@ -57,6 +57,10 @@ smaller vector keeps every placement valid, raises no energy and no footprint: o
 `nondominated_chains` are enumerated, all of their combinations.
 The optimum is the least over holder patterns of each pattern's optimum (outer levels' tables
 are shared by the patterns giving a level the same arrays and sources).
+Incumbents (exact start). A blocking of S that fits (`search_space.incumbent`: in S by
+`in_s`, footprints within every level) costs at least S's optimum, so its energy may be the
+best energy found before anything is priced; every skip below then drops only blockings not
+below it, and it is the answer when nothing is.
 Bounds (exact skips). Every placement's blocks contain R's (c ≥ t_{γ−1}), so where R's blocks
 of the arrays a level holds overflow it, no placement fits: those combinations are skipped for
 that pattern. A pattern whose floor (`pattern_floor`: whatever the tiles, every holder
@@ -82,6 +86,7 @@ that bound reaches the best energy found, the rest cannot beat it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -107,6 +112,7 @@ from workbench.hierarchy.search_space import (
     best_placements,
     chain_terms,
     holder_patterns,
+    incumbent,
     least_held,
     lifted,
     pattern_floor,
@@ -372,10 +378,14 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
 
 
 def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | None = None,
-           size_energy: SizeEnergy | None = None, bypass: bool = True) -> SearchResult:
+           size_energy: SizeEnergy | None = None, bypass: bool = True,
+           incumbents: Sequence[Blocking] = ()) -> SearchResult:
     """The minimum-energy blocking of the layer in S (see the module docstring); energy in pJ
     for the whole layer (ties: any one optimum). bypass=False: only R's holders (every level
-    holds every array it can; NoFitError when no such blocking fits)."""
+    holds every array it can; NoFitError when no such blocking fits). `incumbents`: blockings
+    to start from (e.g. the layer's optima on other hierarchies): the least-energy one in S
+    that fits (`search_space.incumbent`) is an energy the optimum is at most, so only
+    blockings below it are priced; it is the answer when none is."""
     precision = ElementBytes() if precision is None else precision
     on_chip = len(hierarchy.levels) - 1
     extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
@@ -390,7 +400,8 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
         if math.prod(len(c) for c in per_dim.values()) <= SMALL else \
         [(slice(ox, ox + 1), slice(y0, y0 + per_y)) for ox in range(n_x)
          for y0 in range(0, len(per_dim["Y"]), per_y)]
-    best, best_at = math.inf, None
+    start = incumbent(layer, hierarchy, precision, size_energy, bypass, incumbents)
+    best, best_at = (math.inf, None) if start is None else (start[0], None)
     tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
     alone: dict[tuple[str, int], np.ndarray] = {}  # relaxed_floor's terms when one slice
     patterns = holder_patterns(hierarchy) if bypass else holder_patterns(hierarchy)[:1]
@@ -415,12 +426,14 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
                 [p for p in later if floors[p] < best])
             if found is not None:
                 best, best_at = found
+    combos = math.prod(len(per_dim[d]) for d in DIMS)
+    if best_at is None and start is not None:  # nothing below the incumbent: it is optimal
+        return SearchResult(start[1], best, {d: len(per_dim[d]) for d in DIMS}, combos)
     if best_at is None:
         raise NoFitError(f"layer {layer.name!r}: no blocking fits hierarchy "
                          f"{hierarchy.name!r} (its smallest blocks overflow a level)")
     rows_at, chosen, pattern = best_at
     tiles = [{d: int(per_dim[d][rows_at[d]][g]) for d in DIMS} for g in range(on_chip)]
-    combos = math.prod(len(per_dim[d]) for d in DIMS)
     return SearchResult(_blocking(hierarchy, tiles, chosen, pattern), best,
                         {d: len(per_dim[d]) for d in DIMS}, combos)
 

@@ -17,10 +17,10 @@ import math
 
 import numpy as np
 
-from workbench.hierarchy.accesses import PrecisionLike
-from workbench.hierarchy.blocking import ARRAYS, DIMS, extents
+from workbench.hierarchy.accesses import PrecisionLike, energy_pj
+from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents, transfers
 from workbench.hierarchy.datapath import fetches
-from workbench.hierarchy.levels import Hierarchy, SplitCapacity
+from workbench.hierarchy.levels import Hierarchy, SizeEnergy, SplitCapacity
 from workbench.layers.spec import ConvLayer
 
 BATCH = 1 << 16  # points priced per numpy pass
@@ -310,6 +310,61 @@ def pattern_floor(layer: ConvLayer, hierarchy: Hierarchy, pj_bit: np.ndarray,
     return total
 
 
+def in_s(layer: ConvLayer, blocking: Blocking, hierarchy: Hierarchy, bypass: bool) -> bool:
+    """Is the blocking one of S's on the hierarchy: one group per on-chip level and group 0,
+    tiles at most the layer's extents, every held array's position in its level's own group
+    (from the end of the group inside to the group's end), holders any level able to hold the
+    array (every such level when not `bypass`)?"""
+    on_chip = len(hierarchy.levels) - 1
+    if len(blocking.orders) != on_chip + 1:
+        return False
+    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    if blocking.tiles and any(t > extent[d] for d, t in zip(DIMS, blocking.tiles[-1],
+                                                               strict=True)):
+        return False
+    for array in ARRAYS:
+        for k, position in enumerate(blocking.positions(array), start=1):
+            able = hierarchy.levels[k].bytes_for(array) > 0
+            if position is None:
+                if able and not bypass:
+                    return False
+                continue
+            low = len(GROUP0) + len(DIMS) * (on_chip - k) - 1  # the end of group γ − 1
+            if not able or not low <= position <= low + len(DIMS):
+                return False
+    return True
+
+
+def incumbent(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
+              size_energy: SizeEnergy | None, bypass: bool,
+              candidates) -> tuple[float, Blocking] | None:
+    """The least-energy candidate blocking (pJ, whole layer; e.g. the layer's optima on other
+    hierarchies) that is in S (`in_s`) and fits as the search fits (footprints), or None: an
+    energy S's optimum is at most, so the search may start from it."""
+    width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
+    best = None
+    for blocking in candidates:
+        if not in_s(layer, blocking, hierarchy, bypass):
+            continue
+        moved = transfers(layer, blocking, len(hierarchy.levels), hierarchy.datapath)
+        used: dict[int, dict[str, float]] = {}
+        for t in moved:
+            if 0 < t.level < len(hierarchy.levels):
+                used.setdefault(t.level, {})[t.array] = t.footprint * width[t.array]
+        if not all(_holds(hierarchy.levels[k], feet) for k, feet in used.items()):
+            continue
+        energy = sum(energy_pj(moved, hierarchy, precision, size_energy).values())
+        if best is None or energy < best[0]:
+            best = energy, blocking
+    return best
+
+
+def _holds(level, feet: dict[str, float]) -> bool:
+    if isinstance(level.capacity_bytes, SplitCapacity):
+        return all(f <= level.bytes_for(a) for a, f in feet.items())
+    return sum(feet.values()) <= level.total_bytes
+
+
 def take(flat: dict, idx) -> dict:
     """The points `idx` of a flat grid."""
     return {d: ([t[idx] for t in tiles], p[idx]) for d, (tiles, p) in flat.items()}
@@ -356,5 +411,6 @@ def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarra
 
 __all__ = ["ARRAYS", "BIT", "FULL", "RELEVANT", "LevelBlocks", "Pattern", "alone_floor",
            "alone_prefixes", "best_placements", "canonical_prefixes", "chain_terms",
-           "holder_patterns", "least_held", "lifted", "mask", "pattern_floor", "placements",
-           "r_blocks_fit", "realizes", "relaxed_floor", "side_cost", "take", "variant"]
+           "holder_patterns", "in_s", "incumbent", "least_held", "lifted", "mask",
+           "pattern_floor", "placements", "r_blocks_fit", "realizes", "relaxed_floor",
+           "side_cost", "take", "variant"]

@@ -1,0 +1,141 @@
+"""The search's incumbents (a start from blockings already known, e.g. a layer's optima on
+other hierarchies) change no answer: only blockings of S that fit are taken, and the result
+is still S's brute-force optimum."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_hierarchy_search import (
+    ONE,
+    _extent,
+    _fits,
+    _r_plus_blockings,
+    _s_blockings,
+    brute_force_s,
+    search_case,
+)
+
+from workbench.hierarchy import (
+    ARRAYS,
+    DIMS,
+    GROUP0,
+    Blocking,
+    ElementBytes,
+    Hierarchy,
+    Level,
+    evaluate,
+)
+from workbench.hierarchy.codesign import Codesigner, DesignSpace, LevelSlot
+from workbench.hierarchy.search import gen_chains, search
+from workbench.hierarchy.search_space import in_s, incumbent
+from workbench.layers import ConvLayer
+
+PREC = ElementBytes(1, 1, 1, 2)
+
+
+def _s_blocking(data, layer: ConvLayer, hier: Hierarchy) -> Blocking:
+    """A random blocking of S: a divisor chain per dimension, any order per group, each array
+    at any position of each level's own group or bypassing it (fitting or not)."""
+    levels = len(hier.levels) - 1
+    tiles = [{} for _ in range(levels)]
+    for d in DIMS:
+        chains = gen_chains(_extent(layer, d), levels)
+        row = chains[data.draw(st.integers(0, len(chains) - 1))]
+        for g in range(levels):
+            tiles[g][d] = int(row[g])
+    orders = [GROUP0] + [data.draw(st.permutations(DIMS)) for _ in range(levels)]
+    buffers = {a: [None] * levels for a in ARRAYS}
+    for k in range(1, levels + 1):
+        end_inside = len(GROUP0) + len(DIMS) * (levels - k) - 1
+        for a in ARRAYS:
+            if hier.levels[k].bytes_for(a) > 0 and data.draw(st.booleans()):
+                buffers[a][k - 1] = end_inside + data.draw(st.integers(0, len(DIMS)))
+    return Blocking.of(orders, tiles, buffers)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(search_case(), st.data())
+def test_random_incumbents_change_no_optimum(case, data) -> None:
+    """Any blockings of S as incumbents, fitting or not: the search still equals the search
+    from nothing (itself equal to the brute force: test_hierarchy_search), and its blocking is
+    in S, fits and costs what it says."""
+    layer, hier = case
+    picks = [_s_blocking(data, layer, hier) for _ in range(data.draw(st.integers(0, 6)))]
+    assert all(in_s(layer, b, hier, True) for b in picks)
+    # and the optimum with roomy levels (as the co-designer passes from larger hierarchies):
+    # cheaper than any fitting blocking whenever the capacities bind
+    roomy = Hierarchy((hier.levels[0], *(Level(lvl.name, 1 << 20, lvl.access_bits,
+                                               lvl.energy_pj) for lvl in hier.on_chip)),
+                      mac_energy_pj=hier.mac_energy_pj, datapath=hier.datapath)
+    picks.insert(data.draw(st.integers(0, len(picks))), search(layer, roomy, PREC).blocking)
+    found = search(layer, hier, PREC, incumbents=picks)
+    assert found.energy_pj == pytest.approx(search(layer, hier, PREC).energy_pj, rel=1e-9)
+    again = evaluate(layer, found.blocking, hier, PREC)
+    assert in_s(layer, found.blocking, hier, True) and _fits(layer, found.blocking, hier, PREC)
+    assert again.total_energy_pj == pytest.approx(found.energy_pj, rel=1e-9)
+
+
+def test_an_optimal_incumbent_is_returned_as_it_is() -> None:
+    """With S's optimum as the only incumbent nothing is priced below it: the search returns
+    that blocking (or one of equal energy)."""
+    layer = ConvLayer(name="o", Ox=3, Oy=2, Oc=2, Kx=2, Ky=1, Kc=1, Sx=2)
+    hier = Hierarchy((Level("DRAM", None, 32, 100.0), Level("L1", 12, 16, 2.0)),
+                     mac_energy_pj=0.5)
+    cold = search(layer, hier, PREC)
+    warm = search(layer, hier, PREC, incumbents=[cold.blocking])
+    assert warm.energy_pj == pytest.approx(cold.energy_pj, rel=1e-12)
+    assert warm.energy_pj == pytest.approx(brute_force_s(layer, hier, PREC), rel=1e-9)
+
+
+def test_cheaper_blockings_outside_s_are_not_taken() -> None:
+    """The blocking with buffers inside group 0 that beats S (1,482 pJ against 1,963 pJ, see
+    `test_positions_inside_group_0_are_outside_s`) is refused as an incumbent: taking it would
+    return an energy below S's optimum."""
+    layer = ConvLayer(name="b", Ox=4, Oy=1, Oc=2, Kx=3, Ky=1, Kc=1)
+    hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 8, 16, 1.0)),
+                     mac_energy_pj=1.0)
+    outside = [b for b in _r_plus_blockings(layer, hier) if _fits(layer, b, hier, ONE)
+               and not in_s(layer, b, hier, True)]
+    cheapest = min(outside, key=lambda b: evaluate(layer, b, hier, ONE).total_energy_pj)
+    assert evaluate(layer, cheapest, hier, ONE).total_energy_pj == pytest.approx(1482)
+    assert incumbent(layer, hier, ONE, None, True, [cheapest]) is None
+    found = search(layer, hier, ONE, incumbents=[cheapest])
+    assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, ONE), rel=1e-9)
+    assert found.energy_pj > 1482 + 400
+
+
+def test_in_s_is_s() -> None:
+    """Every blocking `_s_blockings` enumerates is in S; of the blockings with one position
+    anywhere (`_r_plus_blockings`), exactly those whose positions all lie in group 1 are;
+    without bypass, only those holding every array at every level able to."""
+    layer = ConvLayer(name="a", Ox=3, Oy=1, Oc=2, Kx=2, Ky=1, Kc=1)
+    hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 8, 16, 1.0)))
+    assert all(in_s(layer, b, hier, True) for b in _s_blockings(layer, hier))
+    assert all(in_s(layer, b, hier, False) for b in _s_blockings(layer, hier, bypass=False))
+    inside, outside = 0, 0
+    for blocking in _r_plus_blockings(layer, hier):
+        held = [p for b in blocking.buffers for p in b if p is not None]
+        own = all(p >= len(GROUP0) - 1 for p in held)
+        assert in_s(layer, blocking, hier, True) == own
+        assert in_s(layer, blocking, hier, False) == (own and len(held) == 3)
+        inside, outside = inside + own, outside + (not own)
+    assert inside and outside
+
+
+def test_codesign_from_incumbents_equals_cold_searches() -> None:
+    """The co-designer's searches start from the layer's earlier optima; each design still
+    equals independent cold searches, layer by layer."""
+    layers = (ConvLayer(name="p", Ox=3, Oy=1, Oc=2, Kx=2, Ky=1, Kc=2),
+              ConvLayer(name="q", Ox=2, Oy=2, Oc=1, Kx=1, Ky=1, Kc=3))
+    space = DesignSpace(Level("DRAM", None, 32, 150.0),
+                        (LevelSlot("SRAM", 32, (16, 32, 64)),
+                         LevelSlot("RF", 16, (None, 4, 8, 16))))
+    designer = Codesigner(layers, PREC, lambda size, bits: 0.1 * size ** 0.5 * bits / 16)
+    designs = designer.designs(space)
+    assert len(designs) >= 5
+    for design in designs:
+        for lay, energy in zip(layers, design.layer_energy_pj, strict=True):
+            cold = search(lay, design.hierarchy, PREC, designer.size_energy)
+            assert energy == pytest.approx(cold.energy_pj, rel=1e-12)

@@ -1,0 +1,111 @@
+"""Lemma 5 of the hierarchy search (mirror): with the layer and the datapath alike along X and
+Y, swapping X and Y in a blocking changes no count, so the search visits only the tile points
+whose X chain index is at most their Y chain index, and still finds S's optimum."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_hierarchy_incumbents import _s_blocking
+from test_hierarchy_search import _fits, brute_force_s
+
+import workbench.hierarchy.search as search_module
+from workbench.hierarchy import (
+    DIMS,
+    Blocking,
+    ElementBytes,
+    Hierarchy,
+    Level,
+    SplitCapacity,
+    evaluate,
+)
+from workbench.hierarchy.datapath import Datapath
+from workbench.hierarchy.search import search
+from workbench.layers import ConvLayer
+
+PREC = ElementBytes(1, 1, 1, 2)
+SWAP = {"X": "Y", "Y": "X"}
+
+
+def mirror(blocking: Blocking) -> Blocking:
+    """X and Y renamed in every group's order and tile (positions unchanged)."""
+    x, y = DIMS.index("X"), DIMS.index("Y")
+    tiles = [list(t) for t in blocking.tiles]
+    for t in tiles:
+        t[x], t[y] = t[y], t[x]
+    return Blocking(tuple(tuple(SWAP.get(n, n) for n in order) for order in blocking.orders),
+                    tuple(tuple(t) for t in tiles), blocking.buffers)
+
+
+@st.composite
+def square_case(draw: st.DrawFn, max_side: int = 4):
+    """A layer alike along X and Y, 1 or 2 on-chip levels (shared or split), a scalar
+    datapath or one with as many lanes along X as along Y."""
+    side, k, s = draw(st.integers(1, max_side)), draw(st.integers(1, 3)), draw(st.integers(1, 2))
+    layer = ConvLayer(name="sq", Ox=side, Oy=side, Kx=k, Ky=k, Sx=s, Sy=s,
+                      Oc=draw(st.integers(1, 2)), Kc=draw(st.integers(1, 2)),
+                      On=draw(st.integers(1, 2)))
+    levels, cap = [Level("DRAM", None, 64, draw(st.floats(50, 300)))], 96
+    for i in range(draw(st.integers(1, 2))):
+        cap = draw(st.integers(1, cap))
+        split = draw(st.booleans()) and cap >= 3
+        capacity = SplitCapacity(cap // 3, cap // 3, cap // 3) if split else cap
+        levels.append(Level(f"L{i + 1}", capacity, 16, draw(st.floats(0.1, 10))))
+        cap = int(levels[-1].total_bytes)
+    lanes = draw(st.sampled_from([None, {"X": 2, "Y": 2}, {"M": 2}, {"X": 2, "Y": 2, "C": 2}]))
+    return layer, Hierarchy(tuple(levels), mac_energy_pj=draw(st.floats(0, 2)),
+                            datapath=None if lanes is None else Datapath(lanes))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(square_case(max_side=6), st.data())
+def test_mirrored_blockings_cost_the_same(case, data) -> None:
+    """The lemma itself, on `evaluate`'s counts: a blocking of S and its mirror move the same
+    elements across every boundary, fit alike and cost the same."""
+    layer, hier = case
+    blocking = _s_blocking(data, layer, hier)
+    one, other = evaluate(layer, blocking, hier, PREC), evaluate(layer, mirror(blocking), hier,
+                                                                 PREC)
+    key = [(t.array, t.level, t.source, t.footprint, t.buffer, t.moved, t.partial_reads)
+           for t in one.transfers]
+    assert key == [(t.array, t.level, t.source, t.footprint, t.buffer, t.moved,
+                    t.partial_reads) for t in other.transfers]
+    assert one.total_energy_pj == pytest.approx(other.total_energy_pj, rel=1e-12)
+    assert _fits(layer, blocking, hier, PREC) == _fits(layer, mirror(blocking), hier, PREC)
+
+
+def test_the_lemma_needs_the_symmetry() -> None:
+    """Unlike X and Y lanes break it: a blocking and its mirror then differ (so the search
+    keeps both halves there)."""
+    layer = ConvLayer(name="sq", Ox=4, Oy=4, Kx=3, Ky=3, Oc=2, Kc=2)
+    hier = Hierarchy((Level("DRAM", None, 64, 200.0), Level("L1", 4096, 16, 2.0)),
+                     datapath=Datapath({"X": 4}))
+    blocking = Blocking.of(
+        [("FX", "FY", *DIMS), DIMS],
+        [{"X": 4, "Y": 1, "C": 1, "M": 1, "N": 1}],
+        {"I": [6], "W": [6], "O": [6]})
+    assert not search_module._mirrored(layer, hier)
+    assert evaluate(layer, blocking, hier, PREC).total_energy_pj != pytest.approx(
+        evaluate(layer, mirror(blocking), hier, PREC).total_energy_pj)
+
+
+@pytest.mark.parametrize("small", [search_module.SMALL, 1])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=square_case(max_side=2))
+def test_search_on_square_layers_equals_brute_force(small: int, case) -> None:
+    """On layers alike along X and Y the search (half the tile points: one slice of (X, Y)
+    chain pairs, or, small=1, one slice per X chain from its own Y chain on) still equals the
+    brute force over all of S."""
+    layer, hier = case
+    assert search_module._mirrored(layer, hier)
+    saved = search_module.SMALL
+    search_module.SMALL = small
+    try:
+        found = search(layer, hier, PREC)
+    finally:
+        search_module.SMALL = saved
+    assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, PREC), rel=1e-9)
+    again = evaluate(layer, found.blocking, hier, PREC)
+    assert again.total_energy_pj == pytest.approx(found.energy_pj, rel=1e-9)
+    assert _fits(layer, found.blocking, hier, PREC)
