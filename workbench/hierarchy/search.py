@@ -57,6 +57,11 @@ smaller vector keeps every placement valid, raises no energy and no footprint: o
 `nondominated_chains` are enumerated, all of their combinations.
 The optimum is the least over holder patterns of each pattern's optimum (outer levels' tables
 are shared by the patterns giving a level the same arrays and sources).
+Lemma 5 (mirror). When the layer and the datapath are alike along X and Y (Ox = Oy, Kx = Ky,
+Sx = Sy, as many lanes along both), renaming X ↔ Y in a blocking of S (tiles, every group's
+order; positions stay) gives a blocking of S with the same footprints, counts and energy:
+every count above is symmetric under the swap. X and Y then have the same chains, so only
+the points whose X chain index is at most their Y chain index are searched (`_mirrored`).
 Incumbents (exact start). A blocking of S that fits (`search_space.incumbent`: in S by
 `in_s`, footprints within every level) costs at least S's optimum, so its energy may be the
 best energy found before anything is priced; every skip below then drops only blockings not
@@ -215,6 +220,23 @@ def _blocking(hierarchy: Hierarchy, tiles: list[dict], picks: dict[int, int],
     return Blocking.of(orders, tiles, buffers)
 
 
+def _mirrored(layer: ConvLayer, hierarchy: Hierarchy) -> bool:
+    """Does lemma 5 hold: layer and datapath alike along X and Y?"""
+    dp = hierarchy.datapath
+    lanes = (1, 1) if dp is None else (dp.lanes("X"), dp.lanes("Y"))
+    return (layer.Ox, layer.Kx, layer.Sx) == (layer.Oy, layer.Ky, layer.Sy) and \
+        lanes[0] == lanes[1]
+
+
+def _chains_at(rows: tuple, xs: slice, ys: slice, pairs) -> dict[str, np.ndarray]:
+    """The chain index per dimension of the grid points `rows` (pairs: the grid's axis 0
+    runs over (X, Y) chain pairs, axis 1 is unused)."""
+    at = {"C": rows[2], "M": rows[3], "N": rows[4]}
+    if pairs is None:
+        return {"X": xs.start + rows[0], "Y": ys.start + rows[1], **at}
+    return {"X": pairs[0][rows[0]], "Y": pairs[1][rows[0]], **at}
+
+
 def _shape(grid: dict) -> tuple[int, ...]:
     return np.broadcast_shapes(*(grid[d][1].shape for d in DIMS))
 
@@ -226,14 +248,14 @@ def _gather(grid: dict, rows: tuple) -> dict:
             for d, (tiles, p) in grid.items()}
 
 
-def _grid_of(chains_of: dict[str, np.ndarray], extent: dict) -> dict:
+def _grid_of(chains_of: dict[str, np.ndarray], extent: dict, paired: bool = False) -> dict:
     """Per dimension: tiles t[g] and padded extent P of the given chains (rows), over the
-    axes (X, Y, C, M, N)."""
+    axes (X, Y, C, M, N); paired: X and Y chains given pairwise, both along axis 0."""
     out = {}
     for axis, dim in enumerate(DIMS):
         chains = chains_of[dim]
         shape = [1] * len(DIMS)
-        shape[axis] = len(chains)
+        shape[0 if paired and dim == "Y" else axis] = len(chains)
         p = -(-extent[dim] // chains[:, -1]) * chains[:, -1]
         out[dim] = ([chains[:, g].reshape(shape).astype(float)
                      for g in range(chains.shape[1])], p.reshape(shape).astype(float))
@@ -243,7 +265,7 @@ def _grid_of(chains_of: dict[str, np.ndarray], extent: dict) -> dict:
 def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
             classes: dict, tables: dict, pj_bit: np.ndarray, precision: PrecisionLike,
             live: list[Pattern], xs: slice, ys: slice, best: float, alone: dict,
-            later: list[Pattern]):
+            later: list[Pattern], pairs: tuple[np.ndarray, np.ndarray] | None = None):
     """Price slices of the X and Y chains under every live pattern: (energy pJ, where) of a
     blocking below `best`, or None, and the least floor (pJ) over the slice of the patterns
     `later` (inf if none). Points whose `relaxed_floor` reaches the best energy found are
@@ -251,11 +273,13 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
     `alone`: `chain_terms`' arrays, kept for the next call on the same slice (and gathered at
     the points priced), and the floor of `later` under the key "later" (with its patterns): a
     floor over a superset of the patterns (a least over more holder chains) bounds the live
-    ones too."""
+    ones too. `pairs`: (X, Y) chain index pairs searched instead of xs × ys (lemma 5)."""
     on_chip = len(hierarchy.levels) - 1
     width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
-    grid = _grid_of({d: per_dim[d][{"X": xs, "Y": ys}.get(d, slice(None))] for d in DIMS},
-                    extent)
+    chosen = {d: per_dim[d][{"X": xs, "Y": ys}.get(d, slice(None))] for d in DIMS}
+    if pairs is not None:
+        chosen["X"], chosen["Y"] = per_dim["X"][pairs[0]], per_dim["Y"][pairs[1]]
+    grid = _grid_of(chosen, extent, pairs is not None)
     shape = _shape(grid)
     feet = {k: {a: f * width[a] for a, f in _footprints(layer, grid, on_chip - k).items()}
             for k in range(1, on_chip + 1)}
@@ -280,8 +304,9 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
     found = None
     if not math.isfinite(best) and np.isfinite(floor).sum() > SEED:
         seed = np.argpartition(floor, SEED)[:SEED]
-        found = _price(layer, hierarchy, grid, np.unravel_index(seed, shape), classes, tables,
-                       per_dim, extent, pj_bit, precision, live, xs, ys, best)
+        rows = np.unravel_index(seed, shape)
+        found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
+                       precision, live, xs, _chains_at(rows, xs, ys, pairs), best)
         best = math.inf if found is None else found[0]
     rows = np.unravel_index(np.nonzero(floor * layer.groups < best)[0], shape)
     if len(rows[0]):
@@ -289,15 +314,17 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
         alone_at = {key: np.broadcast_to(alone[key], shape)[rows] for key in chains
                     if key in alone}
         found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
-                       precision, live, xs, ys, best, alone_at) or found
+                       precision, live, xs, _chains_at(rows, xs, ys, pairs), best,
+                       alone_at) or found
     return found, least_later
 
 
 def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, classes: dict,
            tables: dict, per_dim: dict, extent: dict, pj_bit: np.ndarray,
-           precision: PrecisionLike, live: list[Pattern], xs: slice, ys: slice, best: float,
-           alone_at: dict | None = None):
-    """`_points` at the grid points `rows` (index arrays over the axes X … N of the slice).
+           precision: PrecisionLike, live: list[Pattern], xs: slice, chain_at: dict,
+           best: float, alone_at: dict | None = None):
+    """`_points` at the grid points `rows` (index arrays over the axes X … N of the slice;
+    `chain_at`: their chain index per dimension).
     Outer levels are looked up in tables per class of their (t_{γ−1}, t_γ, P) (per X chain's
     class when the slice has one X chain). With a best energy, a pattern is priced only at
     the points where its own relaxed floor (`chain_terms` of its chains; `alone_at`: their alone
@@ -314,9 +341,9 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
     feet = {k: {a: f * width[a] for a, f in _footprints(layer, flat, on_chip - k).items()}
             for k in range(1, on_chip + 1)}
     unit = LevelBlocks(layer, flat, 1, on_chip, dict.fromkeys(ARRAYS, 1.0), precision)
-    ids = {k: tuple(np.zeros_like(axis) if d == "X" and one_x else
-                    classes[d][on_chip + 1 - k][axis + {"X": xs, "Y": ys}.get(d, slice(0, 0)).start]
-                    for d, axis in zip(DIMS, rows, strict=True)) for k in range(1, on_chip)}
+    ids = {k: tuple(np.zeros_like(chain_at[d]) if d == "X" and one_x else
+                    classes[d][on_chip + 1 - k][chain_at[d]] for d in DIMS)
+           for k in range(1, on_chip)}
     outer: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (k, variant): at every point
     terms = None if not math.isfinite(best) else chain_terms(
         layer, hierarchy, flat, pj_bit, precision, live, fetch_unit, alone_at)
@@ -369,9 +396,7 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
             i = int(np.argmin(total))
             if total[i] < best:
                 best, j = float(total[i]), int(sub[idx[i]])
-                found = best, ({"X": xs.start + int(rows[0][j]),
-                                "Y": ys.start + int(rows[1][j]), "C": int(rows[2][j]),
-                                "M": int(rows[3][j]), "N": int(rows[4][j])},
+                found = best, ({d: int(chain_at[d][j]) for d in DIMS},
                                {**{k: int(v[idx[i]]) for k, v in picks.items()},
                                 on_chip: int(at[i])}, pattern)
     return found
@@ -396,10 +421,14 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     per_y = max(1, CHUNK // 4 // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
     n_x = len(per_dim["X"])
     # a small layer is one slice, a large one an X chain and a slice of Y chains at a time
-    slices = [(slice(0, n_x), slice(0, len(per_dim["Y"])))] \
-        if math.prod(len(c) for c in per_dim.values()) <= SMALL else \
-        [(slice(ox, ox + 1), slice(y0, y0 + per_y)) for ox in range(n_x)
-         for y0 in range(0, len(per_dim["Y"]), per_y)]
+    # lemma 5: with X and Y alike only Y chains from the X chain's index on are searched
+    mirror = _mirrored(layer, hierarchy)
+    small = math.prod(len(c) for c in per_dim.values()) <= SMALL
+    pairs = np.triu_indices(n_x) if small and mirror else None  # (X, Y) index pairs, X ≤ Y
+    slices = [(slice(0, n_x), slice(0, len(per_dim["Y"])))] if small else \
+        [(slice(ox, ox + 1), slice(max(y0, ox) if mirror else y0, y0 + per_y))
+         for ox in range(n_x) for y0 in range(0, len(per_dim["Y"]), per_y)
+         if not mirror or y0 + per_y > ox]
     start = incumbent(layer, hierarchy, precision, size_energy, bypass, incumbents)
     best, best_at = (math.inf, None) if start is None else (start[0], None)
     tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
@@ -423,7 +452,7 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
             found, slice_floor[i] = _points(
                 layer, hierarchy, per_dim, extent, classes, tables, pj_bit, precision, live,
                 xs, ys, best, alone if len(slices) == 1 else {},
-                [p for p in later if floors[p] < best])
+                [p for p in later if floors[p] < best], pairs)
             if found is not None:
                 best, best_at = found
     combos = math.prod(len(per_dim[d]) for d in DIMS)

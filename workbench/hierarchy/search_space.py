@@ -342,11 +342,13 @@ def incumbent(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
     hierarchies) that is in S (`in_s`) and fits as the search fits (footprints), or None: an
     energy S's optimum is at most, so the search may start from it."""
     width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
+    if size_energy is not None:  # a pure rule, asked once per (size, width) here
+        size_energy = functools.lru_cache(maxsize=None)(size_energy)
     best = None
     for blocking in candidates:
         if not in_s(layer, blocking, hierarchy, bypass):
             continue
-        moved = transfers(layer, blocking, len(hierarchy.levels), hierarchy.datapath)
+        moved = _transfers(layer, blocking, len(hierarchy.levels), hierarchy.datapath)
         used: dict[int, dict[str, float]] = {}
         for t in moved:
             if 0 < t.level < len(hierarchy.levels):
@@ -357,6 +359,12 @@ def incumbent(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
         if best is None or energy < best[0]:
             best = energy, blocking
     return best
+
+
+@functools.lru_cache(maxsize=1024)
+def _transfers(layer: ConvLayer, blocking: Blocking, n_levels: int, datapath) -> tuple:
+    """`blocking.transfers`, kept: the same incumbents are offered to many searches."""
+    return tuple(transfers(layer, blocking, n_levels, datapath))
 
 
 def _holds(level, feet: dict[str, float]) -> bool:
