@@ -60,12 +60,26 @@ def ui_section() -> None:
     start = time.perf_counter()
     app.sizes[1].value = 9  # back to a hierarchy edited before (L1 512 KB, L2 512 B): memoized
     again = time.perf_counter() - start
+    drags, known = [], 0  # sliders dragged one step at a time (steps to a hierarchy priced
+    for level, exponents in ((0, range(20, 24)), (1, range(10, 16)),  # before: not counted)
+                             (0, range(22, 15, -1)), (1, range(14, 7, -1))):
+        for exponent in exponents:
+            searches = app.designer.searches
+            start = time.perf_counter()
+            app.sizes[level].value = exponent
+            if app.designer.searches > searches:
+                drags.append(time.perf_counter() - start)
+            else:
+                known += 1
     print(f"hierarchy app (lenet5 conv layers, 2 on-chip levels, grid of "
           f"{len(app.every_source.data['capacity_kb'])} hierarchies): built in {built:.2f} s; "
           f"one budget-slider move {1e3 * statistics.median(moves):.2f} ms (median of "
           f"{len(moves)}); one level-size edit {1e3 * statistics.median(edits):.0f} ms (median "
-          f"of {len(edits)}, {1e3 * min(edits):.0f}-{1e3 * max(edits):.0f}), repeated "
-          f"(memoized) {1e3 * again:.1f} ms")
+          f"of {len(edits)} jumps, {1e3 * min(edits):.0f}-{1e3 * max(edits):.0f}), "
+          f"{1e3 * statistics.median(drags):.0f} ms (median of {len(drags)} one-step drags to "
+          f"new hierarchies, {1e3 * min(drags):.0f}-{1e3 * max(drags):.0f}; {known} more "
+          f"memoized), repeated (memoized) "
+          f"{1e3 * again:.1f} ms")
 
 
 def platform_section() -> None:

@@ -17,6 +17,7 @@ from test_hierarchy_search import (
     search_case,
 )
 
+import workbench.hierarchy.search as search_module
 from workbench.hierarchy import (
     ARRAYS,
     DIMS,
@@ -139,3 +140,26 @@ def test_codesign_from_incumbents_equals_cold_searches() -> None:
         for lay, energy in zip(layers, design.layer_energy_pj, strict=True):
             cold = search(lay, design.hierarchy, PREC, designer.size_energy)
             assert energy == pytest.approx(cold.energy_pj, rel=1e-12)
+
+
+def test_alone_floors_kept_across_hierarchies_change_no_optimum() -> None:
+    """A one-slice search keeps its unit alone floors per level capacity (search._ALONE) for
+    the next hierarchy keeping that capacity: searches one after the other, each level's size
+    edited in turn (as in the app), all equal the search from an empty memo (itself equal to
+    the brute force: test_hierarchy_search)."""
+    layer = ConvLayer(name="mid", Ox=7, Oy=5, Oc=12, Kx=3, Ky=3, Kc=6)
+    search_module._ALONE.clear()
+    warm = []
+    sizes = ((1024, 24), (4096, 24), (4096, 96), (1024, 96), (2048, 48), (16384, 192))
+    for sram, rf in sizes:
+        warm.append(search(layer, _two_levels(sram, rf), PREC).energy_pj)
+    assert len(search_module._ALONE) >= 6
+    for (sram, rf), energy in zip(sizes, warm, strict=True):
+        search_module._ALONE.clear()
+        cold = search(layer, _two_levels(sram, rf), PREC).energy_pj
+        assert energy == pytest.approx(cold, rel=1e-12)
+
+
+def _two_levels(sram: int, rf: int) -> Hierarchy:
+    return Hierarchy((Level("DRAM", None, 64, 200.0), Level("SRAM", sram, 64, 6.0),
+                      Level("RF", rf, 16, 0.5)), mac_energy_pj=1.0)

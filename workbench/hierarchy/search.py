@@ -129,10 +129,15 @@ from workbench.hierarchy.search_space import (
     variant,
 )
 from workbench.layers.spec import ConvLayer
+from workbench.memo import ByteLRU
 
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 SMALL = 1 << 21   # tile combinations up to which a layer is priced in one slice
 SEED = 1 << 12    # points of lowest floor priced first when no best energy is known yet
+# per (layer, levels, holder, its capacity for the array, array, mirror, widths): the unit
+# alone floors of a one-slice search (`chain_terms`), reused when another hierarchy keeps the
+# level's capacity (an edit of one level in the app)
+_ALONE = ByteLRU(128 * 2**20, lambda a: np.asarray(a).nbytes)
 
 
 def _datapath_side(layer: ConvLayer, hierarchy: Hierarchy, flat: dict):
@@ -432,7 +437,13 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     start = incumbent(layer, hierarchy, precision, size_energy, bypass, incumbents)
     best, best_at = (math.inf, None) if start is None else (start[0], None)
     tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-    alone: dict[tuple[str, int], np.ndarray] = {}  # relaxed_floor's terms when one slice
+    alone: dict[tuple, np.ndarray] = {}  # relaxed_floor's terms when one slice
+    kept = {(a, k): (layer, on_chip, k, hierarchy.levels[k].bytes_for(a), a, pairs is not None,
+                     (precision.inputs, precision.weights, precision.outputs,
+                      precision.partial_sums)) for a in ARRAYS for k in range(1, on_chip + 1)}
+    if len(slices) == 1:  # unit alone floors depend on the level's capacity, not its energy
+        alone.update({key: v for key, memo in kept.items()
+                      if (v := _ALONE.get(memo)) is not None})
     patterns = holder_patterns(hierarchy) if bypass else holder_patterns(hierarchy)[:1]
     floors = {p: pattern_floor(layer, hierarchy, pj_bit, precision, p) * layer.groups
               for p in patterns}
@@ -455,6 +466,9 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
                 [p for p in later if floors[p] < best], pairs)
             if found is not None:
                 best, best_at = found
+    for key, memo in kept.items():
+        if key in alone:
+            _ALONE.put(memo, alone[key])
     combos = math.prod(len(per_dim[d]) for d in DIMS)
     if best_at is None and start is not None:  # nothing below the incumbent: it is optimal
         return SearchResult(start[1], best, {d: len(per_dim[d]) for d in DIMS}, combos)

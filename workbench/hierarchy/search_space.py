@@ -137,28 +137,43 @@ class LevelBlocks:
         return self._memo[key]
 
 
+@functools.lru_cache(maxsize=16)
+def _columns(held: tuple[str, ...]) -> tuple[tuple[tuple[int, ...], np.ndarray], ...]:
+    """Per held array: its distinct prefixes among `placements(held)` and, per placement, the
+    index of its prefix there."""
+    table = placements(held)
+    out = []
+    for j in range(len(held)):
+        distinct = tuple(sorted({prefixes[j] for prefixes, _ in table}))
+        where = {p: i for i, p in enumerate(distinct)}
+        out.append((distinct, np.array([where[prefixes[j]] for prefixes, _ in table])))
+    return tuple(out)
+
+
 def best_placements(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
                     held: tuple[str, ...]):
     """Per point, the least energy (pJ, one group) of a fitting placement of level
-    `level_idx` holding `held`, and its index in `placements(held)` (inf, −1: none fits)."""
+    `level_idx` holding `held`, and its index in `placements(held)` (inf, −1: none fits; ties:
+    the first)."""
     level = hierarchy.levels[level_idx]
     split = isinstance(level.capacity_bytes, SplitCapacity)
     n = len(blocks.p["X"])
     best = np.full(n, np.inf)
     at = np.full(n, -1, dtype=np.int16)
-    for i, (prefixes, _order) in enumerate(placements(held)):
-        if not held:
-            return np.zeros(n), np.zeros(n, dtype=np.int16)
-        parts = [blocks.block(a, p) for a, p in zip(held, prefixes, strict=True)]
-        energy, used = parts[0]
-        for e, f in parts[1:]:
-            energy, used = energy + e, used + f
-        if split:
-            ok = np.ones(n, dtype=bool)
-            for array, (_, foot) in zip(held, parts, strict=True):
-                ok &= foot <= level.bytes_for(array)
-        else:
-            ok = used <= level.total_bytes
+    if not held:
+        return np.zeros(n), np.zeros(n, dtype=np.int16)
+    # each distinct (array, prefix) priced once: (energy, footprint or fits its part)
+    parts = []
+    for array, (distinct, _) in zip(held, _columns(held), strict=True):
+        priced = [blocks.block(array, p) for p in distinct]
+        parts.append([(e, f <= level.bytes_for(array)) if split else (e, f) for e, f in priced])
+    columns = [idx for _, idx in _columns(held)]
+    for i in range(len(columns[0])):
+        energy, used = parts[0][columns[0][i]]
+        for j in range(1, len(held)):
+            e, f = parts[j][columns[j][i]]
+            energy, used = energy + e, (used & f) if split else used + f
+        ok = used if split else used <= level.total_bytes
         better = ok & (energy < best)
         best = np.where(better, energy, best)
         at = np.where(better, np.int16(i), at)
