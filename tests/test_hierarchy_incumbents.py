@@ -30,7 +30,7 @@ from workbench.hierarchy import (
 )
 from workbench.hierarchy.codesign import Codesigner, DesignSpace, LevelSlot
 from workbench.hierarchy.search import gen_chains, search
-from workbench.hierarchy.search_space import in_s, incumbent
+from workbench.hierarchy.search_bounds import in_s, incumbent
 from workbench.layers import ConvLayer
 
 PREC = ElementBytes(1, 1, 1, 2)

@@ -87,7 +87,7 @@ def test_the_lemma_needs_the_symmetry() -> None:
         [("FX", "FY", *DIMS), DIMS],
         [{"X": 4, "Y": 1, "C": 1, "M": 1, "N": 1}],
         {"I": [6], "W": [6], "O": [6]})
-    assert not search_module._mirrored(layer, hier)
+    assert not search_module.mirrored(layer, hier)
     assert evaluate(layer, blocking, hier, PREC).total_energy_pj != pytest.approx(
         evaluate(layer, mirror(blocking), hier, PREC).total_energy_pj)
 
@@ -100,7 +100,7 @@ def test_search_on_square_layers_equals_brute_force(small: int, case) -> None:
     chain pairs, or, small=1, one slice per X chain from its own Y chain on) still equals the
     brute force over all of S."""
     layer, hier = case
-    assert search_module._mirrored(layer, hier)
+    assert search_module.mirrored(layer, hier)
     saved = search_module.SMALL
     search_module.SMALL = small
     try:
@@ -133,7 +133,7 @@ def test_search_with_the_mirror_equals_it_without(hier: Hierarchy, small: int, s
     layer = ConvLayer(name="mid", Ox=side, Oy=side, Kx=3, Ky=3, Kc=maps[0], Oc=maps[1])
     monkeypatch.setattr(search_module, "SMALL", small)
     half = search(layer, hier, PREC)
-    monkeypatch.setattr(search_module, "_mirrored", lambda *_: False)
+    monkeypatch.setattr(search_module, "mirrored", lambda *_: False)
     full = search(layer, hier, PREC)
     assert half.energy_pj == pytest.approx(full.energy_pj, rel=1e-12)
     again = evaluate(layer, half.blocking, hier, PREC)

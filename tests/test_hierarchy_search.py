@@ -36,22 +36,21 @@ from workbench.hierarchy.blocking import trip_counts
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.search import (
     _datapath_side,
-    _grid_of,
     gen_chains,
     search,
     search_r,
 )
-from workbench.hierarchy.search_r import _footprints as footprints
-from workbench.hierarchy.search_r import _pj_per_bit
-from workbench.hierarchy.search_space import (
+from workbench.hierarchy.search_bounds import (
     chain_terms,
-    holder_patterns,
     least_held,
     pattern_floor,
     r_blocks_fit,
     relaxed_floor,
-    side_cost,
 )
+from workbench.hierarchy.search_grid import grid_of
+from workbench.hierarchy.search_r import _footprints as footprints
+from workbench.hierarchy.search_r import _pj_per_bit
+from workbench.hierarchy.search_space import holder_patterns, side_cost
 from workbench.layers import ConvLayer
 
 ONE = ElementBytes(1, 1, 1, 1)
@@ -469,7 +468,7 @@ def test_least_held_patterns_decide_where_any_pattern_fits(case, data) -> None:
                                 unique=True))
     levels = len(hier.levels) - 1
     chains = {d: np.array(gen_chains(_extent(layer, d), levels)) for d in DIMS}
-    grid = _grid_of(chains, {d: _extent(layer, d) for d in DIMS})
+    grid = grid_of(chains, {d: _extent(layer, d) for d in DIMS})
     width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}
     feet = {k: {a: f * width[a] for a, f in footprints(layer, grid, levels - k).items()}
             for k in range(1, levels + 1)}

@@ -61,8 +61,8 @@ Lemma 5 (mirror). When the layer and the datapath are alike along X and Y (Ox = 
 Sx = Sy, as many lanes along both), renaming X ↔ Y in a blocking of S (tiles, every group's
 order; positions stay) gives a blocking of S with the same footprints, counts and energy:
 every count above is symmetric under the swap. X and Y then have the same chains, so only
-the points whose X chain index is at most their Y chain index are searched (`_mirrored`).
-Incumbents (exact start). A blocking of S that fits (`search_space.incumbent`: in S by
+the points whose X chain index is at most their Y chain index are searched (`mirrored`).
+Incumbents (exact start). A blocking of S that fits (`search_bounds.incumbent`: in S by
 `in_s`, footprints within every level) costs at least S's optimum, so its energy may be the
 best energy found before anything is priced; every skip below then drops only blockings not
 below it, and it is the answer when nothing is.
@@ -99,6 +99,23 @@ from workbench.hierarchy.accesses import ElementBytes, PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents
 from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy
+from workbench.hierarchy.search_bounds import (
+    chain_terms,
+    incumbent,
+    least_held,
+    lifted,
+    pattern_floor,
+    r_blocks_fit,
+    relaxed_floor,
+)
+from workbench.hierarchy.search_grid import (
+    chain_classes,
+    chains_at,
+    gather,
+    grid_of,
+    grid_shape,
+    mirrored,
+)
 from workbench.hierarchy.search_r import (
     CHUNK,
     NoFitError,
@@ -115,15 +132,8 @@ from workbench.hierarchy.search_space import (
     LevelBlocks,
     Pattern,
     best_placements,
-    chain_terms,
     holder_patterns,
-    incumbent,
-    least_held,
-    lifted,
-    pattern_floor,
     placements,
-    r_blocks_fit,
-    relaxed_floor,
     side_cost,
     take,
     variant,
@@ -168,15 +178,6 @@ def _level(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: n
     """Best fitting placement of on-chip level k at every point: (pJ one group, index)."""
     blocks, held = _blocks(layer, hierarchy, k, flat, pj_bit, precision, pattern)
     return best_placements(hierarchy, k, blocks, held)
-
-
-def _classes(chains: np.ndarray, extent: int, gamma: int) -> np.ndarray:
-    """Per chain, an id of its (t_{γ−1}, t_γ, P): the values on-chip level L−γ+1 sees."""
-    on_chip = chains.shape[1]
-    padded = -(-extent // chains[:, -1]) * chains[:, -1]
-    hi = chains[:, gamma] if gamma < on_chip else padded
-    return np.unique(np.stack([chains[:, gamma - 1], hi, padded], axis=1), axis=0,
-                     return_inverse=True)[1].reshape(-1)
 
 
 def _level_table(layer: ConvLayer, hierarchy: Hierarchy, k: int, per_dim: dict, extent: dict,
@@ -225,48 +226,6 @@ def _blocking(hierarchy: Hierarchy, tiles: list[dict], picks: dict[int, int],
     return Blocking.of(orders, tiles, buffers)
 
 
-def _mirrored(layer: ConvLayer, hierarchy: Hierarchy) -> bool:
-    """Does lemma 5 hold: layer and datapath alike along X and Y?"""
-    dp = hierarchy.datapath
-    lanes = (1, 1) if dp is None else (dp.lanes("X"), dp.lanes("Y"))
-    return (layer.Ox, layer.Kx, layer.Sx) == (layer.Oy, layer.Ky, layer.Sy) and \
-        lanes[0] == lanes[1]
-
-
-def _chains_at(rows: tuple, xs: slice, ys: slice, pairs) -> dict[str, np.ndarray]:
-    """The chain index per dimension of the grid points `rows` (pairs: the grid's axis 0
-    runs over (X, Y) chain pairs, axis 1 is unused)."""
-    at = {"C": rows[2], "M": rows[3], "N": rows[4]}
-    if pairs is None:
-        return {"X": xs.start + rows[0], "Y": ys.start + rows[1], **at}
-    return {"X": pairs[0][rows[0]], "Y": pairs[1][rows[0]], **at}
-
-
-def _shape(grid: dict) -> tuple[int, ...]:
-    return np.broadcast_shapes(*(grid[d][1].shape for d in DIMS))
-
-
-def _gather(grid: dict, rows: tuple) -> dict:
-    """The grid's points at index arrays `rows` (axes Y, C, M, N) as flat float arrays."""
-    shape = _shape(grid)
-    return {d: ([np.broadcast_to(t, shape)[rows] for t in tiles], np.broadcast_to(p, shape)[rows])
-            for d, (tiles, p) in grid.items()}
-
-
-def _grid_of(chains_of: dict[str, np.ndarray], extent: dict, paired: bool = False) -> dict:
-    """Per dimension: tiles t[g] and padded extent P of the given chains (rows), over the
-    axes (X, Y, C, M, N); paired: X and Y chains given pairwise, both along axis 0."""
-    out = {}
-    for axis, dim in enumerate(DIMS):
-        chains = chains_of[dim]
-        shape = [1] * len(DIMS)
-        shape[0 if paired and dim == "Y" else axis] = len(chains)
-        p = -(-extent[dim] // chains[:, -1]) * chains[:, -1]
-        out[dim] = ([chains[:, g].reshape(shape).astype(float)
-                     for g in range(chains.shape[1])], p.reshape(shape).astype(float))
-    return out
-
-
 def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
             classes: dict, tables: dict, pj_bit: np.ndarray, precision: PrecisionLike,
             live: list[Pattern], xs: slice, ys: slice, best: float, alone: dict,
@@ -284,8 +243,8 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
     chosen = {d: per_dim[d][{"X": xs, "Y": ys}.get(d, slice(None))] for d in DIMS}
     if pairs is not None:
         chosen["X"], chosen["Y"] = per_dim["X"][pairs[0]], per_dim["Y"][pairs[1]]
-    grid = _grid_of(chosen, extent, pairs is not None)
-    shape = _shape(grid)
+    grid = grid_of(chosen, extent, pairs is not None)
+    shape = grid_shape(grid)
     feet = {k: {a: f * width[a] for a, f in _footprints(layer, grid, on_chip - k).items()}
             for k in range(1, on_chip + 1)}
     union = np.zeros(shape, dtype=bool)
@@ -311,7 +270,7 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
         seed = np.argpartition(floor, SEED)[:SEED]
         rows = np.unravel_index(seed, shape)
         found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
-                       precision, live, xs, _chains_at(rows, xs, ys, pairs), best)
+                       precision, live, xs, chains_at(rows, xs, ys, pairs), best)
         best = math.inf if found is None else found[0]
     rows = np.unravel_index(np.nonzero(floor * layer.groups < best)[0], shape)
     if len(rows[0]):
@@ -319,7 +278,7 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
         alone_at = {key: np.broadcast_to(alone[key], shape)[rows] for key in chains
                     if key in alone}
         found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
-                       precision, live, xs, _chains_at(rows, xs, ys, pairs), best,
+                       precision, live, xs, chains_at(rows, xs, ys, pairs), best,
                        alone_at) or found
     return found, least_later
 
@@ -337,7 +296,7 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
     on_chip = len(hierarchy.levels) - 1
     width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
     one_x = xs.stop - xs.start == 1
-    flat = _gather(grid, rows)
+    flat = gather(grid, rows)
     mac, fetched, outputs = _datapath_side(layer, hierarchy, flat)
     # per unit pJ/bit: the datapath's fetches, and the innermost level's fewest moved (the
     # whole group inside every buffer: moved never grows with a block)
@@ -414,20 +373,20 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     for the whole layer (ties: any one optimum). bypass=False: only R's holders (every level
     holds every array it can; NoFitError when no such blocking fits). `incumbents`: blockings
     to start from (e.g. the layer's optima on other hierarchies): the least-energy one in S
-    that fits (`search_space.incumbent`) is an energy the optimum is at most, so only
+    that fits (`search_bounds.incumbent`) is an energy the optimum is at most, so only
     blockings below it are priced; it is the answer when none is."""
     precision = ElementBytes() if precision is None else precision
     on_chip = len(hierarchy.levels) - 1
     extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
     per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
-    classes = {d: {g: _classes(per_dim[d], extent[d], g) for g in range(2, on_chip + 1)}
+    classes = {d: {g: chain_classes(per_dim[d], extent[d], g) for g in range(2, on_chip + 1)}
                for d in DIMS}  # level L−γ+1's view of each chain
     pj_bit = _pj_per_bit(hierarchy, size_energy)
     per_y = max(1, CHUNK // 4 // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
     n_x = len(per_dim["X"])
     # a small layer is one slice, a large one an X chain and a slice of Y chains at a time
     # lemma 5: with X and Y alike only Y chains from the X chain's index on are searched
-    mirror = _mirrored(layer, hierarchy)
+    mirror = mirrored(layer, hierarchy)
     small = math.prod(len(c) for c in per_dim.values()) <= SMALL
     pairs = np.triu_indices(n_x) if small and mirror else None  # (X, Y) index pairs, X ≤ Y
     slices = [(slice(0, n_x), slice(0, len(per_dim["Y"])))] if small else \

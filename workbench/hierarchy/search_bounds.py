@@ -1,0 +1,270 @@
+"""The bounds `search` prunes with (proofs in `workbench.hierarchy.search`'s docstring): lower
+bounds per holder pattern (`pattern_floor`), per tile point (`relaxed_floor`, `chain_terms`),
+where R's blocks fit (`r_blocks_fit`, `least_held`), the innermost level's raised bound
+(`lifted`), and the upper bound of a known blocking of S (`incumbent`)."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from workbench.hierarchy.accesses import PrecisionLike, energy_pj
+from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents, transfers
+from workbench.hierarchy.datapath import fetches
+from workbench.hierarchy.levels import Hierarchy, SizeEnergy, SplitCapacity
+from workbench.hierarchy.search_space import (
+    _FOOT_ONLY,
+    _REFILL_ONLY,
+    BATCH,
+    FULL,
+    LevelBlocks,
+    Pattern,
+    best_placements,
+    side_cost,
+    take,
+    variant,
+)
+from workbench.layers.spec import ConvLayer
+
+_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
+
+
+def alone_prefixes(array: str) -> list[int]:
+    """The prefixes that can be best for `array` alone in a buffer: every refill-only loop
+    inside, no footprint-only loop, any subset of the loops moving both (I's X, Y). Any other
+    prefix S is no better: S ∪ refill-only ∖ footprint-only fits wherever S does (footprint
+    never larger) and moves no more (refills never more)."""
+    both = FULL & ~(_FOOT_ONLY[array] | _REFILL_ONLY[array])
+    return [_REFILL_ONLY[array] | s for s in range(FULL + 1) if not s & ~both]
+
+
+
+def alone_floor(level_bytes: float, blocks: LevelBlocks, array: str) -> np.ndarray:
+    """Per point, the least energy of `array`'s transfer into the level (blocks' coef, pJ one
+    group) with its block fitting `level_bytes` alone, over every position (inf: none fits).
+    A lower bound on that transfer in any fitting placement (others' blocks only take room)."""
+    best = np.inf
+    for prefix in alone_prefixes(array):
+        energy, foot = blocks.block(array, prefix)
+        best = np.where(foot <= level_bytes, np.minimum(best, energy), best)
+    return best
+
+
+
+def chain_terms(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarray,
+                precision: PrecisionLike, patterns: list[Pattern], fetch_unit: dict,
+                unit: dict | None = None) -> list[dict[tuple[int, ...], np.ndarray]]:
+    """Per array (ARRAYS order), per holder chain it has among the patterns, a lower bound
+    (pJ, one group, per point) on its energy in any fitting blocking of S with that chain:
+    Σ_holders coef × `alone_floor` + the datapath's fetches from the innermost holder
+    (`fetch_unit`: pJ per unit pJ/bit). `unit`: the alone floors per (array, holder) at unit
+    pJ/bit on these points, and the terms per ("term", array, chain), kept between calls."""
+    on_chip = len(hierarchy.levels) - 1
+    unit = {} if unit is None else unit
+    out = []
+    for a_idx, array in enumerate(ARRAYS):
+        terms = {}
+        for chain in {p[a_idx] for p in patterns}:
+            if ("term", array, chain) in unit:
+                terms[chain] = unit["term", array, chain]
+                continue
+            term = pj_bit[chain[-1] if chain else 0, a_idx] * fetch_unit[array]
+            for source, holder in zip((0,) + chain, chain, strict=False):
+                if (array, holder) not in unit:
+                    blocks = LevelBlocks(layer, flat, on_chip + 1 - holder, on_chip,
+                                         {array: 1.0}, precision)
+                    unit[array, holder] = alone_floor(
+                        hierarchy.levels[holder].bytes_for(array), blocks, array)
+                term = term + (pj_bit[source, a_idx] + pj_bit[holder, a_idx]) * \
+                    unit[array, holder]
+            terms[chain] = unit["term", array, chain] = term
+        out.append(terms)
+    return out
+
+
+
+def relaxed_floor(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarray,
+                  precision: PrecisionLike, patterns: list[Pattern], fetch_unit: dict,
+                  unit: dict | None = None) -> np.ndarray:
+    """Per point (flat or broadcasting grid), a lower bound (pJ, one group, MACs excluded) on
+    every fitting blocking of S there under any of the patterns: per array, the least over its
+    holder chains among the patterns of its `chain_terms`. An exact relaxation: the capacity a
+    level shares and the one order a group's prefixes come from are dropped; a pattern's
+    energy is a sum over arrays, each term at least its array's term for the pattern's chain
+    (so Σ_A term_A(chain_A) also bounds one pattern alone). `unit`: as `chain_terms`."""
+    total = 0.0
+    for terms in chain_terms(layer, hierarchy, flat, pj_bit, precision, patterns, fetch_unit,
+                             unit):
+        total = total + functools.reduce(np.minimum, terms.values())
+    return total
+
+
+
+def r_blocks_fit(hierarchy: Hierarchy, feet: dict[int, dict], shape: tuple,
+                 pattern: Pattern) -> np.ndarray:
+    """Points where R's blocks (seed 001's whole blocks, bytes `feet[k]` at level k) of the
+    arrays each level holds under the pattern fit it: every placement's blocks contain R's, so
+    elsewhere none fits."""
+    ok = np.ones(shape, dtype=bool)
+    for k in sorted(feet, reverse=True):  # innermost (smallest, most selective) first
+        held = variant(pattern, k)[0]
+        level = hierarchy.levels[k]
+        if not held:
+            continue
+        if isinstance(level.capacity_bytes, SplitCapacity):
+            for a in held:
+                ok &= feet[k][a] <= level.bytes_for(a)
+        else:
+            ok &= sum(feet[k][a] for a in held) <= level.total_bytes
+    return ok
+
+
+
+def least_held(patterns: list[Pattern], on_chip: int) -> list[Pattern]:
+    """The patterns no other one holds less than at every level (per level, a subset of its
+    arrays): where a pattern's R blocks fit, those of one holding less at each level fit too
+    (a level's blocks do not depend on the pattern), so these decide where any fits."""
+    held = [tuple(frozenset(variant(p, k)[0]) for k in range(1, on_chip + 1))
+            for p in patterns]
+    return [p for i, p in enumerate(patterns)
+            if not any(j != i and all(a <= b for a, b in zip(held[j], held[i], strict=True))
+                       and (held[j] != held[i] or j < i) for j in range(len(patterns)))]
+
+
+
+def pattern_floor(layer: ConvLayer, hierarchy: Hierarchy, pj_bit: np.ndarray,
+           precision: PrecisionLike, pattern: Pattern) -> float:
+    """A lower bound (pJ, one group) on every blocking under the pattern, whatever its tiles:
+    MACs of the unpadded layer; every holder receives each element of its array at least once
+    (outputs: written back at least once); the datapath takes at least `fetches` over the
+    unpadded extents with one block (steps_along(E, E, u) = ⌈E/u⌉ ≤ (P/t0)·⌈t0/u⌉)."""
+    e = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    kk = layer.Kx * layer.Ky
+    macs = kk * math.prod(e.values())
+    fetched = fetches(kk, e, e, hierarchy.datapath) if hierarchy.datapath is not None \
+        and hierarchy.datapath.macs_per_step > 1 else dict.fromkeys(ARRAYS, macs)
+    wy = (e["Y"] - 1) * layer.Sy + layer.Ky if layer.Sy < layer.Ky else e["Y"] * layer.Ky
+    wx = (e["X"] - 1) * layer.Sx + layer.Kx if layer.Sx < layer.Kx else e["X"] * layer.Kx
+    outputs = e["N"] * e["M"] * e["Y"] * e["X"]
+    distinct = {"I": e["N"] * e["C"] * wy * wx, "W": kk * e["M"] * e["C"], "O": outputs}
+    total = macs * hierarchy.mac_energy_pj
+    for a_idx, (array, chain) in enumerate(zip(ARRAYS, pattern, strict=True)):
+        for source, holder in zip((0,) + chain, chain, strict=False):
+            coef = pj_bit[source, a_idx] + pj_bit[holder, a_idx]
+            total += side_cost(array, distinct[array], coef, outputs, precision)
+        last = chain[-1] if chain else 0
+        total += side_cost(array, fetched[array], pj_bit[last, a_idx], outputs, precision)
+    return total
+
+
+
+def in_s(layer: ConvLayer, blocking: Blocking, hierarchy: Hierarchy, bypass: bool) -> bool:
+    """Is the blocking one of S's on the hierarchy: one group per on-chip level and group 0,
+    tiles at most the layer's extents, every held array's position in its level's own group
+    (from the end of the group inside to the group's end), holders any level able to hold the
+    array (every such level when not `bypass`)?"""
+    on_chip = len(hierarchy.levels) - 1
+    if len(blocking.orders) != on_chip + 1:
+        return False
+    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    if blocking.tiles and any(t > extent[d] for d, t in zip(DIMS, blocking.tiles[-1],
+                                                               strict=True)):
+        return False
+    for array in ARRAYS:
+        for k, position in enumerate(blocking.positions(array), start=1):
+            able = hierarchy.levels[k].bytes_for(array) > 0
+            if position is None:
+                if able and not bypass:
+                    return False
+                continue
+            low = len(GROUP0) + len(DIMS) * (on_chip - k) - 1  # the end of group γ − 1
+            if not able or not low <= position <= low + len(DIMS):
+                return False
+    return True
+
+
+
+def incumbent(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
+              size_energy: SizeEnergy | None, bypass: bool,
+              candidates) -> tuple[float, Blocking] | None:
+    """The least-energy candidate blocking (pJ, whole layer; e.g. the layer's optima on other
+    hierarchies) that is in S (`in_s`) and fits as the search fits (footprints), or None: an
+    energy S's optimum is at most, so the search may start from it."""
+    width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
+    if size_energy is not None:  # a pure rule, asked once per (size, width) here
+        size_energy = functools.lru_cache(maxsize=None)(size_energy)
+    best = None
+    for blocking in candidates:
+        if not in_s(layer, blocking, hierarchy, bypass):
+            continue
+        moved = _transfers(layer, blocking, len(hierarchy.levels), hierarchy.datapath)
+        used: dict[int, dict[str, float]] = {}
+        for t in moved:
+            if 0 < t.level < len(hierarchy.levels):
+                used.setdefault(t.level, {})[t.array] = t.footprint * width[t.array]
+        if not all(_holds(hierarchy.levels[k], feet) for k, feet in used.items()):
+            continue
+        energy = sum(energy_pj(moved, hierarchy, precision, size_energy).values())
+        if best is None or energy < best[0]:
+            best = energy, blocking
+    return best
+
+
+
+@functools.lru_cache(maxsize=1024)
+def _transfers(layer: ConvLayer, blocking: Blocking, n_levels: int, datapath) -> tuple:
+    """`blocking.transfers`, kept: the same incumbents are offered to many searches."""
+    return tuple(transfers(layer, blocking, n_levels, datapath))
+
+
+
+def _holds(level, feet: dict[str, float]) -> bool:
+    if isinstance(level.capacity_bytes, SplitCapacity):
+        return all(f <= level.bytes_for(a) for a, f in feet.items())
+    return sum(feet.values()) <= level.total_bytes
+
+
+
+def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarray,
+            precision: PrecisionLike, prepared: list, best: float) -> list:
+    """The patterns' (pattern, points, energy outside the innermost level, picks, innermost
+    lower bound), the bounds raised where patterns share the innermost level's held arrays H:
+    with c_p the pJ/bit of each array's transfer into that level under pattern p and
+    c = min_p c_p, the level's energy E_p = min over fitting placements of Σ_A c_p,A·u_A
+    (u ≥ 0: the unit cost of A's transfer; fits do not depend on c) is at least ρ_p·E_c with
+    ρ_p = min_A c_p,A / c_A ≥ 1; E_c is priced once where some pattern could still win."""
+    on_chip = len(hierarchy.levels) - 1
+    groups: dict[tuple, list[int]] = {}
+    for i, (pattern, *_rest) in enumerate(prepared):
+        groups.setdefault(variant(pattern, on_chip)[0], []).append(i)
+    out = list(prepared)
+    for held, members in groups.items():
+        coefs = []
+        for i in members:
+            sources = variant(prepared[i][0], on_chip)[1]
+            coefs.append({a: pj_bit[src, ARRAYS.index(a)] + pj_bit[on_chip, ARRAYS.index(a)]
+                          for a, src in zip(held, sources, strict=True)})
+        least = {a: min(c[a] for c in coefs) for a in held}
+        if len(members) < 2 or not held or min(least.values()) <= 0:
+            continue
+        wanted = [sub[(outside + inner) * layer.groups < best]
+                  for _, sub, outside, _, inner in (prepared[i] for i in members)]
+        points = np.unique(np.concatenate(wanted))
+        reference = np.full(len(flat["X"][1]), np.nan)
+        for start in range(0, len(points), BATCH):
+            at = points[start:start + BATCH]
+            blocks = LevelBlocks(layer, take(flat, at), 1, on_chip, least, precision)
+            reference[at] = best_placements(hierarchy, on_chip, blocks, held)[0]
+        for i, coef in zip(members, coefs, strict=True):
+            pattern, sub, outside, picks, inner = prepared[i]
+            rho = min(coef[a] / least[a] for a in held)
+            known = reference[sub]
+            raised = np.where(np.isnan(known), inner, np.fmax(inner, rho * known))
+            out[i] = (pattern, sub, outside, picks, raised)
+    return out
+
+
+__all__ = ["alone_floor", "alone_prefixes", "chain_terms", "in_s", "incumbent", "least_held",
+           "lifted", "pattern_floor", "r_blocks_fit", "relaxed_floor"]

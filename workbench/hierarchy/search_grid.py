@@ -1,0 +1,70 @@
+"""The tile points `search` prices: per dimension its non-dominated tile chains, laid out as a
+broadcasting grid over the axes X, Y, C, M, N (or, with lemma 5, (X, Y) chain pairs along
+axis 0), and the classes of chains an outer level sees."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.hierarchy.blocking import DIMS
+from workbench.hierarchy.levels import Hierarchy
+from workbench.layers.spec import ConvLayer
+
+
+def chain_classes(chains: np.ndarray, extent: int, gamma: int) -> np.ndarray:
+    """Per chain, an id of its (t_{γ−1}, t_γ, P): the values on-chip level L−γ+1 sees."""
+    on_chip = chains.shape[1]
+    padded = -(-extent // chains[:, -1]) * chains[:, -1]
+    hi = chains[:, gamma] if gamma < on_chip else padded
+    return np.unique(np.stack([chains[:, gamma - 1], hi, padded], axis=1), axis=0,
+                     return_inverse=True)[1].reshape(-1)
+
+
+
+def mirrored(layer: ConvLayer, hierarchy: Hierarchy) -> bool:
+    """Does lemma 5 hold: layer and datapath alike along X and Y?"""
+    dp = hierarchy.datapath
+    lanes = (1, 1) if dp is None else (dp.lanes("X"), dp.lanes("Y"))
+    return (layer.Ox, layer.Kx, layer.Sx) == (layer.Oy, layer.Ky, layer.Sy) and \
+        lanes[0] == lanes[1]
+
+
+
+def chains_at(rows: tuple, xs: slice, ys: slice, pairs) -> dict[str, np.ndarray]:
+    """The chain index per dimension of the grid points `rows` (pairs: the grid's axis 0
+    runs over (X, Y) chain pairs, axis 1 is unused)."""
+    at = {"C": rows[2], "M": rows[3], "N": rows[4]}
+    if pairs is None:
+        return {"X": xs.start + rows[0], "Y": ys.start + rows[1], **at}
+    return {"X": pairs[0][rows[0]], "Y": pairs[1][rows[0]], **at}
+
+
+
+def grid_shape(grid: dict) -> tuple[int, ...]:
+    return np.broadcast_shapes(*(grid[d][1].shape for d in DIMS))
+
+
+
+def gather(grid: dict, rows: tuple) -> dict:
+    """The grid's points at index arrays `rows` (axes Y, C, M, N) as flat float arrays."""
+    shape = grid_shape(grid)
+    return {d: ([np.broadcast_to(t, shape)[rows] for t in tiles], np.broadcast_to(p, shape)[rows])
+            for d, (tiles, p) in grid.items()}
+
+
+
+def grid_of(chains_of: dict[str, np.ndarray], extent: dict, paired: bool = False) -> dict:
+    """Per dimension: tiles t[g] and padded extent P of the given chains (rows), over the
+    axes (X, Y, C, M, N); paired: X and Y chains given pairwise, both along axis 0."""
+    out = {}
+    for axis, dim in enumerate(DIMS):
+        chains = chains_of[dim]
+        shape = [1] * len(DIMS)
+        shape[0 if paired and dim == "Y" else axis] = len(chains)
+        p = -(-extent[dim] // chains[:, -1]) * chains[:, -1]
+        out[dim] = ([chains[:, g].reshape(shape).astype(float)
+                     for g in range(chains.shape[1])], p.reshape(shape).astype(float))
+    return out
+
+
+__all__ = ["chain_classes", "chains_at", "gather", "grid_of", "grid_shape", "mirrored"]
