@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -249,3 +252,22 @@ def test_many_platforms_and_sizes_at_once_equal_one_by_one() -> None:
             assert list(rows["layer"]) == list(one["layer"])
             for column in ("schedule", "TOx", "TOy", "TOc", "TOn", "TKc", "cycles", "energy_pj"):
                 assert list(rows[column]) == list(one[column]), column
+
+
+def _sigterm_action(args: tuple) -> pd.DataFrame:
+    return pd.DataFrame({"action": [
+        "default" if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL else "python"]})
+
+
+def test_explore_workers_die_on_sigterm_whatever_the_parent_handles(monkeypatch) -> None:
+    """The CLI catches SIGTERM in Python; `explore_layers`' forked workers must not inherit
+    that, or a broken pool's terminate can leave a worker (and the command) waiting."""
+    solutions = sys.modules["workbench.explore.solutions"]
+    monkeypatch.setattr(solutions, "_explore_one", _sigterm_action)  # inherited by the fork
+    before = signal.signal(signal.SIGTERM, lambda *_: None)  # as `workbench.cli.main` does
+    try:
+        got = explore.explore_layers(LENET8.tiled_layers(), platforms.load_platform("idsp"),
+                                     keep="all", jobs=2)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert list(got["action"]) == ["default"] * len(LENET8.tiled_layers())

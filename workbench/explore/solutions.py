@@ -7,6 +7,7 @@ from `tiling.gen_tiles` (reduced per dimension by an argument that loses no opti
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -225,6 +226,13 @@ def best_tiles(layer: ConvLayer, schedule: str, memory_bytes: float | None = Non
     return Tile(*(int(v) for v in cs.tiles[i])), int(acc.min()), int(fp[i]) * scale
 
 
+def _worker_start() -> None:
+    """A worker's start: SIGTERM back to its default action. A broken pool ends its workers
+    with SIGTERM; a Python-level handler inherited through the fork (the CLI's) only sets a
+    flag, which a worker about to block on the call queue may never act on."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _explore_one(args: tuple) -> pd.DataFrame:
     layer, platform, schedules, sizes, keep, objectives, local_traffic = args
     return explore_layer(layer, platform, schedules, sizes, keep, objectives, local_traffic)
@@ -251,7 +259,8 @@ def explore_layers(layer_list: Sequence[ConvLayer], platform: Platform,
     if jobs > 1 and len(tasks) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)),
+                                 initializer=_worker_start) as pool:
             frames = list(pool.map(_explore_one, tasks))
     else:
         frames = [_explore_one(task) for task in tasks]
