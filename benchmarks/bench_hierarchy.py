@@ -27,7 +27,7 @@ import time
 from workbench import layers
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, evaluate
 from workbench.hierarchy.search import search
-from workbench.hierarchy.search_space import placements
+from workbench.hierarchy.search_space import inner_placements, placements
 
 PJ_PER_16B = {"DRAM": 320.0, "SRAM": 15.60, "RF": 1.20}  # seed 001 table 3
 
@@ -138,8 +138,9 @@ def main() -> None:
         f"{lvl.name} {lvl.total_bytes:g} B, {lvl.access_bits} b, {lvl.energy_pj:g} pJ"
         for lvl in hier.levels) + "; 1 pJ/MAC")
     start = time.perf_counter()
-    placements(("I", "W", "O"))  # the per-level placement table, built once per process
-    print(f"placement table built in {time.perf_counter() - start:.1f} s")
+    placements(("I", "W", "O"))  # the per-level placement tables, built once per process
+    inner_placements(("I", "W", "O"))
+    print(f"placement tables built in {time.perf_counter() - start:.1f} s")
     print(f"{'layer':9} {'S s':>6} {'SR s':>6} {'chains':>9}  {'tiles RF | SRAM (X Y C M N)':30} "
           f"{'S pJ/MAC':>8} {'SR pJ/MAC':>9}  S blocking (positions I W O, None: bypassed); "
           "S by level (pJ/MAC)")

@@ -191,11 +191,11 @@ def test_searches_are_memoized_across_budgets() -> None:
 
 
 def test_infeasible_hierarchies_are_left_out_and_errors_are_one_line() -> None:
-    """With every level holding every array (bypass=False) an 8 B register file fits no 5×5
-    window and is left out; with bypass by choice it may hold less, so every size has a
-    design."""
+    """With every level holding every array (bypass=False) a 3 B register file cannot hold
+    one input, one weight and one 2 B partial sum, its smallest blocks, and is left out; with
+    bypass by choice it may hold less, so every size has a design."""
     big = ConvLayer(name="big", Ox=4, Oy=4, Oc=2, Kx=5, Ky=5, Kc=2)
-    space = DesignSpace(DRAM, (LevelSlot("RF", 16, (8, 64)),))
+    space = DesignSpace(DRAM, (LevelSlot("RF", 16, (3, 64)),))
 
     def r_holders(designer_layers):
         return Codesigner(designer_layers, PREC, sqrt_energy,
@@ -204,10 +204,10 @@ def test_infeasible_hierarchies_are_left_out_and_errors_are_one_line() -> None:
     result = codesign([big], space, designer=r_holders([big]))
     assert [d.capacity_bytes for d in result.designs] == [64]
     with pytest.raises(WorkbenchError, match="no hierarchy of the grid fits"):
-        codesign([big], DesignSpace(DRAM, (LevelSlot("RF", 16, (8,)),)),
+        codesign([big], DesignSpace(DRAM, (LevelSlot("RF", 16, (3,)),)),
                  designer=r_holders([big]))
     every = codesign([big], space, precision=PREC, size_energy=sqrt_energy)
-    assert [d.capacity_bytes for d in every.designs] == [8, 64]
+    assert [d.capacity_bytes for d in every.designs] == [3, 64]
     with pytest.raises(WorkbenchError, match="area budget needs area_mm2_per_kb"):
         codesign([big], space, budget=1.0, axis="area", size_energy=sqrt_energy)
     with pytest.raises(WorkbenchError, match="unknown cost axis"):

@@ -25,11 +25,12 @@ from workbench.hierarchy.search import search
 from workbench.layers import ConvLayer
 
 PREC = ElementBytes(1, 1, 1, 2)
-SWAP = {"X": "Y", "Y": "X"}
+SWAP = {"X": "Y", "Y": "X", "FX": "FY", "FY": "FX"}
 
 
 def mirror(blocking: Blocking) -> Blocking:
-    """X and Y renamed in every group's order and tile (positions unchanged)."""
+    """X and Y (and FX and FY) renamed in every group's order and tile (positions
+    unchanged)."""
     x, y = DIMS.index("X"), DIMS.index("Y")
     tiles = [list(t) for t in blocking.tiles]
     for t in tiles:

@@ -3,9 +3,9 @@ and a buffering position per array inside it, any choice of the levels holding e
 (bypass), all tile chains. Its optimum equals a brute force pricing every blocking of S with
 `accesses.evaluate` (and, with bypass=False, the brute force over R's holders); it never
 exceeds the old space R's (`search_r`, itself equal to its brute force in
-test_hierarchy_model) and beats it on hand-built cases, bypass included; the brute force over
-positions anywhere in the nest (R+, one level) is never above S's, and below it on a case (what
-S leaves out); and the facts the brute forces' de-duplication rests on (orders, trip-1 loops)
+test_hierarchy_model) and beats it on hand-built cases, bypass included; with one on-chip level
+it equals the brute force over positions anywhere in the nest (R+), buffers inside group 0
+included; and the facts the brute forces' de-duplication rests on (orders, trip-1 loops)
 are checked on the model."""
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from workbench.hierarchy import (
     transfers,
 )
 from workbench.hierarchy import search_r as search_r_module
+from workbench.hierarchy.accesses import energy_pj
 from workbench.hierarchy.blocking import trip_counts
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.search import (
@@ -61,10 +62,13 @@ def _extent(layer: ConvLayer, dim: str) -> int:
             "N": layer.On}[dim]
 
 
-def _fits(layer: ConvLayer, blocking: Blocking, hier: Hierarchy, prec) -> bool:
-    """Every on-chip level holds the footprints of its buffers (the search's rule)."""
+def _fits(layer: ConvLayer, blocking: Blocking, hier: Hierarchy, prec,
+          moved: tuple | None = None) -> bool:
+    """Every on-chip level holds the footprints of its buffers (the search's rule); `moved`:
+    the blocking's transfers when known."""
     width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}
-    moved = transfers(layer, blocking, len(hier.levels), hier.datapath)
+    if moved is None:
+        moved = transfers(layer, blocking, len(hier.levels), hier.datapath)
     for k in range(1, len(hier.levels)):
         used = {t.array: t.footprint * width[t.array] for t in moved if t.level == k}
         level = hier.levels[k]
@@ -85,11 +89,13 @@ def _held(hier: Hierarchy, k: int) -> list[str]:
 
 
 def _cheapest(layer: ConvLayer, hier: Hierarchy, prec, size_energy, candidates) -> float:
-    """Least `evaluate` energy over the candidate blockings that fit (inf if none)."""
+    """Least energy (`accesses.energy_pj` of the blocking's `transfers`, as `evaluate` prices
+    it) over the candidate blockings that fit (inf if none)."""
     best = math.inf
     for blocking in candidates:
-        if _fits(layer, blocking, hier, prec):
-            best = min(best, evaluate(layer, blocking, hier, prec, size_energy).total_energy_pj)
+        moved = transfers(layer, blocking, len(hier.levels), hier.datapath)
+        if _fits(layer, blocking, hier, prec, moved):
+            best = min(best, sum(energy_pj(moved, hier, prec, size_energy).values()))
     return best
 
 
@@ -110,11 +116,53 @@ def _patterns(hier: Hierarchy):
                for k in range(1, levels + 1)}
 
 
+def _level_options(held, gamma: int, real: set, start: list[int]) -> list:
+    """One level's choices in S: ({group: order}, absolute position per held array). Group γ's
+    order is any permutation of DIMS, each position 0 … 5 of its loops inside; the innermost
+    level (γ = 1) also orders group 0 (its loops of trip count > 1 first: where trip-1 loops
+    sit changes nothing) and may place a buffer anywhere from −1 on. Options whose buffers
+    enclose the same loops of trip count > 1 are kept once (`test_*_only_through_*`)."""
+    seen: dict = {}
+    if gamma > 1:  # positions inside group γ only
+        for order in itertools.permutations(DIMS):
+            loops = [(d, gamma) for d in order]
+            for lengths in itertools.product(range(len(loops) + 1), repeat=len(held)):
+                key = tuple(frozenset(lp for lp in loops[:n] if lp in real) for n in lengths)
+                seen.setdefault(key, ({gamma: order}, tuple(start[gamma] - 1 + n
+                                                            for n in lengths)))
+        return list(seen.values())
+    # the innermost level: from −1 on, through groups 0 and 1. Per held array the set of
+    # loops of trip count > 1 inside its buffer: any subset of group 0's, or all of them and a
+    # non-empty subset of group 1's; a tuple of such sets is realized by some orders iff the
+    # sets are nested (orders: the smallest set's loops first, then each next set's new ones,
+    # then the rest, trip-1 loops last: where they sit changes nothing)
+    real0 = [n for n in GROUP0 if (n, 0) in real]
+    real1 = [d for d in DIMS if (d, 1) in real]
+    sets = [frozenset((n, 0) for n in c) for r in range(len(real0) + 1)
+            for c in itertools.combinations(real0, r)]
+    sets += [frozenset([(n, 0) for n in real0] + [(d, 1) for d in c])
+             for r in range(1, len(real1) + 1) for c in itertools.combinations(real1, r)]
+    for key in itertools.product(sets, repeat=len(held)):
+        chain = sorted(set(key), key=len)
+        if any(not a <= b for a, b in zip(chain, chain[1:], strict=False)):
+            continue
+        seq: list = []
+        for part in chain + [frozenset((n, 0) for n in real0) | {(d, 1) for d in real1}]:
+            seq += sorted(part - set(seq), key=lambda lp: (lp[1], GROUP0.index(lp[0])))
+        first = tuple(n for n, g in seq if g == 0) + tuple(n for n in GROUP0
+                                                             if n not in real0)
+        order = tuple(d for d, g in seq if g == 1) + tuple(d for d in DIMS if d not in real1)
+        loops = [(n, 0) for n in first] + [(d, 1) for d in order]
+        positions = tuple(max((loops.index(lp) for lp in part), default=-1) for part in key)
+        seen[key] = ({0: first, 1: order}, positions)
+    return list(seen.values())
+
+
 def _s_blockings(layer: ConvLayer, hier: Hierarchy, bypass: bool = True):
     """Every blocking of S: every divisor chain, every choice of holders (only R's, every level
     holding every array it can, when not `bypass`), every order of each level's group, every
-    position of each held array inside it (0 … 5 loops of the group inside). Blockings whose
-    buffers enclose the same loops of trip count > 1 are priced once (`test_*_only_through_*`)."""
+    position of each held array inside it (0 … 5 loops of the group inside; the innermost
+    level's also inside group 0, in any order of it: `_level_options`)."""
     levels = len(hier.levels) - 1
     start = [len(GROUP0) + len(DIMS) * (g - 1) for g in range(levels + 1)]
     patterns = list(_patterns(hier)) if bypass else \
@@ -124,25 +172,22 @@ def _s_blockings(layer: ConvLayer, hier: Hierarchy, bypass: bool = True):
         probe = Blocking.of([GROUP0] + [DIMS] * levels, tiles,
                             {a: [None] * levels for a in ARRAYS})
         real = _nontrivial(layer, probe)
+        options: dict = {}
         for pattern in patterns:
             per_level = []
             for k in range(1, levels + 1):
-                gamma, held = levels + 1 - k, pattern[k]
-                seen = {}
-                for order in itertools.permutations(DIMS):
-                    for lengths in itertools.product(range(len(DIMS) + 1), repeat=len(held)):
-                        key = tuple(frozenset(d for d in order[:n] if (d, gamma) in real)
-                                    for n in lengths)
-                        seen.setdefault(key, (order, lengths))
-                per_level.append(list(seen.values()))
+                key = (k, tuple(pattern[k]))
+                if key not in options:
+                    options[key] = _level_options(pattern[k], levels + 1 - k, real, start)
+                per_level.append(options[key])
             for choice in itertools.product(*per_level):
                 orders = [GROUP0] + [DIMS] * levels
                 buffers = {a: [None] * levels for a in ARRAYS}
-                for k, (order, lengths) in enumerate(choice, start=1):
-                    gamma = levels + 1 - k
-                    orders[gamma] = order
-                    for array, n in zip(pattern[k], lengths, strict=True):
-                        buffers[array][k - 1] = start[gamma] - 1 + n
+                for k, (groups, positions) in enumerate(choice, start=1):
+                    for g, order in groups.items():
+                        orders[g] = order
+                    for array, p in zip(pattern[k], positions, strict=True):
+                        buffers[array][k - 1] = p
                 yield Blocking.of(orders, tiles, buffers)
 
 
@@ -212,10 +257,10 @@ def _check_search(layer, hier, prec, size_energy=None, bypass: bool = True) -> f
 
 
 CASES = {
-    "one level": (ConvLayer(name="s1", Ox=4, Oy=2, Oc=2, Kx=3, Ky=1, Kc=2, Sx=2),
+    "one level": (ConvLayer(name="s1", Ox=4, Oy=1, Oc=2, Kx=3, Ky=1, Kc=2, Sx=2),
                   Hierarchy((Level("DRAM", None, 32, 100.0), Level("L1", 24, 16, 2.0)),
                             mac_energy_pj=0.5), None),
-    "two levels shared": (ConvLayer(name="s2", Ox=3, Oy=1, Oc=2, Kx=2, Ky=1, Kc=2),
+    "two levels shared": (ConvLayer(name="s2", Ox=3, Oy=1, Oc=2, Kx=2, Ky=1, Kc=1),
                           Hierarchy((Level("DRAM", None, 64, 200.0), Level("SRAM", 40, 64, 6.0),
                                      Level("RF", 12, 16, 0.5)), mac_energy_pj=1.0), None),
     "two levels split, size-derived": (
@@ -258,18 +303,20 @@ def test_bypass_by_choice_beats_r_holders() -> None:
 
 @st.composite
 def search_case(draw: st.DrawFn):
-    """A tiny layer (few loops of trip count > 1), 1 or 2 on-chip levels, shared or split
-    capacities, with or without an unrolled datapath."""
+    """A tiny layer (few loops of trip count > 1: the register level orders groups 0 and 1),
+    1 or 2 on-chip levels, shared or split capacities, with or without an unrolled
+    datapath."""
     on_chip = draw(st.integers(1, 2))
     k = draw(st.integers(1, 3))
-    if on_chip == 1:
-        layer = ConvLayer(name="h", Ox=draw(st.integers(1, 4)), Oy=draw(st.integers(1, 2)),
-                          Oc=draw(st.integers(1, 2)), On=draw(st.integers(1, 2)), Kx=k,
-                          Ky=draw(st.integers(1, 2)), Kc=draw(st.integers(1, 2)),
-                          Sx=draw(st.integers(1, 2)), Sy=draw(st.integers(1, 2)))
-    else:  # two groups to order: at most two dimensions above 1
+    if on_chip == 1:  # at most four dimensions above 1, the kernel's included
+        big = draw(st.sampled_from(["Oy", "On", "Ky", "Kc"]))
+        layer = ConvLayer(name="h", Ox=draw(st.integers(1, 4)), Oc=draw(st.integers(1, 2)),
+                          Kx=k, Sx=draw(st.integers(1, 2)), Sy=draw(st.integers(1, 2)),
+                          **{d: draw(st.integers(1, 2)) if d == big else 1
+                             for d in ("Oy", "On", "Ky", "Kc")})
+    else:  # three groups to order: at most two dimensions above 1
         layer = ConvLayer(name="h", Ox=draw(st.integers(1, 3)), Oy=1,
-                          Oc=draw(st.integers(1, 2)), Kx=k, Ky=1, Kc=1,
+                          Oc=draw(st.integers(1, 2)) if k == 1 else 1, Kx=k, Ky=1, Kc=1,
                           Sx=draw(st.integers(1, 2)))
     levels = [Level("DRAM", None, 64, draw(st.floats(50, 300)))]
     cap = 64
@@ -296,25 +343,41 @@ def test_search_equals_brute_force_on_random_layers(case) -> None:
 
 
 @pytest.mark.parametrize("unroll", [None, {"X": 2}])
-def test_positions_anywhere_never_cost_more_than_s(unroll) -> None:
-    """S ⊆ R+: the brute force over positions anywhere (one level) is never above S's."""
+def test_one_level_searches_every_position(unroll) -> None:
+    """With one on-chip level S holds every buffer position (its group and group 0): the
+    search equals the brute force over positions anywhere in the nest (R+, enumerated over
+    every order of both groups and every position −1 … last loop, sharing nothing with S's)."""
     layer = ConvLayer(name="a", Ox=3, Oy=1, Oc=2, Kx=2, Ky=1, Kc=1)
     hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 8, 16, 1.0)),
                      mac_energy_pj=1.0, datapath=None if unroll is None else Datapath(unroll))
     s_opt = _check_search(layer, hier, ONE)
     anywhere = _cheapest(layer, hier, ONE, None, _r_plus_blockings(layer, hier))
-    assert anywhere <= s_opt * (1 + 1e-12)
+    assert s_opt == pytest.approx(anywhere, rel=1e-12)
 
 
-def test_positions_inside_group_0_are_outside_s() -> None:
-    """What S leaves out is real: with one level, buffers inside group 0 (here W holding one
-    kernel row, O one partial sum) beat every blocking of S; both sides by brute force."""
+def test_buffers_inside_group_0_are_searched() -> None:
+    """Buffers inside the innermost loops pay, and are found: one level of 8 B, 1 B elements.
+    Every blocking keeping its buffers at or outside the end of group 0 costs at least
+    1,963 pJ (brute force, bypass included); the search's optimum, 1,482 pJ, equals the brute
+    force over every position anywhere, and its weights' buffer sits inside group 0 (seed 001:
+    "Fw, Fh are not required to be the innermost loops")."""
     layer = ConvLayer(name="b", Ox=4, Oy=1, Oc=2, Kx=3, Ky=1, Kc=1)
     hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 8, 16, 1.0)),
                      mac_energy_pj=1.0)
-    anywhere = _cheapest(layer, hier, ONE, None, _r_plus_blockings(layer, hier))
-    assert anywhere < brute_force_s(layer, hier, ONE) == pytest.approx(
-        search(layer, hier, ONE).energy_pj)
+    every = list(_r_plus_blockings(layer, hier))
+
+    def whole_group_0(b: Blocking, p: int | None) -> bool:  # every real loop of group 0 inside
+        real = {lp for lp in _nontrivial(layer, b) if lp[1] == 0}
+        return p is None or real <= set(b.loops[:p + 1])
+
+    outside = [b for b in _s_blockings(layer, hier)  # bypass included
+               if all(whole_group_0(b, p) for ps in b.buffers for p in ps)]
+    assert _cheapest(layer, hier, ONE, None, outside) == pytest.approx(1963)
+    assert _cheapest(layer, hier, ONE, None, every) == pytest.approx(1482)
+    found = search(layer, hier, ONE)
+    assert found.energy_pj == pytest.approx(1482)
+    assert evaluate(layer, found.blocking, hier, ONE).total_energy_pj == pytest.approx(1482)
+    assert found.blocking.positions("W")[0] < len(GROUP0) - 1
 
 
 def test_weights_fetched_once_per_block_beat_r() -> None:
@@ -378,11 +441,12 @@ def test_counts_depend_on_orders_only_through_prefixes(data) -> None:
 
 
 def test_r_holders_refuse_when_nothing_fits_bypass_streams() -> None:
-    """An 8 B register file holds no 5×5 window: holding every array there is refused in one
-    line; with bypass by choice the search still answers, never above streaming everything
-    from DRAM (priced by `evaluate`)."""
+    """A 5 B register file cannot hold one input, one weight and one 4 B partial sum (the
+    default widths), its smallest blocks: holding every array there is refused in one line;
+    with bypass by choice the search still answers, never above streaming everything from
+    DRAM (priced by `evaluate`)."""
     layer = ConvLayer(name="big", Ox=4, Oy=4, Oc=2, Kx=5, Ky=5, Kc=2)
-    hier = Hierarchy((Level("DRAM", None, 64, 100.0), Level("RF", 8, 16, 1.0)))
+    hier = Hierarchy((Level("DRAM", None, 64, 100.0), Level("RF", 5, 16, 1.0)))
     with pytest.raises(WorkbenchError, match="no blocking fits"):
         search(layer, hier, bypass=False)
     found = search(layer, hier, ONE)

@@ -11,12 +11,13 @@ evaluated (`gen_hierarchies`). Access energy of each on-chip memory is derived f
 by the caller's `size_energy` rule (e.g. seed 001 table 3). For one hierarchy, each layer's
 blocking is `search.search`'s exact optimum over its space S (every divisor chain of tiles;
 every choice of the levels holding each array; per level a loop order of its group and a
-buffering position per held array inside it; the hierarchy's datapath included), or
+buffering position per held array inside it, the innermost level's also inside group 0; the
+hierarchy's datapath included), or
 `search_fn`'s; since the hierarchy is shared by all layers
 and nothing couples the layers' blockings, the network's minimum energy on that hierarchy is
 the sum of the per-layer minima. Per-(layer, hierarchy) results are memoized, so a slider or a
-second budget reprices nothing. Not covered: sizes off the grid, buffers outside their level's
-own group (see `search`), the seed's shifting register files.
+second budget reprices nothing. Not covered: sizes off the grid, an outer level's buffers
+outside its own group (see `search`), the seed's shifting register files.
 
 This replaces seed 001's two-step method (each layer's 10 best design points, then common
 points) by enumeration: no design on the grid is missed.

@@ -14,23 +14,34 @@ group covering the layer with ⌈E/t_{L−1}⌉ full blocks (P = padded extent, 
   prefix S_A of π_γ (S_A = ∅ is R's position, the end of group γ−1; all five loops: the end
   of group γ). A's block then
   has c_d = t_γ along the dimensions in S_A and t_{γ−1} along the others;
+- the innermost level (γ = 1) may instead put A's buffer inside group 0: after a prefix m_A
+  of an order π_0 of FX, FY, X, Y, C, M, N (one order for the level; m_A = ∅ is position −1,
+  one element per MAC). Its block has c_d = t_0 along the dimensions in m_A and 1 along the
+  others, and the kernel window k = K (FX, FY in m_A) or 1 (seed 001 §3: "Fw, Fh are not
+  required to be the innermost loops");
 - a blocking fits when Σ_A footprint_A × width_A ≤ capacity (split: each within its part).
   Footprints (eq. 1) bound eq. 2's buffers, so the result fits by `accesses.evaluate` too.
 S ⊇ R (all S_A = ∅, every level holding every array it can; `search_r`); `bypass=False`
-searches only R's holders (faster). Not in S (so not claimed optimal against them): a level's
-positions outside its own group (e.g. an SRAM buffer inside group 0, a register file's in the
-outermost group). With nothing held anywhere a blocking always fits, so S is never empty.
+searches only R's holders (faster). Not in S (so not claimed optimal against them): an outer
+level's positions outside its own group (e.g. an SRAM buffer inside the register file's group
+or group 0), the innermost level's outside groups 0 and 1. With one on-chip level S therefore
+holds every position anywhere in the nest. With nothing held anywhere a blocking always fits,
+so S is never empty.
 Objective: `accesses.energy_pj` summed, MAC energy
 Kx·Ky·ΠP × mac_energy_pj included; the datapath's operand fetches are `datapath.fetches` over
 the inner block t_0.
 
-Counts (kernel loops are in group 0, inside every position of S): for a block c,
+Counts at a position in a group ≥ 1 (the kernel loops, in group 0, are inside): for a block c,
   F_W = c_M·c_C·Kx·Ky,  moved_W = Kx·Ky·P_M·P_C·(P_X/c_X)(P_Y/c_Y)(P_N/c_N)
   F_O = c_N·c_M·c_Y·c_X, moved_O = P_N·P_M·P_Y·P_X·(P_C/c_C)
   F_I = c_N·c_C·W_y(c_Y)·W_x(c_X), moved_I = P_N·P_C·(P_M/c_M)·W_y(c_Y)(P_Y/c_Y)·W_x(c_X)(P_X/c_X)
 with W(c) = (c−1)·S + K (c·K if S ≥ K): moved = footprint × refills, refills = Π_d P_d/c_d.
 Every moved count is non-increasing in every c_d (W(c)/c never grows), every footprint
-non-decreasing.
+non-decreasing. Inside group 0 (innermost level): footprints as above with Kx, Ky replaced by
+the windows kx, ky ∈ {1, K} and W(c, k) = (c−1)·S + k (c·k if S ≥ k), refills
+(Kx/kx)(Ky/ky)·Π_d P_d/c_d, c_d ∈ {1, t_0}. Moving a position outward past a loop never raises
+moved: the footprint grows at most by the loop's trip count (W(c, k) ≤ c·W(1, k) and
+W(c, K) ≤ K·W(c, 1) since S ≥ 1) while the refills fall by it.
 
 Lemma 1 (positions just before a relevant loop). A loop over a dimension A's index does not
 use (I: M; W: X, Y, N; O: C) changes neither A's footprint nor anything else when A's position
@@ -38,12 +49,27 @@ is moved outward past it, and divides A's refills by its trip count (≥ 1). So 
 directly followed by such a loop is never better than the one after it: WLOG S_A is a prefix
 of π_γ directly followed by a loop relevant to A, or the whole group (`canonical_prefixes`).
 Counts depend on π_γ only through the prefixes each array gets, so a level's placements are
-the distinct tuples (S_A) over all 120 orders (a trip-1 loop changes nothing anywhere).
+the distinct tuples (S_A) over all 120 orders (a trip-1 loop changes nothing anywhere). In
+group 0 the loops irrelevant to an array are I: M; W: X, Y, N; O: FX, FY, C: the innermost
+level's group-0 positions are the prefixes of π_0 directly followed by any other loop
+(`search_space.inner_prefixes`), over all 5,040 orders.
 Lemma 2 (dominated placements). Per array, each dimension of S_A either only grows the
 footprint (W: M, C; O: X, Y, M, N; I: C, N), only shrinks refills (W: X, Y, N; O: C; I: M) or
 both (I: X, Y, the halo). A placement whose sets have, per held array, the same "both" part,
 no more "footprint" bits and no fewer "refill" bits than another's is never worse for any
 tiles: it is dropped (`search_space.placements`: 96 of 3,326 tuples remain for I, W, O).
+Lemma 2' (the innermost level). Grade each loop of GROUP0 per array by how far its buffer
+reaches along it (`grades`: 0 outside, 1 inside group 0 (c = t_0, kernel K), 2 group 1's loop
+too (c = t_1); 1 ≤ t_0 ≤ t_1). Footprint-only loops (I: C, N; W: FX, FY, M, C; O: X, Y, M, N)
+raise the footprint with their grade and leave moved unchanged, refill-only loops (the
+irrelevant ones above) lower moved and leave the footprint, I's (X, FX) and (Y, FY) pairs move
+both; of a pair's states (1, 1), (t_0, 1), (1, K), (t_0, K), (t_1, K) (window extent c and
+kernel k inside), the second and third move what the first moves (W(c, 1)·K/c = K = W(1,
+K)·K/K per output, times P) with a larger footprint (c or K, not 1). A tuple with, per held
+array, no higher grade on footprint-only loops, no lower on refill-only loops, and each I pair
+equal or (1, 1) against (t_0, 1) or (1, K), is never worse: dropped (`inner_placements`: 514
+remain for I, W, O, each array inside group 0 or group 1; exact bit-set subset tests,
+`search_space._features`).
 Lemma 3 (levels are independent given the tiles and the holders). Under one holder pattern
 the levels exchanging data are fixed; level k's energy and capacity involve only its own placement
 and (t_{γ−1}, t_γ, P): each level takes its best fitting placement independently, exactly.
@@ -58,34 +84,36 @@ smaller vector keeps every placement valid, raises no energy and no footprint: o
 The optimum is the least over holder patterns of each pattern's optimum (outer levels' tables
 are shared by the patterns giving a level the same arrays and sources).
 Lemma 5 (mirror). When the layer and the datapath are alike along X and Y (Ox = Oy, Kx = Ky,
-Sx = Sy, as many lanes along both), renaming X ↔ Y in a blocking of S (tiles, every group's
-order; positions stay) gives a blocking of S with the same footprints, counts and energy:
-every count above is symmetric under the swap. X and Y then have the same chains, so only
-the points whose X chain index is at most their Y chain index are searched (`mirrored`).
+Sx = Sy, as many lanes along both), renaming X ↔ Y and FX ↔ FY in a blocking of S (tiles,
+every group's order; positions stay) gives a blocking of S with the same footprints, counts
+and energy: every count above is symmetric under the swap. X and Y then have the same
+chains, so only the points whose X chain index is at most their Y chain index are searched
+(`mirrored`).
 Incumbents (exact start). A blocking of S that fits (`search_bounds.incumbent`: in S by
 `in_s`, footprints within every level) costs at least S's optimum, so its energy may be the
 best energy found before anything is priced; every skip below then drops only blockings not
 below it, and it is the answer when nothing is.
-Bounds (exact skips). Every placement's blocks contain R's (c ≥ t_{γ−1}), so where R's blocks
-of the arrays a level holds overflow it, no placement fits: those combinations are skipped for
-that pattern. A pattern whose floor (`pattern_floor`: whatever the tiles, every holder
-receives each element at least once, outputs leave each holder at least once, the datapath
-steps at least ⌈E/u⌉ times per dimension) reaches the best energy found is skipped; R's
-pattern is searched first, so that best is low. Per tile point, MACs + `relaxed_floor` bound
-every fitting blocking there under any live pattern (per array, the least over its holder
-chains of its transfers with its block fitting each holder alone, plus the datapath's fetches:
-the capacity a level shares and the one order of a group dropped); points where that reaches
-the best energy found are dropped before anything else is priced there (with no best yet, the
-SEED points of lowest floor are priced first to get one); a slice whose least floor for the
-other patterns, taken while R's pattern is priced, reaches the best energy found is not visited
-again. The floor is a sum over arrays of a least over chains, so one pattern's own sum (its
-chains' terms) bounds that pattern's blockings: a pattern is priced only where that sum is
-below the best energy found. The points where any live pattern's R blocks fit are found from
-the patterns holding least (a pattern holding, at every level, a subset of another's arrays
-fits wherever that one does). The innermost level is priced last,
-combinations in rising order of a lower bound (MAC + datapath + outer levels + the innermost
-level with the whole group inside every buffer: the fewest moved, capacity ignored); once
-that bound reaches the best energy found, the rest cannot beat it.
+Bounds (exact skips). Every placement of an outer level has blocks containing R's (c ≥
+t_{γ−1}), and the innermost level's smallest blocks are one element each (position −1), so
+where those blocks of the arrays a level holds overflow it, no placement fits: those
+combinations are skipped for that pattern. A pattern whose floor (`pattern_floor`: whatever the
+tiles, every holder receives each element at least once, outputs leave each holder at least
+once, the datapath steps at least ⌈E/u⌉ times per dimension) reaches the best energy found is
+skipped; R's pattern is searched first, so that best is low. Per tile point, MACs +
+`relaxed_floor` bound every fitting blocking there under any live pattern (per array, the least
+over its holder chains of its transfers with its block fitting each holder alone, plus the
+datapath's fetches: the capacity a level shares and the one order of a group dropped); points
+where that reaches the best energy found are dropped before anything else is priced there (with
+no best yet, the SEED points of lowest floor are priced first to get one); a slice whose least
+floor for the other patterns, taken while R's pattern is priced, reaches the best energy found
+is not visited again. The floor is a sum over arrays of a least over chains, so one pattern's
+own sum (its chains' terms) bounds that pattern's blockings: a pattern is priced only where
+that sum is below the best energy found. The points where any live pattern's smallest blocks fit are
+found from the patterns holding least (a pattern holding, at every level, a subset of another's
+arrays fits wherever that one does). The innermost level is priced last, combinations in rising
+order of a lower bound (MAC + datapath + outer levels + the innermost level with each held
+array's least-moving block that fits the level alone, `alone_floor`); once that bound reaches
+the best energy found, the rest cannot beat it.
 """
 
 from __future__ import annotations
@@ -100,6 +128,7 @@ from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents
 from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy
 from workbench.hierarchy.search_bounds import (
+    alone_floor,
     chain_terms,
     incumbent,
     least_held,
@@ -128,12 +157,12 @@ from workbench.hierarchy.search_r import (
 )
 from workbench.hierarchy.search_space import (
     BATCH,
-    FULL,
+    INNER,
     LevelBlocks,
     Pattern,
     best_placements,
     holder_patterns,
-    placements,
+    level_placements,
     side_cost,
     take,
     variant,
@@ -144,6 +173,7 @@ from workbench.memo import ByteLRU
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 SMALL = 1 << 21   # tile combinations up to which a layer is priced in one slice
 SEED = 1 << 12    # points of lowest floor priced first when no best energy is known yet
+FIRST = 1 << 10   # points of lowest bound priced first at the innermost level (then ×4 a batch)
 # per (layer, levels, holder, its capacity for the array, array, mirror, widths): the unit
 # alone floors of a one-slice search (`chain_terms`), reused when another hierarchy keeps the
 # level's capacity (an edit of one level in the app)
@@ -161,6 +191,15 @@ def _datapath_side(layer: ConvLayer, hierarchy: Hierarchy, flat: dict):
         fetched = fetches(layer.Kx * layer.Ky, p, {d: flat[d][0][0] for d in DIMS},
                           hierarchy.datapath)
     return macs * hierarchy.mac_energy_pj, fetched, outputs
+
+
+def _smallest(layer: ConvLayer, grid: dict, on_chip: int, width: dict) -> dict:
+    """Per on-chip level, per array, the bytes of its smallest block there (`r_blocks_fit`):
+    R's blocks at the outer levels, one element at the innermost."""
+    feet = {k: {a: f * width[a] for a, f in _footprints(layer, grid, on_chip - k).items()}
+            for k in range(1, on_chip)}
+    feet[on_chip] = {a: float(width[a]) for a in ARRAYS}
+    return feet
 
 
 def _blocks(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: np.ndarray,
@@ -217,12 +256,15 @@ def _blocking(hierarchy: Hierarchy, tiles: list[dict], picks: dict[int, int],
     buffers: dict[str, list] = {a: [None] * on_chip for a in ARRAYS}
     for k in range(1, levels):
         held = variant(pattern, k)[0]
-        prefixes, order = placements(held)[picks[k]]
+        prefixes, order = level_placements(held, k == on_chip)[picks[k]]
         gamma = levels - k
+        if k == on_chip:
+            orders[0], order = order
         orders[gamma] = order
         start = len(GROUP0) + len(DIMS) * (gamma - 1)
         for array, prefix in zip(held, prefixes, strict=True):
-            buffers[array][k - 1] = start - 1 + bin(prefix).count("1")
+            buffers[array][k - 1] = bin(prefix - INNER).count("1") - 1 if prefix >= INNER \
+                else start - 1 + bin(prefix).count("1")
     return Blocking.of(orders, tiles, buffers)
 
 
@@ -245,8 +287,7 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
         chosen["X"], chosen["Y"] = per_dim["X"][pairs[0]], per_dim["Y"][pairs[1]]
     grid = grid_of(chosen, extent, pairs is not None)
     shape = grid_shape(grid)
-    feet = {k: {a: f * width[a] for a, f in _footprints(layer, grid, on_chip - k).items()}
-            for k in range(1, on_chip + 1)}
+    feet = _smallest(layer, grid, on_chip, width)
     union = np.zeros(shape, dtype=bool)
     for pattern in least_held(live, on_chip):
         union |= r_blocks_fit(hierarchy, feet, shape, pattern)
@@ -302,8 +343,7 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
     # whole group inside every buffer: moved never grows with a block)
     fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS}
     n = len(rows[0])
-    feet = {k: {a: f * width[a] for a, f in _footprints(layer, flat, on_chip - k).items()}
-            for k in range(1, on_chip + 1)}
+    feet = _smallest(layer, flat, on_chip, width)
     unit = LevelBlocks(layer, flat, 1, on_chip, dict.fromkeys(ARRAYS, 1.0), precision)
     ids = {k: tuple(np.zeros_like(chain_at[d]) if d == "X" and one_x else
                     classes[d][on_chip + 1 - k][chain_at[d]] for d in DIMS)
@@ -312,6 +352,7 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
     terms = None if not math.isfinite(best) else chain_terms(
         layer, hierarchy, flat, pj_bit, precision, live, fetch_unit, alone_at)
     prepared = []
+    floor_in: dict[str, np.ndarray] = {}  # unit alone floors at the innermost level
     for pattern in live:
         ok = r_blocks_fit(hierarchy, feet, (n,), pattern)
         if terms is not None:
@@ -336,12 +377,16 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
             energy, at = outer[k, held_by]
             bound = bound + energy[sub]
             picks[k] = at[sub]
-        # the innermost level last: its energy is at least the fewest moved
+        # the innermost level last: its energy is at least, per held array, that of its
+        # least-moving block fitting the level alone (inf: none fits)
         inner = np.zeros(len(sub))
         for array, src in zip(*variant(pattern, on_chip), strict=True):
             a_idx = ARRAYS.index(array)
+            if array not in floor_in:
+                floor_in[array] = alone_floor(hierarchy.levels[on_chip].bytes_for(array),
+                                              unit, array)
             inner = inner + (pj_bit[src, a_idx] + pj_bit[on_chip, a_idx]) * \
-                unit.block(array, FULL)[0][sub]
+                floor_in[array][sub]
         prepared.append((pattern, sub, bound, picks, inner))
     found = None
     for pattern, sub, outside, picks, inner in lifted(layer, hierarchy, flat, pj_bit,
@@ -350,9 +395,12 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
         bound = outside + inner
         keep = np.nonzero(bound * layer.groups < best)[0]
         order = keep[np.argsort(bound[keep], kind="stable")]
-        for start in range(0, len(order), BATCH):
-            idx = order[start:start + BATCH]
-            if bound[idx[0]] * layer.groups >= best:
+        start, size = 0, FIRST  # a small first batch: its best usually stops the rest early
+        while start < len(order):
+            idx = order[start:start + size]
+            start, size = start + size, min(BATCH, 4 * size)
+            idx = idx[bound[idx] * layer.groups < best]  # sorted: the rest cannot beat it
+            if not len(idx):
                 break
             energy, at = _level(layer, hierarchy, on_chip, take(flat, sub[idx]), pj_bit,
                                 precision, pattern)

@@ -6,6 +6,7 @@ where R's blocks fit (`r_blocks_fit`, `least_held`), the innermost level's raise
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import numpy as np
@@ -16,9 +17,13 @@ from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, SplitCapacity
 from workbench.hierarchy.search_space import (
     _FOOT_ONLY,
+    _PAIRS,
     _REFILL_ONLY,
     BATCH,
     FULL,
+    G0_REFILL,
+    G0BIT,
+    INNER,
     LevelBlocks,
     Pattern,
     best_placements,
@@ -31,14 +36,22 @@ from workbench.layers.spec import ConvLayer
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 
 
-def alone_prefixes(array: str) -> list[int]:
+def alone_prefixes(array: str, inner: bool = False) -> list[int]:
     """The prefixes that can be best for `array` alone in a buffer: every refill-only loop
-    inside, no footprint-only loop, any subset of the loops moving both (I's X, Y). Any other
-    prefix S is no better: S ∪ refill-only ∖ footprint-only fits wherever S does (footprint
-    never larger) and moves no more (refills never more)."""
+    inside, no footprint-only loop, any subset of the loops moving both (I's X, Y; in group
+    0 I's (X, FX) and (Y, FY) pairs, each both inside or both outside: one alone moves as
+    much as neither, with a larger footprint). Any other prefix S is no better: S ∪
+    refill-only ∖ footprint-only fits wherever S does (footprint never larger) and moves no
+    more (refills never more). inner: the innermost level's, whose buffers may also lie
+    inside group 0 (codes INNER + mask)."""
     both = FULL & ~(_FOOT_ONLY[array] | _REFILL_ONLY[array])
-    return [_REFILL_ONLY[array] | s for s in range(FULL + 1) if not s & ~both]
-
+    out = [_REFILL_ONLY[array] | s for s in range(FULL + 1) if not s & ~both]
+    if inner:  # I's (output, kernel) pairs both inside or both outside (search_space._PAIRS)
+        refill = sum(G0BIT[n] for n in G0_REFILL[array])
+        pairs = [G0BIT[a] | G0BIT[b] for a, b in _PAIRS] if array == "I" else []
+        out += [INNER + refill + sum(chosen)
+                for r in range(len(pairs) + 1) for chosen in itertools.combinations(pairs, r)]
+    return out
 
 
 def alone_floor(level_bytes: float, blocks: LevelBlocks, array: str) -> np.ndarray:
@@ -46,7 +59,7 @@ def alone_floor(level_bytes: float, blocks: LevelBlocks, array: str) -> np.ndarr
     group) with its block fitting `level_bytes` alone, over every position (inf: none fits).
     A lower bound on that transfer in any fitting placement (others' blocks only take room)."""
     best = np.inf
-    for prefix in alone_prefixes(array):
+    for prefix in alone_prefixes(array, blocks.gamma == 1):
         energy, foot = blocks.block(array, prefix)
         best = np.where(foot <= level_bytes, np.minimum(best, energy), best)
     return best
@@ -104,11 +117,12 @@ def relaxed_floor(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np
 
 def r_blocks_fit(hierarchy: Hierarchy, feet: dict[int, dict], shape: tuple,
                  pattern: Pattern) -> np.ndarray:
-    """Points where R's blocks (seed 001's whole blocks, bytes `feet[k]` at level k) of the
-    arrays each level holds under the pattern fit it: every placement's blocks contain R's, so
-    elsewhere none fits."""
+    """Points where the smallest blocks of the arrays each level holds under the pattern fit
+    it (bytes `feet[k]` at level k: R's blocks, seed 001's whole blocks, at the outer levels,
+    whose every placement's blocks contain R's; one element each at the innermost level, whose
+    buffers may lie inside group 0): elsewhere no placement fits."""
     ok = np.ones(shape, dtype=bool)
-    for k in sorted(feet, reverse=True):  # innermost (smallest, most selective) first
+    for k in sorted(feet, reverse=True):  # innermost first
         held = variant(pattern, k)[0]
         level = hierarchy.levels[k]
         if not held:
@@ -163,8 +177,8 @@ def pattern_floor(layer: ConvLayer, hierarchy: Hierarchy, pj_bit: np.ndarray,
 def in_s(layer: ConvLayer, blocking: Blocking, hierarchy: Hierarchy, bypass: bool) -> bool:
     """Is the blocking one of S's on the hierarchy: one group per on-chip level and group 0,
     tiles at most the layer's extents, every held array's position in its level's own group
-    (from the end of the group inside to the group's end), holders any level able to hold the
-    array (every such level when not `bypass`)?"""
+    (from the end of the group inside to the group's end; the innermost level's from −1, group
+    0 too), holders any level able to hold the array (every such level when not `bypass`)?"""
     on_chip = len(hierarchy.levels) - 1
     if len(blocking.orders) != on_chip + 1:
         return False
@@ -180,7 +194,10 @@ def in_s(layer: ConvLayer, blocking: Blocking, hierarchy: Hierarchy, bypass: boo
                     return False
                 continue
             low = len(GROUP0) + len(DIMS) * (on_chip - k) - 1  # the end of group γ − 1
-            if not able or not low <= position <= low + len(DIMS):
+            top = low + len(DIMS)
+            if k == on_chip:
+                low = -1
+            if not able or not low <= position <= top:
                 return False
     return True
 

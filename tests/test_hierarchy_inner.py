@@ -1,0 +1,204 @@
+"""The innermost level's buffers inside group 0 (search_space, lemma 2' of the search): each
+code's block moves and holds what the model's `transfers` count for that position; pricing
+every code at once equals pricing them one by one; the alone prefixes reach every code's
+least energy fitting a capacity; and the undominated placements lose no optimum: their best
+fitting placement costs what the best of every realizable tuple of positions costs (any
+nested sets of loops, no lemma used), point by point."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from workbench.hierarchy import (
+    ARRAYS,
+    DIMS,
+    GROUP0,
+    Blocking,
+    ElementBytes,
+    Hierarchy,
+    Level,
+    SplitCapacity,
+    transfers,
+)
+from workbench.hierarchy.search_bounds import alone_floor, alone_prefixes
+from workbench.hierarchy.search_space import (
+    BIT,
+    G0BIT,
+    INNER,
+    LevelBlocks,
+    best_placements,
+    inner_placements,
+    side_cost,
+)
+from workbench.layers import ConvLayer
+
+PREC = ElementBytes(1, 2, 1, 4)
+WIDTH = {"I": PREC.inputs, "W": PREC.weights, "O": PREC.partial_sums}
+EXTENT = {"X": "Ox", "Y": "Oy", "C": "Kc", "M": "Oc", "N": "On"}
+# every innermost-level code: group 0 prefixes (not all seven loops) and group 1 prefixes
+CODES = [INNER + m for m in range(2 ** len(GROUP0) - 1)] + list(range(2 ** len(DIMS)))
+
+
+def _priced(blocks: LevelBlocks, array: str, code: int) -> tuple[np.ndarray, np.ndarray]:
+    """`block` at every point (a block constant over the points comes back as a scalar)."""
+    n = len(blocks.p["X"])
+    return tuple(np.broadcast_to(v, (n,)) for v in blocks.block(array, code))
+
+
+def _loops(code: int) -> frozenset[tuple[str, int]]:
+    """The (loop, group) pairs inside a code's buffer."""
+    if code >= INNER:
+        return frozenset((n, 0) for n in GROUP0 if code & G0BIT[n])
+    return frozenset([(n, 0) for n in GROUP0] + [(d, 1) for d in DIMS if code & BIT[d]])
+
+
+@st.composite
+def point(draw: st.DrawFn):
+    """A small layer and tiles t0 | t1 ≤ E per dimension (the innermost of two levels)."""
+    layer = ConvLayer(name="p", Ox=draw(st.integers(1, 6)), Oy=draw(st.integers(1, 4)),
+                      Oc=draw(st.integers(1, 4)), On=draw(st.integers(1, 2)),
+                      Kx=draw(st.integers(1, 3)), Ky=draw(st.integers(1, 3)),
+                      Kc=draw(st.integers(1, 4)), Sx=draw(st.integers(1, 3)),
+                      Sy=draw(st.integers(1, 2)))
+    t0, t1 = {}, {}
+    for d in DIMS:
+        e = getattr(layer, EXTENT[d])
+        t1[d] = draw(st.integers(1, e))  # the outermost block may overhang the layer
+        t0[d] = draw(st.sampled_from([t for t in range(1, t1[d] + 1) if t1[d] % t == 0]))
+    return layer, t0, t1
+
+
+def _grid(layer: ConvLayer, points: list[tuple[dict, dict]]) -> dict:
+    """Flat grid of (t0, t1) points: per dimension ([t0, t1], P)."""
+    out = {}
+    for d in DIMS:
+        e = getattr(layer, EXTENT[d])
+        t0 = np.array([float(p[0][d]) for p in points])
+        t1 = np.array([float(p[1][d]) for p in points])
+        out[d] = ([t0, t1], np.ceil(e / t1) * t1)
+    return out
+
+
+def _blocking(code: int, t0: dict, t1: dict, array: str) -> Blocking:
+    """Two on-chip levels, `array` held only by the inner one, its buffer around the loops of
+    `code` (orders: those loops first)."""
+    inside = _loops(code)
+    first = tuple(n for n in GROUP0 if (n, 0) in inside) + \
+        tuple(n for n in GROUP0 if (n, 0) not in inside)
+    second = tuple(d for d in DIMS if (d, 1) in inside) + \
+        tuple(d for d in DIMS if (d, 1) not in inside)
+    position = len([lp for lp in inside if lp[1] == 0]) - 1 + \
+        len([lp for lp in inside if lp[1] == 1])
+    buffers = {a: [None, None] for a in ARRAYS}
+    buffers[array] = [None, position]
+    return Blocking.of([first, second, DIMS], [t0, t1], buffers)
+
+
+@settings(max_examples=25, deadline=None)
+@given(point(), st.sampled_from(ARRAYS))
+def test_block_counts_equal_the_model(case, array) -> None:
+    """Every code's (energy at 1 pJ/bit, footprint bytes) from `LevelBlocks` equals the
+    model's transfer into the innermost level with the buffer at that position."""
+    layer, t0, t1 = case
+    blocks = LevelBlocks(layer, _grid(layer, [(t0, t1)]), 1, 2, {array: 1.0}, PREC)
+    outputs = float(blocks.outputs[0])
+    for code in CODES:
+        blocking = _blocking(code, t0, t1, array)
+        moved = next(t for t in transfers(layer, blocking, 3) if t.level == 2 and
+                     t.array == array)
+        energy, foot = _priced(blocks, array, code)
+        assert foot[0] == pytest.approx(moved.footprint * WIDTH[array], rel=1e-12)
+        assert energy[0] == pytest.approx(
+            side_cost(array, moved.moved, 1.0, outputs, PREC), rel=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(point(), min_size=1, max_size=1), st.lists(point(), min_size=4, max_size=4))
+def test_codes_priced_at_once_equal_one_by_one(first, more) -> None:
+    """`LevelBlocks.many` (every code at once) equals `block` (one code at a time)."""
+    layer = first[0][0]
+    points = [(t0, t1) for _, t0, t1 in first + more
+              if all(t1[d] <= getattr(layer, EXTENT[d]) for d in DIMS)]
+    blocks = LevelBlocks(layer, _grid(layer, points), 1, 2, dict.fromkeys(ARRAYS, 0.7), PREC)
+    for array in ARRAYS:
+        energy, foot = blocks.many(array, CODES)
+        for row, code in enumerate(CODES):
+            e, f = _priced(blocks, array, code)
+            np.testing.assert_allclose(energy[row], e, rtol=1e-12)
+            np.testing.assert_allclose(foot[row], f, rtol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(point(), st.sampled_from(ARRAYS), st.integers(1, 200))
+def test_alone_prefixes_reach_every_codes_alone_minimum(case, array, capacity) -> None:
+    """`alone_floor` over the innermost level's alone prefixes is the least energy of any
+    code whose block fits the capacity alone (inf when none fits)."""
+    layer, t0, t1 = case
+    blocks = LevelBlocks(layer, _grid(layer, [(t0, t1)]), 1, 2, {array: 1.0}, PREC)
+    every = min((_priced(blocks, array, c)[0][0] for c in CODES
+                 if _priced(blocks, array, c)[1][0] <= capacity), default=np.inf)
+    assert set(alone_prefixes(array, True)) <= set(CODES)
+    floor = np.broadcast_to(alone_floor(capacity, blocks, array), (1,))[0]
+    assert floor == pytest.approx(every, rel=1e-12)
+
+
+@functools.lru_cache(maxsize=8)
+def _realizable(held: tuple[str, ...]) -> np.ndarray:
+    """Every tuple of codes (one per held array) whose sets of loops are nested: realized by
+    orders listing the smallest set's loops first, then each next set's new ones (a code
+    reaching into group 1 holds all of group 0). Rows of CODES indices."""
+    keys = [_loops(c) for c in CODES]
+    assert len(set(keys)) == len(CODES)
+    sub = np.array([[a <= b for b in keys] for a in keys])
+    nested = sub | sub.T
+    index = np.arange(len(CODES))
+    rows = np.stack(np.meshgrid(*[index] * len(held), indexing="ij"), -1).reshape(-1, len(held))
+    ok = np.ones(len(rows), dtype=bool)
+    for i, j in itertools.combinations(range(len(held)), 2):
+        ok &= nested[rows[:, i], rows[:, j]]
+    return rows[ok]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(point(), min_size=1, max_size=1), st.lists(point(), min_size=5, max_size=5),
+       st.sampled_from([("I", "W", "O"), ("I", "W"), ("W", "O"), ("I",)]),
+       st.integers(2, 120), st.booleans())
+def test_undominated_placements_lose_no_optimum(first, more, held, capacity, split) -> None:
+    """Point by point, the best fitting placement among `inner_placements` costs what the
+    best fitting tuple among every realizable one costs (capacity shared or split)."""
+    layer = first[0][0]
+    points = [(t0, t1) for _, t0, t1 in first + more
+              if all(t1[d] <= getattr(layer, EXTENT[d]) for d in DIMS)]
+    coef = {"I": 1.3, "W": 0.6, "O": 2.1}
+    blocks = LevelBlocks(layer, _grid(layer, points), 1, 2, coef, PREC)
+    cap = SplitCapacity(capacity, capacity // 2, capacity // 3) if split else capacity
+    hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 4096, 16, 2.0),
+                      Level("L2", cap, 16, 1.0)))
+    best, at = best_placements(hier, 2, blocks, held)
+    rows = _realizable(held)
+    energy = np.zeros((len(rows), len(points)))
+    fits = np.ones((len(rows), len(points)), dtype=bool)
+    used = np.zeros((len(rows), len(points)))
+    for j, array in enumerate(held):
+        e = np.array([_priced(blocks, array, c)[0] for c in CODES])
+        f = np.array([_priced(blocks, array, c)[1] for c in CODES])
+        energy += e[rows[:, j]]
+        used += f[rows[:, j]]
+        fits &= f[rows[:, j]] <= hier.levels[2].bytes_for(array)
+    if not split:
+        fits = used <= capacity
+    expected = np.where(fits, energy, np.inf).min(axis=0)
+    np.testing.assert_allclose(best, expected, rtol=1e-12)
+    assert ((at >= 0) == np.isfinite(best)).all()
+    table = inner_placements(held)
+    for p, i in enumerate(at):
+        if i >= 0:
+            codes = table[i][0]
+            assert sum(_priced(blocks, a, c)[0][p] for a, c in zip(held, codes, strict=True)) \
+                == pytest.approx(best[p], rel=1e-12)
