@@ -35,6 +35,7 @@ from workbench.hierarchy.search_space import (
     best_placements,
     inner_placements,
     side_cost,
+    step_bits,
 )
 from workbench.layers import ConvLayer
 
@@ -134,25 +135,39 @@ def test_codes_priced_at_once_equal_one_by_one(first, more) -> None:
             np.testing.assert_allclose(foot[row], f, rtol=1e-12)
 
 
+LANES = st.sampled_from([frozenset(), frozenset("CM"), frozenset("X"), frozenset("YN")])
+
+
+def _allowed(array: str, lanes: frozenset) -> list[int]:
+    """The codes of `array` whose block holds a datapath step: inside group 0 only around
+    the loops of the unrolled dimensions among its operands."""
+    dims = {"I": "NCYX", "W": "MC", "O": "NMYX"}[array]
+    return [c for c in CODES if c < INNER or
+            all((d, 0) in _loops(c) for d in dims if d in lanes)]
+
+
 @settings(max_examples=25, deadline=None)
-@given(point(), st.sampled_from(ARRAYS), st.integers(1, 200))
-def test_alone_prefixes_reach_every_codes_alone_minimum(case, array, capacity) -> None:
+@given(point(), st.sampled_from(ARRAYS), st.integers(1, 200), LANES)
+def test_alone_prefixes_reach_every_codes_alone_minimum(case, array, capacity, lanes) -> None:
     """`alone_floor` over the innermost level's alone prefixes is the least energy of any
-    code whose block fits the capacity alone (inf when none fits)."""
+    allowed code (its block holding a step of a datapath unrolling `lanes`) whose block fits
+    the capacity alone (inf when none fits)."""
     layer, t0, t1 = case
-    blocks = LevelBlocks(layer, _grid(layer, [(t0, t1)]), 1, 2, {array: 1.0}, PREC)
-    every = min((_priced(blocks, array, c)[0][0] for c in CODES
+    blocks = LevelBlocks(layer, _grid(layer, [(t0, t1)]), 1, 2, {array: 1.0}, PREC, lanes)
+    allowed = _allowed(array, lanes)
+    every = min((_priced(blocks, array, c)[0][0] for c in allowed
                  if _priced(blocks, array, c)[1][0] <= capacity), default=np.inf)
-    assert set(alone_prefixes(array, True)) <= set(CODES)
+    assert set(alone_prefixes(array, True, lanes)) <= set(allowed)
     floor = np.broadcast_to(alone_floor(capacity, blocks, array), (1,))[0]
     assert floor == pytest.approx(every, rel=1e-12)
 
 
-@functools.lru_cache(maxsize=8)
-def _realizable(held: tuple[str, ...]) -> np.ndarray:
+@functools.lru_cache(maxsize=32)
+def _realizable(held: tuple[str, ...], lanes: frozenset) -> np.ndarray:
     """Every tuple of codes (one per held array) whose sets of loops are nested: realized by
     orders listing the smallest set's loops first, then each next set's new ones (a code
-    reaching into group 1 holds all of group 0). Rows of CODES indices."""
+    reaching into group 1 holds all of group 0), each allowed for its array (`_allowed`).
+    Rows of CODES indices."""
     keys = [_loops(c) for c in CODES]
     assert len(set(keys)) == len(CODES)
     sub = np.array([[a <= b for b in keys] for a in keys])
@@ -160,6 +175,8 @@ def _realizable(held: tuple[str, ...]) -> np.ndarray:
     index = np.arange(len(CODES))
     rows = np.stack(np.meshgrid(*[index] * len(held), indexing="ij"), -1).reshape(-1, len(held))
     ok = np.ones(len(rows), dtype=bool)
+    for i, array in enumerate(held):
+        ok &= np.isin(rows[:, i], [CODES.index(c) for c in _allowed(array, lanes)])
     for i, j in itertools.combinations(range(len(held)), 2):
         ok &= nested[rows[:, i], rows[:, j]]
     return rows[ok]
@@ -168,20 +185,22 @@ def _realizable(held: tuple[str, ...]) -> np.ndarray:
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(point(), min_size=1, max_size=1), st.lists(point(), min_size=5, max_size=5),
        st.sampled_from([("I", "W", "O"), ("I", "W"), ("W", "O"), ("I",)]),
-       st.integers(2, 120), st.booleans())
-def test_undominated_placements_lose_no_optimum(first, more, held, capacity, split) -> None:
+       st.integers(2, 120), st.booleans(), LANES)
+def test_undominated_placements_lose_no_optimum(first, more, held, capacity, split,
+                                                lanes) -> None:
     """Point by point, the best fitting placement among `inner_placements` costs what the
-    best fitting tuple among every realizable one costs (capacity shared or split)."""
+    best fitting tuple among every realizable allowed one costs (capacity shared or split,
+    datapaths unrolling `lanes`)."""
     layer = first[0][0]
     points = [(t0, t1) for _, t0, t1 in first + more
               if all(t1[d] <= getattr(layer, EXTENT[d]) for d in DIMS)]
     coef = {"I": 1.3, "W": 0.6, "O": 2.1}
-    blocks = LevelBlocks(layer, _grid(layer, points), 1, 2, coef, PREC)
+    blocks = LevelBlocks(layer, _grid(layer, points), 1, 2, coef, PREC, lanes)
     cap = SplitCapacity(capacity, capacity // 2, capacity // 3) if split else capacity
     hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 4096, 16, 2.0),
                       Level("L2", cap, 16, 1.0)))
     best, at = best_placements(hier, 2, blocks, held)
-    rows = _realizable(held)
+    rows = _realizable(held, lanes)
     energy = np.zeros((len(rows), len(points)))
     fits = np.ones((len(rows), len(points)), dtype=bool)
     used = np.zeros((len(rows), len(points)))
@@ -196,9 +215,41 @@ def test_undominated_placements_lose_no_optimum(first, more, held, capacity, spl
     expected = np.where(fits, energy, np.inf).min(axis=0)
     np.testing.assert_allclose(best, expected, rtol=1e-12)
     assert ((at >= 0) == np.isfinite(best)).all()
-    table = inner_placements(held)
+    table = inner_placements(held, lanes)
     for p, i in enumerate(at):
         if i >= 0:
             codes = table[i][0]
             assert sum(_priced(blocks, a, c)[0][p] for a, c in zip(held, codes, strict=True)) \
                 == pytest.approx(best[p], rel=1e-12)
+
+
+def test_buffers_inside_group_0_hold_a_step() -> None:
+    """With a datapath unrolling C and M, every code inside group 0 the search may give W or
+    O encloses the loops its step needs (W: C, M; O: M); with 2 × 4 lanes, a blocking whose
+    weights' buffer holds one weight while a step takes 8 is not in S, and the search's
+    blocking holds its steps (its energy S's brute force)."""
+    from test_hierarchy_search import _holds_a_step, brute_force_s
+
+    from workbench.hierarchy.datapath import Datapath
+    from workbench.hierarchy.search import search
+    from workbench.hierarchy.search_bounds import in_s
+
+    lanes = frozenset("CM")
+    for codes, _ in inner_placements(("I", "W", "O"), lanes):
+        for array, code in zip(("I", "W", "O"), codes, strict=True):
+            if code >= INNER:
+                need = step_bits(array, lanes)
+                assert code & need == need
+    assert step_bits("W", lanes) == G0BIT["C"] | G0BIT["M"]
+    assert step_bits("O", lanes) == G0BIT["M"]
+    layer = ConvLayer(name="s", Ox=3, Oy=1, Oc=4, Kx=2, Ky=1, Kc=2)
+    hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 12, 16, 1.0)),
+                     mac_energy_pj=1.0, datapath=Datapath({"C": 2, "M": 4}))
+    tile = {"X": 1, "Y": 1, "C": 2, "M": 4, "N": 1}
+    one_weight = Blocking.of([("X", "FX", "FY", "Y", "C", "M", "N"), DIMS], [tile],
+                             {"I": [None], "W": [0], "O": [None]})
+    assert not in_s(layer, one_weight, hier, True)
+    assert not _holds_a_step(layer, one_weight, hier)
+    found = search(layer, hier, PREC)
+    assert _holds_a_step(layer, found.blocking, hier)
+    assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, PREC), rel=1e-9)

@@ -116,12 +116,14 @@ def _patterns(hier: Hierarchy):
                for k in range(1, levels + 1)}
 
 
-def _level_options(held, gamma: int, real: set, start: list[int]) -> list:
+def _level_options(held, gamma: int, real: set, start: list[int], datapath=None) -> list:
     """One level's choices in S: ({group: order}, absolute position per held array). Group γ's
     order is any permutation of DIMS, each position 0 … 5 of its loops inside; the innermost
     level (γ = 1) also orders group 0 (its loops of trip count > 1 first: where trip-1 loops
     sit changes nothing) and may place a buffer anywhere from −1 on. Options whose buffers
-    enclose the same loops of trip count > 1 are kept once (`test_*_only_through_*`)."""
+    enclose the same loops of trip count > 1 are kept once (`test_*_only_through_*`). A buffer
+    inside group 0 encloses group 0's loops over the dimensions the datapath unrolls among its
+    array's operands (its block holds a step's operands: `_holds_a_step`)."""
     seen: dict = {}
     if gamma > 1:  # positions inside group γ only
         for order in itertools.permutations(DIMS):
@@ -142,7 +144,10 @@ def _level_options(held, gamma: int, real: set, start: list[int]) -> list:
             for c in itertools.combinations(real0, r)]
     sets += [frozenset([(n, 0) for n in real0] + [(d, 1) for d in c])
              for r in range(1, len(real1) + 1) for c in itertools.combinations(real1, r)]
-    for key in itertools.product(sets, repeat=len(held)):
+    whole0 = frozenset((n, 0) for n in real0)
+    options = [[c for c in sets if whole0 <= c or _step_loops(array, datapath, real) <= c]
+               for array in held]
+    for key in itertools.product(*options):
         chain = sorted(set(key), key=len)
         if any(not a <= b for a, b in zip(chain, chain[1:], strict=False)):
             continue
@@ -156,6 +161,25 @@ def _level_options(held, gamma: int, real: set, start: list[int]) -> list:
         positions = tuple(max((loops.index(lp) for lp in part), default=-1) for part in key)
         seen[key] = ({0: first, 1: order}, positions)
     return list(seen.values())
+
+
+def _step_loops(array: str, datapath, real: set) -> frozenset:
+    """Group 0's loops of trip count > 1 over the dimensions the datapath unrolls among the
+    array's operands (a step fetches I over N, C, Y, X; W over M, C; O over N, M, Y, X)."""
+    dims = {"I": "NCYX", "W": "MC", "O": "NMYX"}[array]
+    return frozenset((d, 0) for d in dims if datapath is not None and
+                     datapath.lanes(d) > 1 and (d, 0) in real)
+
+
+def _holds_a_step(layer: ConvLayer, blocking: Blocking, hier: Hierarchy) -> bool:
+    """Does every buffer of the innermost on-chip level enclose `_step_loops`?"""
+    real = _nontrivial(layer, blocking)
+    for array, positions in zip(ARRAYS, blocking.buffers, strict=True):
+        p = positions[-1]
+        if p is not None and not _step_loops(array, hier.datapath, real) <= \
+                set(blocking.loops[:p + 1]):
+            return False
+    return True
 
 
 def _s_blockings(layer: ConvLayer, hier: Hierarchy, bypass: bool = True):
@@ -178,7 +202,8 @@ def _s_blockings(layer: ConvLayer, hier: Hierarchy, bypass: bool = True):
             for k in range(1, levels + 1):
                 key = (k, tuple(pattern[k]))
                 if key not in options:
-                    options[key] = _level_options(pattern[k], levels + 1 - k, real, start)
+                    options[key] = _level_options(pattern[k], levels + 1 - k, real, start,
+                                                  hier.datapath)
                 per_level.append(options[key])
             for choice in itertools.product(*per_level):
                 orders = [GROUP0] + [DIMS] * levels
@@ -344,15 +369,16 @@ def test_search_equals_brute_force_on_random_layers(case) -> None:
 
 @pytest.mark.parametrize("unroll", [None, {"X": 2}])
 def test_one_level_searches_every_position(unroll) -> None:
-    """With one on-chip level S holds every buffer position (its group and group 0): the
-    search equals the brute force over positions anywhere in the nest (R+, enumerated over
-    every order of both groups and every position −1 … last loop, sharing nothing with S's)."""
+    """With one on-chip level S holds every buffer position (its group and group 0) whose
+    block holds a datapath step's operands: the search equals the brute force over those
+    positions anywhere in the nest (R+, enumerated over every order of both groups and every
+    position −1 … last loop, sharing nothing with S's)."""
     layer = ConvLayer(name="a", Ox=3, Oy=1, Oc=2, Kx=2, Ky=1, Kc=1)
     hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 8, 16, 1.0)),
                      mac_energy_pj=1.0, datapath=None if unroll is None else Datapath(unroll))
     s_opt = _check_search(layer, hier, ONE)
-    anywhere = _cheapest(layer, hier, ONE, None, _r_plus_blockings(layer, hier))
-    assert s_opt == pytest.approx(anywhere, rel=1e-12)
+    every = [b for b in _r_plus_blockings(layer, hier) if _holds_a_step(layer, b, hier)]
+    assert s_opt == pytest.approx(_cheapest(layer, hier, ONE, None, every), rel=1e-12)
 
 
 def test_buffers_inside_group_0_are_searched() -> None:

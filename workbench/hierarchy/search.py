@@ -18,15 +18,17 @@ group covering the layer with ⌈E/t_{L−1}⌉ full blocks (P = padded extent, 
   of an order π_0 of FX, FY, X, Y, C, M, N (one order for the level; m_A = ∅ is position −1,
   one element per MAC). Its block has c_d = t_0 along the dimensions in m_A and 1 along the
   others, and the kernel window k = K (FX, FY in m_A) or 1 (seed 001 §3: "Fw, Fh are not
-  required to be the innermost loops");
+  required to be the innermost loops"); m_A encloses the loops of the dimensions the datapath
+  unrolls among A's operands (`step_bits`), so that the block holds a step's operands;
 - a blocking fits when Σ_A footprint_A × width_A ≤ capacity (split: each within its part).
   Footprints (eq. 1) bound eq. 2's buffers, so the result fits by `accesses.evaluate` too.
 S ⊇ R (all S_A = ∅, every level holding every array it can; `search_r`); `bypass=False`
 searches only R's holders (faster). Not in S (so not claimed optimal against them): an outer
 level's positions outside its own group (e.g. an SRAM buffer inside the register file's group
-or group 0), the innermost level's outside groups 0 and 1. With one on-chip level S therefore
-holds every position anywhere in the nest. With nothing held anywhere a blocking always fits,
-so S is never empty.
+or group 0), the innermost level's outside groups 0 and 1, and its buffers inside group 0
+that do not hold a datapath step's operands. With one on-chip level S therefore holds every
+position anywhere in the nest whose buffer holds a step. With nothing held anywhere a
+blocking always fits, so S is never empty.
 Objective: `accesses.energy_pj` summed, MAC energy
 Kx·Ky·ΠP × mac_energy_pj included; the datapath's operand fetches are `datapath.fetches` over
 the inner block t_0.
@@ -165,6 +167,7 @@ from workbench.hierarchy.search_space import (
     level_placements,
     side_cost,
     take,
+    unrolled_dims,
     variant,
 )
 from workbench.layers.spec import ConvLayer
@@ -174,7 +177,7 @@ _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 SMALL = 1 << 21   # tile combinations up to which a layer is priced in one slice
 SEED = 1 << 12    # points of lowest floor priced first when no best energy is known yet
 FIRST = 1 << 10   # points of lowest bound priced first at the innermost level (then ×4 a batch)
-# per (layer, levels, holder, its capacity for the array, array, mirror, widths): the unit
+# per (layer, levels, holder, its capacity for the array, array, mirror, widths, lanes): unit
 # alone floors of a one-slice search (`chain_terms`), reused when another hierarchy keeps the
 # level's capacity (an edit of one level in the app)
 _ALONE = ByteLRU(128 * 2**20, lambda a: np.asarray(a).nbytes)
@@ -209,7 +212,8 @@ def _blocks(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: 
     held, sources = variant(pattern, k)
     coef = {a: pj_bit[src, ARRAYS.index(a)] + pj_bit[k, ARRAYS.index(a)]
             for a, src in zip(held, sources, strict=True)}
-    return LevelBlocks(layer, flat, levels - k, levels - 1, coef, precision), held
+    return LevelBlocks(layer, flat, levels - k, levels - 1, coef, precision,
+                       unrolled_dims(hierarchy.datapath)), held
 
 
 def _level(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: np.ndarray,
@@ -256,7 +260,8 @@ def _blocking(hierarchy: Hierarchy, tiles: list[dict], picks: dict[int, int],
     buffers: dict[str, list] = {a: [None] * on_chip for a in ARRAYS}
     for k in range(1, levels):
         held = variant(pattern, k)[0]
-        prefixes, order = level_placements(held, k == on_chip)[picks[k]]
+        prefixes, order = level_placements(held, k == on_chip,
+                                           unrolled_dims(hierarchy.datapath))[picks[k]]
         gamma = levels - k
         if k == on_chip:
             orders[0], order = order
@@ -344,7 +349,8 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
     fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS}
     n = len(rows[0])
     feet = _smallest(layer, flat, on_chip, width)
-    unit = LevelBlocks(layer, flat, 1, on_chip, dict.fromkeys(ARRAYS, 1.0), precision)
+    unit = LevelBlocks(layer, flat, 1, on_chip, dict.fromkeys(ARRAYS, 1.0), precision,
+                       unrolled_dims(hierarchy.datapath))
     ids = {k: tuple(np.zeros_like(chain_at[d]) if d == "X" and one_x else
                     classes[d][on_chip + 1 - k][chain_at[d]] for d in DIMS)
            for k in range(1, on_chip)}
@@ -447,8 +453,9 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     alone: dict[tuple, np.ndarray] = {}  # relaxed_floor's terms when one slice
     kept = {(a, k): (layer, on_chip, k, hierarchy.levels[k].bytes_for(a), a, pairs is not None,
                      (precision.inputs, precision.weights, precision.outputs,
-                      precision.partial_sums)) for a in ARRAYS for k in range(1, on_chip + 1)}
-    if len(slices) == 1:  # unit alone floors depend on the level's capacity, not its energy
+                      precision.partial_sums), unrolled_dims(hierarchy.datapath))
+            for a in ARRAYS for k in range(1, on_chip + 1)}
+    if len(slices) == 1:  # unit alone floors: the level's capacity and lanes, not its energy
         alone.update({key: v for key, memo in kept.items()
                       if (v := _ALONE.get(memo)) is not None})
     patterns = holder_patterns(hierarchy) if bypass else holder_patterns(hierarchy)[:1]

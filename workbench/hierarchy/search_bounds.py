@@ -24,11 +24,14 @@ from workbench.hierarchy.search_space import (
     G0_REFILL,
     G0BIT,
     INNER,
+    OPERANDS,
     LevelBlocks,
     Pattern,
     best_placements,
     side_cost,
+    step_bits,
     take,
+    unrolled_dims,
     variant,
 )
 from workbench.layers.spec import ConvLayer
@@ -36,21 +39,25 @@ from workbench.layers.spec import ConvLayer
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 
 
-def alone_prefixes(array: str, inner: bool = False) -> list[int]:
+def alone_prefixes(array: str, inner: bool = False,
+                   lanes: frozenset[str] = frozenset()) -> list[int]:
     """The prefixes that can be best for `array` alone in a buffer: every refill-only loop
     inside, no footprint-only loop, any subset of the loops moving both (I's X, Y; in group
     0 I's (X, FX) and (Y, FY) pairs, each both inside or both outside: one alone moves as
     much as neither, with a larger footprint). Any other prefix S is no better: S ∪
     refill-only ∖ footprint-only fits wherever S does (footprint never larger) and moves no
     more (refills never more). inner: the innermost level's, whose buffers may also lie
-    inside group 0 (codes INNER + mask)."""
+    inside group 0 (codes INNER + mask), enclosing the loops a datapath step with `lanes`
+    needs (`step_bits`: added to every such code, the least allowed)."""
     both = FULL & ~(_FOOT_ONLY[array] | _REFILL_ONLY[array])
     out = [_REFILL_ONLY[array] | s for s in range(FULL + 1) if not s & ~both]
     if inner:  # I's (output, kernel) pairs both inside or both outside (search_space._PAIRS)
         refill = sum(G0BIT[n] for n in G0_REFILL[array])
         pairs = [G0BIT[a] | G0BIT[b] for a, b in _PAIRS] if array == "I" else []
-        out += [INNER + refill + sum(chosen)
-                for r in range(len(pairs) + 1) for chosen in itertools.combinations(pairs, r)]
+        need = step_bits(array, lanes)
+        codes = {INNER | refill | need | functools.reduce(int.__or__, chosen, 0)
+                 for r in range(len(pairs) + 1) for chosen in itertools.combinations(pairs, r)}
+        out += sorted(c for c in codes if c != INNER + (1 << len(GROUP0)) - 1)
     return out
 
 
@@ -59,7 +66,7 @@ def alone_floor(level_bytes: float, blocks: LevelBlocks, array: str) -> np.ndarr
     group) with its block fitting `level_bytes` alone, over every position (inf: none fits).
     A lower bound on that transfer in any fitting placement (others' blocks only take room)."""
     best = np.inf
-    for prefix in alone_prefixes(array, blocks.gamma == 1):
+    for prefix in alone_prefixes(array, blocks.gamma == 1, blocks.lanes):
         energy, foot = blocks.block(array, prefix)
         best = np.where(foot <= level_bytes, np.minimum(best, energy), best)
     return best
@@ -87,7 +94,8 @@ def chain_terms(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.n
             for source, holder in zip((0,) + chain, chain, strict=False):
                 if (array, holder) not in unit:
                     blocks = LevelBlocks(layer, flat, on_chip + 1 - holder, on_chip,
-                                         {array: 1.0}, precision)
+                                         {array: 1.0}, precision,
+                                         unrolled_dims(hierarchy.datapath))
                     unit[array, holder] = alone_floor(
                         hierarchy.levels[holder].bytes_for(array), blocks, array)
                 term = term + (pj_bit[source, a_idx] + pj_bit[holder, a_idx]) * \
@@ -178,7 +186,8 @@ def in_s(layer: ConvLayer, blocking: Blocking, hierarchy: Hierarchy, bypass: boo
     """Is the blocking one of S's on the hierarchy: one group per on-chip level and group 0,
     tiles at most the layer's extents, every held array's position in its level's own group
     (from the end of the group inside to the group's end; the innermost level's from −1, group
-    0 too), holders any level able to hold the array (every such level when not `bypass`)?"""
+    0 too, its block there holding a step's operands of the datapath), holders any level able
+    to hold the array (every such level when not `bypass`)?"""
     on_chip = len(hierarchy.levels) - 1
     if len(blocking.orders) != on_chip + 1:
         return False
@@ -197,6 +206,10 @@ def in_s(layer: ConvLayer, blocking: Blocking, hierarchy: Hierarchy, bypass: boo
             top = low + len(DIMS)
             if k == on_chip:
                 low = -1
+                inside = {name for name, g in blocking.loops[:position + 1] if g == 0}
+                if any(blocking.tiles[0][DIMS.index(d)] > 1 and d not in inside
+                       for d in OPERANDS[array] if d in unrolled_dims(hierarchy.datapath)):
+                    return False  # its block would not hold a datapath step's operands
             if not able or not low <= position <= top:
                 return False
     return True
@@ -272,7 +285,8 @@ def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarra
         reference = np.full(len(flat["X"][1]), np.nan)
         for start in range(0, len(points), BATCH):
             at = points[start:start + BATCH]
-            blocks = LevelBlocks(layer, take(flat, at), 1, on_chip, least, precision)
+            blocks = LevelBlocks(layer, take(flat, at), 1, on_chip, least, precision,
+                                 unrolled_dims(hierarchy.datapath))
             reference[at] = best_placements(hierarchy, on_chip, blocks, held)[0]
         for i, coef in zip(members, coefs, strict=True):
             pattern, sub, outside, picks, inner = prepared[i]

@@ -46,6 +46,19 @@ G0BIT = {name: 1 << i for i, name in enumerate(GROUP0)}
 INNER = 1 << len(GROUP0)
 G0_REFILL = {"I": ("M",), "W": ("X", "Y", "N"), "O": ("FX", "FY", "C")}
 G0_FOOT = {"I": ("C", "N"), "W": ("FX", "FY", "M", "C"), "O": ("X", "Y", "M", "N")}
+# the dimensions of one datapath step's operands of each array (`blocking.step_operands`)
+OPERANDS = {"I": ("N", "C", "Y", "X"), "W": ("M", "C"), "O": ("N", "M", "Y", "X")}
+
+
+def unrolled_dims(datapath) -> frozenset[str]:
+    """The dimensions the datapath unrolls (more than one lane), none for a scalar one."""
+    return frozenset(d for d in DIMS if datapath is not None and datapath.lanes(d) > 1)
+
+
+def step_bits(array: str, lanes: frozenset[str]) -> int:
+    """Group-0 loops a buffer of `array` inside group 0 must enclose so that its block holds a
+    datapath step's operands (the unrolled dimensions of the array's operands)."""
+    return sum(G0BIT[d] for d in OPERANDS[array] if d in lanes)
 
 
 def mask(loops) -> int:
@@ -94,11 +107,16 @@ def inner_prefixes(order0: tuple[str, ...], array: str) -> list[int]:
             if name not in G0_REFILL[array]]
 
 
-def _group0_tuples(held: tuple[str, ...]) -> dict[tuple[int, ...], tuple[str, ...]]:
-    """Every distinct tuple of group-0 codes of the arrays `held`, with an order realizing it."""
+def _group0_tuples(held: tuple[str, ...],
+                   lanes: frozenset[str]) -> dict[tuple[int, ...], tuple[str, ...]]:
+    """Every distinct tuple of group-0 codes of the arrays `held` whose blocks hold a step of
+    the datapath unrolling `lanes` (`step_bits`), with an order realizing it."""
+    need = [step_bits(a, lanes) for a in held]
     found: dict[tuple[int, ...], tuple[str, ...]] = {}
     for order0 in itertools.permutations(GROUP0):
-        for combo in itertools.product(*(inner_prefixes(order0, a) for a in held)):
+        options = [[c for c in inner_prefixes(order0, a) if c & n == n]
+                   for a, n in zip(held, need, strict=True)]
+        for combo in itertools.product(*options):
             found.setdefault(combo, order0)
     return found
 
@@ -165,16 +183,18 @@ def _undominated(held: tuple[str, ...], found: dict) -> dict:
     return {keys[i]: found[keys[i]] for i in kept}
 
 
-@functools.lru_cache(maxsize=16)
-def inner_placements(held: tuple[str, ...]) -> tuple[tuple[tuple[int, ...], tuple], ...]:
+@functools.lru_cache(maxsize=32)
+def inner_placements(held: tuple[str, ...], lanes: frozenset[str] = frozenset()
+                     ) -> tuple[tuple[tuple[int, ...], tuple], ...]:
     """Non-dominated placements of the innermost level holding `held`: (one code per held array,
-    (π_0, π_1) realizing them): each array inside group 0 (codes ≥ INNER) or group 1, every
-    order of both groups considered, dominated tuples dropped (lemma 2')."""
+    (π_0, π_1) realizing them): each array inside group 0 (codes ≥ INNER; its block holding a
+    step of the datapath unrolling `lanes`) or group 1, every order of both groups considered,
+    dominated tuples dropped (lemma 2')."""
     found: dict[tuple[int, ...], tuple] = {}
     for inside in itertools.product((True, False), repeat=len(held)):
         g0 = tuple(a for a, i in zip(held, inside, strict=True) if i)
         g1 = tuple(a for a, i in zip(held, inside, strict=True) if not i)
-        part0 = _undominated(g0, _group0_tuples(g0)) if g0 else {(): GROUP0}
+        part0 = _undominated(g0, _group0_tuples(g0, lanes)) if g0 else {(): GROUP0}
         for codes0, order0 in part0.items():
             for codes1, order1 in placements(g1):
                 it0, it1 = iter(codes0), iter(codes1)
@@ -184,10 +204,12 @@ def inner_placements(held: tuple[str, ...]) -> tuple[tuple[tuple[int, ...], tupl
     return tuple((k, kept[k]) for k in sorted(kept))
 
 
-def level_placements(held: tuple[str, ...], inner: bool) -> tuple:
+def level_placements(held: tuple[str, ...], inner: bool,
+                     lanes: frozenset[str] = frozenset()) -> tuple:
     """The placements searched for a level: `inner_placements` for the innermost on-chip
-    level (orders (π_0, π_1)), else `placements` (one order)."""
-    return inner_placements(held) if inner else placements(held)
+    level (orders (π_0, π_1); `lanes`: the datapath's unrolled dimensions), else `placements`
+    (one order)."""
+    return inner_placements(held, lanes) if inner else placements(held)
 
 
 def realizes(order: tuple[str, ...], prefixes: tuple[int, ...]) -> bool:
@@ -216,8 +238,9 @@ class LevelBlocks:
     by the placements using it. gamma: the level's group; lo, hi = t_{γ−1}, t_γ (t_L = P)."""
 
     def __init__(self, layer, grid: dict, gamma: int, on_chip: int, coef: dict,
-                 precision) -> None:
+                 precision, lanes: frozenset[str] = frozenset()) -> None:
         self.layer, self.coef, self.precision, self.gamma = layer, coef, precision, gamma
+        self.lanes = lanes  # the datapath's unrolled dimensions (`step_bits`)
         self.p = {d: grid[d][1] for d in DIMS}
         self.lo = {d: grid[d][0][gamma - 1] for d in DIMS}
         self.hi = {d: grid[d][0][gamma] if gamma < on_chip else self.p[d] for d in DIMS}
@@ -303,10 +326,11 @@ FEW = 512  # points up to which every placement is priced in one numpy pass
 
 
 @functools.lru_cache(maxsize=32)
-def _columns(held: tuple[str, ...], inner: bool) -> tuple[tuple[tuple[int, ...], np.ndarray], ...]:
-    """Per held array: its distinct prefixes among `level_placements(held, inner)` and, per
-    placement, the index of its prefix there."""
-    table = level_placements(held, inner)
+def _columns(held: tuple[str, ...], inner: bool,
+             lanes: frozenset[str]) -> tuple[tuple[tuple[int, ...], np.ndarray], ...]:
+    """Per held array: its distinct prefixes among `level_placements(held, inner, lanes)` and,
+    per placement, the index of its prefix there."""
+    table = level_placements(held, inner, lanes)
     out = []
     for j in range(len(held)):
         distinct = tuple(sorted({prefixes[j] for prefixes, _ in table}))
@@ -318,8 +342,9 @@ def _columns(held: tuple[str, ...], inner: bool) -> tuple[tuple[tuple[int, ...],
 def best_placements(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
                     held: tuple[str, ...]):
     """Per point, the least energy (pJ, one group) of a fitting placement of level
-    `level_idx` holding `held`, and its index in `level_placements(held, inner)` (inner: the
-    blocks are the innermost level's; inf, −1: none fits; ties: the first)."""
+    `level_idx` holding `held`, and its index in `level_placements(held, inner, lanes)`
+    (inner: the blocks are the innermost level's, lanes theirs; inf, −1: none fits; ties: the
+    first)."""
     level = hierarchy.levels[level_idx]
     split = isinstance(level.capacity_bytes, SplitCapacity)
     n = len(blocks.p["X"])
@@ -329,7 +354,7 @@ def best_placements(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
         return np.zeros(n), np.zeros(n, dtype=np.int16)
     # each distinct (array, prefix) priced once: (energy, footprint or fits its part)
     inner = blocks.gamma == 1
-    columns = _columns(held, inner)
+    columns = _columns(held, inner, blocks.lanes)
     parts = []
     for array, (distinct, _) in zip(held, columns, strict=True):
         if n > FEW:  # many points: each code's arrays apart (smaller temporaries)
@@ -389,7 +414,8 @@ def take(flat: dict, idx) -> dict:
     return {d: ([t[idx] for t in tiles], p[idx]) for d, (tiles, p) in flat.items()}
 
 
-__all__ = ["ARRAYS", "BIT", "FULL", "G0BIT", "INNER", "RELEVANT", "LevelBlocks", "Pattern",
+__all__ = ["ARRAYS", "BIT", "FULL", "G0BIT", "INNER", "OPERANDS", "RELEVANT", "step_bits",
+           "unrolled_dims", "LevelBlocks", "Pattern",
            "best_placements", "canonical_prefixes", "grades", "inner_placements",
            "inner_prefixes", "level_placements", "holder_patterns", "mask", "placements",
            "realizes", "side_cost", "take", "variant"]
