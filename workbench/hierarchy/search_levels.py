@@ -1,0 +1,118 @@
+"""Per-level pieces of `search` (proofs in its docstring): the datapath's side of every tile
+point, the smallest blocks each level must fit, a level's best placement at many points (outer
+levels: tables per class of their (t_{γ−1}, t_γ, P)), and the Blocking of a chosen point."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from workbench.hierarchy.accesses import PrecisionLike
+from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking
+from workbench.hierarchy.datapath import fetches
+from workbench.hierarchy.levels import Hierarchy
+from workbench.hierarchy.search_r import _footprints
+from workbench.hierarchy.search_space import (
+    INNER,
+    LevelBlocks,
+    Pattern,
+    best_placements,
+    level_placements,
+    unrolled_dims,
+    variant,
+)
+from workbench.layers.spec import ConvLayer
+
+
+def _datapath_side(layer: ConvLayer, hierarchy: Hierarchy, flat: dict):
+    """(MAC energy pJ, the datapath's operand fetches per array, outputs) at every point."""
+    p = {d: flat[d][1] for d in DIMS}
+    outputs = p["N"] * p["M"] * p["Y"] * p["X"]
+    macs = layer.Kx * layer.Ky * math.prod(p.values())
+    if hierarchy.datapath is None or hierarchy.datapath.macs_per_step == 1:
+        fetched = dict.fromkeys(ARRAYS, macs)
+    else:
+        fetched = fetches(layer.Kx * layer.Ky, p, {d: flat[d][0][0] for d in DIMS},
+                          hierarchy.datapath)
+    return macs * hierarchy.mac_energy_pj, fetched, outputs
+
+
+def _smallest(layer: ConvLayer, grid: dict, on_chip: int, width: dict) -> dict:
+    """Per on-chip level, per array, the bytes of its smallest block there (`r_blocks_fit`):
+    R's blocks at the outer levels, one element at the innermost."""
+    feet = {k: {a: f * width[a] for a, f in _footprints(layer, grid, on_chip - k).items()}
+            for k in range(1, on_chip)}
+    feet[on_chip] = {a: float(width[a]) for a in ARRAYS}
+    return feet
+
+
+def _blocks(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: np.ndarray,
+            precision: PrecisionLike, pattern: Pattern) -> tuple[LevelBlocks, tuple[str, ...]]:
+    """On-chip level k's candidate blocks at every point, and the arrays it holds."""
+    levels = len(hierarchy.levels)
+    held, sources = variant(pattern, k)
+    coef = {a: pj_bit[src, ARRAYS.index(a)] + pj_bit[k, ARRAYS.index(a)]
+            for a, src in zip(held, sources, strict=True)}
+    return LevelBlocks(layer, flat, levels - k, levels - 1, coef, precision,
+                       unrolled_dims(hierarchy.datapath)), held
+
+
+def _level(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: np.ndarray,
+           precision: PrecisionLike, pattern: Pattern):
+    """Best fitting placement of on-chip level k at every point: (pJ one group, index)."""
+    blocks, held = _blocks(layer, hierarchy, k, flat, pj_bit, precision, pattern)
+    return best_placements(hierarchy, k, blocks, held)
+
+
+def _level_table(layer: ConvLayer, hierarchy: Hierarchy, k: int, per_dim: dict, extent: dict,
+                 classes: dict, ox: int | None, pj_bit: np.ndarray, precision: PrecisionLike,
+                 pattern: Pattern, table: tuple | None, ids: tuple) -> tuple:
+    """Outer level k's best placement (pJ one group, index) per class of X, Y, C, M, N (X: only
+    the class of chain `ox`, axis of length 1, unless None): arrays indexed by the class ids,
+    filled (NaN: not yet) at the classes `ids` (one index array per dimension) and kept."""
+    gamma = len(hierarchy.levels) - k
+    first = {d: np.unique(classes[d][gamma], return_index=True)[1] for d in DIMS}
+    if ox is not None:
+        first["X"] = np.array([ox])
+    if table is None:
+        shape = tuple(len(first[d]) for d in DIMS)
+        table = np.full(shape, np.nan), np.full(shape, -1, dtype=np.int16)
+    missing = np.isnan(table[0][ids])
+    if missing.any():
+        wanted = np.zeros(table[0].size, dtype=bool)
+        wanted[np.ravel_multi_index(tuple(i[missing] for i in ids), table[0].shape)] = True
+        todo = np.unravel_index(np.nonzero(wanted)[0], table[0].shape)
+        flat = {}
+        for d, cls in zip(DIMS, todo, strict=True):
+            chains = per_dim[d][first[d][cls]].astype(float)
+            flat[d] = ([chains[:, g] for g in range(chains.shape[1])],
+                       -(-extent[d] // chains[:, -1]) * chains[:, -1])
+        table[0][todo], table[1][todo] = _level(layer, hierarchy, k, flat, pj_bit, precision,
+                                                pattern)
+    return table
+
+
+def _blocking(hierarchy: Hierarchy, tiles: list[dict], picks: dict[int, int],
+              pattern: Pattern) -> Blocking:
+    """The Blocking of the chosen tiles and placements (group 0 in GROUP0 order)."""
+    levels = len(hierarchy.levels)
+    on_chip = levels - 1
+    orders: list[tuple[str, ...]] = [GROUP0] + [DIMS] * on_chip
+    buffers: dict[str, list] = {a: [None] * on_chip for a in ARRAYS}
+    for k in range(1, levels):
+        held = variant(pattern, k)[0]
+        prefixes, order = level_placements(held, k == on_chip,
+                                           unrolled_dims(hierarchy.datapath))[picks[k]]
+        gamma = levels - k
+        if k == on_chip:
+            orders[0], order = order
+        orders[gamma] = order
+        start = len(GROUP0) + len(DIMS) * (gamma - 1)
+        for array, prefix in zip(held, prefixes, strict=True):
+            buffers[array][k - 1] = bin(prefix - INNER).count("1") - 1 if prefix >= INNER \
+                else start - 1 + bin(prefix).count("1")
+    return Blocking.of(orders, tiles, buffers)
+
+
+__all__ = ["_blocking", "_datapath_side", "_level", "_level_table", "_smallest"]

@@ -1,0 +1,220 @@
+"""The per-level buffer placements `search` enumerates: for one memory level, the loop order of
+its group and a buffering position per array it holds, reduced to the placements that can be
+optimal (proofs in `workbench.hierarchy.search`'s docstring).
+
+A placement of level k in its group γ (loops X, Y, C, M, N in some order π, innermost first)
+gives each held array A a prefix S_A of π: the loops of γ inside A's buffer (S = ∅: the end of
+group γ−1, seed 001's whole block; S = all five: the end of group γ). Sets are bitmasks over
+DIMS (X = 1, Y = 2, C = 4, M = 8, N = 16).
+
+The innermost on-chip level (group 1) may also put a buffer inside group 0 (loops FX, FY, X, Y,
+C, M, N in an order π_0 of their own): code INNER + m, m the bitmask over GROUP0 (FX = 1,
+FY = 2, X = 4, …, N = 64) of the group-0 loops inside it (m ≠ all seven: that is group 1's
+∅). Its block has c_d = t_0 along the dimensions in m and 1 along the others, and the kernel
+window K or 1 along FX, FY (seed 001 §3: "Fw, Fh are not required to be the innermost loops");
+it encloses the loops a datapath step of its array needs (`step_bits`).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import numpy as np
+
+from workbench.hierarchy.blocking import DIMS, GROUP0
+
+BIT = {d: 1 << i for i, d in enumerate(DIMS)}
+FULL = (1 << len(DIMS)) - 1
+# dimensions of a group ≥ 1 each array's index depends on (seed 002 table II): a loop over any
+# other dimension re-uses the array's block unchanged
+RELEVANT = {"I": BIT["X"] | BIT["Y"] | BIT["C"] | BIT["N"],
+            "W": BIT["M"] | BIT["C"],
+            "O": BIT["X"] | BIT["Y"] | BIT["M"] | BIT["N"]}
+# per array: (bits only the footprint grows with, bits only the refills shrink with); the rest
+# (I's X, Y: halo reuse) move both and must match for one placement to dominate another
+_FOOT_ONLY = {"I": BIT["C"] | BIT["N"], "W": BIT["M"] | BIT["C"],
+              "O": BIT["X"] | BIT["Y"] | BIT["M"] | BIT["N"]}
+_REFILL_ONLY = {"I": BIT["M"], "W": BIT["X"] | BIT["Y"] | BIT["N"], "O": BIT["C"]}
+# group 0 (innermost level only): its loops' bits, and per array the loops only the refills
+# shrink with (the only loops irrelevant to it) and those only the footprint grows with
+G0BIT = {name: 1 << i for i, name in enumerate(GROUP0)}
+INNER = 1 << len(GROUP0)
+G0_REFILL = {"I": ("M",), "W": ("X", "Y", "N"), "O": ("FX", "FY", "C")}
+G0_FOOT = {"I": ("C", "N"), "W": ("FX", "FY", "M", "C"), "O": ("X", "Y", "M", "N")}
+# the dimensions of one datapath step's operands of each array (`blocking.step_operands`)
+OPERANDS = {"I": ("N", "C", "Y", "X"), "W": ("M", "C"), "O": ("N", "M", "Y", "X")}
+
+
+def unrolled_dims(datapath) -> frozenset[str]:
+    """The dimensions the datapath unrolls (more than one lane), none for a scalar one."""
+    return frozenset(d for d in DIMS if datapath is not None and datapath.lanes(d) > 1)
+
+
+def step_bits(array: str, lanes: frozenset[str]) -> int:
+    """Group-0 loops a buffer of `array` inside group 0 must enclose so that its block holds a
+    datapath step's operands (the unrolled dimensions of the array's operands)."""
+    return sum(G0BIT[d] for d in OPERANDS[array] if d in lanes)
+
+
+def mask(loops) -> int:
+    """Bitmask of a collection of dimension names."""
+    return sum(BIT[d] for d in loops)
+
+
+def canonical_prefixes(order: tuple[str, ...], array: str) -> list[int]:
+    """Prefixes of `order` directly followed by a loop relevant to `array`, and the whole
+    group (the only positions that can be optimal: see the search docstring, lemma 1)."""
+    out = [mask(order[:i]) for i, d in enumerate(order) if BIT[d] & RELEVANT[array]]
+    return out + [FULL]
+
+
+@functools.lru_cache(maxsize=16)
+def placements(held: tuple[str, ...]) -> tuple[tuple[tuple[int, ...], tuple[str, ...]], ...]:
+    """Non-dominated placements of the arrays `held` (ARRAYS order) in one group: (one prefix
+    bitmask per held array, an order of DIMS realizing them), every order's canonical prefixes
+    considered, one per distinct tuple, dominated tuples dropped (lemma 2)."""
+    found: dict[tuple[int, ...], tuple[str, ...]] = {}
+    for order in itertools.permutations(DIMS):
+        for combo in itertools.product(*(canonical_prefixes(order, a) for a in held)):
+            found.setdefault(combo, order)
+    keys = sorted(found)
+    if not held:
+        return tuple((k, found[k]) for k in keys)
+    sets = np.array(keys, dtype=np.int64).reshape(len(keys), len(held))
+    dominated = np.zeros(len(keys), dtype=bool)
+    for i in range(len(keys)):  # does some other tuple dominate tuple i?
+        ok = np.ones(len(keys), dtype=bool)
+        for j, array in enumerate(held):
+            a, b = sets[:, j], sets[i, j]
+            both = FULL & ~(_FOOT_ONLY[array] | _REFILL_ONLY[array])
+            ok &= ((a & both) == (b & both)) & ((a & _FOOT_ONLY[array] & ~b) == 0) \
+                & ((b & _REFILL_ONLY[array] & ~a) == 0)
+        ok[i] = False
+        dominated[i] = ok.any()
+    kept = [k for k, out in zip(keys, dominated, strict=True) if not out]
+    return tuple((k, found[k]) for k in sorted(kept))
+
+
+def inner_prefixes(order0: tuple[str, ...], array: str) -> list[int]:
+    """Codes of the prefixes of group 0's order `order0` directly followed by a loop relevant
+    to `array` (lemma 1 in group 0; the whole group 0 is group 1's prefix ∅)."""
+    return [INNER + sum(G0BIT[n] for n in order0[:i]) for i, name in enumerate(order0)
+            if name not in G0_REFILL[array]]
+
+
+def _group0_tuples(held: tuple[str, ...],
+                   lanes: frozenset[str]) -> dict[tuple[int, ...], tuple[str, ...]]:
+    """Every distinct tuple of group-0 codes of the arrays `held` whose blocks hold a step of
+    the datapath unrolling `lanes` (`step_bits`), with an order realizing it."""
+    need = [step_bits(a, lanes) for a in held]
+    found: dict[tuple[int, ...], tuple[str, ...]] = {}
+    for order0 in itertools.permutations(GROUP0):
+        options = [[c for c in inner_prefixes(order0, a) if c & n == n]
+                   for a, n in zip(held, need, strict=True)]
+        for combo in itertools.product(*options):
+            found.setdefault(combo, order0)
+    return found
+
+
+@functools.cache
+def grades(code: int) -> tuple[int, ...]:
+    """Per GROUP0 loop, how far the buffer of an innermost-level code reaches along it: 0 not
+    inside (c = 1, kernel 1), 1 inside group 0 (c = t_0, kernel K), 2 group 1's loop inside
+    too (c = t_1). Every count is monotone in each grade (lemma 2')."""
+    if code >= INNER:
+        return tuple(1 if code & G0BIT[n] else 0 for n in GROUP0)
+    return (1, 1) + tuple(2 if code & BIT[d] else 1 for d in DIMS)
+
+
+# I's (output, kernel) loop pairs: the pair's grades (output 0-2, kernel 0-1) as bit sets, a
+# pair dominating another iff its bits are a subset: one loop of the pair inside group 0 alone,
+# (t_0, 1) or (1, K), moves what neither inside (1, 1) moves (c·K·P/c, K·P) with a larger
+# footprint (c, K), so (1, 1) dominates both; other pairs must be equal
+_PAIR_BITS = {(0, 0): 0b00001, (1, 0): 0b00011, (0, 1): 0b00101, (1, 1): 0b01000,
+              (2, 1): 0b10000}
+_PAIRS = (("X", "FX"), ("Y", "FY"))
+
+
+def _features(array: str, g: tuple[int, ...]) -> list[tuple[int, int]]:
+    """(bits, width) per feature of one array's grades (`grades`): a tuple dominates another
+    iff, array by array, each of its features' bits is a subset of the other's (lemma 2')."""
+    out = []
+    for loop, name in enumerate(GROUP0):
+        if array == "I" and name in ("X", "Y", "FX", "FY"):
+            continue
+        v = g[loop] if name in G0_FOOT[array] else -g[loop]  # lower is better
+        out.append(((1 << (v + 2)) - 1, 4))  # thermometer: v ≤ w iff bits ⊆
+    if array == "I":
+        for a, b in _PAIRS:
+            out.append((_PAIR_BITS[g[GROUP0.index(a)], g[GROUP0.index(b)]], 5))
+    return out
+
+
+def _undominated(held: tuple[str, ...], found: dict) -> dict:
+    """`found`'s tuples (of innermost-level codes) no other one dominates (lemma 2'), with
+    their orders. A dominating tuple has fewer feature bits, and dominance is transitive, so a
+    tuple is dominated iff an undominated tuple with fewer bits dominates it: tuples are
+    checked by rising bit count, a chunk at a time, against those kept and the chunk."""
+    keys = list(found)
+    packed = []
+    for key in keys:
+        bits, shift = 0, 0
+        for array, code in zip(held, key, strict=True):
+            for value, width in _features(array, grades(code)):
+                bits |= value << shift
+                shift += width
+        packed.append(bits)
+    n_words = max(1, -(-max(b.bit_length() for b in packed) // 64)) if packed else 1
+    words = np.array([[(b >> (64 * w)) & (2**64 - 1) for w in range(n_words)] for b in packed],
+                     dtype=np.uint64).reshape(len(keys), n_words)
+    rank = np.argsort([b.bit_count() for b in packed], kind="stable")
+    kept: list[int] = []
+    for start in range(0, len(rank), 512):
+        chunk = rank[start:start + 512]
+        against = np.concatenate([np.array(kept, dtype=np.int64), chunk])
+        beats = ((words[against][None, :, :] & ~words[chunk][:, None, :]) == 0).all(axis=2) \
+            & (against[None, :] != chunk[:, None])
+        kept += [int(i) for i, out in zip(chunk, beats.any(axis=1), strict=True) if not out]
+    return {keys[i]: found[keys[i]] for i in kept}
+
+
+@functools.lru_cache(maxsize=32)
+def inner_placements(held: tuple[str, ...], lanes: frozenset[str] = frozenset()
+                     ) -> tuple[tuple[tuple[int, ...], tuple], ...]:
+    """Non-dominated placements of the innermost level holding `held`: (one code per held array,
+    (π_0, π_1) realizing them): each array inside group 0 (codes ≥ INNER; its block holding a
+    step of the datapath unrolling `lanes`) or group 1, every order of both groups considered,
+    dominated tuples dropped (lemma 2')."""
+    found: dict[tuple[int, ...], tuple] = {}
+    for inside in itertools.product((True, False), repeat=len(held)):
+        g0 = tuple(a for a, i in zip(held, inside, strict=True) if i)
+        g1 = tuple(a for a, i in zip(held, inside, strict=True) if not i)
+        part0 = _undominated(g0, _group0_tuples(g0, lanes)) if g0 else {(): GROUP0}
+        for codes0, order0 in part0.items():
+            for codes1, order1 in placements(g1):
+                it0, it1 = iter(codes0), iter(codes1)
+                combo = tuple(next(it0) if i else next(it1) for i in inside)
+                found.setdefault(combo, (order0, order1))
+    kept = _undominated(held, found)
+    return tuple((k, kept[k]) for k in sorted(kept))
+
+
+def level_placements(held: tuple[str, ...], inner: bool,
+                     lanes: frozenset[str] = frozenset()) -> tuple:
+    """The placements searched for a level: `inner_placements` for the innermost on-chip
+    level (orders (π_0, π_1); `lanes`: the datapath's unrolled dimensions), else `placements`
+    (one order)."""
+    return inner_placements(held, lanes) if inner else placements(held)
+
+
+def realizes(order: tuple[str, ...], prefixes: tuple[int, ...]) -> bool:
+    """Is every bitmask a prefix of `order`?"""
+    heads = {mask(order[:i]) for i in range(len(order) + 1)}
+    return all(p in heads for p in prefixes)
+
+
+__all__ = ["BIT", "FULL", "G0BIT", "G0_FOOT", "G0_REFILL", "INNER", "OPERANDS", "RELEVANT",
+           "canonical_prefixes", "grades", "inner_placements", "inner_prefixes",
+           "level_placements", "mask", "placements", "realizes", "step_bits",
+           "unrolled_dims"]
