@@ -1,9 +1,9 @@
 """The innermost level's buffers inside group 0 (search_space, lemma 2' of the search): each
-code's block moves and holds what the model's `transfers` count for that position; pricing
-every code at once equals pricing them one by one; the alone prefixes reach every code's
-least energy fitting a capacity; and the undominated placements lose no optimum: their best
-fitting placement costs what the best of every realizable tuple of positions costs (any
-nested sets of loops, no lemma used), point by point."""
+code's block moves and holds what the model's `transfers` count for that position; the
+compiled pricing of a level's placements equals pricing block by block; the alone prefixes
+reach every code's least energy fitting a capacity; and the undominated placements lose no
+optimum: their best fitting placement costs what the best of every realizable tuple of
+positions costs (any nested sets of loops, no lemma used), point by point."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ from workbench.hierarchy.search_space import (
     LevelBlocks,
     best_placements,
     inner_placements,
+    least_total_at,
+    level_placements,
     side_cost,
     step_bits,
 )
@@ -120,19 +122,80 @@ def test_block_counts_equal_the_model(case, array) -> None:
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.lists(point(), min_size=1, max_size=1), st.lists(point(), min_size=4, max_size=4))
-def test_codes_priced_at_once_equal_one_by_one(first, more) -> None:
-    """`LevelBlocks.many` (every code at once) equals `block` (one code at a time)."""
+@given(st.lists(point(), min_size=1, max_size=1), st.lists(point(), min_size=4, max_size=4),
+       st.sampled_from([("I", "W", "O"), ("I", "O"), ("W",)]), st.integers(2, 400),
+       st.booleans(), st.booleans())
+def test_compiled_pricing_equals_block_by_block(first, more, held, capacity, split,
+                                                inner) -> None:
+    """`best_placements` (compiled) returns, bit for bit, the least energy over its
+    placements of the `block` energies summed in held order among those fitting, and the
+    first such placement: for the innermost level and for the outer one (γ = 2)."""
     layer = first[0][0]
     points = [(t0, t1) for _, t0, t1 in first + more
               if all(t1[d] <= getattr(layer, EXTENT[d]) for d in DIMS)]
-    blocks = LevelBlocks(layer, _grid(layer, points), 1, 2, dict.fromkeys(ARRAYS, 0.7), PREC)
-    for array in ARRAYS:
-        energy, foot = blocks.many(array, CODES)
-        for row, code in enumerate(CODES):
-            e, f = _priced(blocks, array, code)
-            np.testing.assert_allclose(energy[row], e, rtol=1e-12)
-            np.testing.assert_allclose(foot[row], f, rtol=1e-12)
+    coef = {"I": 0.7, "W": 1.9, "O": 0.3}
+    blocks = LevelBlocks(layer, _grid(layer, points), 1 if inner else 2, 2, coef, PREC)
+    cap = SplitCapacity(capacity, capacity // 2, capacity // 3) if split else capacity
+    hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", cap, 16, 2.0),
+                      Level("L2", cap, 16, 1.0)))
+    level = 2 if inner else 1
+    best, at = best_placements(hier, level, blocks, held)
+    for p in range(len(points)):
+        least, first_at = np.inf, -1
+        for i, (codes, _) in enumerate(level_placements(held, inner, frozenset())):
+            priced = [_priced(blocks, a, c) for a, c in zip(held, codes, strict=True)]
+            energy = priced[0][0][p]
+            for e, _ in priced[1:]:
+                energy = energy + e[p]
+            fits = all(f[p] <= hier.levels[level].bytes_for(a)
+                       for a, (_, f) in zip(held, priced, strict=True)) if split else \
+                sum(f[p] for _, f in priced) <= capacity
+            if fits and energy < least:
+                least, first_at = energy, i
+        assert best[p] == least
+        assert at[p] == first_at
+    if not split:  # a level exactly as large as the best placement's blocks holds them
+        codes = level_placements(held, inner, frozenset())[int(at[0])][0] if at[0] >= 0 \
+            else level_placements(held, inner, frozenset())[0][0]
+        tight = sum(_priced(blocks, a, c)[1][0] for a, c in zip(held, codes, strict=True))
+        hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", int(tight), 16, 2.0),
+                          Level("L2", int(tight), 16, 1.0)))
+        assert np.isfinite(best_placements(hier, level, blocks, held)[0][0])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(point(), min_size=1, max_size=1), st.lists(point(), min_size=6, max_size=6),
+       st.sampled_from([("I", "W", "O"), ("I", "O"), ("W",), ()]), st.integers(4, 60),
+       st.booleans(), st.lists(st.floats(0, 500), min_size=7, max_size=7),
+       st.sampled_from([1, 3]), st.sampled_from([0.0, 0.9, 1.1, np.inf]))
+def test_innermost_search_equals_pricing_every_point(first, more, held, capacity, split,
+                                                     outside, groups, scale) -> None:
+    """`least_total_at` (the innermost level's pruned search over a batch of points) returns
+    the first point of least (outside + best fitting placement) × groups below the best given,
+    and that point's first best placement, as pricing every point in full does; with the
+    alone floors as the lower bound and a best around the true least total."""
+    layer = first[0][0]
+    points = [(t0, t1) for _, t0, t1 in first + more
+              if all(t1[d] <= getattr(layer, EXTENT[d]) for d in DIMS)]
+    coef = {"I": 0.7, "W": 1.9, "O": 0.3}
+    blocks = LevelBlocks(layer, _grid(layer, points), 1, 2, coef, PREC)
+    cap = SplitCapacity(capacity, capacity // 2, capacity // 3) if split else capacity
+    hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 4096, 16, 2.0),
+                      Level("L2", cap, 16, 1.0)))
+    outside = np.array(outside[:len(points)])
+    best, at = best_placements(hier, 2, blocks, held)
+    totals = (outside + best) * groups
+    least = float(np.min(totals))
+    start = least * scale if np.isfinite(least) and scale > 0 and np.isfinite(scale) else \
+        np.inf if scale == np.inf or not np.isfinite(least) else 0.0
+    bound = sum((alone_floor(hier.levels[2].bytes_for(a), blocks, a) for a in held),
+                np.zeros(len(points)))
+    total, j, i = least_total_at(hier, blocks, held, outside, bound, groups, start)
+    if least < start:
+        assert (total, j) == (least, int(np.argmin(totals)))
+        assert i == at[j]
+    else:
+        assert (total, j, i) == (start, -1, -1)
 
 
 LANES = st.sampled_from([frozenset(), frozenset("CM"), frozenset("X"), frozenset("YN")])

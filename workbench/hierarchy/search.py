@@ -114,8 +114,11 @@ that sum is below the best energy found. The points where any live pattern's sma
 found from the patterns holding least (a pattern holding, at every level, a subset of another's
 arrays fits wherever that one does). The innermost level is priced last, combinations in rising
 order of a lower bound (MAC + datapath + outer levels + the innermost level with each held
-array's least-moving block that fits the level alone, `alone_floor`); once that bound reaches
-the best energy found, the rest cannot beat it.
+array's least-moving block that fits the level alone, `alone_floor`), lowest first a batch at
+a time; once that bound reaches the best energy found, the rest cannot beat it. In a batch the
+compiled `search_kernel.least_total` also skips a point whose total with the least sum of one
+alone code per held array (`alone_prefixes`; every code's footprint and energy are at least
+one of them) fitting a shared level together reaches it, and a placement whose total does.
 """
 
 from __future__ import annotations
@@ -139,6 +142,7 @@ from workbench.hierarchy.search_bounds import (
     relaxed_floor,
 )
 from workbench.hierarchy.search_grid import (
+    at_rows,
     chain_classes,
     chains_at,
     gather,
@@ -148,8 +152,8 @@ from workbench.hierarchy.search_grid import (
 )
 from workbench.hierarchy.search_levels import (
     _blocking,
+    _blocks,
     _datapath_side,
-    _level,
     _level_table,
     _smallest,
 )
@@ -167,6 +171,7 @@ from workbench.hierarchy.search_space import (
     LevelBlocks,
     Pattern,
     holder_patterns,
+    least_total_at,
     side_cost,
     take,
     unrolled_dims,
@@ -232,9 +237,9 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
         best = math.inf if found is None else found[0]
     rows = np.unravel_index(np.nonzero(floor * layer.groups < best)[0], shape)
     if len(rows[0]):
-        chains = {("term", a, p[i]) for p in live for i, a in enumerate(ARRAYS)}
-        alone_at = {key: np.broadcast_to(alone[key], shape)[rows] for key in chains
-                    if key in alone}
+        keys = {("term", a, p[i]) for p in live for i, a in enumerate(ARRAYS)} | \
+            {(a, on_chip) for a in ARRAYS}  # and the innermost level's unit alone floors
+        alone_at = {key: at_rows(alone[key], rows) for key in keys if key in alone}
         found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
                        precision, live, xs, chains_at(rows, xs, ys, pairs), best,
                        alone_at) or found
@@ -270,6 +275,7 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
     terms = None if not math.isfinite(best) else chain_terms(
         layer, hierarchy, flat, pj_bit, precision, live, fetch_unit, alone_at)
     prepared = []
+    known = {} if alone_at is None else alone_at
     floor_in: dict[str, np.ndarray] = {}  # unit alone floors at the innermost level
     for pattern in live:
         ok = r_blocks_fit(hierarchy, feet, (n,), pattern)
@@ -302,33 +308,38 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
             a_idx = ARRAYS.index(array)
             if array not in floor_in:
                 floor_in[array] = alone_floor(hierarchy.levels[on_chip].bytes_for(array),
-                                              unit, array)
+                                              unit, array) if (array, on_chip) not in \
+                    known else known[array, on_chip]
             inner = inner + (pj_bit[src, a_idx] + pj_bit[on_chip, a_idx]) * \
                 floor_in[array][sub]
         prepared.append((pattern, sub, bound, picks, inner))
     found = None
     for pattern, sub, outside, picks, inner in lifted(layer, hierarchy, flat, pj_bit,
                                                       precision, prepared, best):
-        # lowest bound first: points whose bound reaches the best energy found cannot beat it
+        # lowest bounds first, a batch at a time (the first small: its best usually stops the
+        # rest early); points whose bound reaches the best energy found cannot beat it
         bound = outside + inner
         keep = np.nonzero(bound * layer.groups < best)[0]
-        order = keep[np.argsort(bound[keep], kind="stable")]
-        start, size = 0, FIRST  # a small first batch: its best usually stops the rest early
-        while start < len(order):
-            idx = order[start:start + size]
-            start, size = start + size, min(BATCH, 4 * size)
-            idx = idx[bound[idx] * layer.groups < best]  # sorted: the rest cannot beat it
-            if not len(idx):
-                break
-            energy, at = _level(layer, hierarchy, on_chip, take(flat, sub[idx]), pj_bit,
-                                precision, pattern)
-            total = (outside[idx] + energy) * layer.groups
-            i = int(np.argmin(total))
-            if total[i] < best:
-                best, j = float(total[i]), int(sub[idx[i]])
+        size = FIRST
+        while len(keep):
+            if len(keep) > size:
+                lowest = np.argpartition(bound[keep], size)[:size]
+                rest = np.ones(len(keep), dtype=bool)
+                rest[lowest] = False
+                idx, keep = keep[lowest], keep[rest]
+            else:
+                idx, keep = keep, keep[:0]
+            size = min(BATCH, 4 * size)
+            blocks, held = _blocks(layer, hierarchy, on_chip, take(flat, sub[idx]), pj_bit,
+                                   precision, pattern)
+            total, i, at = least_total_at(hierarchy, blocks, held, outside[idx], inner[idx],
+                                          layer.groups, best)
+            if i >= 0:
+                best, j = total, int(sub[idx[i]])
                 found = best, ({d: int(chain_at[d][j]) for d in DIMS},
                                {**{k: int(v[idx[i]]) for k, v in picks.items()},
-                                on_chip: int(at[i])}, pattern)
+                                on_chip: at}, pattern)
+            keep = keep[bound[keep] * layer.groups < best]
     return found
 
 

@@ -45,10 +45,20 @@ def grid_shape(grid: dict) -> tuple[int, ...]:
 
 
 
+def at_rows(values, rows: tuple) -> np.ndarray:
+    """A broadcasting grid array's values at the points `rows` (one index array per axis),
+    indexed only along its own non-unit axes (a tile array is then a one-axis take)."""
+    values = np.asarray(values)
+    values = values.reshape((1,) * (len(rows) - values.ndim) + values.shape)
+    own = [axis for axis, size in enumerate(values.shape) if size > 1]
+    if not own:
+        return np.broadcast_to(values.reshape(()), rows[0].shape)
+    return values[tuple(rows[axis] if axis in own else 0 for axis in range(len(rows)))]
+
+
 def gather(grid: dict, rows: tuple) -> dict:
-    """The grid's points at index arrays `rows` (axes Y, C, M, N) as flat float arrays."""
-    shape = grid_shape(grid)
-    return {d: ([np.broadcast_to(t, shape)[rows] for t in tiles], np.broadcast_to(p, shape)[rows])
+    """The grid's points at index arrays `rows` (axes X, Y, C, M, N) as flat float arrays."""
+    return {d: ([at_rows(t, rows) for t in tiles], at_rows(p, rows))
             for d, (tiles, p) in grid.items()}
 
 
@@ -67,4 +77,4 @@ def grid_of(chains_of: dict[str, np.ndarray], extent: dict, paired: bool = False
     return out
 
 
-__all__ = ["chain_classes", "chains_at", "gather", "grid_of", "grid_shape", "mirrored"]
+__all__ = ["at_rows", "chain_classes", "chains_at", "gather", "grid_of", "grid_shape", "mirrored"]

@@ -214,7 +214,29 @@ def realizes(order: tuple[str, ...], prefixes: tuple[int, ...]) -> bool:
     return all(p in heads for p in prefixes)
 
 
+def alone_prefixes(array: str, inner: bool = False,
+                   lanes: frozenset[str] = frozenset()) -> list[int]:
+    """The prefixes that can be best for `array` alone in a buffer: every refill-only loop
+    inside, no footprint-only loop, any subset of the loops moving both (I's X, Y; in group
+    0 I's (X, FX) and (Y, FY) pairs, each both inside or both outside: one alone moves as
+    much as neither, with a larger footprint). Any other prefix S is no better: S ∪
+    refill-only ∖ footprint-only fits wherever S does (footprint never larger) and moves no
+    more (refills never more). inner: the innermost level's, whose buffers may also lie
+    inside group 0 (codes INNER + mask), enclosing the loops a datapath step with `lanes`
+    needs (`step_bits`: added to every such code, the least allowed)."""
+    both = FULL & ~(_FOOT_ONLY[array] | _REFILL_ONLY[array])
+    out = [_REFILL_ONLY[array] | s for s in range(FULL + 1) if not s & ~both]
+    if inner:  # I's (output, kernel) pairs both inside or both outside (search_space._PAIRS)
+        refill = sum(G0BIT[n] for n in G0_REFILL[array])
+        pairs = [G0BIT[a] | G0BIT[b] for a, b in _PAIRS] if array == "I" else []
+        need = step_bits(array, lanes)
+        codes = {INNER | refill | need | functools.reduce(int.__or__, chosen, 0)
+                 for r in range(len(pairs) + 1) for chosen in itertools.combinations(pairs, r)}
+        out += sorted(c for c in codes if c != INNER + (1 << len(GROUP0)) - 1)
+    return out
+
+
 __all__ = ["BIT", "FULL", "G0BIT", "G0_FOOT", "G0_REFILL", "INNER", "OPERANDS", "RELEVANT",
-           "canonical_prefixes", "grades", "inner_placements", "inner_prefixes",
+           "alone_prefixes", "canonical_prefixes", "grades", "inner_placements", "inner_prefixes",
            "level_placements", "mask", "placements", "realizes", "step_bits",
            "unrolled_dims"]

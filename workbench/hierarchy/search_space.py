@@ -1,7 +1,8 @@
 """What `search` prices per level: the holder patterns (which on-chip levels hold each array),
 each (array, position) block's transfer energy and footprint over many tile points
 (`LevelBlocks`), and a level's best fitting placement per point (`best_placements`) among those
-of `search_placements` (re-exported here)."""
+of `search_placements` (re-exported here), or the innermost level's best point of a batch
+(`least_total_at`), both priced by the compiled `search_kernel`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy, SplitCapacity
+from workbench.hierarchy.search_kernel import HI, LO, ONE, best_fitting, least_total
 from workbench.hierarchy.search_placements import (
     _FOOT_ONLY,
     _PAIRS,
@@ -24,6 +26,7 @@ from workbench.hierarchy.search_placements import (
     INNER,
     OPERANDS,
     RELEVANT,
+    alone_prefixes,
     canonical_prefixes,
     grades,
     inner_placements,
@@ -36,7 +39,7 @@ from workbench.hierarchy.search_placements import (
     unrolled_dims,
 )
 
-BATCH = 1 << 16  # points priced per numpy pass
+BATCH = 1 << 16  # points priced per pass (per kernel call at the innermost level)
 Pattern = tuple[tuple[int, ...], ...]  # per array (ARRAYS order): on-chip levels holding it
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 def _window(c, stride: int, kernel: int):
@@ -69,95 +72,135 @@ class LevelBlocks:
         self._memo: dict[tuple[str, int], tuple] = {}
 
     def block(self, array: str, prefix: int) -> tuple:
-        """(energy pJ, footprint bytes) of `array` with the loops `prefix` inside its buffer."""
+        """(energy pJ, footprint bytes) of `array` with the loops `prefix` inside its buffer
+        (a code ≥ INNER: the innermost level's buffer inside group 0). moved = footprint ×
+        (Kx/kx)(Ky/ky)·Π_d P_d/c_d, every factor an integer, so the products are exact in any
+        order and shared between codes (`_product`)."""
         key = (array, prefix)
-        if key not in self._memo and prefix >= INNER:
-            self._memo[key] = self._inside_group0(array, prefix)
         if key not in self._memo:
-            c = {d: self.hi[d] if prefix & BIT[d] else self.lo[d] for d in DIMS}
-            p, lay, prec = self.p, self.layer, self.precision
-            if array == "W":
-                foot = c["M"] * c["C"] * (lay.Kx * lay.Ky * prec.weights)
-                moved = lay.Kx * lay.Ky * p["M"] * p["C"] * (p["X"] / c["X"]) * \
-                    (p["Y"] / c["Y"]) * (p["N"] / c["N"])
-            elif array == "O":
-                foot = c["N"] * c["M"] * c["Y"] * c["X"] * prec.partial_sums
-                moved = self.outputs * (p["C"] / c["C"])
+            lay, prec = self.layer, self.precision
+            inside = prefix >= INNER
+            if inside and self.gamma != 1:
+                raise ValueError("only the innermost level's buffers lie inside group 0")
+            if inside:
+                which = {d: "lo" if prefix & G0BIT[d] else "one" for d in DIMS}
+                kx = lay.Kx if prefix & G0BIT["FX"] else 1
+                ky = lay.Ky if prefix & G0BIT["FY"] else 1
             else:
-                wy, wx = _window(c["Y"], lay.Sy, lay.Ky), _window(c["X"], lay.Sx, lay.Kx)
-                foot = c["N"] * c["C"] * wy * wx
-                moved = p["N"] * p["C"] * (p["M"] / c["M"]) * (wy * p["Y"] / c["Y"]) * \
-                    (wx * p["X"] / c["X"])
-                foot = foot * prec.inputs
+                which = {d: "hi" if prefix & BIT[d] else "lo" for d in DIMS}
+                kx, ky = lay.Kx, lay.Ky
+            refills = self._product(tuple(("r", d, which[d]) for d in DIMS))
+            if array == "W":
+                foot = self._product((("c", "M", which["M"]), ("c", "C", which["C"]))) * \
+                    (kx * ky)
+            elif array == "O":
+                foot = self._product(tuple(("c", d, which[d]) for d in ("N", "M", "Y", "X")))
+            else:
+                foot = self._product((("c", "N", which["N"]), ("c", "C", which["C"]),
+                                      ("w", "Y", which["Y"], ky), ("w", "X", which["X"], kx)))
+            moved = foot * refills
+            if (lay.Kx // kx) * (lay.Ky // ky) != 1:
+                moved = moved * ((lay.Kx // kx) * (lay.Ky // ky))
+            width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}[array]
             self._memo[key] = (side_cost(array, moved, self.coef[array], self.outputs, prec),
-                               foot)
+                               foot * width)
         return self._memo[key]
 
-    def _inside_group0(self, array: str, code: int) -> tuple:
-        """`block` of an innermost-level code inside group 0: c_d = t_0 (d inside) or 1, kernel
-        k = K or 1; moved = footprint × refills, refills = (Kx/kx)(Ky/ky)·Π_d P_d/c_d."""
-        if self.gamma != 1:
-            raise ValueError("only the innermost level's buffers lie inside group 0")
-        lay, prec, p = self.layer, self.precision, self.p
-        c = {d: self.lo[d] if code & G0BIT[d] else 1.0 for d in DIMS}
-        kx = lay.Kx if code & G0BIT["FX"] else 1
-        ky = lay.Ky if code & G0BIT["FY"] else 1
-        if array == "W":
-            foot = c["M"] * c["C"] * (kx * ky)
-        elif array == "O":
-            foot = c["N"] * c["M"] * c["Y"] * c["X"]
-        else:
-            foot = c["N"] * c["C"] * _window(c["Y"], lay.Sy, ky) * _window(c["X"], lay.Sx, kx)
-        refills = (lay.Kx // kx) * (lay.Ky // ky) * (p["X"] / c["X"]) * (p["Y"] / c["Y"]) * \
-            (p["C"] / c["C"]) * (p["M"] / c["M"]) * (p["N"] / c["N"])
-        width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}[array]
-        return (side_cost(array, foot * refills, self.coef[array], self.outputs, prec),
-                foot * width)
+    def _product(self, keys: tuple):
+        """The product of the factors `keys` (kind, dimension, which tile, [kernel window]):
+        c_d, P_d/c_d or the window W(c_d, k), with c_d = t_{γ−1} (lo), t_γ (hi) or 1 (one);
+        every prefix of `keys` kept, so codes sharing factors share the work."""
+        if not keys:
+            return 1.0
+        if keys not in self._memo:
+            kind, d, which = keys[-1][:3]
+            c = {"lo": self.lo[d], "hi": self.hi[d], "one": 1.0}[which]
+            if kind == "r":
+                factor = self.p[d] / c
+            elif kind == "w":
+                factor = _window(c, self.layer.Sx if d == "X" else self.layer.Sy, keys[-1][3])
+            else:
+                factor = c
+            self._memo[keys] = self._product(keys[:-1]) * factor
+        return self._memo[keys]
+
+@functools.lru_cache(maxsize=64)
+def _codes(held: tuple[str, ...], inner: bool, lanes: frozenset[str],
+           relax: bool = False, shared: bool = True) -> tuple:
+    """The distinct (array, code) pairs of `level_placements(held, inner, lanes)` as the
+    kernel's tables (which tile per dimension, kernel windows, array kind) and per placement
+    the index of each held array's code among them. relax: also `search_kernel.least_total`'s
+    relaxations (one alone code per array when shared; each pair's placements with the third
+    array's alone codes), per held array its alone codes, and the codes to price per stage."""
+    index: dict[tuple[str, int], int] = {}
+
+    def code_rows(arrays, slots) -> np.ndarray:
+        table = level_placements(arrays, inner, lanes)
+        out = np.full((len(table), len(held)), -1, dtype=np.int64)
+        for i, (prefixes, _) in enumerate(table):
+            for k, a, code in zip(slots, arrays, prefixes, strict=True):
+                out[i, k] = index.setdefault((a, code), len(index))
+        return out
+
+    rows = code_rows(held, range(len(held)))
+    lists = [[index.setdefault((a, c), len(index)) for c in alone_prefixes(a, inner, lanes)]
+             for a in held] if relax else [[] for _ in held]
+    alone = np.full((len(held), max(map(len, lists))), -1, dtype=np.int64)
+    for k, found in enumerate(lists):
+        alone[k, :len(found)] = found
+    tables = [np.full((1, len(held)), -1, dtype=np.int64)] if relax and shared and \
+        len(held) > 1 else []
+    if relax and len(held) == 3:
+        pairs = [code_rows((held[i], held[j]), (i, j))
+                 for i, j in itertools.combinations(range(3), 2)]
+        tables += sorted(pairs, key=len)
+    stages, priced = [], set()
+    for table in tables:  # the codes each relaxation needs, not priced before it
+        need = {int(q) for q in table.ravel() if q >= 0} | \
+            {int(q) for k in range(len(held)) if (table[:, k] < 0).any() for q in alone[k]
+             if q >= 0}
+        stages.append(sorted(need - priced))
+        priced |= need
+    stages.append(sorted(set(range(len(index))) - priced))
+    codes = list(index)
+    which = np.array([[(LO if code & G0BIT[d] else ONE) if code >= INNER else
+                       (HI if code & BIT[d] else LO) for d in DIMS] for _, code in codes],
+                     dtype=np.int8).reshape(-1, len(DIMS))
+    kfull = np.array([[code < INNER or bool(code & G0BIT[f]) for f in ("FX", "FY")]
+                      for _, code in codes], dtype=np.bool_).reshape(-1, 2)
+    kind = np.array([ARRAYS.index(a) for a, _ in codes], dtype=np.int8)
+    relaxed = np.concatenate(tables) if tables else np.zeros((0, len(held)), dtype=np.int64)
+    return (tuple(a for a, _ in codes), rows, which, kfull, kind,
+            (alone, relaxed, np.cumsum([0] + [len(t) for t in tables]),
+             np.array([q for stage in stages for q in stage], dtype=np.int64),
+             np.cumsum([0] + [len(st) for st in stages[:-1]])))
 
 
-    def many(self, array: str, codes) -> tuple[np.ndarray, np.ndarray]:
-        """`block` of every code at once on flat points: (energy, footprint), each (codes,
-        points). The same counts in one form: moved = footprint × (Kx/kx)(Ky/ky)·Π_d P_d/c_d
-        (kx = Kx, c_d ∈ {t_{γ−1}, t_γ} outside group 0; kx ∈ {1, Kx}, c_d ∈ {1, t_0} inside)."""
-        lay, prec = self.layer, self.precision
-        codes = np.asarray(codes, dtype=np.int64)[:, None]
-        inside = codes >= INNER
-        n = np.broadcast(*self.p.values(), *self.lo.values(), *self.hi.values()).shape
-        c, refills = {}, 1.0
-        for d in DIMS:
-            lo, hi, p = (np.broadcast_to(v[d], n) for v in (self.lo, self.hi, self.p))
-            outer = np.where(codes & BIT[d], hi, lo)
-            c[d] = np.where(inside, np.where(codes & G0BIT[d], lo, 1.0), outer)
-            refills = refills * (p / c[d])
-        kx = np.where(inside & ~(codes & G0BIT["FX"]).astype(bool), 1, lay.Kx)
-        ky = np.where(inside & ~(codes & G0BIT["FY"]).astype(bool), 1, lay.Ky)
-        refills = refills * (lay.Kx // kx) * (lay.Ky // ky)
-        if array == "W":
-            foot = c["M"] * c["C"] * (kx * ky)
-        elif array == "O":
-            foot = c["N"] * c["M"] * c["Y"] * c["X"]
-        else:
-            foot = c["N"] * c["C"] * _window(c["Y"], lay.Sy, ky) * _window(c["X"], lay.Sx, kx)
-        width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}[array]
-        energy = side_cost(array, foot * refills, self.coef[array], self.outputs, prec)
-        return np.broadcast_to(energy, foot.shape), foot * width
+def _kernel_args(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
+                 held: tuple[str, ...], relax: bool = False) -> tuple:
+    """`search_kernel`'s arguments for the level's placements holding `held` at the blocks'
+    points (tiles, extents, outputs, code tables, rows, caps, shared), and the relaxations'
+    tables (`_codes`)."""
+    n = len(blocks.p["X"])
+    level = hierarchy.levels[level_idx]
+    split = isinstance(level.capacity_bytes, SplitCapacity)
+    arrays, rows, which, kfull, kind, relaxations = _codes(held, blocks.gamma == 1,
+                                                           blocks.lanes, relax, not split)
+    lay, prec = blocks.layer, blocks.precision
 
+    def rows_of(values: dict) -> np.ndarray:
+        return np.stack([np.broadcast_to(np.asarray(values[d], dtype=float), (n,))
+                         for d in DIMS])
 
-FEW = 512  # points up to which every placement is priced in one numpy pass
-
-
-@functools.lru_cache(maxsize=32)
-def _columns(held: tuple[str, ...], inner: bool,
-             lanes: frozenset[str]) -> tuple[tuple[tuple[int, ...], np.ndarray], ...]:
-    """Per held array: its distinct prefixes among `level_placements(held, inner, lanes)` and,
-    per placement, the index of its prefix there."""
-    table = level_placements(held, inner, lanes)
-    out = []
-    for j in range(len(held)):
-        distinct = tuple(sorted({prefixes[j] for prefixes, _ in table}))
-        where = {p: i for i, p in enumerate(distinct)}
-        out.append((distinct, np.array([where[prefixes[j]] for prefixes, _ in table])))
-    return tuple(out)
+    width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}
+    caps = [level.bytes_for(a) for a in held] if split else [level.total_bytes]
+    return (np.stack([rows_of(blocks.lo), rows_of(blocks.hi)]), rows_of(blocks.p),
+            np.broadcast_to(np.asarray(blocks.outputs, dtype=float), (n,)), which, kfull,
+            kind, np.array([blocks.coef[a] for a in arrays], dtype=float),
+            np.array([width[a] for a in arrays], dtype=float),
+            np.array([8 * width[a] for a in arrays], dtype=float),
+            np.array([lay.Kx, lay.Ky, lay.Sx, lay.Sy, prec.outputs, prec.partial_sums],
+                     dtype=float), rows, np.array(caps, dtype=float), not split), relaxations
 
 
 def best_placements(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
@@ -165,46 +208,28 @@ def best_placements(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
     """Per point, the least energy (pJ, one group) of a fitting placement of level
     `level_idx` holding `held`, and its index in `level_placements(held, inner, lanes)`
     (inner: the blocks are the innermost level's, lanes theirs; inf, −1: none fits; ties: the
-    first)."""
-    level = hierarchy.levels[level_idx]
-    split = isinstance(level.capacity_bytes, SplitCapacity)
-    n = len(blocks.p["X"])
-    best = np.full(n, np.inf)
-    at = np.full(n, -1, dtype=np.int16)  # ≤ 960 placements
+    first), priced by the compiled `search_kernel.best_fitting` (the counts of `block`)."""
     if not held:
+        n = len(blocks.p["X"])
         return np.zeros(n), np.zeros(n, dtype=np.int16)
-    # each distinct (array, prefix) priced once: (energy, footprint or fits its part)
-    inner = blocks.gamma == 1
-    columns = _columns(held, inner, blocks.lanes)
-    parts = []
-    for array, (distinct, _) in zip(held, columns, strict=True):
-        if n > FEW:  # many points: each code's arrays apart (smaller temporaries)
-            priced = [blocks.block(array, p) for p in distinct]
-            energy, foot = [e for e, _ in priced], [f for _, f in priced]
-            fits = [f <= level.bytes_for(array) for f in foot] if split else foot
-        else:
-            energy, foot = blocks.many(array, distinct)
-            fits = foot <= level.bytes_for(array) if split else foot
-        parts.append((energy, fits))
-    rows = len(columns[0][1])
-    if n > FEW:  # one placement at a time over all the points (no gathered copies)
-        for i in range(rows):
-            energy, used = (v[columns[0][1][i]] for v in parts[0])
-            for (_, idx), (e, f) in zip(columns[1:], parts[1:], strict=True):
-                energy = energy + e[idx[i]]
-                used = (used & f[idx[i]]) if split else used + f[idx[i]]
-            better = (used if split else used <= level.total_bytes) & (energy < best)
-            best = np.where(better, energy, best)
-            at = np.where(better, np.int16(i), at)
-        return best, at
-    energy, used = (v[columns[0][1]] for v in parts[0])  # few: every placement at once
-    for (_, idx), (e, f) in zip(columns[1:], parts[1:], strict=True):
-        energy = energy + e[idx]
-        used = (used & f[idx]) if split else used + f[idx]
-    energy = np.where(used if split else used <= level.total_bytes, energy, np.inf)
-    i = np.argmin(energy, axis=0)  # ties: the first placement
-    best = energy[i, np.arange(n)]
-    return best, np.where(np.isfinite(best), i, -1).astype(np.int16)
+    return best_fitting(*_kernel_args(hierarchy, level_idx, blocks, held)[0])
+
+
+def least_total_at(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, ...],
+                   outside: np.ndarray, bound: np.ndarray, groups: int,
+                   best: float) -> tuple[float, int, int]:
+    """The innermost level's first point of least total (outside + its best fitting
+    placement) × groups below `best` (pJ): (total, point, placement index), or (best, −1, −1);
+    `bound`: a lower bound on the level's energy per point (`search_kernel.least_total`)."""
+    if not held:
+        total = (outside + 0.0) * groups
+        j = int(np.argmin(total)) if len(total) else -1
+        return (float(total[j]), j, 0) if j >= 0 and total[j] < best else (best, -1, -1)
+    args, relaxations = _kernel_args(hierarchy, len(hierarchy.levels) - 1, blocks, held,
+                                     relax=True)
+    total, j, i = least_total(*args, *relaxations, np.asarray(outside, dtype=float),
+                              np.asarray(bound, dtype=float), float(groups), float(best))
+    return float(total), int(j), int(i)
 
 
 def holder_patterns(hierarchy: Hierarchy) -> list[Pattern]:
@@ -237,7 +262,7 @@ def take(flat: dict, idx) -> dict:
 
 __all__ = ["ARRAYS", "BIT", "FULL", "G0BIT", "G0_FOOT", "G0_REFILL", "INNER", "OPERANDS",
            "RELEVANT", "_FOOT_ONLY", "_PAIRS", "_REFILL_ONLY", "step_bits", "unrolled_dims",
-           "LevelBlocks", "Pattern",
-           "best_placements", "canonical_prefixes", "grades", "inner_placements",
+           "LevelBlocks", "Pattern", "alone_prefixes",
+           "best_placements", "canonical_prefixes", "least_total_at", "grades", "inner_placements",
            "inner_prefixes", "level_placements", "holder_patterns", "mask", "placements",
            "realizes", "side_cost", "take", "variant"]

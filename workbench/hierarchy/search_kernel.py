@@ -1,0 +1,211 @@
+"""Compiled pricing of one level's placements at many tile points: every point's least-energy
+fitting placement (`best_fitting`, for `search_space.best_placements`), and the innermost
+level's search for the least total over points in a batch (`least_total`, for `search`).
+
+The counts are `LevelBlocks.block`'s: footprint F = Π c_d (W: c_M·c_C·kx·ky; O: c_N·c_M·c_Y·c_X;
+I: c_N·c_C·W(c_Y, ky)·W(c_X, kx)), moved = F × (Kx/kx)(Ky/ky)·Π_d P_d/c_d, with c_d one of
+t_{γ−1} (LO), t_γ (HI) or 1 (ONE, inside group 0). Every factor is an integer, so F and moved are
+exact in any order of multiplication; the energy is then `side_cost`'s expression in its order
+of operations, and placements are summed array by array in the held order: the results are bit
+for bit those of pricing with `block` (ties: the first placement, the first point).
+
+`least_total` skips work only where it cannot win (float sums and products of non-negative
+terms are monotone, so every bound below is at most the total it bounds, rounding included):
+- a point whose total with the innermost level's lower bound `bound` reaches the best found;
+- a point whose total with a relaxation's least energy reaches it. A relaxation replaces some
+  held arrays' codes by any of their alone codes (`search_placements.alone_prefixes`: every
+  code's footprint and energy are at least one of theirs, at every point), so its least fitting
+  sum is at most the level's: one alone code per array (the one order dropped; shared capacity
+  only, split parts give the alone floors already in `bound`), then, holding three arrays, each
+  pair's `level_placements` with the third array's alone codes (a pair of a placement is
+  realizable as a pair, and lemma 2' keeps one at least as good);
+- a placement whose total reaches it (its capacity is then not checked).
+The codes a relaxation needs are priced just before it, the rest only for the points left.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+LO, HI, ONE = 0, 1, 2  # which tile a block has along a dimension: t_{γ−1}, t_γ, or 1
+I, W, O = 0, 1, 2      # array kinds (ARRAYS order)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _window(c: float, stride: float, kernel: float) -> float:
+    """Input extent W(c, k) of c outputs under a kernel window k (`search_space._window`)."""
+    return c * kernel if stride >= kernel else (c - 1) * stride + kernel
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _tiles_at(tiles, p, j, c, ratio):
+    """Point j's block extents c[d, LO | HI | ONE] and refill factors P_d / c."""
+    for d in range(5):
+        c[d, LO] = tiles[0, d, j]
+        c[d, HI] = tiles[1, d, j]
+        c[d, ONE] = 1.0
+        for w in range(3):
+            ratio[d, w] = p[d, j] / c[d, w]
+
+
+@numba.njit(cache=True, nogil=True)
+def _price(codes, which, kfull, kind, coef, width, bits, layer, c, ratio, outputs, energy,
+           foot):
+    """Energy (pJ) and footprint (bytes) of each code in `codes` at the point of c, ratio
+    (`LevelBlocks.block`), into energy[q], foot[q]."""
+    kx_full, ky_full, sx, sy = layer[0], layer[1], layer[2], layer[3]
+    out_bytes, psum_bytes = layer[4], layer[5]
+    for q in codes:
+        kx = kx_full if kfull[q, 0] else 1.0
+        ky = ky_full if kfull[q, 1] else 1.0
+        cx, cy, cc = c[0, which[q, 0]], c[1, which[q, 1]], c[2, which[q, 2]]
+        cm, cn = c[3, which[q, 3]], c[4, which[q, 4]]
+        refills = ratio[0, which[q, 0]] * ratio[1, which[q, 1]] * \
+            ratio[2, which[q, 2]] * ratio[3, which[q, 3]] * ratio[4, which[q, 4]]
+        if kind[q] == W:
+            elements = cm * cc * (kx * ky)
+        elif kind[q] == O:
+            elements = cn * cm * cy * cx
+        else:
+            elements = cn * cc * _window(cy, sy, ky) * _window(cx, sx, kx)
+        moved = elements * refills * ((kx_full / kx) * (ky_full / ky))
+        if kind[q] == O:
+            energy[q] = coef[q] * (outputs * 8 * out_bytes +
+                                   2 * (moved - outputs) * 8 * psum_bytes)
+        else:
+            energy[q] = coef[q] * moved * bits[q]
+        foot[q] = elements * width[q]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _fits(rows, i, foot, caps, shared):
+    """Does placement i's blocks fit (shared: their sum within caps[0]; else each its part)?"""
+    if shared:
+        used = foot[rows[i, 0]]
+        for k in range(1, rows.shape[1]):
+            used += foot[rows[i, k]]
+        return used <= caps[0]
+    for k in range(rows.shape[1]):
+        if foot[rows[i, k]] > caps[k]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def best_fitting(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer, rows, caps,
+                 shared):
+    """Per point j, the least energy of a fitting placement and its row (inf, −1: none fits).
+
+    tiles (2, 5, n): t_{γ−1}, t_γ per dimension (DIMS order) and point; p (5, n): padded
+    extents; outputs (n,); per code q: which[q, d] ∈ {LO, HI, ONE}, kfull[q] (kernel window K
+    along FX, FY, else 1), kind (I, W, O), coef (pJ per bit), width (bytes per element), bits
+    (I, W: bits per element; O: unused); layer: Kx, Ky, Sx, Sy, output bytes, partial-sum
+    bytes; rows (placements, held): code indices per held array; caps: the level's bytes
+    (shared: caps[0]) or each held array's part."""
+    n = p.shape[1]
+    best = np.full(n, np.inf)
+    at = np.full(n, -1, dtype=np.int16)
+    energy = np.empty(which.shape[0])
+    foot = np.empty(which.shape[0])
+    c = np.empty((5, 3))
+    ratio = np.empty((5, 3))
+    every = np.arange(which.shape[0])
+    for j in range(n):
+        _tiles_at(tiles, p, j, c, ratio)
+        _price(every, which, kfull, kind, coef, width, bits, layer, c, ratio, outputs[j],
+               energy, foot)
+        least = np.inf
+        for i in range(rows.shape[0]):
+            e = energy[rows[i, 0]]
+            for k in range(1, rows.shape[1]):
+                e += energy[rows[i, k]]
+            if e < least and _fits(rows, i, foot, caps, shared):
+                least = e
+                best[j] = e
+                at[j] = i
+    return best, at
+
+
+@numba.njit(cache=True, nogil=True)
+def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer, rows, caps,
+                shared, alone, relaxed, relaxed_start, stage_codes, stage_start, outside, bound,
+                groups, best):
+    """The first point of least total (outside[j] + the level's best fitting placement) ×
+    groups below `best`: (total, point, placement), or (best, −1, −1) when none is below it.
+
+    As `best_fitting` for the codes, rows and caps; alone (held, a): per held array its alone
+    codes (indices into the codes; −1 pads); relaxed (r, held): rows of relaxations, table t
+    at rows relaxed_start[t] … relaxed_start[t + 1], a −1 standing for any alone code of that
+    array; stage_codes: the codes to price before relaxation t (stage_start[t] …), the rest
+    last; outside (n,): pJ outside the level, one group; bound (n,): a lower bound on the
+    level's energy at each point."""
+    held = rows.shape[1]
+    energy = np.empty(which.shape[0])
+    foot = np.empty(which.shape[0])
+    c = np.empty((5, 3))
+    ratio = np.empty((5, 3))
+    tables = len(relaxed_start) - 1
+    found, pick = -1, -1
+    for j in range(p.shape[1]):
+        if (outside[j] + bound[j]) * groups >= best:
+            continue
+        _tiles_at(tiles, p, j, c, ratio)
+        beaten = False
+        for t in range(tables):
+            _price(stage_codes[stage_start[t]:stage_start[t + 1]], which, kfull, kind, coef,
+                   width, bits, layer, c, ratio, outputs[j], energy, foot)
+            least = _least_relaxed(relaxed, relaxed_start[t], relaxed_start[t + 1], alone,
+                                   energy, foot, caps, shared)
+            if (outside[j] + least) * groups >= best:
+                beaten = True
+                break
+        if beaten:
+            continue
+        _price(stage_codes[stage_start[tables]:], which, kfull, kind, coef, width, bits,
+               layer, c, ratio, outputs[j], energy, foot)
+        least, chosen = np.inf, -1
+        for i in range(rows.shape[0]):
+            e = energy[rows[i, 0]]
+            for k in range(1, held):
+                e += energy[rows[i, k]]
+            if e < least and (outside[j] + e) * groups < best and \
+                    _fits(rows, i, foot, caps, shared):
+                least, chosen = e, i
+        if chosen >= 0:
+            best, found, pick = (outside[j] + least) * groups, j, chosen
+    return best, found, pick
+
+
+@numba.njit(cache=True, nogil=True)
+def _least_relaxed(relaxed, start, stop, alone, energy, foot, caps, shared):
+    """The least energy over rows start … stop of `relaxed`, each −1 replaced by every alone
+    code of its array, of the codes summed in held order among those fitting (inf: none)."""
+    held = relaxed.shape[1]
+    sizes = np.ones(held, dtype=np.int64)
+    least = np.inf
+    for r in range(start, stop):
+        combos = 1
+        for k in range(held):
+            sizes[k] = 1
+            if relaxed[r, k] < 0:
+                sizes[k] = 0
+                while sizes[k] < alone.shape[1] and alone[k, sizes[k]] >= 0:
+                    sizes[k] += 1
+                combos *= sizes[k]
+        for flat in range(combos):
+            rest, e, used, fits = flat, 0.0, 0.0, True
+            for k in range(held):
+                q = relaxed[r, k]
+                if q < 0:
+                    q = alone[k, rest % sizes[k]]
+                    rest //= sizes[k]
+                e = energy[q] if k == 0 else e + energy[q]
+                used = foot[q] if k == 0 else used + foot[q]
+                fits = fits and (shared or foot[q] <= caps[k])
+            if e < least and (used <= caps[0] if shared else fits):
+                least = e
+    return least
+
+
+__all__ = ["HI", "LO", "ONE", "best_fitting", "least_total"]
