@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench import explore, layers, perf, platforms, tiling
+from workbench.errors import WorkbenchError
 from workbench.layers import ConvLayer
 from workbench.tiling import candidates
 from workbench.tiling.dominance import nondominated
@@ -193,6 +194,60 @@ def test_a_second_process_reuses_the_disk_cache(cache) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=os.environ | {"WORKBENCH_CACHE_DIR": str(cache)}, check=True)
     assert out.stdout.strip() == str(len(built.tiles))
+
+
+def _sized_sets(cache: Path) -> list[Path]:
+    """Three small sets on disk (distinct shapes), their files oldest first (mtimes set 10 s
+    apart)."""
+    paths = []
+    for i, ox in enumerate((5, 6, 7)):
+        candidates.candidate_set(ConvLayer(name=f"s{i}", Ox=ox, Oy=4, Oc=4, Kx=3, Ky=3, Kc=3),
+                                 "inter_kc")
+        (path,) = set(cache.rglob("cost-inter_kc-*.npz")) - set(paths)
+        os.utime(path, (1_000_000 + 10 * i, 1_000_000 + 10 * i))
+        paths.append(path)
+    return paths
+
+
+def test_the_cache_keeps_within_its_limit_least_recently_used_first(cache) -> None:
+    """Over the limit, files of another model version and crashed writes go first, then the
+    least recently used sets (a load marks a set used); a fresh temporary file stays; an
+    evicted set is rebuilt when asked for again."""
+    old, middle, new = _sized_sets(cache)
+    stale = cache / "candidates-v1-000000000000"
+    stale.mkdir()
+    (stale / "cost-inter_kc-x.npz").write_bytes(b"0" * 5000)
+    crashed, writing = old.parent / "a.tmp", old.parent / "b.tmp"
+    crashed.write_bytes(b"0" * 300)
+    writing.write_bytes(b"0" * 200)
+    os.utime(crashed, (1_000_000, 1_000_000))
+    sizes = {p: p.stat().st_size for p in (old, middle, new)}
+    removed = candidates.prune(sizes[middle] + sizes[new] + 200)
+    assert removed == 5000 + 300 + sizes[old]
+    assert {p.name for p in cache.rglob("*") if p.is_file()} == \
+        {middle.name, new.name, writing.name}
+    assert not stale.exists()
+    candidates.clear_memory_cache()
+    again = candidates.candidate_set(ConvLayer(name="s0", Ox=5, Oy=4, Oc=4, Kx=3, Ky=3, Kc=3),
+                                     "inter_kc")
+    assert old.exists() and len(again.tiles) > 0
+    candidates.candidate_set(ConvLayer(name="s1", Ox=6, Oy=4, Oc=4, Kx=3, Ky=3, Kc=3),
+                             "inter_kc")  # loaded from disk: used now
+    assert middle.stat().st_mtime > new.stat().st_mtime
+
+
+def test_the_cache_limit_comes_from_the_environment(cache, monkeypatch) -> None:
+    """WORKBENCH_CACHE_MAX_MB bounds the files after each write (0: only the set just
+    written stays); a value that is not a size is refused, naming the variable."""
+    monkeypatch.setenv("WORKBENCH_CACHE_MAX_MB", "0")
+    _sized_sets(cache)
+    assert len(list(cache.rglob("*.npz"))) == 1
+    monkeypatch.setenv("WORKBENCH_CACHE_MAX_MB", "lots")
+    with pytest.raises(WorkbenchError, match="WORKBENCH_CACHE_MAX_MB must be a number"):
+        candidates.cache_limit_bytes()
+    monkeypatch.setenv("WORKBENCH_CACHE_MAX_MB", "-1")
+    with pytest.raises(WorkbenchError, match="WORKBENCH_CACHE_MAX_MB must be >= 0"):
+        candidates.cache_limit_bytes()
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip_tile", "garbage", "stale_version",

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_hierarchy_model import blocking_case
 
+from workbench.errors import WorkbenchError
 from workbench.hierarchy import (
     ARRAYS,
     DIMS,
@@ -69,6 +70,40 @@ def _check(layer: ConvLayer, blocking: Blocking, datapath: Datapath) -> None:
             assert t.macs == math.prod(trip_counts(layer, blocking)) * layer.groups
         else:
             assert t.buffer >= got["live"], where
+
+
+def _steps_held(layer: ConvLayer, blocking: Blocking, datapath: Datapath) -> bool:
+    """Does each array's innermost holder (the one the datapath reads) enclose every group-0
+    loop of trip count > 1 over a dimension the datapath unrolls among the array's step
+    operands (I: N, C, Y, X; W: M, C; O: N, M, Y, X)?"""
+    operands = {"I": "NCYX", "W": "MC", "O": "NMYX"}
+    n = trip_counts(layer, blocking)
+    for array, positions in zip(ARRAYS, blocking.buffers, strict=True):
+        held = [p for p in positions if p is not None]
+        if not held:
+            continue
+        inside = {name for name, _ in blocking.loops[:held[-1] + 1]}
+        for i, (name, group) in enumerate(blocking.loops):
+            if group == 0 and n[i] > 1 and name in operands[array] and \
+                    datapath.lanes(name) > 1 and name not in inside:
+                return False
+    return True
+
+
+@settings(max_examples=150)
+@given(case=datapath_case(on_chip=2))
+def test_evaluate_refuses_exactly_the_buffers_short_of_a_step(case) -> None:
+    """`evaluate` prices a blocking whose buffers hold a datapath step each, and refuses one
+    whose buffer inside group 0 leaves out a loop such a step spans, naming it."""
+    layer, blocking, datapath = case
+    hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 1 << 20, 16, 2.0),
+                      Level("L2", 1 << 16, 16, 1.0)), datapath=datapath)
+    if _steps_held(layer, blocking, datapath):
+        evaluate(layer, blocking, hier)
+    else:
+        with pytest.raises(WorkbenchError, match=r"buffer of [IWO] holds less than one "
+                                                 r"datapath step: group 0's [XYCMN] loop"):
+            evaluate(layer, blocking, hier)
 
 
 @settings(max_examples=120)

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from workbench.errors import WorkbenchError
 from workbench.hierarchy import (
     ARRAYS,
     DIMS,
@@ -24,6 +25,7 @@ from workbench.hierarchy import (
     Hierarchy,
     Level,
     SplitCapacity,
+    evaluate,
     transfers,
 )
 from workbench.hierarchy.search_bounds import alone_floor, alone_prefixes
@@ -289,8 +291,8 @@ def test_undominated_placements_lose_no_optimum(first, more, held, capacity, spl
 def test_buffers_inside_group_0_hold_a_step() -> None:
     """With a datapath unrolling C and M, every code inside group 0 the search may give W or
     O encloses the loops its step needs (W: C, M; O: M); with 2 × 4 lanes, a blocking whose
-    weights' buffer holds one weight while a step takes 8 is not in S, and the search's
-    blocking holds its steps (its energy S's brute force)."""
+    weights' buffer holds one weight while a step takes 8 is not in S (and `evaluate` refuses
+    it), and the search's blocking holds its steps (its energy S's brute force)."""
     from test_hierarchy_search import _holds_a_step, brute_force_s
 
     from workbench.hierarchy.datapath import Datapath
@@ -313,6 +315,9 @@ def test_buffers_inside_group_0_hold_a_step() -> None:
                              {"I": [None], "W": [0], "O": [None]})
     assert not in_s(layer, one_weight, hier, True)
     assert not _holds_a_step(layer, one_weight, hier)
+    with pytest.raises(WorkbenchError, match="the L1 buffer of W holds less than one datapath "
+                                             "step: group 0's C loop"):
+        evaluate(layer, one_weight, hier, PREC)
     found = search(layer, hier, PREC)
     assert _holds_a_step(layer, found.blocking, hier)
     assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, PREC), rel=1e-9)

@@ -35,12 +35,7 @@ from workbench.hierarchy import search_r as search_r_module
 from workbench.hierarchy.accesses import energy_pj
 from workbench.hierarchy.blocking import trip_counts
 from workbench.hierarchy.datapath import Datapath
-from workbench.hierarchy.search import (
-    _datapath_side,
-    gen_chains,
-    search,
-    search_r,
-)
+from workbench.hierarchy.search import gen_chains, search, search_r
 from workbench.hierarchy.search_bounds import (
     chain_terms,
     least_held,
@@ -49,6 +44,7 @@ from workbench.hierarchy.search_bounds import (
     relaxed_floor,
 )
 from workbench.hierarchy.search_grid import grid_of
+from workbench.hierarchy.search_levels import _datapath_side
 from workbench.hierarchy.search_r import _footprints as footprints
 from workbench.hierarchy.search_r import _pj_per_bit
 from workbench.hierarchy.search_space import holder_patterns, side_cost

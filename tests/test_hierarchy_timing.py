@@ -19,9 +19,9 @@ from workbench.hierarchy import (
     evaluate,
     executor,
 )
-from workbench.hierarchy.blocking import holders
+from workbench.hierarchy.blocking import holders, transfers
 from workbench.hierarchy.datapath import Datapath
-from workbench.hierarchy.timing import Timing
+from workbench.hierarchy.timing import Timing, timing_of
 from workbench.layers import ConvLayer
 
 ONE = ElementBytes(1, 1, 1, 1)
@@ -80,7 +80,7 @@ def test_parts_from_executor_and_totals(case, data) -> None:
     levels = tuple(Level(name, cap, 16, 1.0, bw) for name, cap, bw in
                    zip(("DRAM", "L2", "L1"), (None, 1 << 20, 1 << 16), bandwidths, strict=True))
     hier = Hierarchy(levels, datapath=dp)
-    t = evaluate(layer, blocking, hier, ONE).timing
+    t = timing_of(transfers(layer, blocking, 3, dp), hier)  # any blocking the executor runs
     ran = executor.execute(layer, blocking, dp)
     assert t.compute_cycles == ran[("I", 3)]["steps"]
     sent = [0, 0, 0]

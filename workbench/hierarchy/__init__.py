@@ -9,6 +9,7 @@ from workbench.hierarchy.accesses import (
     LevelAccesses,
     buffer_bytes,
     capacity_violations,
+    check_steps,
     energy_by_array_pj,
     energy_pj,
     evaluate,
@@ -39,6 +40,6 @@ from workbench.hierarchy.timing import Timing, timing_of
 __all__ = ["ARRAYS", "DIMS", "GROUP0", "KINDS", "Blocking", "Datapath", "ElementBytes",
            "Hierarchy", "HierarchyError", "HierarchyResult", "Level", "LevelAccesses",
            "SplitCapacity", "Timing", "Transfer", "buffer_bytes", "capacity_violations",
-           "datapath_from_dict", "energy_by_array_pj", "energy_pj", "evaluate",
+           "check_steps", "datapath_from_dict", "energy_by_array_pj", "energy_pj", "evaluate",
            "from_dataflow", "from_seed000", "hierarchy_from_dict", "iterations",
            "level_accesses", "refetch_rates", "timing_of", "transfers", "trip_counts"]

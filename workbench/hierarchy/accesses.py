@@ -23,7 +23,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from workbench.hierarchy.blocking import ARRAYS, Blocking, Transfer, transfers
+from workbench.errors import WorkbenchError
+from workbench.hierarchy.blocking import (
+    ARRAYS,
+    OPERANDS,
+    Blocking,
+    Transfer,
+    transfers,
+    trip_counts,
+)
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, SplitCapacity
 from workbench.hierarchy.timing import Timing, datapath_steps, timing_of
 from workbench.layers.spec import ConvLayer
@@ -216,12 +224,37 @@ class HierarchyResult:
         return sum(self.energy_pj.values())
 
 
+def check_steps(layer: ConvLayer, blocking: Blocking, hierarchy: Hierarchy) -> None:
+    """Refuse a blocking whose buffer inside group 0 holds less than one datapath step: it
+    must enclose group 0's loops (trip count > 1) over the dimensions the datapath unrolls
+    among its array's operands (`blocking.step_operands`; the search's `step_bits`)."""
+    dp = hierarchy.datapath
+    if dp is None or dp.macs_per_step == 1:
+        return
+    n = trip_counts(layer, blocking)
+    group0 = len(blocking.orders[0])
+    for array in ARRAYS:
+        for level, position in enumerate(blocking.positions(array), start=1):
+            if position is None or position >= group0 - 1:
+                continue
+            for i in range(position + 1, group0):
+                name = blocking.orders[0][i]
+                if name in OPERANDS[array] and dp.lanes(name) > 1 and n[i] > 1:
+                    raise WorkbenchError(
+                        f"blocking: the {hierarchy.levels[level].name} buffer of {array} "
+                        f"holds less than one datapath step: group 0's {name} loop (trip "
+                        f"{n[i]}, {dp.lanes(name)} lanes) lies outside it (a buffer inside "
+                        f"group 0 must enclose the loops its array's step spans)")
+
+
 def evaluate(layer: ConvLayer, blocking: Blocking, hierarchy: Hierarchy,
              precision: PrecisionLike | None = None,
              size_energy: SizeEnergy | None = None) -> HierarchyResult:
     """Counts, accesses, energy, capacity check and cycles of one blocking on one hierarchy
-    and its datapath (precision: bytes per element, default ElementBytes())."""
+    and its datapath (precision: bytes per element, default ElementBytes()); a buffer inside
+    group 0 that holds less than a datapath step is refused (`check_steps`)."""
     precision = ElementBytes() if precision is None else precision
+    check_steps(layer, blocking, hierarchy)
     moved = transfers(layer, blocking, len(hierarchy), hierarchy.datapath)
     return HierarchyResult(moved, level_accesses(moved, len(hierarchy)),
                            energy_pj(moved, hierarchy, precision, size_energy),

@@ -56,6 +56,9 @@ DIMS = ("X", "Y", "C", "M", "N")
 KERNEL_LOOPS = ("FX", "FY")
 GROUP0 = KERNEL_LOOPS + DIMS
 ARRAYS = ("I", "W", "O")
+# the dimensions of one datapath step's operands of each array (seed 001 §4: a step reads
+# u_N·u_C·u_Y·u_X inputs, u_M·u_C weights and writes u_N·u_M·u_Y·u_X outputs)
+OPERANDS = {"I": ("N", "C", "Y", "X"), "W": ("M", "C"), "O": ("N", "M", "Y", "X")}
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N", "FX": "Rx", "FY": "Ry"}
 
 
@@ -310,8 +313,7 @@ def step_operands(blocking: Blocking, padded: Mapping[str, int], datapath: Datap
                   array: str) -> int:
     """Elements of `array` one full step fetches: Π min(u_d, t0_d) over its dimensions."""
     t0 = inner_tile(blocking, padded)
-    dims = {"I": ("N", "C", "Y", "X"), "W": ("M", "C"), "O": ("N", "M", "Y", "X")}[array]
-    return prod(min(datapath.lanes(d), t0[d]) for d in dims)
+    return prod(min(datapath.lanes(d), t0[d]) for d in OPERANDS[array])
 
 
 def transfers(layer: ConvLayer, blocking: Blocking, n_levels: int | None = None,

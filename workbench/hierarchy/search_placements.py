@@ -22,7 +22,7 @@ import itertools
 
 import numpy as np
 
-from workbench.hierarchy.blocking import DIMS, GROUP0
+from workbench.hierarchy.blocking import DIMS, GROUP0, OPERANDS
 
 BIT = {d: 1 << i for i, d in enumerate(DIMS)}
 FULL = (1 << len(DIMS)) - 1
@@ -42,8 +42,6 @@ G0BIT = {name: 1 << i for i, name in enumerate(GROUP0)}
 INNER = 1 << len(GROUP0)
 G0_REFILL = {"I": ("M",), "W": ("X", "Y", "N"), "O": ("FX", "FY", "C")}
 G0_FOOT = {"I": ("C", "N"), "W": ("FX", "FY", "M", "C"), "O": ("X", "Y", "M", "N")}
-# the dimensions of one datapath step's operands of each array (`blocking.step_operands`)
-OPERANDS = {"I": ("N", "C", "Y", "X"), "W": ("M", "C"), "O": ("N", "M", "Y", "X")}
 
 
 def unrolled_dims(datapath) -> frozenset[str]:

@@ -5,7 +5,9 @@ Files live in `paths.cache_dir()`, one folder per MODEL_VERSION and hash of `til
 source. A whole set is `{kind}-{schedule}-{hash of the shape}.npz` (the name and checksum of
 before caps: such files stay valid); a set capped at C elements of footprint adds `-capC` and
 records `cap` in its meta data (and checksum). A file that does not match its key, its
-checksum, its cap or the counts recomputed from its tiles is never used.
+checksum, its cap or the counts recomputed from its tiles is never used. The files are kept
+within $WORKBENCH_CACHE_MAX_MB (default 1 GB) after each write, least recently used deleted
+first (`prune`).
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import math
 import os
 import tempfile
 import threading
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from workbench.errors import WorkbenchError
 from workbench.layers.spec import ConvLayer
 from workbench.paths import cache_dir
 from workbench.tiling import model
@@ -179,7 +183,67 @@ def _load(path: Path, layer: ConvLayer, schedule: str, kind: str,
     cs = CandidateSet(key, schedule, tiles, vectors, int(meta["grid_size"]), kind, cap)
     if cap is not None and (cs.column("footprint_elems") > cap).any():
         return None
+    try:
+        os.utime(path)  # used now: `prune` deletes least recently used files first
+    except OSError:
+        pass
     return cs
+
+
+CACHE_MAX_MB = 1024.0  # default bound on the cache's candidate files ($WORKBENCH_CACHE_MAX_MB)
+_STALE_TMP_S = 3600.0  # a temporary file this old is a crashed write's
+
+
+def cache_limit_bytes() -> float:
+    """The bound on the candidate files' total size: $WORKBENCH_CACHE_MAX_MB (MB) if set."""
+    value = os.environ.get("WORKBENCH_CACHE_MAX_MB", "")
+    try:
+        mb = float(value) if value else CACHE_MAX_MB
+    except ValueError:
+        raise WorkbenchError(f"WORKBENCH_CACHE_MAX_MB must be a number of megabytes, got "
+                             f"{value!r}") from None
+    if not mb >= 0:
+        raise WorkbenchError(f"WORKBENCH_CACHE_MAX_MB must be >= 0, got {value!r}")
+    return mb * 2**20
+
+
+def prune(limit_bytes: float | None = None, keep: Path | None = None) -> int:
+    """Delete candidate files, least recently used first (loading a file marks it used), until
+    those left total at most `limit_bytes` (default `cache_limit_bytes()`); files of other
+    MODEL_VERSION or model hashes and crashed writes go first, `keep` never. Another process
+    reading a deleted file only rebuilds its set. Returns the bytes deleted."""
+    limit = cache_limit_bytes() if limit_bytes is None else limit_bytes
+    current = _file((), "", "").parent
+    now = time.time()
+    found = []
+    try:
+        for folder in current.parent.glob("candidates-v*"):
+            for path in folder.iterdir():
+                info = path.stat()
+                stale = folder != current or (path.suffix == ".tmp" and
+                                              now - info.st_mtime > _STALE_TMP_S)
+                if path.suffix == ".npz" or stale:
+                    found.append((not stale, info.st_mtime, info.st_size, path))
+    except OSError:
+        return 0
+    total, removed = sum(size for *_, size, _ in found), 0
+    for _, _, size, path in sorted(found):
+        if total <= limit:
+            break
+        if path == keep:
+            continue
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        total, removed = total - size, removed + size
+    for folder in current.parent.glob("candidates-v*"):
+        if folder != current:
+            try:
+                folder.rmdir()  # only when emptied
+            except OSError:
+                pass
+    return removed
 
 
 def _store(path: Path, cs: CandidateSet) -> None:

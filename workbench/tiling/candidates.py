@@ -105,8 +105,10 @@ from workbench.tiling.candidate_set import (  # noqa: F401  (re-exported: the pu
     _load,
     _on_disk,
     _store,
+    cache_limit_bytes,
     cap_elems,
     count_vectors,
+    prune,
     shape_key,
 )
 from workbench.tiling.capped import capped_size, gen_capped_tiles
@@ -251,6 +253,7 @@ def _fetch(layer: ConvLayer, schedule: str, kind: str, cap: int | None,
     cs = build(layer, schedule, kind, cap)
     if use_disk:
         _store(_file(key, schedule, kind, cap), cs)
+        prune(keep=_file(key, schedule, kind, cap))
         for have in _disk_caps(key, schedule, kind):
             if have is not None and (cap is None or have < cap):
                 try:

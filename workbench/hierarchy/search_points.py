@@ -1,0 +1,205 @@
+"""Pricing slices of `search`'s tile points under its live holder patterns (proofs in
+`workbench.hierarchy.search`'s docstring): the relaxed floor over a slice, R's blocks fitting,
+the outer levels looked up per class, and the innermost level last, lowest bound first, a batch
+at a time in the compiled `search_kernel.least_total`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from workbench.hierarchy.accesses import PrecisionLike
+from workbench.hierarchy.blocking import ARRAYS, DIMS
+from workbench.hierarchy.levels import Hierarchy
+from workbench.hierarchy.search_bounds import (
+    alone_floor,
+    chain_terms,
+    least_held,
+    lifted,
+    r_blocks_fit,
+    relaxed_floor,
+)
+from workbench.hierarchy.search_grid import (
+    at_rows,
+    chains_at,
+    gather,
+    grid_of,
+    grid_shape,
+)
+from workbench.hierarchy.search_levels import (
+    _blocks,
+    _datapath_side,
+    _level_table,
+    _smallest,
+)
+from workbench.hierarchy.search_space import (
+    BATCH,
+    LevelBlocks,
+    Pattern,
+    least_total_at,
+    side_cost,
+    take,
+    unrolled_dims,
+    variant,
+)
+from workbench.layers.spec import ConvLayer
+
+SEED = 1 << 12    # points of lowest floor priced first when no best energy is known yet
+FIRST = 1 << 10   # points of lowest bound priced first at the innermost level (then ×4 a batch)
+
+
+def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
+            classes: dict, tables: dict, pj_bit: np.ndarray, precision: PrecisionLike,
+            live: list[Pattern], xs: slice, ys: slice, best: float, alone: dict,
+            later: list[Pattern], pairs: tuple[np.ndarray, np.ndarray] | None = None):
+    """Price slices of the X and Y chains under every live pattern: (energy pJ, where) of a
+    blocking below `best`, or None, and the least floor (pJ) over the slice of the patterns
+    `later` (inf if none). Points whose `relaxed_floor` reaches the best energy found are
+    dropped (with no best yet, the SEED points of lowest floor are priced first to get one).
+    `alone`: `chain_terms`' arrays, kept for the next call on the same slice (and gathered at
+    the points priced), and the floor of `later` under the key "later" (with its patterns): a
+    floor over a superset of the patterns (a least over more holder chains) bounds the live
+    ones too. `pairs`: (X, Y) chain index pairs searched instead of xs × ys (lemma 5)."""
+    on_chip = len(hierarchy.levels) - 1
+    width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
+    chosen = {d: per_dim[d][{"X": xs, "Y": ys}.get(d, slice(None))] for d in DIMS}
+    if pairs is not None:
+        chosen["X"], chosen["Y"] = per_dim["X"][pairs[0]], per_dim["Y"][pairs[1]]
+    grid = grid_of(chosen, extent, pairs is not None)
+    shape = grid_shape(grid)
+    feet = _smallest(layer, grid, on_chip, width)
+    union = np.zeros(shape, dtype=bool)
+    for pattern in least_held(live, on_chip):
+        union |= r_blocks_fit(hierarchy, feet, shape, pattern)
+    mac, fetched, outputs = _datapath_side(layer, hierarchy, grid)
+    fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS}
+    kept = alone.get("later")
+    if kept is not None and set(live) <= set(kept[0]):
+        relaxed = kept[1]
+    else:
+        relaxed = mac + relaxed_floor(layer, hierarchy, grid, pj_bit, precision, live,
+                                      fetch_unit, alone)
+    floor = np.where(union, relaxed, np.inf).ravel()
+    least_later = math.inf
+    if later:
+        later_floor = mac + relaxed_floor(layer, hierarchy, grid, pj_bit, precision, later,
+                                          fetch_unit, alone)
+        least_later = float(np.min(later_floor)) * layer.groups
+        alone["later"] = (tuple(later), later_floor)
+    found = None
+    if not math.isfinite(best) and np.isfinite(floor).sum() > SEED:
+        seed = np.argpartition(floor, SEED)[:SEED]
+        rows = np.unravel_index(seed, shape)
+        found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
+                       precision, live, xs, chains_at(rows, xs, ys, pairs), best)
+        best = math.inf if found is None else found[0]
+    rows = np.unravel_index(np.nonzero(floor * layer.groups < best)[0], shape)
+    if len(rows[0]):
+        keys = {("term", a, p[i]) for p in live for i, a in enumerate(ARRAYS)} | \
+            {(a, on_chip) for a in ARRAYS}  # and the innermost level's unit alone floors
+        alone_at = {key: at_rows(alone[key], rows) for key in keys if key in alone}
+        found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
+                       precision, live, xs, chains_at(rows, xs, ys, pairs), best,
+                       alone_at) or found
+    return found, least_later
+
+
+def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, classes: dict,
+           tables: dict, per_dim: dict, extent: dict, pj_bit: np.ndarray,
+           precision: PrecisionLike, live: list[Pattern], xs: slice, chain_at: dict,
+           best: float, alone_at: dict | None = None):
+    """`_points` at the grid points `rows` (index arrays over the axes X … N of the slice;
+    `chain_at`: their chain index per dimension).
+    Outer levels are looked up in tables per class of their (t_{γ−1}, t_γ, P) (per X chain's
+    class when the slice has one X chain). With a best energy, a pattern is priced only at
+    the points where its own relaxed floor (`chain_terms` of its chains; `alone_at`: their alone
+    floors at these points, when known) is below it."""
+    on_chip = len(hierarchy.levels) - 1
+    width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
+    one_x = xs.stop - xs.start == 1
+    flat = gather(grid, rows)
+    mac, fetched, outputs = _datapath_side(layer, hierarchy, flat)
+    # per unit pJ/bit: the datapath's fetches, and the innermost level's fewest moved (the
+    # whole group inside every buffer: moved never grows with a block)
+    fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS}
+    n = len(rows[0])
+    feet = _smallest(layer, flat, on_chip, width)
+    unit = LevelBlocks(layer, flat, 1, on_chip, dict.fromkeys(ARRAYS, 1.0), precision,
+                       unrolled_dims(hierarchy.datapath))
+    ids = {k: tuple(np.zeros_like(chain_at[d]) if d == "X" and one_x else
+                    classes[d][on_chip + 1 - k][chain_at[d]] for d in DIMS)
+           for k in range(1, on_chip)}
+    outer: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (k, variant): at every point
+    terms = None if not math.isfinite(best) else chain_terms(
+        layer, hierarchy, flat, pj_bit, precision, live, fetch_unit, alone_at)
+    prepared = []
+    known = {} if alone_at is None else alone_at
+    floor_in: dict[str, np.ndarray] = {}  # unit alone floors at the innermost level
+    for pattern in live:
+        ok = r_blocks_fit(hierarchy, feet, (n,), pattern)
+        if terms is not None:
+            own = np.broadcast_to(mac, (n,)) + sum(t[c] for t, c in zip(terms, pattern,
+                                                                         strict=True))
+            ok &= own * layer.groups < best
+        sub = np.nonzero(ok)[0]
+        if not len(sub):
+            continue
+        bound = np.broadcast_to(mac, (n,))[sub]
+        for a_idx, (array, chain) in enumerate(zip(ARRAYS, pattern, strict=True)):
+            bound = bound + pj_bit[chain[-1] if chain else 0, a_idx] * fetch_unit[array][sub]
+        picks = {}
+        for k in range(1, on_chip):  # outer levels: looked up per (t_{γ−1}, t_γ, P) class
+            held_by = variant(pattern, k)
+            if (k, held_by) not in outer:
+                key = (k, held_by, classes["X"][on_chip + 1 - k][xs.start] if one_x else None)
+                table = tables[key] = _level_table(
+                    layer, hierarchy, k, per_dim, extent, classes, xs.start if one_x else None,
+                    pj_bit, precision, pattern, tables.get(key), ids[k])
+                outer[k, held_by] = table[0][ids[k]], table[1][ids[k]]
+            energy, at = outer[k, held_by]
+            bound = bound + energy[sub]
+            picks[k] = at[sub]
+        # the innermost level last: its energy is at least, per held array, that of its
+        # least-moving block fitting the level alone (inf: none fits)
+        inner = np.zeros(len(sub))
+        for array, src in zip(*variant(pattern, on_chip), strict=True):
+            a_idx = ARRAYS.index(array)
+            if array not in floor_in:
+                floor_in[array] = alone_floor(hierarchy.levels[on_chip].bytes_for(array),
+                                              unit, array) if (array, on_chip) not in \
+                    known else known[array, on_chip]
+            inner = inner + (pj_bit[src, a_idx] + pj_bit[on_chip, a_idx]) * \
+                floor_in[array][sub]
+        prepared.append((pattern, sub, bound, picks, inner))
+    found = None
+    for pattern, sub, outside, picks, inner in lifted(layer, hierarchy, flat, pj_bit,
+                                                      precision, prepared, best):
+        # lowest bounds first, a batch at a time (the first small: its best usually stops the
+        # rest early); points whose bound reaches the best energy found cannot beat it
+        bound = outside + inner
+        keep = np.nonzero(bound * layer.groups < best)[0]
+        size = FIRST
+        while len(keep):
+            if len(keep) > size:
+                lowest = np.argpartition(bound[keep], size)[:size]
+                rest = np.ones(len(keep), dtype=bool)
+                rest[lowest] = False
+                idx, keep = keep[lowest], keep[rest]
+            else:
+                idx, keep = keep, keep[:0]
+            size = min(BATCH, 4 * size)
+            blocks, held = _blocks(layer, hierarchy, on_chip, take(flat, sub[idx]), pj_bit,
+                                   precision, pattern)
+            total, i, at = least_total_at(hierarchy, blocks, held, outside[idx], inner[idx],
+                                          layer.groups, best)
+            if i >= 0:
+                best, j = total, int(sub[idx[i]])
+                found = best, ({d: int(chain_at[d][j]) for d in DIMS},
+                               {**{k: int(v[idx[i]]) for k, v in picks.items()},
+                                on_chip: at}, pattern)
+            keep = keep[bound[keep] * layer.groups < best]
+    return found
+
+
+__all__ = ["FIRST", "SEED", "_points", "_price"]
