@@ -14,6 +14,7 @@ from workbench.hierarchy.accesses import PrecisionLike, energy_pj
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents, transfers
 from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, SplitCapacity
+from workbench.hierarchy.search_grid import LazyPoints
 from workbench.hierarchy.search_space import (
     BATCH,
     OPERANDS,
@@ -22,7 +23,6 @@ from workbench.hierarchy.search_space import (
     alone_prefixes,
     best_placements,
     side_cost,
-    take,
     unrolled_dims,
     variant,
 )
@@ -227,7 +227,7 @@ def _holds(level, feet: dict[str, float]) -> bool:
 
 
 
-def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarray,
+def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: LazyPoints, pj_bit: np.ndarray,
             precision: PrecisionLike, prepared: list, best: float) -> list:
     """The patterns' (pattern, points, energy outside the innermost level, picks, innermost
     lower bound), the bounds raised where patterns share the innermost level's held arrays H:
@@ -252,10 +252,10 @@ def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarra
         wanted = [sub[(outside + inner) * layer.groups < best]
                   for _, sub, outside, _, inner in (prepared[i] for i in members)]
         points = np.unique(np.concatenate(wanted))
-        reference = np.full(len(flat["X"][1]), np.nan)
+        reference = np.full(len(flat.rows[0]), np.nan)
         for start in range(0, len(points), BATCH):
             at = points[start:start + BATCH]
-            blocks = LevelBlocks(layer, take(flat, at), 1, on_chip, least, precision,
+            blocks = LevelBlocks(layer, flat.take(at), 1, on_chip, least, precision,
                                  unrolled_dims(hierarchy.datapath))
             reference[at] = best_placements(hierarchy, on_chip, blocks, held)[0]
         for i, coef in zip(members, coefs, strict=True):

@@ -4,6 +4,8 @@ axis 0), and the classes of chains an outer level sees."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from workbench.hierarchy.blocking import DIMS
@@ -63,6 +65,28 @@ def gather(grid: dict, rows: tuple) -> dict:
 
 
 
+class LazyPoints(Mapping):
+    """The grid's points at `rows` as a flat grid (`gather`), gathered when first read;
+    `take(idx)` gathers only the points idx of them."""
+
+    def __init__(self, grid: dict, rows: tuple) -> None:
+        self.grid, self.rows, self._flat = grid, rows, None
+
+    def take(self, idx) -> dict:
+        return gather(self.grid, tuple(r[idx] for r in self.rows))
+
+    def __getitem__(self, dim: str):
+        if self._flat is None:
+            self._flat = gather(self.grid, self.rows)
+        return self._flat[dim]
+
+    def __iter__(self):
+        return iter(self.grid)
+
+    def __len__(self) -> int:
+        return len(self.grid)
+
+
 def grid_of(chains_of: dict[str, np.ndarray], extent: dict, paired: bool = False) -> dict:
     """Per dimension: tiles t[g] and padded extent P of the given chains (rows), over the
     axes (X, Y, C, M, N); paired: X and Y chains given pairwise, both along axis 0."""
@@ -77,4 +101,5 @@ def grid_of(chains_of: dict[str, np.ndarray], extent: dict, paired: bool = False
     return out
 
 
-__all__ = ["at_rows", "chain_classes", "chains_at", "gather", "grid_of", "grid_shape", "mirrored"]
+__all__ = ["LazyPoints", "at_rows", "chain_classes", "chains_at", "gather", "grid_of",
+           "grid_shape", "mirrored"]

@@ -21,9 +21,9 @@ from workbench.hierarchy.search_bounds import (
     relaxed_floor,
 )
 from workbench.hierarchy.search_grid import (
+    LazyPoints,
     at_rows,
     chains_at,
-    gather,
     grid_of,
     grid_shape,
 )
@@ -39,7 +39,6 @@ from workbench.hierarchy.search_space import (
     Pattern,
     least_total_at,
     side_cost,
-    take,
     unrolled_dims,
     variant,
 )
@@ -88,11 +87,12 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
         least_later = float(np.min(later_floor)) * layer.groups
         alone["later"] = (tuple(later), later_floor)
     found = None
+    side = mac, fetch_unit, feet  # gathered at the points priced
     if not math.isfinite(best) and np.isfinite(floor).sum() > SEED:
         seed = np.argpartition(floor, SEED)[:SEED]
         rows = np.unravel_index(seed, shape)
         found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
-                       precision, live, xs, chains_at(rows, xs, ys, pairs), best)
+                       precision, live, xs, chains_at(rows, xs, ys, pairs), best, side)
         best = math.inf if found is None else found[0]
     rows = np.unravel_index(np.nonzero(floor * layer.groups < best)[0], shape)
     if len(rows[0]):
@@ -100,7 +100,7 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
             {(a, on_chip) for a in ARRAYS}  # and the innermost level's unit alone floors
         alone_at = {key: at_rows(alone[key], rows) for key in keys if key in alone}
         found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
-                       precision, live, xs, chains_at(rows, xs, ys, pairs), best,
+                       precision, live, xs, chains_at(rows, xs, ys, pairs), best, side,
                        alone_at) or found
     return found, least_later
 
@@ -108,25 +108,21 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
 def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, classes: dict,
            tables: dict, per_dim: dict, extent: dict, pj_bit: np.ndarray,
            precision: PrecisionLike, live: list[Pattern], xs: slice, chain_at: dict,
-           best: float, alone_at: dict | None = None):
+           best: float, side: tuple, alone_at: dict | None = None):
     """`_points` at the grid points `rows` (index arrays over the axes X … N of the slice;
-    `chain_at`: their chain index per dimension).
+    `chain_at`: their chain index per dimension; `side`: the grid's MAC energy, datapath
+    fetches at unit pJ/bit and smallest blocks, `_points`').
     Outer levels are looked up in tables per class of their (t_{γ−1}, t_γ, P) (per X chain's
     class when the slice has one X chain). With a best energy, a pattern is priced only at
     the points where its own relaxed floor (`chain_terms` of its chains; `alone_at`: their alone
     floors at these points, when known) is below it."""
     on_chip = len(hierarchy.levels) - 1
-    width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
     one_x = xs.stop - xs.start == 1
-    flat = gather(grid, rows)
-    mac, fetched, outputs = _datapath_side(layer, hierarchy, flat)
-    # per unit pJ/bit: the datapath's fetches, and the innermost level's fewest moved (the
-    # whole group inside every buffer: moved never grows with a block)
-    fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS}
+    flat = LazyPoints(grid, rows)  # gathered only where a count needs the tiles themselves
+    mac = at_rows(side[0], rows)
+    fetch_unit = {a: at_rows(v, rows) for a, v in side[1].items()}
+    feet = {k: {a: at_rows(v, rows) for a, v in per.items()} for k, per in side[2].items()}
     n = len(rows[0])
-    feet = _smallest(layer, flat, on_chip, width)
-    unit = LevelBlocks(layer, flat, 1, on_chip, dict.fromkeys(ARRAYS, 1.0), precision,
-                       unrolled_dims(hierarchy.datapath))
     ids = {k: tuple(np.zeros_like(chain_at[d]) if d == "X" and one_x else
                     classes[d][on_chip + 1 - k][chain_at[d]] for d in DIMS)
            for k in range(1, on_chip)}
@@ -165,10 +161,13 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
         inner = np.zeros(len(sub))
         for array, src in zip(*variant(pattern, on_chip), strict=True):
             a_idx = ARRAYS.index(array)
-            if array not in floor_in:
+            if array not in floor_in and (array, on_chip) in known:
+                floor_in[array] = known[array, on_chip]
+            elif array not in floor_in:
+                unit = LevelBlocks(layer, flat, 1, on_chip, {array: 1.0}, precision,
+                                   unrolled_dims(hierarchy.datapath))
                 floor_in[array] = alone_floor(hierarchy.levels[on_chip].bytes_for(array),
-                                              unit, array) if (array, on_chip) not in \
-                    known else known[array, on_chip]
+                                              unit, array)
             inner = inner + (pj_bit[src, a_idx] + pj_bit[on_chip, a_idx]) * \
                 floor_in[array][sub]
         prepared.append((pattern, sub, bound, picks, inner))
@@ -189,7 +188,7 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
             else:
                 idx, keep = keep, keep[:0]
             size = min(BATCH, 4 * size)
-            blocks, held = _blocks(layer, hierarchy, on_chip, take(flat, sub[idx]), pj_bit,
+            blocks, held = _blocks(layer, hierarchy, on_chip, flat.take(sub[idx]), pj_bit,
                                    precision, pattern)
             total, i, at = least_total_at(hierarchy, blocks, held, outside[idx], inner[idx],
                                           layer.groups, best)
