@@ -9,10 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hierarchy_search import (
     ONE,
+    _cheapest,
     _extent,
     _fits,
     _r_plus_blockings,
     _s_blockings,
+    _s_part,
     brute_force_s,
     search_case,
 )
@@ -38,7 +40,9 @@ PREC = ElementBytes(1, 1, 1, 2)
 
 def _s_blocking(data, layer: ConvLayer, hier: Hierarchy) -> Blocking:
     """A random blocking of S: a divisor chain per dimension, any order per group, each array
-    at any position of each level's own group or bypassing it (fitting or not)."""
+    at any position of each level's role's own group or bypassing it (fitting or not), under a
+    random role order when its holders allow it (each array's in memory order, the innermost
+    role holding some), else the identity."""
     levels = len(hier.levels) - 1
     tiles = [{} for _ in range(levels)]
     for d in DIMS:
@@ -47,12 +51,19 @@ def _s_blocking(data, layer: ConvLayer, hier: Hierarchy) -> Blocking:
         for g in range(levels):
             tiles[g][d] = int(row[g])
     orders = [GROUP0] + [data.draw(st.permutations(DIMS)) for _ in range(levels)]
+    held = {a: [k for k in range(1, levels + 1)
+                if hier.levels[k].bytes_for(a) > 0 and data.draw(st.booleans())]
+            for a in ARRAYS}
+    roles = data.draw(st.permutations(range(1, levels + 1)))  # roles[r − 1]: level of role r
+    if any(roles.index(i) > roles.index(j) for c in held.values()
+           for i, j in zip(c, c[1:], strict=False)) or \
+            (roles != sorted(roles) and not any(roles[-1] in c for c in held.values())):
+        roles = list(range(1, levels + 1))
     buffers = {a: [None] * levels for a in ARRAYS}
-    for k in range(1, levels + 1):
-        end_inside = len(GROUP0) + len(DIMS) * (levels - k) - 1
-        for a in ARRAYS:
-            if hier.levels[k].bytes_for(a) > 0 and data.draw(st.booleans()):
-                buffers[a][k - 1] = end_inside + data.draw(st.integers(0, len(DIMS)))
+    for a, chain in held.items():
+        for k in chain:
+            end_inside = len(GROUP0) + len(DIMS) * (levels - 1 - roles.index(k)) - 1
+            buffers[a][k - 1] = end_inside + data.draw(st.integers(0, len(DIMS)))
     return Blocking.of(orders, tiles, buffers)
 
 
@@ -91,10 +102,13 @@ def test_an_optimal_incumbent_is_returned_as_it_is() -> None:
 
 
 def _sram_inside_group_0() -> tuple[ConvLayer, Hierarchy, Blocking]:
-    """A blocking outside S that beats it: DRAM, a 6 B SRAM and a 2 B register file, 1 B
-    elements; the SRAM holds the inputs of two outputs' window (4) and one weight, both inside
-    group 0 (S keeps an outer level's buffers in its own group), the register file two partial
-    sums. It costs 994 pJ; S's optimum is 998 pJ (brute force)."""
+    """DRAM, a 6 B SRAM and a 2 B register file, 1 B elements; the SRAM holds the inputs of two
+    outputs' window (4) and one weight, both inside group 0, the register file two partial
+    sums, also in group 0 (after the X and FX loops, which enclose all of group 0's loops of
+    trip count > 1). It costs 994 pJ; under the identity role order S's optimum is 998 pJ
+    (brute force). Not in S as written (both levels' buffers in group 0), but the register
+    file's block is that of its position at the end of group 1, under the order playing the
+    register file outermost: S holds an equivalent blocking."""
     layer = ConvLayer(name="r", Ox=4, Oy=1, Oc=1, Kx=3, Ky=1, Kc=1)
     hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("SRAM", 6, 16, 4.0),
                       Level("RF", 2, 16, 0.5)), mac_energy_pj=1.0)
@@ -104,24 +118,45 @@ def _sram_inside_group_0() -> tuple[ConvLayer, Hierarchy, Blocking]:
     return layer, hier, blocking
 
 
-def test_cheaper_blockings_outside_s_are_not_taken() -> None:
-    """The blocking of `_sram_inside_group_0`, which beats S (994 pJ against 998 pJ), fits
-    but is refused as an incumbent: taking it would return an energy below S's optimum."""
+def test_levels_sharing_no_array_nest_either_way() -> None:
+    """The SRAM's inputs and weights inside the loops around the register file's partial sums
+    (`_sram_inside_group_0`): the search over S, role orders included, finds the 994 pJ of
+    that blocking, the brute force over S's blockings, below the identity order's 998 pJ (its
+    own brute force); its blocking holds the inputs and weights in the SRAM only, the partial
+    sums in the register file only, fits and costs what it says by `evaluate`."""
+    layer, hier, written = _sram_inside_group_0()
+    priced = evaluate(layer, written, hier, ONE)
+    assert priced.fits and priced.total_energy_pj == pytest.approx(994)
+    identity = _cheapest(layer, hier, ONE, None, _s_part(layer, hier))
+    assert identity == pytest.approx(998)
+    found = search(layer, hier, ONE)
+    assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, ONE), rel=1e-9)
+    assert found.energy_pj == pytest.approx(994)
+    b = found.blocking
+    assert (b.positions("I")[1], b.positions("W")[1], b.positions("O")[0]) == (None,) * 3
+    assert min(b.positions("O")[1], b.positions("I")[0]) >= 0
+    assert b.positions("O")[1] > b.positions("I")[0]  # the SRAM's inputs inside the RF's sums
+    again = evaluate(layer, b, hier, ONE)
+    assert again.fits and again.total_energy_pj == pytest.approx(994)
+    assert in_s(layer, b, hier, True) and not in_s(layer, b, hier, False)
+
+
+def test_blockings_outside_s_are_not_taken_as_incumbents() -> None:
+    """`_sram_inside_group_0` as written is not in S: it fits but is refused as an incumbent
+    (an incumbent outside S could return an energy below S's optimum); the search still
+    equals the brute force."""
     layer, hier, outside = _sram_inside_group_0()
-    priced = evaluate(layer, outside, hier, ONE)
-    assert priced.fits and _fits(layer, outside, hier, ONE)
-    assert priced.total_energy_pj == pytest.approx(994)
+    assert _fits(layer, outside, hier, ONE)
     assert not in_s(layer, outside, hier, True)
     assert incumbent(layer, hier, ONE, None, True, [outside]) is None
     found = search(layer, hier, ONE, incumbents=[outside])
     assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, ONE), rel=1e-9)
-    assert found.energy_pj == pytest.approx(998)
 
 
 def test_in_s_is_s() -> None:
     """Every blocking `_s_blockings` enumerates is in S; with one on-chip level so is every
     blocking with its positions anywhere (`_r_plus_blockings`) with bypass, and without bypass
-    exactly those holding every array; an outer level's position inside group 0 is not."""
+    exactly those holding every array; two levels' buffers both inside group 0 are not."""
     layer = ConvLayer(name="a", Ox=3, Oy=1, Oc=2, Kx=2, Ky=1, Kc=1)
     hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 8, 16, 1.0)))
     assert all(in_s(layer, b, hier, True) for b in _s_blockings(layer, hier))

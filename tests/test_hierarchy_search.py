@@ -1,6 +1,7 @@
 """Exact search (workbench.hierarchy.search) over its space S: per level a loop order of its group
 and a buffering position per array inside it, any choice of the levels holding each array
-(bypass), all tile chains. Its optimum equals a brute force pricing every blocking of S with
+(bypass), all tile chains, the levels' groups nested in any role order that keeps each array's
+holders in memory order. Its optimum equals a brute force pricing every blocking of S with
 `accesses.evaluate` (and, with bypass=False, the brute force over R's holders); it never
 exceeds the old space R's (`search_r`, itself equal to its brute force in
 test_hierarchy_model) and beats it on hand-built cases, bypass included; with one on-chip level
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -179,13 +181,41 @@ def _holds_a_step(layer: ConvLayer, blocking: Blocking, hier: Hierarchy) -> bool
 
 
 def _s_blockings(layer: ConvLayer, hier: Hierarchy, bypass: bool = True):
-    """Every blocking of S: every divisor chain, every choice of holders (only R's, every level
-    holding every array it can, when not `bypass`), every order of each level's group, every
-    position of each held array inside it (0 … 5 loops of the group inside; the innermost
-    level's also inside group 0, in any order of it: `_level_options`)."""
+    """Every blocking of S: under every role order of the on-chip levels (only the identity
+    when not `bypass`), every divisor chain, every choice of holders (only R's, every level
+    holding every array it can, when not `bypass`) whose holders of each array play roles in
+    memory order (under another order than the identity: with the innermost role holding some
+    array), every order of each role's group, every position of each held array inside it (0 …
+    5 loops of the group inside; the innermost role's also inside group 0, in any order of it:
+    `_level_options`); positions listed per memory level."""
+    levels = len(hier.levels) - 1
+    own = tuple(range(1, levels + 1))
+    for roles in itertools.permutations(own) if bypass else [own]:
+        seen = SimpleNamespace(levels=(hier.levels[0],) + tuple(hier.levels[k] for k in roles),
+                               datapath=hier.datapath)
+
+        def keep(pattern: dict, roles=roles) -> bool:
+            chains = [[r for r in sorted(pattern) if a in pattern[r]] for a in ARRAYS]
+            if any(roles[i - 1] > roles[j - 1] for c in chains
+                   for i, j in zip(c, c[1:], strict=False)):
+                return False  # an array's holders out of memory order
+            return roles == own or bool(pattern[levels])  # the innermost role holds some
+
+        for blocking in _s_part(layer, seen, bypass, keep):
+            buffers = {a: [None] * levels for a in ARRAYS}
+            for r, k in enumerate(roles):
+                for a in ARRAYS:
+                    buffers[a][k - 1] = blocking.positions(a)[r]
+            yield Blocking(blocking.orders, blocking.tiles,
+                           tuple(tuple(buffers[a]) for a in ARRAYS))
+
+
+def _s_part(layer: ConvLayer, hier, bypass: bool = True, keep=lambda pattern: True):
+    """`_s_blockings` under one role order, `hier` its levels in role order (positions per
+    role), the holder patterns `keep` accepts only."""
     levels = len(hier.levels) - 1
     start = [len(GROUP0) + len(DIMS) * (g - 1) for g in range(levels + 1)]
-    patterns = list(_patterns(hier)) if bypass else \
+    patterns = [p for p in _patterns(hier) if keep(p)] if bypass else \
         [{k: _held(hier, k) for k in range(1, levels + 1)}]
     for combo in itertools.product(*(gen_chains(_extent(layer, d), levels) for d in DIMS)):
         tiles = _tiles(combo, levels)

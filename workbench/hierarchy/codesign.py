@@ -16,8 +16,8 @@ hierarchy's datapath included), or
 `search_fn`'s; since the hierarchy is shared by all layers
 and nothing couples the layers' blockings, the network's minimum energy on that hierarchy is
 the sum of the per-layer minima. Per-(layer, hierarchy) results are memoized, so a slider or a
-second budget reprices nothing. Not covered: sizes off the grid, an outer level's buffers
-outside its own group (see `search`), the seed's shifting register files.
+second budget reprices nothing. Not covered: sizes off the grid, a level's buffers in two
+roles' groups (see `search`), the seed's shifting register files.
 
 This replaces seed 001's two-step method (each layer's 10 best design points, then common
 points) by enumeration: no design on the grid is missed.

@@ -3,8 +3,20 @@
 
 Space S (everything in it is priced; nothing else is searched). L on-chip levels, G = L + 1
 loop groups; tiles: every divisor chain t_0 | … | t_{L−1} ≤ E per dimension, the outermost
-group covering the layer with ⌈E/t_{L−1}⌉ full blocks (P = padded extent, t_L := P). Level k
-(1 = outermost on-chip) owns group γ = L−k+1 (the loops stepping over its blocks t_{γ−1}):
+group covering the layer with ⌈E/t_{L−1}⌉ full blocks (P = padded extent, t_L := P).
+Role orders (`search_roles`): the levels' groups nest in an order ρ of the on-chip levels; the
+level playing role r (1 = outermost) owns group γ = L−r+1 (the loops stepping over its blocks
+t_{γ−1}), and every array's holders play roles in memory order (each fills from the next
+memory level outwards holding it, its buffer inside that one's). Under the identity each level
+plays its own role (seed 001's nesting); another order lets levels sharing no array nest the
+other way, e.g. an SRAM's inputs and weights inside the loops around a register file's
+partial sums (seed 001 §3.5 packs buffers that do not fit a level into the next one). Under an
+order other than the identity the innermost role holds some array: otherwise groups 0 and 1
+hold no buffer, and when the blocks do not pad (t_{L−1} | E) the blocking is, block for
+block, one of the order playing that empty level outermost, with tiles (t_1, …, t_{L−1}, E)
+(its datapath steps (P/t)·⌈t/u⌉ do not grow from t_0 to t_1, a multiple of it), searched
+there. Below, "level" is the level playing a role under one order; S's optimum is the least
+over the orders, the identity first (its best energy bounds the others'). Per role:
 - holders (bypass by choice): per array, any subset of the on-chip levels able to hold it (a
   split level whose part for it is 0 cannot); each holder fills from the next holder outwards
   (DRAM when none), the datapath reads from the innermost one (`holder_patterns`);
@@ -23,12 +35,13 @@ group covering the layer with ⌈E/t_{L−1}⌉ full blocks (P = padded extent, 
 - a blocking fits when Σ_A footprint_A × width_A ≤ capacity (split: each within its part).
   Footprints (eq. 1) bound eq. 2's buffers, so the result fits by `accesses.evaluate` too.
 S ⊇ R (all S_A = ∅, every level holding every array it can; `search_r`); `bypass=False`
-searches only R's holders (faster). Not in S (so not claimed optimal against them): an outer
-level's positions outside its own group (e.g. an SRAM buffer inside the register file's group
-or group 0), the innermost level's outside groups 0 and 1, and its buffers inside group 0
-that do not hold a datapath step's operands. With one on-chip level S therefore holds every
-position anywhere in the nest whose buffer holds a step. With nothing held anywhere a
-blocking always fits, so S is never empty.
+searches only R's holders (faster), under the identity. Not in S (so not claimed optimal
+against them): a level's buffers in the groups of two roles (e.g. an SRAM holding outputs
+outside the register file's buffers and inputs inside them), the innermost role's outside
+groups 0 and 1, its buffers inside group 0 that do not hold a datapath step's operands, and,
+under an order other than the identity, the padded blockings whose innermost role holds
+nothing. With one on-chip level S therefore holds every position anywhere in the nest whose
+buffer holds a step. With nothing held anywhere a blocking always fits, so S is never empty.
 Objective: `accesses.energy_pj` summed, MAC energy
 Kx·Ky·ΠP × mac_energy_pj included; the datapath's operand fetches are `datapath.fetches` over
 the inner block t_0.
@@ -144,6 +157,13 @@ from workbench.hierarchy.search_r import (
     nondominated_chains,
     search_r,
 )
+from workbench.hierarchy.search_roles import (
+    Roles,
+    in_roles,
+    role_orders,
+    role_patterns,
+    to_memory,
+)
 from workbench.hierarchy.search_space import holder_patterns, unrolled_dims
 from workbench.layers.spec import ConvLayer
 from workbench.memo import ByteLRU
@@ -169,8 +189,34 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     on_chip = len(hierarchy.levels) - 1
     extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
     per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
+    start = incumbent(layer, hierarchy, precision, size_energy, bypass, incumbents)
+    best, best_at = (math.inf, None) if start is None else (start[0], None)
+    for roles in role_orders(hierarchy, bypass):  # the identity first: R's holders
+        found = _search_roles(layer, in_roles(hierarchy, roles), roles, precision, size_energy,
+                              bypass, per_dim, extent, best)
+        if found is not None:
+            best, best_at = found[0], (found[1], roles)
+    combos = math.prod(len(per_dim[d]) for d in DIMS)
+    if best_at is None and start is not None:  # nothing below the incumbent: it is optimal
+        return SearchResult(start[1], best, {d: len(per_dim[d]) for d in DIMS}, combos)
+    if best_at is None:
+        raise NoFitError(f"layer {layer.name!r}: no blocking fits hierarchy "
+                         f"{hierarchy.name!r} (its smallest blocks overflow a level)")
+    (rows_at, chosen, pattern), roles = best_at
+    tiles = [{d: int(per_dim[d][rows_at[d]][g]) for d in DIMS} for g in range(on_chip)]
+    blocking = _blocking(in_roles(hierarchy, roles), tiles, chosen, pattern)
+    return SearchResult(to_memory(blocking, roles), best,
+                        {d: len(per_dim[d]) for d in DIMS}, combos)
+
+
+def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: PrecisionLike,
+                  size_energy: SizeEnergy | None, bypass: bool, per_dim: dict, extent: dict,
+                  best: float):
+    """S's part under one role order (`hierarchy`: seen under it): (energy pJ, where) of its
+    least blocking below `best`, or None."""
+    on_chip = len(hierarchy.levels) - 1
     classes = {d: {g: chain_classes(per_dim[d], extent[d], g) for g in range(2, on_chip + 1)}
-               for d in DIMS}  # level L−γ+1's view of each chain
+               for d in DIMS}  # role L−γ+1's view of each chain
     pj_bit = _pj_per_bit(hierarchy, size_energy)
     per_y = max(1, CHUNK // 4 // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
     n_x = len(per_dim["X"])
@@ -183,18 +229,17 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
         [(slice(ox, ox + 1), slice(max(y0, ox) if mirror else y0, y0 + per_y))
          for ox in range(n_x) for y0 in range(0, len(per_dim["Y"]), per_y)
          if not mirror or y0 + per_y > ox]
-    start = incumbent(layer, hierarchy, precision, size_energy, bypass, incumbents)
-    best, best_at = (math.inf, None) if start is None else (start[0], None)
+    best_at = None
     tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
     alone: dict[tuple, np.ndarray] = {}  # relaxed_floor's terms when one slice
     kept = {(a, k): (layer, on_chip, k, hierarchy.levels[k].bytes_for(a), a, pairs is not None,
                      (precision.inputs, precision.weights, precision.outputs,
                       precision.partial_sums), unrolled_dims(hierarchy.datapath))
             for a in ARRAYS for k in range(1, on_chip + 1)}
-    if len(slices) == 1:  # unit alone floors: the level's capacity and lanes, not its energy
+    if len(slices) == 1:  # unit alone floors: the role's capacity and lanes, not its energy
         alone.update({key: v for key, memo in kept.items()
                       if (v := _ALONE.get(memo)) is not None})
-    patterns = holder_patterns(hierarchy) if bypass else holder_patterns(hierarchy)[:1]
+    patterns = role_patterns(hierarchy, roles) if bypass else holder_patterns(hierarchy)[:1]
     floors = {p: pattern_floor(layer, hierarchy, pj_bit, precision, p) * layer.groups
               for p in patterns}
     # R's holders first (every level holds every array it can, as S did): its optimum is
@@ -219,16 +264,7 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     for key, memo in kept.items():
         if key in alone:
             _ALONE.put(memo, alone[key])
-    combos = math.prod(len(per_dim[d]) for d in DIMS)
-    if best_at is None and start is not None:  # nothing below the incumbent: it is optimal
-        return SearchResult(start[1], best, {d: len(per_dim[d]) for d in DIMS}, combos)
-    if best_at is None:
-        raise NoFitError(f"layer {layer.name!r}: no blocking fits hierarchy "
-                         f"{hierarchy.name!r} (its smallest blocks overflow a level)")
-    rows_at, chosen, pattern = best_at
-    tiles = [{d: int(per_dim[d][rows_at[d]][g]) for d in DIMS} for g in range(on_chip)]
-    return SearchResult(_blocking(hierarchy, tiles, chosen, pattern), best,
-                        {d: len(per_dim[d]) for d in DIMS}, combos)
+    return None if best_at is None else (best, best_at)
 
 
 __all__ = ["NoFitError", "SearchResult", "gen_chains", "nondominated_chains", "search",

@@ -15,6 +15,7 @@ from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents
 from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, SplitCapacity
 from workbench.hierarchy.search_grid import LazyPoints
+from workbench.hierarchy.search_roles import in_roles, role_orders, to_roles
 from workbench.hierarchy.search_space import (
     BATCH,
     OPERANDS,
@@ -153,11 +154,19 @@ def pattern_floor(layer: ConvLayer, hierarchy: Hierarchy, pj_bit: np.ndarray,
 
 
 def in_s(layer: ConvLayer, blocking: Blocking, hierarchy: Hierarchy, bypass: bool) -> bool:
-    """Is the blocking one of S's on the hierarchy: one group per on-chip level and group 0,
-    tiles at most the layer's extents, every held array's position in its level's own group
-    (from the end of the group inside to the group's end; the innermost level's from −1, group
-    0 too, its block there holding a step's operands of the datapath), holders any level able
-    to hold the array (every such level when not `bypass`)?"""
+    """Is the blocking one of S's on the hierarchy: under some role order (`search_roles`; the
+    identity only when not `bypass`), one group per on-chip level and group 0, tiles at most
+    the layer's extents, every held array's position in its level's role's own group (from the
+    end of the group inside to the group's end; the innermost role's from −1, group 0 too, its
+    block there holding a step's operands of the datapath), holders any level able to hold the
+    array (every such level when not `bypass`)?"""
+    return any((seen := to_roles(blocking, roles)) is not None
+               and _in_part(layer, seen, in_roles(hierarchy, roles), bypass)
+               for roles in role_orders(hierarchy, bypass))
+
+
+def _in_part(layer: ConvLayer, blocking: Blocking, hierarchy, bypass: bool) -> bool:
+    """`in_s` under one role order, the blocking and hierarchy seen under it."""
     on_chip = len(hierarchy.levels) - 1
     if len(blocking.orders) != on_chip + 1:
         return False
@@ -190,8 +199,8 @@ def incumbent(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
               size_energy: SizeEnergy | None, bypass: bool,
               candidates) -> tuple[float, Blocking] | None:
     """The least-energy candidate blocking (pJ, whole layer; e.g. the layer's optima on other
-    hierarchies) that is in S (`in_s`) and fits as the search fits (footprints), or None: an
-    energy S's optimum is at most, so the search may start from it."""
+    hierarchies) that is in S (`in_s`, any role order) and fits as the search fits
+    (footprints), or None: an energy S's optimum is at most, so the search may start from it."""
     width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
     if size_energy is not None:  # a pure rule, asked once per (size, width) here
         size_energy = functools.lru_cache(maxsize=None)(size_energy)
