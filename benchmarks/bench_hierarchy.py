@@ -9,7 +9,8 @@ at a time, 16-bit data and 32-bit partial sums, 1 pJ per MAC (seed 001 fig. 5: "
 64 bits 15.60; the register file priced as the table's smallest memory (1 KB at 64 bits,
 1.20), an upper bound for 512 B. What is searched is `workbench.hierarchy.search`'s space S
 (any choice of the levels holding each array; per level a loop order of its group and a
-buffering position per held array inside it; all divisor chains of tiles; exact).
+buffering position per held array inside it; levels sharing no array nested either way; all
+divisor chains of tiles; exact).
 A second section searches seed 002 AlexNet's conv layers on the shipped seed001_3level
 platform with and without bypass. A third drives the notebook-08 app
 (`workbench.ui.hierarchy_view`) in Python on lenet5's conv layers and prints how long one
@@ -141,7 +142,7 @@ def main() -> None:
     placements(("I", "W", "O"))  # the per-level placement tables, built once per process
     inner_placements(("I", "W", "O"))
     print(f"placement tables built in {time.perf_counter() - start:.1f} s")
-    print(f"{'layer':9} {'S s':>6} {'SR s':>6} {'chains':>9}  {'tiles RF | SRAM (X Y C M N)':30} "
+    print(f"{'layer':9} {'S s':>6} {'SR s':>6} {'chains':>9}  {'tiles t0 | t1 (X Y C M N)':30} "
           f"{'S pJ/MAC':>8} {'SR pJ/MAC':>9}  S blocking (positions I W O, None: bypassed); "
           "S by level (pJ/MAC)")
     total = total_r = 0.0

@@ -99,7 +99,7 @@ def print_hierarchy(plan: pd.DataFrame) -> None:
         if pd.api.types.is_float_dtype(table[col]):
             table[col] = table[col].map(lambda v: units.fmt_number(v, 4))
     print(f"\nmemory hierarchy {plan.attrs['hierarchy']} ({' | '.join(levels)}), minimum-energy "
-          "blocking per conv/fc layer (tiles X×Y×C×M×N per on-chip level, innermost first):")
+          "blocking per conv/fc layer (tiles X×Y×C×M×N per loop group, innermost first):")
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         print(table.to_string(index=False))
     totals = hierarchy_totals(plan)

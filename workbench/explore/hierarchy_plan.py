@@ -138,11 +138,12 @@ def _row(plan: LayerPlan, hierarchy: Hierarchy) -> dict[str, Any]:
 def hierarchy_plan(network: Network | Iterable[ConvLayer], target: Target,
                    precision: PrecisionLike | None = None,
                    size_energy: SizeEnergy | None = SIZE_ENERGY) -> pd.DataFrame:
-    """One row per conv/fc layer: layer, kind, macs, blocking, tiles (X×Y×C×M×N per on-chip
-    level, innermost first), energy_pj (memory + MAC), mac_energy_pj, memory_energy_pj,
-    memory_to_compute, pj_per_mac, energy_pj_<level> and accesses_<level> (elements, reads +
-    writes) per level DRAM first, fits, and with a cycle model cycles and bound. attrs:
-    hierarchy (name), levels (names, DRAM first), clock_mhz (None: unknown)."""
+    """One row per conv/fc layer: layer, kind, macs, blocking, tiles (X×Y×C×M×N blocks
+    t_0 | … | t_{L−1} the loop groups step over, innermost first), energy_pj (memory + MAC),
+    mac_energy_pj, memory_energy_pj, memory_to_compute, pj_per_mac, energy_pj_<level> and
+    accesses_<level> (elements, reads + writes) per level DRAM first, fits, and with a cycle
+    model cycles and bound. attrs: hierarchy (name), levels (names, DRAM first), clock_mhz
+    (None: unknown)."""
     hierarchy, widths = resolve(target, precision)
     rows = [_row(plan, hierarchy) for plan in layer_plans(network, hierarchy, widths,
                                                           size_energy)]
