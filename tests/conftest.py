@@ -17,7 +17,9 @@ if _OWN_CACHE is not None:
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:
-    if _OWN_CACHE is not None:
+    # under pytest-xdist the workers inherit the controller's cache; only the controller (no
+    # `workerinput`) removes it, once every worker is done
+    if _OWN_CACHE is not None and not hasattr(session.config, "workerinput"):
         shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
