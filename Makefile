@@ -24,7 +24,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check workbench tests benchmarks data
 
 test: lint
-	$(PY) -m pytest -q -n auto
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 # The long fuzzing profile: 2,000+ mutated files per format (network YAML, grid YAML, ONNX,
 # prototxt), each loaded under a 10 s bound; prints per format the files, clean errors, clean
