@@ -309,10 +309,13 @@ def test_cli_budget_codesigns_the_brute_force_best(tmp_path, capsys) -> None:
 @pytest.mark.parametrize("levels, budget, rule", [
     (LEVELS_YAML.replace("access_bits: 64, energy_pj: null}\n  - {name: RF",
                          "access_bits: 24, energy_pj: null}\n  - {name: RF"), None,
-     "memory width 24 bits not tabulated"),
+     r"^level '\w+' \(energy_pj null: from its size, \d+ B at 24 bits\): memory width 24 "
+     "bits not tabulated"),
     (LEVELS_YAML.replace("capacity: 256", "capacity: 8192"), None,
      "capacities must not increase inwards"),
     (LEVELS_YAML, 0.5, "below the smallest size"),
+    (LEVELS_YAML, float("inf"), "--budget-kb must be a finite number > 0, got inf"),
+    (LEVELS_YAML, float("nan"), "--budget-kb must be a finite number > 0, got nan"),
 ])
 def test_cli_errors_are_one_line(tmp_path, levels, budget, rule) -> None:
     from workbench.cli import hierarchy as cli
@@ -320,6 +323,27 @@ def test_cli_errors_are_one_line(tmp_path, levels, budget, rule) -> None:
     net_file, levels_file = _files(tmp_path, levels)
     with pytest.raises(WorkbenchError, match=rule):
         cli.run(net_file, levels_file, budget_kb=budget)
+
+
+@pytest.mark.parametrize("argv, rule", [
+    (["--budget-kb", "inf"], "argument --budget-kb: must be a finite number > 0, got 'inf'"),
+    (["--budget-kb", "-5"], "argument --budget-kb: must be a finite number > 0, got '-5'"),
+    (["--sizes-kb", "4", "8"], "--sizes-kb: the level sizes to co-design from need "
+                               "--budget-kb"),
+    (["--budget-kb", "8", "--sizes-kb", "16", "32"], "--sizes-kb 16 32: every size is over "
+                                                     "--budget-kb 8"),
+])
+def test_cli_budget_and_sizes_are_checked_before_anything_is_priced(argv, rule) -> None:
+    """Each fails at once, in one line and with exit code 2 (no plan is priced first)."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "workbench.cli", "hierarchy", "lenet5",
+                          "--levels", "seed001_two_level", *argv], capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 2 and run.stdout == "", (run.returncode, run.stdout)
+    assert rule in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
 
 
 @pytest.mark.parametrize("extent, levels", [(12, 1), (30, 2), (24, 3), (97, 2)])

@@ -421,6 +421,7 @@ BAD_DOCUMENTS = [
     (_set("levels[1].capacity", float("inf")), "levels[1].capacity", "must be finite"),
     (_set("levels[1].capacity", "64KB"), "levels[1].capacity", "must be a number"),
     (_set("levels[1].capacity", None), "levels[1].capacity", "only the outermost level"),
+    (_set("levels[0].capacity", 1 << 30), "levels[0].capacity", "must be unbounded (null)"),
     (_set("levels[1].capacity", _DELETE), "levels[1].capacity", "missing"),
     (_set("levels[2].capacity", {"I": 64, "W": 256}), "levels[2].capacity",
      "exactly the keys I, W, O"),

@@ -141,6 +141,11 @@ def test_bad_arguments_are_one_line_errors() -> None:
 
     for kwargs, rule in (({"axis": "volume"}, "axis must be"),
                          ({"datapath": "32 MACs"}, "datapath must be one of"),
-                         ({"mm2_per_kb": 0}, "mm2_per_kb must be > 0")):
+                         ({"mm2_per_kb": 0}, "mm2_per_kb must be > 0"),
+                         ({"sizes_kb": (0,)}, r"sizes_kb: each size must be a power of two "
+                                              r"from 0\.25 to 16384 KB .*got 0"),
+                         ({"sizes_kb": (32, 3)}, "sizes_kb: .*got 3"),
+                         ({"budget_kb": -3}, r"budget_kb: .* from 1 to 16384 KB .*got -3"),
+                         ({"budget_kb": 32768}, "budget_kb: .*got 32768")):
         with pytest.raises(WorkbenchError, match=rule):
             hierarchy_view(network="lenet5", **kwargs)

@@ -152,7 +152,12 @@ def test_datapath_clock_and_platform_clock_must_agree(tmp_path: Path) -> None:
     ("name: RF", "name: SRAM", "levels[2].name: level names must be unique"),
     ("energy_pj: 0.5}", "energy_pj: 0.5, speed: 3}", "levels[2].speed: unknown key"),
     ("{unroll: {C: 16, M: 16}}", "{unroll: {Q: 16}}", "datapath.unroll.Q"),
+    ("{unroll: {C: 16, M: 16}}", "{unroll: {C: 64, M: 64}}", "macs_per_cycle: must equal the "
+     "product of datapath.unroll (MACs per step) (4096) or be left out, got 256"),
     ("capacity: 1024,", "capacity: null,", "levels[2].capacity: only the outermost level"),
+    ("{name: DRAM, capacity: null,", "{name: DRAM, capacity: 1048576,",
+     "levels[0].capacity: the outermost level (the backing store, e.g. DRAM) holds every "
+     "array whole, so it must be unbounded (null), got 1048576 B"),
 ])
 def test_bad_levels_are_one_line_errors_naming_the_field(tmp_path: Path, old, new,
                                                          rule) -> None:
@@ -212,3 +217,15 @@ def test_platforms_with_levels_are_plain_hashable_picklable_data() -> None:
     assert again == plat and hash(again) == hash(plat) and again.has_levels
     assert plat.replace(local_mem_bytes=65536) != plat
     assert platforms.load_platform("seed001_3level", local_mem_bytes=262144) == plat
+
+
+def test_an_override_that_breaks_the_levels_is_named() -> None:
+    """--memory 512B on a platform whose register file is 1 KB: the error names the override
+    (the user typed --memory, not a level's capacity) and the rule it broke, in one line."""
+    with pytest.raises(WorkbenchError) as info:
+        platforms.load_platform("seed001_3level", local_mem_bytes=512)
+    text = str(info.value)
+    assert text.startswith("platform 'seed001_3level' with local_mem_bytes=512 (an override, "
+                           "e.g. --memory"), text
+    assert "levels[2].capacity: capacities must not increase inwards" in text
+    assert "\n" not in text

@@ -107,6 +107,28 @@ def test_a_bad_hierarchy_file_fails_its_cases_with_one_line(tmp_path: Path) -> N
     assert "\n" not in failure
 
 
+def test_a_broken_hierarchy_file_fails_the_grid_before_any_case(tmp_path: Path) -> None:
+    """Keys a hierarchy file cannot have (a typo, or a platform file's fields, which would
+    override the swept platform's) and broken levels: one line at grid load, naming the file
+    and the field; nothing runs."""
+    platform_file = tmp_path / "plat.yaml"
+    platform_file.write_text(SPLIT_YAML + "macs_per_cycle: 256\nclock_mhz: 500\n")
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(SPLIT_YAML + "extra_key: 1\n")
+    level_key = tmp_path / "level_key.yaml"
+    level_key.write_text(SPLIT_YAML.replace("energy_pj: 300", "energy_pj: 300, speed: 3", 1))
+    for path, rule in ((platform_file, "unknown field(s) ['clock_mhz', 'macs_per_cycle']; a "
+                                       "hierarchy file has only: name, levels, datapath, "
+                                       "mac_energy_pj"),
+                       (extra, "unknown field(s) ['extra_key']"),
+                       (level_key, "levels[0].speed")):
+        with pytest.raises(WorkbenchError) as info:
+            sweep.Grid(networks=["lenet5"], platforms=["idsp"], hierarchy=[str(path)])
+        text = str(info.value)
+        assert text.startswith(f"hierarchy file {str(path)!r}: ") and rule in text, text
+        assert "\n" not in text
+
+
 def test_case_ids_without_a_hierarchy_stay_put() -> None:
     """The id is the hash of the case's settings as written before hierarchies existed."""
     [case] = sweep.cases(sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[16],

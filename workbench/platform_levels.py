@@ -11,6 +11,7 @@ builds `hierarchy.Hierarchy` objects; `hierarchy.hierarchy_from_dict` parses the
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,10 @@ def level_fields(doc: dict[str, Any], where: str) -> dict[str, tuple[Any, str]]:
     clock = (doc.get("datapath") or {}).get("clock_mhz")
     if clock is not None:
         out["clock_mhz"] = (clock, "datapath.clock_mhz")
+    unroll = (doc.get("datapath") or {}).get("unroll")
+    if unroll:  # the MAC array: one step of Π u_d multiply-accumulates per cycle
+        out["macs_per_cycle"] = (math.prod(unroll.values()),
+                                 "the product of datapath.unroll (MACs per step)")
     return out
 
 
@@ -121,12 +126,30 @@ def hierarchy_path(name_or_path: str | Path) -> Path:
     return shipped
 
 
+HIERARCHY_KEYS = ("name", *LEVEL_KEYS)  # a hierarchy file's fields
+
+
 def read_hierarchy(name_or_path: str | Path) -> tuple[dict[str, Any], str]:
-    """(the hierarchy document of a file or shipped name, the file's path): read, not
-    parsed (`hierarchy.hierarchy_from_dict` parses it)."""
+    """(the hierarchy document of a file or shipped name, the file's path): read, its keys
+    checked (only `HIERARCHY_KEYS`; one FileFormatError line naming the file), not parsed
+    (`hierarchy.hierarchy_from_dict` parses it; `check_hierarchy` validates it)."""
     path = hierarchy_path(name_or_path)
     doc = read_yaml(path, "hierarchy")
+    where = f"hierarchy file {str(path)!r}"
     if not isinstance(doc, dict):
-        raise FileFormatError(f"hierarchy file {str(path)!r}: expected a mapping with a "
-                              f"'levels' list, got {type(doc).__name__}")
+        raise FileFormatError(f"{where}: expected a mapping with a 'levels' list, got "
+                              f"{type(doc).__name__}")
+    unknown = sorted(set(map(str, doc)) - set(HIERARCHY_KEYS))
+    if unknown:  # e.g. a platform file given as a hierarchy: its fields would override
+        raise FileFormatError(f"{where}: unknown field(s) {unknown}; a hierarchy file has "
+                              f"only: {', '.join(HIERARCHY_KEYS)}")
     return doc, str(path)
+
+
+def check_hierarchy(name_or_path: str | Path) -> None:
+    """Refuse a hierarchy file or name whose document is not a valid platform hierarchy (one
+    FileFormatError line naming the file, the field path and the rule): a sweep checks its
+    grid's hierarchies before it runs a case."""
+    doc, path = read_hierarchy(name_or_path)
+    validate_level_keys({k: v for k, v in doc.items() if k in LEVEL_KEYS},
+                        f"hierarchy file {path!r}")

@@ -34,6 +34,7 @@ from workbench.layers.zoo import read_yaml
 from workbench.paths import data_file, data_files
 from workbench.platform_levels import (  # noqa: F401 (re-exported)
     LEVEL_RULES,
+    check_hierarchy,
     implied_doc,
     level_fields,
     levels_from_doc,
@@ -179,7 +180,14 @@ class Platform:
         if unknown:
             raise WorkbenchError(f"platform {self.name!r}: unknown field(s) {sorted(unknown)}; "
                                  "fields: " + ", ".join(field_names()))
-        return dataclasses.replace(self, **overrides)
+        try:
+            return dataclasses.replace(self, **overrides)
+        except WorkbenchError as exc:  # name the override (e.g. --memory) that broke a rule
+            text, own = str(exc), f"platform {self.name!r}: "
+            changed = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
+            raise type(exc)(f"platform {self.name!r} with {changed} (an override, e.g. "
+                            f"--memory or a sweep's buffer_kb): "
+                            f"{text.removeprefix(own)}") from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 from collections.abc import Sequence
 
 import pandas as pd
 
 from workbench import layers, platforms
-from workbench.cli.args import positive_int
+from workbench.cli.args import positive_int, positive_number
 from workbench.errors import UnknownNameError, WorkbenchError
 from workbench.explore import hierarchy_plan as plan
 from workbench.hierarchy import ElementBytes, Hierarchy
@@ -50,8 +51,8 @@ def load_hierarchy(path: str) -> Hierarchy:
 
 def default_sizes_kb(budget_kb: float) -> list[int]:
     """Powers of two from 1 KB up to the budget (KB)."""
-    if budget_kb <= 0:
-        raise WorkbenchError(f"--budget-kb must be > 0, got {budget_kb:g}")
+    if not (math.isfinite(budget_kb) and budget_kb > 0):
+        raise WorkbenchError(f"--budget-kb must be a finite number > 0, got {budget_kb:g}")
     sizes, kb = [], 1
     while kb <= budget_kb:
         sizes.append(kb)
@@ -59,6 +60,21 @@ def default_sizes_kb(budget_kb: float) -> list[int]:
     if not sizes:
         raise WorkbenchError(f"--budget-kb {budget_kb:g} is below the smallest size, 1 KB")
     return sizes
+
+
+def codesign_sizes_kb(budget_kb: float | None, sizes_kb: Sequence[int] | None) -> list[int]:
+    """The level sizes (KB) co-design tries within --budget-kb ([] without a budget)."""
+    if budget_kb is None:
+        if sizes_kb:
+            raise WorkbenchError("--sizes-kb: the level sizes to co-design from need "
+                                 "--budget-kb (the on-chip capacity to design within)")
+        return []
+    if not sizes_kb:
+        return default_sizes_kb(budget_kb)
+    if min(sizes_kb) > budget_kb:
+        raise WorkbenchError(f"--sizes-kb {' '.join(map(str, sizes_kb))}: every size is over "
+                             f"--budget-kb {budget_kb:g}, so no level fits the budget")
+    return list(sizes_kb)
 
 
 def design_summary(design: Design) -> dict:
@@ -110,6 +126,7 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
     """The command's result as one document: rows (per layer and level), the design on the
     given hierarchy (--levels file or --platform's) and, with a budget, the co-designed one
     and the Pareto front."""
+    sizes = codesign_sizes_kb(budget_kb, sizes_kb)  # checked before anything is priced
     net = layers.load_network(network, batch=batch)
     tiled = tuple(net.tiled_layers())
     hierarchy, precision = target_of(levels_file, platform, elem_bytes, psum_bytes)
@@ -123,7 +140,6 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
            "rows": plan.hierarchy_traffic(tiled, hierarchy, precision)}
     if budget_kb is not None:
         designer = Codesigner(tiled, precision, table3_energy_pj, search_fn=plan.memo_search)
-        sizes = list(sizes_kb) if sizes_kb else default_sizes_kb(budget_kb)
         space = space_around(hierarchy, [s * KB for s in sizes])
         result = codesign(tiled, space, budget=budget_kb * KB, designer=designer)
         if result.best is None:
@@ -131,6 +147,8 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
                                  "every layer")
         doc["codesign"] = {"budget_kb": budget_kb, "sizes_kb": sizes,
                            "hierarchies": len(result.designs),
+                           "within_budget": sum(d.capacity_bytes <= budget_kb * KB
+                                                for d in result.designs),
                            "best": design_summary(result.best),
                            "rows": designer.traffic_rows(result.best),
                            "pareto": [design_summary(d) for d in result.pareto]}
@@ -169,10 +187,14 @@ def cmd_hierarchy(args: argparse.Namespace) -> None:
     if "codesign" in doc:
         co = doc["codesign"]
         print()
-        _print_design(f"co-designed within {co['budget_kb']:g} KB ({co['hierarchies']} "
-                      f"hierarchies, level sizes {co['sizes_kb']} KB)", co["best"], co["rows"])
-        print("\nPareto front (on-chip KB, µJ): " + ", ".join(
-            f"{d['on_chip_kb']:g} KB {d['energy_pj'] / 1e6:.3f}" for d in co["pareto"]))
+        _print_design(f"co-designed within {co['budget_kb']:g} KB (best of "
+                      f"{co['within_budget']} hierarchies within it; {co['hierarchies']} "
+                      f"priced, level sizes {co['sizes_kb']} KB)", co["best"], co["rows"])
+        over = [d for d in co["pareto"] if d["on_chip_kb"] > co["budget_kb"]]
+        print("\nPareto front of the priced hierarchies (on-chip KB, µJ"
+              + ("; * over the budget" if over else "") + "): " + ", ".join(
+                  f"{d['on_chip_kb']:g} KB{'*' if d in over else ''} "
+                  f"{d['energy_pj'] / 1e6:.3f}" for d in co["pareto"]))
 
 
 def register(subparsers: argparse._SubParsersAction,
@@ -187,7 +209,7 @@ def register(subparsers: argparse._SubParsersAction,
                        help="hierarchy file (levels from DRAM inwards) or shipped name")
     where.add_argument("--platform", metavar="NAME|FILE",
                        help="a platform's hierarchy: its levels, or DRAM + its local memory")
-    p.add_argument("--budget-kb", type=float, default=None,
+    p.add_argument("--budget-kb", type=positive_number, default=None,
                    help="co-design the level sizes within this on-chip capacity (KB)")
     p.add_argument("--sizes-kb", type=positive_int, nargs="+", default=None,
                    help="candidate level sizes (KB; default powers of two up to the budget)")

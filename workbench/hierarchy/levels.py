@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.errors import SpecError
+from workbench.errors import SpecError, WorkbenchError
 from workbench.hierarchy.datapath import Datapath, datapath_from_dict
 
 ARRAYS = ("I", "W", "O")
@@ -139,7 +139,11 @@ class Level:
         size = self.bytes_for(array)
         if not math.isfinite(size):
             raise HierarchyError(f"level {self.name!r}: an unbounded level needs energy_pj")
-        return float(size_energy(int(size), self.access_bits))
+        try:
+            return float(size_energy(int(size), self.access_bits))
+        except WorkbenchError as exc:  # e.g. a width table 3 has no row for: name the level
+            raise HierarchyError(f"level {self.name!r} (energy_pj null: from its size, "
+                                 f"{int(size)} B at {self.access_bits} bits): {exc}") from None
 
     @property
     def area_mm2(self) -> float | None:
@@ -179,8 +183,9 @@ class Hierarchy:
 
 
 def check_levels(levels: tuple[Level, ...], where: str) -> None:
-    """Rules across levels: at least two, Level objects, unique names, only the outermost
-    unbounded, total capacities non-increasing inwards."""
+    """Rules across levels: at least two, Level objects, unique names, the outermost (the
+    backing store, holding every array whole) unbounded and only it, total capacities
+    non-increasing inwards."""
     if len(levels) < 2:
         raise HierarchyError(f"{where}: needs at least 2 levels (DRAM and one on-chip), "
                              f"got {len(levels)}")
@@ -193,6 +198,10 @@ def check_levels(levels: tuple[Level, ...], where: str) -> None:
             raise HierarchyError(f"{where}[{i}].name: level names must be unique, "
                                  f"{level.name!r} repeats")
         seen.add(level.name)
+        if i == 0 and level.capacity_bytes is not None:
+            raise HierarchyError(f"{where}[0].capacity: the outermost level (the backing "
+                                 "store, e.g. DRAM) holds every array whole, so it must be "
+                                 f"unbounded (null), got {level.total_bytes:.0f} B")
         if i > 0 and level.capacity_bytes is None:
             raise HierarchyError(f"{where}[{i}].capacity: only the outermost level may be "
                                  "unbounded (null)")

@@ -186,8 +186,8 @@ def capacity_total(capacity: Any) -> float:
 def validate_level_keys(doc: dict[str, Any], origin: str) -> LevelsDoc:
     """The hierarchy keys of a platform document (`LEVEL_KEYS`, and a name), validated
     (FileFormatError: one line naming `origin`, the field path and the rule): each field, and
-    across levels the rules of `hierarchy.levels.check_levels` (unique names, only the
-    outermost unbounded, capacities not increasing inwards), so a file is refused at load."""
+    across levels the rules of `hierarchy.levels.check_levels` (unique names, the outermost
+    unbounded and only it, capacities not increasing inwards), so a file is refused at load."""
     model = validate(LevelsDoc, doc, origin, FileFormatError)
     names: set[str] = set()
     for i, level in enumerate(model.levels):
@@ -195,6 +195,10 @@ def validate_level_keys(doc: dict[str, Any], origin: str) -> LevelsDoc:
             fail(origin, ("levels", i, "name"), f"level names must be unique, {level.name!r} "
                  "repeats", FileFormatError)
         names.add(level.name)
+        if not i and level.capacity is not None:
+            fail(origin, ("levels", 0, "capacity"), "the outermost level (the backing store, "
+                 "e.g. DRAM) holds every array whole, so it must be unbounded (null), got "
+                 f"{capacity_total(level.capacity):.0f} B", FileFormatError)
         if i and level.capacity is None:
             fail(origin, ("levels", i, "capacity"), "only the outermost level may be "
                  "unbounded (null)", FileFormatError)

@@ -63,6 +63,8 @@ class Grid:
     def __post_init__(self) -> None:
         doc = {name: getattr(self, name) for name in self.__dataclass_fields__}
         validate_grid(doc, "grid", WorkbenchError, names())
+        for hierarchy in self.hierarchy:  # a broken file fails the grid, before any case runs
+            platforms.check_hierarchy(hierarchy)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Grid:

@@ -45,6 +45,8 @@ from workbench.viz.hierarchy_plots import (
 
 KB = 1024
 WIDTHS_BITS = (64, 128, 256, 512)   # table 3's widths
+SIZE_LOG2 = (8, 24)     # level-size sliders: 256 B … 16 MB (exponents of bytes)
+BUDGET_LOG2 = (10, 24)  # capacity-budget slider: 1 KB … 16 MB
 # SRAM area: seed 001 §5.2 gives 45 mm² for its 8 MB hierarchy (45 nm), the one published
 # density; every level is charged at it, so area is proportional to capacity (small register
 # files are denser per access but larger per KB; their areas are not published)
@@ -84,6 +86,9 @@ class HierarchyView:
             raise WorkbenchError(f"mm2_per_kb must be > 0, got {mm2_per_kb!r}")
         if datapath not in DATAPATHS:
             raise WorkbenchError(f"datapath must be one of {list(DATAPATHS)}, got {datapath!r}")
+        for kb in sizes_kb:
+            _exponent(kb, SIZE_LOG2, "sizes_kb")
+        _exponent(budget_kb, BUDGET_LOG2, "budget_kb")
         net = layers.load_network(network)
         picked = tuple(lay for lay in net.tiled_layers() if lay.kind == "conv" or include_fc)
         self.designer = Codesigner(picked, ElementBytes(elem_bytes, elem_bytes, elem_bytes,
@@ -96,14 +101,14 @@ class HierarchyView:
         self._grids: dict[tuple, list[Design]] = {}
         self.levels = widgets.IntSlider(value=len(sizes_kb), min=1, max=MAX_LEVELS - 1,
                                         description="on-chip levels", style=_STYLE)
-        self.sizes = [memory_slider(_log2(sizes_kb[min(i, len(sizes_kb) - 1)]), 8, 24,
+        self.sizes = [memory_slider(_log2(sizes_kb[min(i, len(sizes_kb) - 1)]), *SIZE_LOG2,
                                     f"L{i + 1} size") for i in range(MAX_LEVELS - 1)]
         self.split = widgets.Checkbox(value=split, description=f"split I/W/O {ratio}")
         self.width = widgets.Dropdown(options=WIDTHS_BITS, value=width_bits,
                                       description="access bits", style=_STYLE)
         self.datapath = widgets.Dropdown(options=list(DATAPATHS), value=datapath,
                                          description="MAC array", style=_STYLE)
-        self.budget = memory_slider(_log2(budget_kb), 10, 24, "budget")
+        self.budget = memory_slider(_log2(budget_kb), *BUDGET_LOG2, "budget")
         self.axis = widgets.ToggleButtons(options=["capacity", "area"], value=axis,
                                           description="budget by", style=_STYLE)
         self.area_budget = widgets.FloatLogSlider(value=area_budget_mm2, base=10, min=-3,
@@ -187,8 +192,8 @@ class HierarchyView:
     def _summary_html(self, budget: float) -> str:
         given = self.design
         lines = [f"<b>{html.escape(self.network_name)}</b>, {len(self.designer.layers)} "
-                 f"layers: edited hierarchy {html.escape(given.hierarchy.name)} "
-                 f"({html.escape(_describe(given))}): {given.energy_pj / self.macs:.2f} pJ/MAC, "
+                 f"layers: edited hierarchy ({html.escape(_describe(given))}): "
+                 f"{given.energy_pj / self.macs:.2f} pJ/MAC, "
                  f"memory:compute {given.memory_to_compute:.2f}×"]
         within = (f"{budget / KB:g} KB" if self.axis.value == "capacity"
                   else f"{budget:.3g} mm²")
@@ -209,6 +214,18 @@ class HierarchyView:
                                  self.status])
         return widgets.VBox([widgets.HBox([controls, bokeh_widget(self.energy_figure)]),
                              bokeh_widget(self.front_figure), self.summary, self.traffic])
+
+
+def _exponent(kb: float, bounds: tuple[int, int], name: str) -> int:
+    """The slider step of `kb` (log2 of its bytes): a power of two within the slider's range."""
+    lo, hi = bounds
+    size = float(kb) * KB if isinstance(kb, int | float) and not isinstance(kb, bool) else -1
+    if not (size >= 1 and size.is_integer() and int(size) & (int(size) - 1) == 0
+            and lo <= int(size).bit_length() - 1 <= hi):
+        raise WorkbenchError(f"{name}: each size must be a power of two from "
+                             f"{(1 << lo) / KB:g} to {(1 << hi) / KB:g} KB (the slider's "
+                             f"steps), got {kb!r}")
+    return int(size).bit_length() - 1
 
 
 def _log2(kb: float) -> int:
