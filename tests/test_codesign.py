@@ -379,3 +379,24 @@ def test_space_around_keeps_levels_and_split_proportions() -> None:
     assert space.slots[1].capacities == (1024, 18432) and space.slots[0].area_mm2_per_kb == 0.5
     with pytest.raises(WorkbenchError, match="positive byte counts"):
         space_around(hier, [])
+
+
+def test_padded_outermost_blocks_are_named_in_the_cli(capsys) -> None:
+    """Outermost tiles that do not divide the layer: ⌈E/t⌉·t per dimension (X 5 → 6 with
+    t = 2, M 64 → 66 with t = 22; Y, C, N divide), printed under the design's table."""
+    from workbench.cli import hierarchy as cli
+    from workbench.hierarchy import DIMS, GROUP0, Blocking
+    from workbench.layers import ConvLayer
+
+    layer = ConvLayer(name="conv3", Ox=5, Oy=4, Oc=64, Kx=3, Ky=3, Kc=8)
+    blocking = Blocking.of([GROUP0, DIMS], [{"X": 2, "Y": 4, "C": 8, "M": 22, "N": 1}],
+                           {"I": [None], "W": [None], "O": [None]})
+    whole = Blocking.of([GROUP0, DIMS], [{"X": 5, "Y": 2, "C": 4, "M": 16, "N": 1}],
+                        {"I": [None], "W": [None], "O": [None]})
+    padded = cli.padded_layers([layer, layer], [blocking, whole])
+    assert padded == {"conv3": {"X": [5, 6], "M": [64, 66]}}
+    design = {"hierarchy": "h", "on_chip_kb": 1, "energy_pj": 1e6, "memory_to_compute": 1.0,
+              "padded": padded}
+    cli._print_design("t", design, [{"layer": "conv3", "level": "DRAM", "I": 1}])
+    assert "padded outermost blocks, priced as full (extent → padded): conv3 X 5→6, M 64→66" \
+        in capsys.readouterr().out

@@ -23,7 +23,8 @@ from workbench import layers, platforms
 from workbench.cli.args import positive_int, positive_number
 from workbench.errors import UnknownNameError, WorkbenchError
 from workbench.explore import hierarchy_plan as plan
-from workbench.hierarchy import ElementBytes, Hierarchy
+from workbench.hierarchy import Blocking, ElementBytes, Hierarchy
+from workbench.hierarchy.blocking import padding
 from workbench.hierarchy.codesign import (
     Codesigner,
     Design,
@@ -75,6 +76,16 @@ def codesign_sizes_kb(budget_kb: float | None, sizes_kb: Sequence[int] | None) -
         raise WorkbenchError(f"--sizes-kb {' '.join(map(str, sizes_kb))}: every size is over "
                              f"--budget-kb {budget_kb:g}, so no level fits the budget")
     return list(sizes_kb)
+
+
+def padded_layers(tiled: Sequence, blockings: Sequence[Blocking]) -> dict[str, dict]:
+    """{layer: {dimension: [extent, padded extent]}} for the layers whose outermost blocks
+    overhang them (priced as full blocks: `hierarchy.blocking.padding`)."""
+    out = {}
+    for layer, blocking in zip(tiled, blockings, strict=True):
+        if pads := padding(layer, blocking):
+            out[layer.name] = {d: list(v) for d, v in pads.items()}
+    return out
 
 
 def design_summary(design: Design) -> dict:
@@ -138,6 +149,7 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
     plans = plan.layer_plans(tiled, hierarchy, precision)
     doc = {"network": net.name, "given": given_summary(frame, plans, hierarchy),
            "rows": plan.hierarchy_traffic(tiled, hierarchy, precision)}
+    doc["given"]["padded"] = padded_layers(tiled, [p.found.blocking for p in plans])
     if budget_kb is not None:
         designer = Codesigner(tiled, precision, table3_energy_pj, search_fn=plan.memo_search)
         space = space_around(hierarchy, [s * KB for s in sizes])
@@ -149,7 +161,8 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
                            "hierarchies": len(result.designs),
                            "within_budget": sum(d.capacity_bytes <= budget_kb * KB
                                                 for d in result.designs),
-                           "best": design_summary(result.best),
+                           "best": {**design_summary(result.best), "padded": padded_layers(
+                               tiled, result.best.blockings)},
                            "rows": designer.traffic_rows(result.best),
                            "pareto": [design_summary(d) for d in result.pareto]}
     return doc
@@ -175,6 +188,10 @@ def _print_design(title: str, design: dict, rows: list[dict]) -> None:
             table[col] = table[col].map(lambda v: units.fmt_number(v, 4))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table.to_string(index=False))
+    if design.get("padded"):
+        print("padded outermost blocks, priced as full (extent → padded): " + "; ".join(
+            f"{name} " + ", ".join(f"{d} {e}→{p}" for d, (e, p) in pads.items())
+            for name, pads in design["padded"].items()))
 
 
 def cmd_hierarchy(args: argparse.Namespace) -> None:

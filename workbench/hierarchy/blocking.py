@@ -184,6 +184,21 @@ def trip_counts(layer: ConvLayer, blocking: Blocking) -> tuple[int, ...]:
     return tuple(out)
 
 
+def padding(layer: ConvLayer, blocking: Blocking) -> dict[str, tuple[int, int]]:
+    """{dimension: (extent E, padded extent P)} where the outermost blocks overhang the layer:
+    P = ⌈E/t_{L−1}⌉·t_{L−1} > E (one group's iterations; the model prices P, not E)."""
+    if not blocking.tiles:
+        return {}
+    e = extents(layer)
+    out = {}
+    for d, dim in enumerate(DIMS):
+        extent, tile = e[_EXTENT[dim]], blocking.tiles[-1][d]
+        padded = -(-extent // tile) * tile
+        if padded != extent:
+            out[dim] = (extent, padded)
+    return out
+
+
 Loops = Sequence[tuple[str, int]]
 
 
