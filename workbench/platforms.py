@@ -10,11 +10,12 @@ outer levels (the rule, `LEVEL_RULES`): levels[0] is the external memory (ext_ac
 access_bits / 8, ext_access_pj = energy_pj, bus_elems_per_cycle = bandwidth) and levels[1],
 the outermost on-chip level, is the local memory (local_mem_bytes = its total capacity,
 local_access_bytes = access_bits / 8, local_access_pj = energy_pj, or size_aware_energy when
-energy_pj is null); datapath.clock_mhz is clock_mhz. In a file each such field may be left
+energy_pj is null); datapath.clock_mhz is clock_mhz, and the product of datapath.unroll (the
+MACs of one step, one step a cycle) is macs_per_cycle. In a file each such field may be left
 out (derived from the levels) or given equal; a different value is refused. Overrides
 (`replace`, a sweep's buffer size) change the fields and the levels follow (a split local
-level keeps its proportions). Inner levels, register_file_bytes and the datapath's unrolling
-are not tied to any field. MAC energy: mac_energy_pj, else core_pj_per_cycle / macs_per_cycle.
+level keeps its proportions). Inner levels and register_file_bytes (the SIMD model's vector
+registers, not a memory level) are not tied to any field. MAC energy: mac_energy_pj, else core_pj_per_cycle / macs_per_cycle.
 """
 
 from __future__ import annotations
