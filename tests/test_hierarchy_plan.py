@@ -155,10 +155,13 @@ def test_hierarchy_command_with_a_platform(files) -> None:
             assert rows[level.name]["W"] == acc.total("W")
             assert rows[level.name]["energy_pj"] == pytest.approx(priced.energy_pj[level.name])
         total += priced.total_energy_pj
+        cycles, bound = doc["given"]["layer_cycles"][layer.name]  # the platform has a clock
+        assert cycles == pytest.approx(priced.cycles) and bound == priced.bound
     assert doc["given"]["energy_pj"] == pytest.approx(total)
     assert doc["given"]["hierarchy"] == "three" and doc["given"]["on_chip_kb"] == 4.25
     text = _cli("hierarchy", str(net_file), "--platform", str(plat_file), "--elem-bytes", "2")
     assert text.returncode == 0 and "on the given hierarchy: three" in text.stdout
+    assert "cycles per layer (bound): " in text.stdout
     bad = _cli("hierarchy", str(net_file), "--platform", "gpu")
     assert bad.returncode != 0 and "unknown platform 'gpu'" in bad.stderr
     assert "Traceback" not in bad.stderr

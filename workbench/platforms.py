@@ -15,7 +15,8 @@ MACs of one step, one step a cycle) is macs_per_cycle. In a file each such field
 out (derived from the levels) or given equal; a different value is refused. Overrides
 (`replace`, a sweep's buffer size) change the fields and the levels follow (a split local
 level keeps its proportions). Inner levels and register_file_bytes (the SIMD model's vector
-registers, not a memory level) are not tied to any field. MAC energy: mac_energy_pj, else core_pj_per_cycle / macs_per_cycle.
+registers, not a memory level) are not tied to any field. MAC energy: mac_energy_pj, else
+core_pj_per_cycle / macs_per_cycle.
 """
 
 from __future__ import annotations
