@@ -232,3 +232,29 @@ def test_alone_floors_kept_across_hierarchies_change_no_optimum() -> None:
 def _two_levels(sram: int, rf: int) -> Hierarchy:
     return Hierarchy((Level("DRAM", None, 64, 200.0), Level("SRAM", sram, 64, 6.0),
                       Level("RF", rf, 16, 0.5)), mac_energy_pj=1.0)
+
+
+def test_a_weak_incumbent_still_prices_the_seed_points_first(monkeypatch) -> None:
+    """An incumbent far above the optimum (more than WEAK × SEED tile points below it) is
+    followed by the SEED points of lowest floor, priced first as with no incumbent, then the
+    rest: lenet5's conv2 on a 32 KB SRAM and a 512 B register file, from its optimum on a
+    512 B SRAM and a 64 B register file (2.25× the optimum here); the answer equals the search
+    without an incumbent."""
+    import workbench.hierarchy.search_points as points
+    from workbench import layers
+
+    conv2 = next(lay for lay in layers.load_network("lenet5").tiled_layers()
+                 if lay.name == "conv2")
+    prec = ElementBytes(2, 2, 2, 4)
+    small = _two_levels(32768, 512)
+    other = search(conv2, _two_levels(512, 64), prec).blocking
+    start = incumbent(conv2, small, prec, None, True, [other])
+    cold = search(conv2, small, prec)
+    assert start is not None and start[0] > 2 * cold.energy_pj  # weak: in S, fits, far above
+    priced = []
+    price = points._price
+    monkeypatch.setattr(points, "_price",
+                        lambda *args, **kw: priced.append(len(args[3][0])) or price(*args, **kw))
+    warm = search(conv2, small, prec, incumbents=[other])
+    assert priced[0] == points.SEED  # the seed points first
+    assert warm.energy_pj == pytest.approx(cold.energy_pj, rel=1e-12)

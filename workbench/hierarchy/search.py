@@ -120,7 +120,8 @@ skipped; R's pattern is searched first, so that best is low. Per tile point, MAC
 over its holder chains of its transfers with its block fitting each holder alone, plus the
 datapath's fetches: the capacity a level shares and the one order of a group dropped); points
 where that reaches the best energy found are dropped before anything else is priced there (with
-no best yet, the SEED points of lowest floor are priced first to get one); a slice whose least
+no best yet, or a weak one from an incumbent: more than WEAK × SEED points below it, the SEED
+points of lowest floor are priced first to get a lower one); a slice whose least
 floor for the other patterns, taken while R's pattern is priced, reaches the best energy found
 is not visited again. The floor is a sum over arrays of a least over chains, so one pattern's
 own sum (its chains' terms) bounds that pattern's blockings: a pattern is priced only where

@@ -46,6 +46,7 @@ from workbench.layers.spec import ConvLayer
 
 SEED = 1 << 12    # points of lowest floor priced first when no best energy is known yet
 FIRST = 1 << 10   # points of lowest bound priced first at the innermost level (then ×4 a batch)
+WEAK = 16         # a best energy with more than WEAK × SEED points below it: seed points first
 
 
 def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
@@ -55,7 +56,8 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
     """Price slices of the X and Y chains under every live pattern: (energy pJ, where) of a
     blocking below `best`, or None, and the least floor (pJ) over the slice of the patterns
     `later` (inf if none). Points whose `relaxed_floor` reaches the best energy found are
-    dropped (with no best yet, the SEED points of lowest floor are priced first to get one).
+    dropped (with no best yet, or more than WEAK × SEED points below it, the SEED points of
+    lowest floor are priced first to get a lower one: an order only).
     `alone`: `chain_terms`' arrays, kept for the next call on the same slice (and gathered at
     the points priced), and the floor of `later` under the key "later" (with its patterns): a
     floor over a superset of the patterns (a least over more holder chains) bounds the live
@@ -88,12 +90,12 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
         alone["later"] = (tuple(later), later_floor)
     found = None
     side = mac, fetch_unit, feet  # gathered at the points priced
-    if not math.isfinite(best) and np.isfinite(floor).sum() > SEED:
+    if np.count_nonzero(floor * layer.groups < best) > (WEAK if math.isfinite(best) else 1) * SEED:
         seed = np.argpartition(floor, SEED)[:SEED]
         rows = np.unravel_index(seed, shape)
         found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
                        precision, live, xs, chains_at(rows, xs, ys, pairs), best, side)
-        best = math.inf if found is None else found[0]
+        best = best if found is None else found[0]
     rows = np.unravel_index(np.nonzero(floor * layer.groups < best)[0], shape)
     if len(rows[0]):
         keys = {("term", a, p[i]) for p in live for i, a in enumerate(ARRAYS)} | \
@@ -201,4 +203,4 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
     return found
 
 
-__all__ = ["FIRST", "SEED", "_points", "_price"]
+__all__ = ["FIRST", "SEED", "WEAK", "_points", "_price"]
