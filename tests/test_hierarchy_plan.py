@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from workbench import layers, platforms
 from workbench.explore import hierarchy_plan as hp
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, evaluate
+from workbench.hierarchy.blocking import padding
 from workbench.hierarchy.codesign import table3_energy_pj
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.search import search
@@ -117,6 +119,35 @@ def test_implied_hierarchy_of_a_single_level_platform() -> None:
     assert frame["mac_energy_pj"].iloc[0] == pytest.approx(layer.macs * 60 / 32)
 
 
+def test_implied_hierarchy_runs_the_platforms_macs_per_cycle() -> None:
+    """A platform without levels feeds an array of its macs_per_cycle (idsp: 32 at 450 MHz)
+    whose mapping is not modelled: energies and accesses stay those of a scalar MAC (one
+    operand fetch per MAC, the seed 000 model's local accesses), compute takes MACs / 32
+    cycles (the performance model's compute time), the DRAM link its elements over the bus's
+    32 per cycle; time at 450 MHz. (Before, compute was one cycle per MAC: 32× too slow.)"""
+    idsp = platforms.load_platform("idsp")
+    assert (idsp.macs_per_cycle, idsp.bus_elems_per_cycle, idsp.clock_mhz) == (32, 32, 450)
+    scalar = Hierarchy((Level("DRAM", None, 64, 2600.0, 32.0),
+                        Level("local", 131072, 512, 66.6)), "idsp", 60 / 32)
+    net = layers.load_network("lenet5")
+    frame = hp.hierarchy_plan(net, idsp)
+    unpadded = 0
+    for layer, row in zip(net.tiled_layers(), frame.itertuples(), strict=True):
+        found, priced = _direct(layer, scalar, ElementBytes(2, 2, 2, 2))
+        assert row.energy_pj == pytest.approx(priced.total_energy_pj, rel=1e-12)
+        assert row.accesses_local == priced.accesses[1].total()
+        if padding(layer, found.blocking):
+            continue
+        unpadded += 1
+        dram = priced.timing.link_elements["DRAM"] / 32
+        assert row.cycles == pytest.approx(max(layer.macs / 32, dram), rel=1e-12)
+        assert row.bound == ("compute" if layer.macs / 32 >= dram else "DRAM")
+    assert unpadded >= 2
+    totals = hp.hierarchy_totals(frame)
+    assert totals["time_ms"] == pytest.approx(frame["cycles"].sum() / 450e3, rel=1e-12)
+    assert frame.loc[frame["layer"] == "conv1", "cycles"].iloc[0] == 627_200 / 32
+
+
 def test_each_layer_is_searched_once(monkeypatch) -> None:
     calls = []
 
@@ -158,10 +189,13 @@ def test_hierarchy_command_with_a_platform(files) -> None:
         cycles, bound = doc["given"]["layer_cycles"][layer.name]  # the platform has a clock
         assert cycles == pytest.approx(priced.cycles) and bound == priced.bound
     assert doc["given"]["energy_pj"] == pytest.approx(total)
+    assert doc["given"]["time_ms"] == pytest.approx(  # at the platform's 200 MHz
+        sum(c for c, _ in doc["given"]["layer_cycles"].values()) / 200e3, rel=1e-12)
     assert doc["given"]["hierarchy"] == "three" and doc["given"]["on_chip_kb"] == 4.25
     text = _cli("hierarchy", str(net_file), "--platform", str(plat_file), "--elem-bytes", "2")
     assert text.returncode == 0 and "on the given hierarchy: three" in text.stdout
     assert "cycles per layer (bound): " in text.stdout
+    assert re.search(r"[\d,]+ cycles \([\d.]+ [µm]?s\)$", text.stdout.splitlines()[0])
     bad = _cli("hierarchy", str(net_file), "--platform", "gpu")
     assert bad.returncode != 0 and "unknown platform 'gpu'" in bad.stderr
     assert "Traceback" not in bad.stderr

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_hierarchy_datapath import datapath_case
 
+from workbench.errors import SpecError
 from workbench.hierarchy import (
     ARRAYS,
     GROUP0,
@@ -50,6 +51,27 @@ def test_tiny_layer_by_hand() -> None:
     assert (res.cycles, res.bound, t.serial_cycles) == (8.0, "DRAM", 18.5)
     assert t.seconds == pytest.approx(80e-9, rel=1e-12)
     assert t.serial_seconds == pytest.approx(185e-9, rel=1e-12)
+
+
+def test_an_ideal_array_divides_the_scalar_steps() -> None:
+    """A datapath of 8 ideal MACs per cycle (mapping not modelled): the tiny layer's 12 MACs
+    are fetched as a scalar datapath's (12 inputs, 12 weights) and take 12 / 8 = 1.5 cycles;
+    the links are unchanged. Unroll and ideal MACs together are refused."""
+    layer = ConvLayer(name="tiny", Ox=3, Oy=1, Oc=2, Kc=2)
+    blocking = Blocking.of([GROUP0], [], {a: [6] for a in ARRAYS})
+    levels = (Level("DRAM", None, 8, 10.0, 2.0), Level("L1", 1024, 8, 1.0, 4.0))
+    scalar = evaluate(layer, blocking, Hierarchy(levels), ONE)
+    ideal = evaluate(layer, blocking, Hierarchy(levels, datapath=Datapath(
+        clock_mhz=100.0, ideal_macs_per_cycle=8)), ONE)
+    assert scalar.timing.compute_cycles == 12 and ideal.timing.compute_cycles == 1.5
+    assert ideal.accesses == scalar.accesses and ideal.energy_pj == scalar.energy_pj
+    assert ideal.timing.link_cycles == scalar.timing.link_cycles
+    assert ideal.timing.seconds == pytest.approx(ideal.timing.cycles / 100e6, rel=1e-12)
+    with pytest.raises(SpecError, match="ideal_macs_per_cycle: must be a finite number > 0 "
+                                        "on a datapath without unroll"):
+        Datapath({"C": 2}, ideal_macs_per_cycle=4)
+    with pytest.raises(SpecError, match="ideal_macs_per_cycle"):
+        Datapath(ideal_macs_per_cycle=0)
 
 
 def test_unlimited_links_are_compute_bound() -> None:

@@ -55,13 +55,16 @@ def test_presets_load_unchanged(name: str) -> None:
 
 def test_implied_hierarchies_of_the_presets() -> None:
     """DRAM from the ext_access_* fields and the bus, the local memory from local_mem_bytes
-    and local_access_* (energy from size when size_aware_energy), MAC core pJ / MACs."""
+    and local_access_* (energy from size when size_aware_energy), MAC core pJ / MACs, the
+    MAC array macs_per_cycle at clock_mhz, its mapping not modelled."""
     idsp = platform_hierarchy(platforms.load_platform("idsp"))
     assert idsp == Hierarchy((Level("DRAM", None, 64, 2600.0, 32.0),
-                              Level("local", 131072, 512, 66.6)), "idsp", 60 / 32)
+                              Level("local", 131072, 512, 66.6)), "idsp", 60 / 32,
+                             Datapath(clock_mhz=450, ideal_macs_per_cycle=32))
     yang = platform_hierarchy(platforms.load_platform("yang_256mac"))
     assert yang == Hierarchy((Level("DRAM", None, 16, 320.0, 16.0),
-                              Level("local", 36864, 256, None)), "yang_256mac", 1.0)
+                              Level("local", 36864, 256, None)), "yang_256mac", 1.0,
+                             Datapath(clock_mhz=500, ideal_macs_per_cycle=256))
     # the size-derived local energy is the one perf prices (table 3's 64 KB row, 256 bits)
     plat = platforms.load_platform("yang_256mac")
     from workbench.hierarchy.codesign import table3_energy_pj
@@ -70,7 +73,8 @@ def test_implied_hierarchies_of_the_presets() -> None:
         plat.effective_local_access_pj) == pytest.approx(5.79 * 256 / 16)
     shave = platform_hierarchy(platforms.load_platform("shave"))
     assert [lvl.capacity_bytes for lvl in shave.levels] == [None, 131072]
-    assert shave.mac_energy_pj == 0.0 and shave.datapath is None
+    assert shave.mac_energy_pj == 0.0
+    assert shave.datapath == Datapath(clock_mhz=600, ideal_macs_per_cycle=8)
 
 
 def test_shipped_preset_with_levels() -> None:

@@ -173,7 +173,8 @@ class Platform:
     def hierarchy_doc(self) -> dict[str, Any]:
         """The platform's memory hierarchy as a hierarchy document (what
         `hierarchy.hierarchy_from_dict` reads; `explore.hierarchy_plan.platform_hierarchy`
-        parses it): here the implied DRAM + local memory, one scalar MAC of `mac_pj`."""
+        parses it): here the implied DRAM + local memory, MAC energy `mac_pj` (the parser gives
+        it an array of macs_per_cycle whose mapping is not modelled)."""
         return stamped_doc(self, implied_doc(self.name))
 
     def replace(self, **overrides: Any) -> Platform:

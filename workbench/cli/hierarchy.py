@@ -107,8 +107,9 @@ def given_summary(frame: pd.DataFrame, plans: Sequence[plan.LayerPlan],
            "memory_to_compute": totals["memory_to_compute"],
            "blockings": list(frame["blocking"]),
            "tiles": [[list(t) for t in p.found.blocking.tiles] for p in plans]}
-    if "cycles" in totals:
-        doc["cycles"] = totals["cycles"]
+    for key in ("cycles", "time_ms"):  # time: at the datapath's clock, when it has one
+        if key in totals:
+            doc[key] = totals[key]
     return doc
 
 
@@ -180,6 +181,8 @@ def rows_table(rows: list[dict]) -> pd.DataFrame:
 
 def _print_design(title: str, design: dict, rows: list[dict]) -> None:
     cycles = f", {units.fmt_count(round(design['cycles']))} cycles" if "cycles" in design else ""
+    if "time_ms" in design:
+        cycles += f" ({units.fmt_ms(design['time_ms'])})"
     print(f"{title}: {design['hierarchy']} ({design['on_chip_kb']:g} KB on chip), "
           f"{design['energy_pj'] / 1e6:.3f} µJ, memory:compute "
           f"{design['memory_to_compute']:.2f}×{cycles}")

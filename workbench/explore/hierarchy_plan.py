@@ -14,6 +14,7 @@ process (`layer_plan`, memoized), so the CLI, sweeps and notebooks share the wor
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Iterable
@@ -25,6 +26,7 @@ import pandas as pd
 from workbench.hierarchy.accesses import ElementBytes, HierarchyResult, PrecisionLike
 from workbench.hierarchy.accesses import evaluate as evaluate_blocking
 from workbench.hierarchy.codesign import table3_energy_pj, traffic_rows
+from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, hierarchy_from_dict
 from workbench.hierarchy.search import SearchResult, search
 from workbench.layers.network import Network
@@ -76,8 +78,16 @@ def platform_precision(plat: Platform) -> ElementBytes:
 @functools.lru_cache(maxsize=256)
 def platform_hierarchy(plat: Platform) -> Hierarchy:
     """The platform's memory hierarchy (`Platform.hierarchy_doc`: its declared levels, or
-    DRAM + local memory), parsed by `hierarchy_from_dict`."""
-    return hierarchy_from_dict(plat.hierarchy_doc, f"platform {plat.name!r}")
+    DRAM + local memory), parsed by `hierarchy_from_dict`. Without levels its MAC array is not
+    described: the implied hierarchy feeds an array of the platform's macs_per_cycle whose
+    mapping is not modelled (`Datapath.ideal_macs_per_cycle`: one operand fetch per MAC, as
+    the seed 000 model counts local accesses; compute cycles MACs / macs_per_cycle at its
+    clock, as the performance model's)."""
+    hierarchy = hierarchy_from_dict(plat.hierarchy_doc, f"platform {plat.name!r}")
+    if plat.has_levels:
+        return hierarchy
+    return dataclasses.replace(hierarchy, datapath=Datapath(
+        clock_mhz=plat.clock_mhz, ideal_macs_per_cycle=plat.macs_per_cycle))
 
 
 def load_hierarchy(name_or_path: str) -> Hierarchy:

@@ -44,10 +44,15 @@ DATAPATH_FIELDS = ("unroll", "clock_mhz")
 @dataclass(frozen=True, slots=True)
 class Datapath:
     """unroll: lanes per dimension {X, Y, C, M, N → lanes ≥ 1} (absent: 1); clock_mhz: optional
-    clock for converting steps (cycles) to seconds."""
+    clock for converting steps (cycles) to seconds. ideal_macs_per_cycle (no unroll only; not
+    in files): a MAC array whose spatial mapping is not modelled, e.g. the implied hierarchy of
+    a platform without levels, of that many MACs per cycle: its operand fetches are the scalar
+    datapath's (one per MAC) and `timing` takes steps / ideal_macs_per_cycle cycles, full
+    utilization (the seed 000 performance model's compute time)."""
 
     unroll: Mapping[str, int] = field(default_factory=dict)
     clock_mhz: float | None = None
+    ideal_macs_per_cycle: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.unroll, Mapping):
@@ -68,6 +73,12 @@ class Datapath:
                 or not math.isfinite(self.clock_mhz) or self.clock_mhz <= 0):
             raise SpecError(f"datapath.clock_mhz: must be a finite number > 0, "
                             f"got {self.clock_mhz!r}")
+        ideal = self.ideal_macs_per_cycle
+        if ideal is not None and (isinstance(ideal, bool) or not isinstance(ideal, int | float)
+                                  or not math.isfinite(ideal) or ideal <= 0 or self.unroll):
+            raise SpecError(f"datapath.ideal_macs_per_cycle: must be a finite number > 0 on a "
+                            f"datapath without unroll, got {ideal!r} with unroll "
+                            f"{dict(self.unroll)}")
 
     def lanes(self, dim: str) -> int:
         """Lanes along one dimension (1 when not unrolled)."""
@@ -79,7 +90,7 @@ class Datapath:
         return math.prod(self.unroll.values())
 
     def __hash__(self) -> int:
-        return hash((tuple(self.unroll.items()), self.clock_mhz))
+        return hash((tuple(self.unroll.items()), self.clock_mhz, self.ideal_macs_per_cycle))
 
 
 SCALAR = Datapath()

@@ -2,7 +2,8 @@
 (roofline-style).
 
 - compute: the datapath's steps (cycles of a fully pipelined MAC array, `datapath.fetches`;
-  one per MAC for a scalar datapath), × groups;
+  one per MAC for a scalar datapath), × groups; for a datapath with `ideal_macs_per_cycle`
+  (an array whose mapping is not modelled) its scalar steps / ideal_macs_per_cycle;
 - link of level k (k → its inner neighbours): the elements it sends inwards (I, W loads and O
   partial sums read back) plus the write-backs it receives (O), over every array and every
   holder it feeds (a bypassed level's traffic goes over the link of the level that sends it),
@@ -28,11 +29,12 @@ COMPUTE = "compute"
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """compute_cycles: datapath steps × groups; link_elements / link_cycles: per level name
+    """compute_cycles: datapath steps × groups (over ideal_macs_per_cycle when it has one);
+    link_elements / link_cycles: per level name
     (outermost first), elements over its inward link and cycles they take (0.0 when its
     bandwidth is unlimited); clock_mhz: the datapath's clock (None: cycles only)."""
 
-    compute_cycles: int
+    compute_cycles: int | float
     link_elements: dict[str, int]
     link_cycles: dict[str, float]
     clock_mhz: float | None = None
@@ -93,6 +95,9 @@ def timing_of(transfers: Sequence[Transfer], hierarchy: Hierarchy) -> Timing:
     for level, count in zip(hierarchy.levels, elements, strict=True):
         bandwidth = level.bandwidth_elems_per_cycle
         cycles[level.name] = 0.0 if bandwidth is None else count / bandwidth
-    clock = None if hierarchy.datapath is None else hierarchy.datapath.clock_mhz
-    return Timing(datapath_steps(transfers), dict(zip(names, elements, strict=True)), cycles,
-                  clock)
+    dp = hierarchy.datapath
+    clock = None if dp is None else dp.clock_mhz
+    steps = datapath_steps(transfers)
+    if dp is not None and dp.ideal_macs_per_cycle is not None:
+        steps = steps / dp.ideal_macs_per_cycle
+    return Timing(steps, dict(zip(names, elements, strict=True)), cycles, clock)
