@@ -59,6 +59,8 @@ def _assert_sources_equal(app, hier: Hierarchy) -> None:
     want = _level_pj_per_mac(hier)
     data = app.energy_source.data
     assert data["layer"] == [lay.name for lay in CONVS]
+    # bars are drawn only at the x range's factors (built before the source was filled)
+    assert list(app.energy_figure.x_range.factors) == data["layer"]
     for key, values in want.items():
         assert data[key] == pytest.approx(values, rel=1e-12)
     for i in range(len(hier.levels), 5):

@@ -41,6 +41,7 @@ from workbench.viz.hierarchy_plots import (
     level_energy_data,
     relabel_front,
     relabel_levels,
+    show_layers,
 )
 
 KB = 1024
@@ -160,7 +161,9 @@ class HierarchyView:
         rows = self.designer.traffic_rows(design)
         names = [lvl.name for lvl in hierarchy.levels]
         relabel_levels(self.energy_figure, names)
-        self.energy_source.data = level_energy_data(rows, names)
+        data = level_energy_data(rows, names)
+        show_layers(self.energy_figure, data)
+        self.energy_source.data = data
         self.traffic.value = _traffic_html(rows)
         self.status.value = ""
         self.update_budget()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bokeh.models import ColumnDataSource
+from bokeh.models import ColumnDataSource, FactorRange
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
@@ -34,18 +34,26 @@ def level_energy_data(rows: Sequence[dict], level_names: Sequence[str]) -> dict[
 
 def energy_bars(source: ColumnDataSource, level_names: Sequence[str],
                 title: str = "energy per MAC by memory level") -> figure:
-    """Stacked bars per layer (pJ/MAC): one segment per level (DRAM first) and the MAC."""
-    fig = figure(x_range=list(source.data["layer"]), title=title, width=620, height=360,
+    """Stacked bars per layer (pJ/MAC): one segment per level (DRAM first) and the MAC. The x
+    range holds the source's layers when built: a source filled later needs `show_layers`."""
+    fig = figure(x_range=FactorRange(factors=list(source.data["layer"])), title=title,
+                 width=620, height=360,
                  tools=TOOLS, y_axis_label="pJ per MAC")
     bars = fig.vbar_stack(list(STACK), x="layer", width=0.7, source=source,
                           color=[COLORS[k] for k in STACK], legend_label=list(STACK))
     for bar, key in zip(bars, STACK, strict=True):
         bar.name = key  # the hover's @$name reads this column
     fig.add_tools(hover(bars, [("layer", "@layer"), ("pJ/MAC", "@$name{0,0.00}")]))
-    fig.legend.location = "top_left"
     fig.legend.click_policy = "hide"
+    fig.add_layout(fig.legend[0], "right")  # beside the bars, never over the tallest
     relabel_levels(fig, level_names)
     return fig
+
+
+def show_layers(fig: figure, data: dict[str, list]) -> None:
+    """Point `energy_bars`' x range at the layers of `level_energy_data` columns (a bar whose
+    layer is not a factor is not drawn)."""
+    fig.x_range.factors = list(data["layer"])
 
 
 def relabel_levels(fig: figure, level_names: Sequence[str]) -> None:
