@@ -127,6 +127,18 @@ def test_fields_contradicting_the_levels_are_refused(tmp_path: Path, field, valu
     assert rule in str(info.value) and "\n" not in str(info.value)
 
 
+def test_core_energy_follows_the_declared_mac_energy(tmp_path: Path) -> None:
+    """mac_energy_pj × macs_per_cycle is the engine's core_pj_per_cycle: derived when left
+    out, a contradicting value refused in one line."""
+    text = LEVELS_3.replace("mac_energy_pj: 1.0", "mac_energy_pj: 0.5")
+    plat = platforms.load_platform(_write(tmp_path, text))
+    assert plat.core_pj_per_cycle == 0.5 * plat.macs_per_cycle and plat.mac_pj == 0.5
+    with pytest.raises(FileFormatError) as info:
+        platforms.load_platform(_write(tmp_path, text + "core_pj_per_cycle: 60\n"))
+    assert "core_pj_per_cycle: must equal mac_energy_pj × macs_per_cycle" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
 def test_fields_equal_to_the_levels_are_accepted(tmp_path: Path) -> None:
     text = LEVELS_3 + ("local_mem_bytes: 65536\next_access_pj: 320\next_access_bytes: 2\n"
                        "bus_elems_per_cycle: 16\nsize_aware_energy: true\n")
@@ -204,10 +216,16 @@ def test_with_levels_takes_the_memory_fields_from_the_hierarchy() -> None:
     assert (plat.local_mem_bytes, plat.local_access_bytes, plat.size_aware_energy,
             plat.ext_access_pj, plat.ext_access_bytes) == (262144, 8, True, 320, 2)
     assert (plat.clock_mhz, plat.macs_per_cycle, plat.bus_elems_per_cycle) == (450, 32, 32)
-    hier = platform_hierarchy(plat)
+    hier = platform_hierarchy(plat)  # no datapath in the file: idsp's array, not modelled
     assert hier == Hierarchy((Level("DRAM", None, 16, 320.0, 32.0),
                               Level("SRAM", 262144, 64, None), Level("RF", 1024, 64, None)),
-                             "seed001_two_level", 1.0)
+                             "seed001_two_level", 1.0,
+                             Datapath(clock_mhz=450, ideal_macs_per_cycle=32))
+    # its 1 pJ per MAC is the engine's too: 32 MACs per cycle cost 32 pJ (idsp's own: 60)
+    assert (plat.mac_pj, plat.core_pj_per_cycle) == (1.0, 32.0)
+    diannao = platforms.with_levels(idsp, *platforms.read_hierarchy("seed001_diannao"))
+    assert (diannao.macs_per_cycle, diannao.clock_mhz) == (256, 500)
+    assert (diannao.mac_pj, diannao.core_pj_per_cycle) == (1.0, 256.0)
     with pytest.raises(FileFormatError, match=r"^h\.yaml: levels\[1\]\.access_bits: must be a "
                                               r"positive integer"):
         platforms.with_levels(idsp, {"levels": [doc["levels"][0], {**doc["levels"][1],

@@ -71,6 +71,15 @@ def levels_from_doc(doc: dict[str, Any], where: str, name: str) -> tuple[dict[st
             raise FileFormatError(f"{where}: {field}: must equal {source} ({value!r}) or be "
                                   f"left out, got {fields[field]!r}")
         fields[field] = value
+    mac = keys.get("mac_energy_pj")
+    if mac is not None and "macs_per_cycle" in fields:  # the engine's compute energy too
+        core = mac * fields["macs_per_cycle"]
+        given = fields.get("core_pj_per_cycle")
+        if given is not None and not math.isclose(given, core, rel_tol=1e-9):
+            raise FileFormatError(f"{where}: core_pj_per_cycle: must equal mac_energy_pj × "
+                                  f"macs_per_cycle ({mac!r} × {fields['macs_per_cycle']!r} = "
+                                  f"{core!r}) or be left out, got {given!r}")
+        fields["core_pj_per_cycle"] = core
     return fields, json.dumps({"name": name, **keys}, sort_keys=True)
 
 

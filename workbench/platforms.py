@@ -4,8 +4,9 @@ Memory hierarchy. Every platform has one, levels DRAM first, as a hierarchy docu
 (`Platform.hierarchy_doc`; `explore.hierarchy_plan.platform_hierarchy` parses it with
 `hierarchy.hierarchy_from_dict`: platforms are specs and import no model package). A platform
 file may declare it (`levels:`, optionally `datapath:` and `mac_energy_pj`; such a platform is
-a `PlatformWithLevels`); otherwise it is the implied two levels DRAM + local memory (no
-datapath: one scalar MAC, so its cycles count MACs). The single-level fields are views of the two
+a `PlatformWithLevels`); otherwise it is the implied two levels DRAM + local memory. Without
+a datapath the parsed hierarchy feeds an array of macs_per_cycle whose mapping is not modelled
+(`platform_hierarchy`). The single-level fields are views of the two
 outer levels (the rule, `LEVEL_RULES`): levels[0] is the external memory (ext_access_bytes =
 access_bits / 8, ext_access_pj = energy_pj, bus_elems_per_cycle = bandwidth) and levels[1],
 the outermost on-chip level, is the local memory (local_mem_bytes = its total capacity,
@@ -15,8 +16,9 @@ MACs of one step, one step a cycle) is macs_per_cycle. In a file each such field
 out (derived from the levels) or given equal; a different value is refused. Overrides
 (`replace`, a sweep's buffer size) change the fields and the levels follow (a split local
 level keeps its proportions). Inner levels and register_file_bytes (the SIMD model's vector
-registers, not a memory level) are not tied to any field. MAC energy: mac_energy_pj, else
-core_pj_per_cycle / macs_per_cycle.
+registers, not a memory level) are not tied to any field. MAC energy: mac_energy_pj (then
+core_pj_per_cycle = mac_energy_pj × macs_per_cycle, derived or checked; a hierarchy put on a
+platform sets it so), else core_pj_per_cycle / macs_per_cycle.
 """
 
 from __future__ import annotations
@@ -236,6 +238,9 @@ def with_levels(plat: Platform, doc: dict[str, Any], origin: str) -> PlatformWit
     taken from them (the hierarchy wins). Errors: one FileFormatError line naming `origin`."""
     keys = {k: v for k, v in doc.items() if k != "name"}
     fields, levels_json = levels_from_doc(keys, origin, str(doc.get("name") or plat.name))
+    if keys.get("mac_energy_pj") is not None and "core_pj_per_cycle" not in fields:
+        # its MAC energy on the platform's array: the engine's compute energy per cycle
+        fields["core_pj_per_cycle"] = keys["mac_energy_pj"] * plat.macs_per_cycle
     base = {f.name: getattr(plat, f.name) for f in dataclasses.fields(Platform)}
     try:
         return PlatformWithLevels(**{**base, **fields}, levels_json=levels_json)

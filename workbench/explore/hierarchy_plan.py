@@ -78,13 +78,13 @@ def platform_precision(plat: Platform) -> ElementBytes:
 @functools.lru_cache(maxsize=256)
 def platform_hierarchy(plat: Platform) -> Hierarchy:
     """The platform's memory hierarchy (`Platform.hierarchy_doc`: its declared levels, or
-    DRAM + local memory), parsed by `hierarchy_from_dict`. Without levels its MAC array is not
-    described: the implied hierarchy feeds an array of the platform's macs_per_cycle whose
-    mapping is not modelled (`Datapath.ideal_macs_per_cycle`: one operand fetch per MAC, as
-    the seed 000 model counts local accesses; compute cycles MACs / macs_per_cycle at its
-    clock, as the performance model's)."""
+    DRAM + local memory), parsed by `hierarchy_from_dict`. When it describes no MAC array (no
+    `datapath:`, or no levels at all) the hierarchy feeds an array of the platform's
+    macs_per_cycle whose mapping is not modelled (`Datapath.ideal_macs_per_cycle`: one operand
+    fetch per MAC, as the seed 000 model counts local accesses; compute cycles MACs /
+    macs_per_cycle at its clock, as the performance model's)."""
     hierarchy = hierarchy_from_dict(plat.hierarchy_doc, f"platform {plat.name!r}")
-    if plat.has_levels:
+    if hierarchy.datapath is not None:
         return hierarchy
     return dataclasses.replace(hierarchy, datapath=Datapath(
         clock_mhz=plat.clock_mhz, ideal_macs_per_cycle=plat.macs_per_cycle))
