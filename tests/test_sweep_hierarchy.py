@@ -142,3 +142,35 @@ def test_case_ids_without_a_hierarchy_stay_put() -> None:
                                       schedules=["intra"], fusion=["off"],
                                       hierarchy=["seed001_two_level"]))
     assert with_h.case_id != case.case_id and "seed001_two_level" in with_h.describe()
+
+
+def test_the_sweep_page_offers_the_hierarchy_axis_and_metrics(tmp_path: Path) -> None:
+    """A sweep over two hierarchies: its page filters on `hierarchy`, plots and colours by
+    the hierarchy metrics (total, per level, MAC, memory:compute, cycles) and lists them in
+    the table; x = memory_to_compute is accepted. Before, none of them was offered."""
+    from bokeh.models import CheckboxGroup, Select
+
+    from workbench.report import sweep_page
+    from workbench.viz import sweep_plots as sp
+
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[64],
+                      schedules=["inter_kc"], hierarchy=["seed001_two_level", "seed001_diannao"])
+    frame = sweep.run(grid, engine="local")
+    assert not frame.attrs["failures"] and len(frame) == 2
+    axes = sp.sweep_axes(frame)
+    assert "hierarchy" in axes
+    metrics = sp.metrics_of(frame)
+    for name in ("hierarchy_energy_uj", "hierarchy_mac_uj", "memory_to_compute",
+                 "hierarchy_cycles", "hierarchy_DRAM_uj", "hierarchy_SRAM_uj",
+                 "hierarchy_RF_uj"):
+        assert name in metrics and sp.direction(name) == "min"
+    layout = sweep_page.sweep_view(frame, axes, x="memory_to_compute",
+                                   y="hierarchy_energy_uj", color="hierarchy")
+    boxes = {b.name: b.labels for b in layout.select({"type": CheckboxGroup})}
+    assert sorted(boxes["filter_hierarchy"]) == ["seed001_diannao", "seed001_two_level"]
+    options = {tuple(s.options) for s in layout.select({"type": Select})}
+    assert any("hierarchy_SRAM_uj" in o and "memory_to_compute" in o for o in options)
+    assert {"hierarchy_energy_uj", "memory_to_compute"} <= set(
+        sp.table_columns(frame, axes))
+    out = sweep_page.sweep_page(frame, [], tmp_path / "s.html", x="memory_to_compute")
+    assert "seed001_diannao" in out.read_text()

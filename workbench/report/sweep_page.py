@@ -168,7 +168,7 @@ def sweep_view(frame: pd.DataFrame, axes: Sequence[str], x: str = "time_ms",
                                   len(data["x"]) - front, bins), name="sweep_count")
     recompute = CustomJS(args={
         "all": everything, "shown": shown, "line": line, "boxes": boxes, "xsel": xsel,
-        "ysel": ysel, "csel": csel, "dirs": {m: sp.METRICS[m] for m in metrics},
+        "ysel": ysel, "csel": csel, "dirs": {m: sp.direction(m) for m in metrics},
         "bins": list(bins), "viridis": list(Viridis256), "cat10": list(Category10_10),
         "numeric": {c: bool(pd.api.types.is_numeric_dtype(frame[c]))
                     for c in palette_options if c},
@@ -220,7 +220,7 @@ def sweep_page(frame: pd.DataFrame, overrides: Sequence[str], path: str | Path,
     ids = frame["case_id"].tolist()
     if len(ids) > max_breakdowns:
         xv, yv = (pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=float) for c in (x, y))
-        front = sp.pareto_front(xv, yv, sp.METRICS.get(x, "min"), sp.METRICS.get(y, "min"))
+        front = sp.pareto_front(xv, yv, sp.direction(x), sp.direction(y))
         ids = frame["case_id"][front].tolist()[:max_breakdowns]
     breakdowns = {cid: case_layers(cid) for cid in ids} if case_layers else None
     layout = sweep_view(frame, axes, x, y, color, bins, breakdowns)

@@ -39,12 +39,15 @@ METRICS: dict[str, str] = {
     "time_ms": "min", "energy_uj": "min", "cycles": "min", "throughput_gops": "max",
     "ext_accesses": "min", "dma_transfers": "min", "conv_fc_energy_uj": "min",
     "accuracy": "max", "traffic_mb": "min", "compulsory_mb": "min", "io_bound_layers": "min",
-    "local_mem_kb": "min", "acc_bits": "min", "cores": "min", "most_cores_used": "min"}
-AXIS_COLUMNS = ("network", "platform", "local_mem_kb", "acc_bits", "objective", "fusion",
-                "traffic_model")
+    "local_mem_kb": "min", "acc_bits": "min", "cores": "min", "most_cores_used": "min",
+    "hierarchy_energy_uj": "min", "hierarchy_mac_uj": "min", "memory_to_compute": "min",
+    "hierarchy_cycles": "min"}
+LEVEL_METRIC = ("hierarchy_", "_uj")  # hierarchy_<level>_uj: one per level, lower is better
+AXIS_COLUMNS = ("network", "platform", "hierarchy", "local_mem_kb", "acc_bits", "objective",
+                "fusion", "traffic_model")
 DEFAULT_BINS = (100, 64)
 TABLE_METRICS = ("time_ms", "energy_uj", "throughput_gops", "cycles", "ext_accesses",
-                 "accuracy", "traffic_mb")
+                 "accuracy", "traffic_mb", "hierarchy_energy_uj", "memory_to_compute")
 _PALETTE = np.array(Viridis256)
 
 
@@ -55,9 +58,17 @@ def sweep_axes(frame: pd.DataFrame, override_keys: Sequence[str] = ()) -> list[s
 
 
 def metrics_of(frame: pd.DataFrame) -> list[str]:
-    """The METRICS columns of `frame` with at least one finite value."""
-    return [m for m in METRICS if m in frame
+    """The METRICS columns of `frame`, then its per-level hierarchy energies
+    (hierarchy_<level>_uj), each with at least one finite value."""
+    levels = [c for c in frame.columns if isinstance(c, str) and c not in METRICS
+              and c.startswith(LEVEL_METRIC[0]) and c.endswith(LEVEL_METRIC[1])]
+    return [m for m in [*METRICS, *levels] if m in frame
             and np.isfinite(pd.to_numeric(frame[m], errors="coerce")).any()]
+
+
+def direction(metric: str) -> str:
+    """'min' or 'max': which way a metric is better (every hierarchy level energy: min)."""
+    return METRICS.get(metric, "min")
 
 
 def label(value: object) -> str:
@@ -185,7 +196,7 @@ def points_data(frame: pd.DataFrame, x: str, y: str, color: str | None,
     yv = pd.to_numeric(frame[y], errors="coerce").to_numpy(dtype=float)
     if mask is not None:
         xv, yv = np.where(mask, xv, np.nan), np.where(mask, yv, np.nan)
-    drawn, front = reduce_points(xv, yv, METRICS.get(x, "min"), METRICS.get(y, "min"), bins)
+    drawn, front = reduce_points(xv, yv, direction(x), direction(y), bins)
     rows = frame.iloc[drawn]
     data: dict[str, np.ndarray] = {"x": xv[drawn], "y": yv[drawn], "front": front,
                                    "front_alpha": front.astype(float)}
@@ -242,7 +253,7 @@ def pareto_scatter(points: ColumnDataSource, line: ColumnDataSource, x: str, y: 
 
 def axis_title(metric: str) -> str:
     """An axis label with the unit and which way is better."""
-    better = "lower is better" if METRICS.get(metric, "min") == "min" else "higher is better"
+    better = "lower is better" if direction(metric) == "min" else "higher is better"
     return f"{metric} ({better})"
 
 
