@@ -142,6 +142,7 @@ def test_implied_hierarchy_runs_the_platforms_macs_per_cycle() -> None:
         dram = priced.timing.link_elements["DRAM"] / 32
         assert row.cycles == pytest.approx(max(layer.macs / 32, dram), rel=1e-12)
         assert row.bound == ("compute" if layer.macs / 32 >= dram else "DRAM")
+        assert row.array_use == 1.0  # an ideal array, its blocks not padded
     assert unpadded >= 2
     totals = hp.hierarchy_totals(frame)
     assert totals["time_ms"] == pytest.approx(frame["cycles"].sum() / 450e3, rel=1e-12)
@@ -186,15 +187,18 @@ def test_hierarchy_command_with_a_platform(files) -> None:
             assert rows[level.name]["W"] == acc.total("W")
             assert rows[level.name]["energy_pj"] == pytest.approx(priced.energy_pj[level.name])
         total += priced.total_energy_pj
-        cycles, bound = doc["given"]["layer_cycles"][layer.name]  # the platform has a clock
+        cycles, bound, use = doc["given"]["layer_cycles"][layer.name]  # it has a clock
         assert cycles == pytest.approx(priced.cycles) and bound == priced.bound
+        # the 2×2 array's use: MACs over 4 slots per compute cycle (the datapath's steps)
+        assert use == pytest.approx(layer.macs / (4 * priced.timing.compute_cycles))
+        assert 0 < use <= 1
     assert doc["given"]["energy_pj"] == pytest.approx(total)
     assert doc["given"]["time_ms"] == pytest.approx(  # at the platform's 200 MHz
-        sum(c for c, _ in doc["given"]["layer_cycles"].values()) / 200e3, rel=1e-12)
+        sum(c for c, *_ in doc["given"]["layer_cycles"].values()) / 200e3, rel=1e-12)
     assert doc["given"]["hierarchy"] == "three" and doc["given"]["on_chip_kb"] == 4.25
     text = _cli("hierarchy", str(net_file), "--platform", str(plat_file), "--elem-bytes", "2")
     assert text.returncode == 0 and "on the given hierarchy: three" in text.stdout
-    assert "cycles per layer (bound): " in text.stdout
+    assert "cycles per layer (bound, MAC array use): " in text.stdout
     assert re.search(r"[\d,]+ cycles \([\d.]+ [µm]?s\)$", text.stdout.splitlines()[0])
     bad = _cli("hierarchy", str(net_file), "--platform", "gpu")
     assert bad.returncode != 0 and "unknown platform 'gpu'" in bad.stderr

@@ -61,3 +61,29 @@ def test_traffic_table_shows_its_searches(capsys) -> None:
     assert "traffic: 100%" in err and "4/4 [" in err
     explore.traffic_table(convs, [16384], ["seed000"])
     assert capsys.readouterr().err == ""
+
+
+def test_designs_stepwise_equal_the_codesigners(capsys) -> None:
+    """The seed-comparison cell's bar: each space's designs, in order, as
+    `Codesigner.designs` gives them (a fresh designer each, so nothing is recalled), one bar
+    step per hierarchy."""
+    from workbench.hierarchy import ElementBytes, Level
+    from workbench.hierarchy.codesign import (
+        Codesigner,
+        DesignSpace,
+        LevelSlot,
+        table3_energy_pj,
+    )
+
+    convs = tuple(lay for lay in layers.load_network("lenet5").tiled_layers()
+                  if lay.kind == "conv")
+    dram = Level("DRAM", None, 16, 320.0)
+    one = DesignSpace(dram, (LevelSlot("SRAM", 64, (1024, 16384)),), 1.0)
+    two = DesignSpace(dram, (LevelSlot("SRAM", 64, (16384,)), LevelSlot("RF", 64, (512,))), 1.0)
+    prec = ElementBytes(2, 2, 2, 4)
+    got = progress.designs(Codesigner(convs, prec, table3_energy_pj), [one, two])
+    want_designer = Codesigner(convs, prec, table3_energy_pj)
+    want = want_designer.designs(one) + want_designer.designs(two)
+    assert [(d.hierarchy, d.energy_pj) for d in got] == [(d.hierarchy, d.energy_pj)
+                                                          for d in want]
+    assert len(got) == 3 and "hierarchies priced" in capsys.readouterr().err

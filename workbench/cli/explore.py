@@ -95,6 +95,7 @@ def print_hierarchy(plan: pd.DataFrame) -> None:
     if "cycles" in plan:
         table["cycles"] = plan["cycles"].round().astype("int64").map(units.fmt_count)
         table["bound"] = plan["bound"]
+        table["array use"] = plan["array_use"].map(lambda v: f"{v:.0%}")
     for col in table.columns:
         if pd.api.types.is_float_dtype(table[col]):
             table[col] = table[col].map(lambda v: units.fmt_number(v, 4))

@@ -151,9 +151,10 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
     doc = {"network": net.name, "given": given_summary(frame, plans, hierarchy),
            "rows": plan.hierarchy_traffic(tiled, hierarchy, precision)}
     doc["given"]["padded"] = padded_layers(tiled, [p.found.blocking for p in plans])
-    if "cycles" in frame.columns:  # per layer: cycles and what bounds them
-        doc["given"]["layer_cycles"] = {row.layer: [float(row.cycles), str(row.bound)]
-                                        for row in frame.itertuples()}
+    if "cycles" in frame.columns:  # per layer: cycles, what bounds them, the array's use
+        doc["given"]["layer_cycles"] = {
+            row.layer: [float(row.cycles), str(row.bound), float(row.array_use)]
+            for row in frame.itertuples()}
     if budget_kb is not None:
         designer = Codesigner(tiled, precision, table3_energy_pj, search_fn=plan.memo_search)
         space = space_around(hierarchy, [s * KB for s in sizes])
@@ -195,9 +196,9 @@ def _print_design(title: str, design: dict, rows: list[dict]) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table.to_string(index=False))
     if design.get("layer_cycles"):
-        print("cycles per layer (bound): " + ", ".join(
-            f"{name} {units.fmt_count(round(c))} ({bound})"
-            for name, (c, bound) in design["layer_cycles"].items()))
+        print("cycles per layer (bound, MAC array use): " + ", ".join(
+            f"{name} {units.fmt_count(round(c))} ({bound}, {use:.0%})"
+            for name, (c, bound, use) in design["layer_cycles"].items()))
     if design.get("padded"):
         print("padded outermost blocks, priced as full (extent → padded): " + "; ".join(
             f"{name} " + ", ".join(f"{d} {e}→{p}" for d, (e, p) in pads.items())

@@ -142,7 +142,16 @@ def _row(plan: LayerPlan, hierarchy: Hierarchy) -> dict[str, Any]:
     if plan.cycles is not None:
         row["cycles"] = float(plan.cycles)
         row["bound"] = plan.result.bound
+        row["array_use"] = array_use(plan, hierarchy)
     return row
+
+
+def array_use(plan: LayerPlan, hierarchy: Hierarchy) -> float:
+    """Useful MACs over the MAC array's slots in its compute cycles (0 … 1): lanes idle where
+    a block does not fill the unrolled dimensions, and padded blocks."""
+    dp = hierarchy.datapath
+    lanes = 1 if dp is None else (dp.ideal_macs_per_cycle or dp.macs_per_step)
+    return plan.layer.macs / (plan.result.timing.compute_cycles * lanes)
 
 
 def hierarchy_plan(network: Network | Iterable[ConvLayer], target: Target,
@@ -152,8 +161,8 @@ def hierarchy_plan(network: Network | Iterable[ConvLayer], target: Target,
     t_0 | … | t_{L−1} the loop groups step over, innermost first), energy_pj (memory + MAC),
     mac_energy_pj, memory_energy_pj, memory_to_compute, pj_per_mac, energy_pj_<level> and
     accesses_<level> (elements, reads + writes) per level DRAM first, fits, and with a cycle
-    model cycles and bound. attrs: hierarchy (name), levels (names, DRAM first), clock_mhz
-    (None: unknown)."""
+    model cycles, bound and array_use (`array_use`). attrs: hierarchy (name), levels (names,
+    DRAM first), clock_mhz (None: unknown)."""
     hierarchy, widths = resolve(target, precision)
     rows = [_row(plan, hierarchy) for plan in layer_plans(network, hierarchy, widths,
                                                           size_energy)]

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from workbench import explore, quant
+from workbench.hierarchy.codesign import Codesigner, Design, DesignSpace
 from workbench.layers.network import Network
 from workbench.viz.units import fmt_seconds
 
@@ -75,3 +76,12 @@ def accuracy_table(net: Network, params: dict, search_x: np.ndarray, search_y: n
                                    bounds=(b,), overflows=(o,))
               for w, b, o in bar(cases, "accuracy per accumulator width", enabled)]
     return pd.concat(frames, ignore_index=True)
+
+
+def designs(designer: Codesigner, spaces: Sequence[DesignSpace],
+            enabled: bool = True) -> list[Design]:
+    """`Codesigner.designs` of each space in turn, one hierarchy at a time with a bar (the
+    feasible designs, in the same order)."""
+    hierarchies = [h for space in spaces for h in space.gen_hierarchies()]
+    out = (designer.design(h) for h in bar(hierarchies, "hierarchies priced", enabled))
+    return [d for d in out if d is not None]
