@@ -4,6 +4,7 @@ changes the plot sources, and they equal the engine's numbers computed here inde
 
 from __future__ import annotations
 
+import html
 import itertools
 
 import pytest
@@ -110,7 +111,9 @@ def test_levels_split_and_errors(app) -> None:
     app.split.value = False
     app.levels.value = 2
     app.sizes[1].value = 16  # 64 KB inside 16 KB: refused, the plot keeps its last numbers
-    assert "capacities must not increase inwards" in app.status.value
+    shown = html.unescape(app.status.value)
+    assert "capacities must not increase inwards ('L2' 65536 B > 16384 B of 'L1')" in shown
+    assert "still show the last hierarchy that worked" in shown
     app.sizes[1].value = 10
     assert app.status.value == ""
     assert good != app.energy_source.data

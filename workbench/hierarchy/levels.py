@@ -207,8 +207,8 @@ def check_levels(levels: tuple[Level, ...], where: str) -> None:
                                  "unbounded (null)")
         if i > 0 and level.total_bytes > levels[i - 1].total_bytes:
             raise HierarchyError(f"{where}[{i}].capacity: capacities must not increase inwards "
-                                 f"({level.total_bytes:g} B > {levels[i - 1].total_bytes:g} B "
-                                 f"of {levels[i - 1].name!r})")
+                                 f"({level.name!r} {level.total_bytes:g} B > "
+                                 f"{levels[i - 1].total_bytes:g} B of {levels[i - 1].name!r})")
 
 
 def _capacity(value: Any, where: str) -> int | SplitCapacity | None:

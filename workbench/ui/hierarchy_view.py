@@ -45,6 +45,7 @@ from workbench.viz.hierarchy_plots import (
 )
 
 KB = 1024
+STALE = "; the plots and summary still show the last hierarchy that worked"
 WIDTHS_BITS = (64, 128, 256, 512)   # table 3's widths
 SIZE_LOG2 = (8, 24)     # level-size sliders: 256 B … 16 MB (exponents of bytes)
 BUDGET_LOG2 = (10, 24)  # capacity-budget slider: 1 KB … 16 MB
@@ -151,11 +152,12 @@ class HierarchyView:
             hierarchy = self.hierarchy()
             design = self.designer.design(hierarchy)
         except WorkbenchError as exc:
-            self.status.value = error_html(exc)
+            self.status.value = error_html(WorkbenchError(f"{exc}{STALE}"))
             return
         if design is None:
             self.status.value = error_html(WorkbenchError(
-                "some layer fits no blocking: a level is too small for its smallest block"))
+                f"some layer fits no blocking: a level is too small for its smallest block"
+                f"{STALE}"))
             return
         self.design = design
         rows = self.designer.traffic_rows(design)
