@@ -34,6 +34,18 @@ def test_bytes(value: float, text: str) -> None:
     assert units.fmt_bytes(value) == text
 
 
+def test_traffic_is_in_decimal_mb_as_the_traffic_command_and_sweeps_say() -> None:
+    """Traffic volumes: 10⁶ B per MB (memory sizes stay binary): explore's totals line gave
+    1,663,914 16-bit accesses as '3.17 MB' (MiB) while `workbench traffic` and a sweep's
+    traffic_mb give 10⁶-byte MB."""
+    assert units.fmt_traffic(3_327_828) == "3.33 MB"
+    assert units.fmt_traffic(float("nan")) == units.NA
+    idsp = platforms.load_platform("idsp")
+    totals = {"cycles": 441_273, "time_ms": 0.981, "throughput_gops": 25.0,
+              "energy_pj": 1.11e9, "ext_accesses": 1_663_914, "dma_transfers": 279}
+    assert "1,663,914 external accesses (3.33 MB)" in report.summary.totals_text(totals, idsp)
+
+
 @pytest.mark.parametrize(("pj", "text"), [
     (0, "0 pJ"), (850, "850 pJ"), (4500, "4.50 nJ"), (1.2345e7, "12.3 µJ"),
     (1.586742774e9, "1.59 mJ"), (2.5e12, "2.50 J"), (1.145e15, "1,145 J")])

@@ -118,7 +118,7 @@ def totals_text(totals: dict[str, float], platform: Platform) -> str:
              units.fmt_ms(totals["time_ms"]), units.fmt_gops(totals["throughput_gops"]),
              f"energy {units.fmt_energy(totals['energy_pj'], units.has_energy(platform))}",
              f"{units.fmt_count(totals['ext_accesses'])} external accesses "
-             f"({units.fmt_bytes(totals['ext_accesses'] * platform.elem_bytes)})",
+             f"({units.fmt_traffic(totals['ext_accesses'] * platform.elem_bytes)})",
              f"{units.fmt_count(totals['dma_transfers'])} DMA transfers"]
     if totals.get("unfused_ext_accesses"):
         saved = 1 - totals["ext_accesses"] / totals["unfused_ext_accesses"]

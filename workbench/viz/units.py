@@ -1,7 +1,9 @@
 """Human units for everything a user reads: tables, totals lines, tooltips and plot axes.
 
-Bytes as B/KB/MB/GB (1 KB = 1024 B), time as ns/µs/ms/s, energy as pJ/nJ/µJ/mJ/J, throughput
-in GOps/s, counts with thousands separators, and never scientific notation. Energy of a
+Memory sizes and footprints as B/KB/MB/GB (1 KB = 1024 B), traffic volumes in decimal MB
+(10⁶ B, as the sweep's traffic_mb and `workbench traffic`), time as ns/µs/ms/s, energy as
+pJ/nJ/µJ/mJ/J, throughput in GOps/s, counts with thousands separators, and never scientific
+notation. Energy of a
 platform without an energy table (all its pJ fields 0, e.g. the `nve` preset) reads "n/a".
 Shapes are C×H×W (as the network YAML says [C, H, W]); tiles TOx×TOy×TOc×TOn×TKc.
 """
@@ -83,6 +85,11 @@ def _scaled(value: float, units: Iterable[tuple[str, float]], strip: bool = Fals
         if abs(x) >= scale:
             return f"{fmt_number(x / scale, strip=strip)} {unit}"
     return f"{fmt_number(x / units[-1][1], strip=strip)} {units[-1][0]}"
+
+
+def fmt_traffic(size_bytes: float) -> str:
+    """A traffic volume in decimal MB: '3.34 MB' for 3,337,812 bytes (10⁶ B per MB)."""
+    return NA if not _finite(size_bytes) else f"{fmt_number(size_bytes / 1e6)} MB"
 
 
 def fmt_bytes(size_bytes: float) -> str:
