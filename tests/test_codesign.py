@@ -299,11 +299,25 @@ def test_cli_budget_codesigns_the_brute_force_best(tmp_path, capsys) -> None:
     co = doc["codesign"]
     assert co["best"]["energy_pj"] == pytest.approx(min(brute.values()))
     assert co["best"]["on_chip_kb"] <= 4
+    # the co-designed hierarchy's cycles: each layer's best blocking there, priced by hand
+    sram, rf = min(brute, key=brute.get)
+    assert co["best"]["on_chip_kb"] == sram + rf
+    hier = Hierarchy((Level("DRAM", None, 16, 320.0), Level("SRAM", sram * 1024, 64),
+                      Level("RF", rf * 1024, 64)), mac_energy_pj=1.0)
+    for lay in tiled:
+        priced = evaluate(lay, search(lay, hier, prec, table3_energy_pj).blocking, hier, prec,
+                          table3_energy_pj)
+        cycles, bound, use = co["best"]["layer_cycles"][lay.name]
+        assert (cycles, bound) == (pytest.approx(priced.cycles), priced.bound)
+        assert use == pytest.approx(lay.macs / priced.timing.compute_cycles)  # one MAC
+    assert co["best"]["cycles"] == pytest.approx(
+        sum(c for c, *_ in co["best"]["layer_cycles"].values()))
     args = _parser().parse_args(["hierarchy", net_file, "--levels", levels_file,
                                  "--budget-kb", "4", "--sizes-kb", "1", "2", "4"])
     args.func(args)
     out = capsys.readouterr().out
     assert "co-designed within 4 KB" in out and "Pareto front" in out and "pJ/MAC" in out
+    assert out.count("cycles per layer (bound, MAC array use): ") == 2  # given, co-designed
 
 
 @pytest.mark.parametrize("levels, budget, rule", [

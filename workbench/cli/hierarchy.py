@@ -107,10 +107,19 @@ def given_summary(frame: pd.DataFrame, plans: Sequence[plan.LayerPlan],
            "memory_to_compute": totals["memory_to_compute"],
            "blockings": list(frame["blocking"]),
            "tiles": [[list(t) for t in p.found.blocking.tiles] for p in plans]}
-    for key in ("cycles", "time_ms"):  # time: at the datapath's clock, when it has one
-        if key in totals:
-            doc[key] = totals[key]
-    return doc
+    return {**doc, **cycle_summary(frame)}
+
+
+def cycle_summary(frame: pd.DataFrame) -> dict:
+    """A `hierarchy_plan`'s cycles when its model has them: the total, time_ms at the
+    datapath's clock when it has one, and per layer [cycles, bound, MAC array use]."""
+    if "cycles" not in frame.columns:
+        return {}
+    totals = plan.hierarchy_totals(frame)
+    out = {key: totals[key] for key in ("cycles", "time_ms") if key in totals}
+    out["layer_cycles"] = {row.layer: [float(row.cycles), str(row.bound), float(row.array_use)]
+                           for row in frame.itertuples()}
+    return out
 
 
 def target_of(levels_file: str | None, platform: str | None, elem_bytes: int | None,
@@ -151,10 +160,6 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
     doc = {"network": net.name, "given": given_summary(frame, plans, hierarchy),
            "rows": plan.hierarchy_traffic(tiled, hierarchy, precision)}
     doc["given"]["padded"] = padded_layers(tiled, [p.found.blocking for p in plans])
-    if "cycles" in frame.columns:  # per layer: cycles, what bounds them, the array's use
-        doc["given"]["layer_cycles"] = {
-            row.layer: [float(row.cycles), str(row.bound), float(row.array_use)]
-            for row in frame.itertuples()}
     if budget_kb is not None:
         designer = Codesigner(tiled, precision, table3_energy_pj, search_fn=plan.memo_search)
         space = space_around(hierarchy, [s * KB for s in sizes])
@@ -166,8 +171,10 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
                            "hierarchies": len(result.designs),
                            "within_budget": sum(d.capacity_bytes <= budget_kb * KB
                                                 for d in result.designs),
-                           "best": {**design_summary(result.best), "padded": padded_layers(
-                               tiled, result.best.blockings)},
+                           "best": {**design_summary(result.best),
+                                    **cycle_summary(plan.hierarchy_plan(  # searches memoized
+                                        tiled, result.best.hierarchy, precision)),
+                                    "padded": padded_layers(tiled, result.best.blockings)},
                            "rows": designer.traffic_rows(result.best),
                            "pareto": [design_summary(d) for d in result.pareto]}
     return doc
