@@ -154,3 +154,25 @@ def test_bad_arguments_are_one_line_errors() -> None:
                          ({"budget_kb": 32768}, "budget_kb: .*got 32768")):
         with pytest.raises(WorkbenchError, match=rule):
             hierarchy_view(network="lenet5", **kwargs)
+
+
+def test_three_levels_price_the_edited_hierarchy_but_no_grid(tmp_path) -> None:
+    """Past two on-chip levels the app prices the edited hierarchy only: a grid of 3-level
+    hierarchies takes minutes (lenet5: more than 5 minutes in a browser, before), so the
+    front is emptied and the summary says so; back at two levels the grid returns."""
+    net = tmp_path / "tiny.yaml"
+    net.write_text("name: tiny\nlayers:\n"
+                   "  - {name: c1, type: conv, input: [2, 6, 6], maps: 4, kernel: 3}\n")
+    app = hierarchy_view(network=str(net), sizes_kb=(16, 4), budget_kb=16, grid_kb=GRID_KB)
+    assert len(app.every_source.data["capacity_kb"]) > 0 and app.best is not None
+    app.levels.value = 3  # L3: the last size given, 4 KB
+    layer = layers.load_network(str(net)).tiled_layers()[0]
+    hier = _hier(16 * KB, 4 * KB, 4 * KB)
+    want = search(layer, hier, PREC, table3_energy_pj).energy_pj
+    assert app.design.energy_pj == pytest.approx(want, rel=1e-12)
+    assert app.every_source.data["capacity_kb"] == [] and app.best is None
+    shown = html.unescape(app.summary.value)
+    assert "prices its grid for 1 to 2 on-chip levels; the 10 3-level hierarchies" in shown
+    assert app.status.value == ""
+    app.levels.value = 2
+    assert len(app.every_source.data["capacity_kb"]) > 0 and app.best is not None

@@ -157,6 +157,8 @@ def test_the_sweep_page_offers_the_hierarchy_axis_and_metrics(tmp_path: Path) ->
                       schedules=["inter_kc"], hierarchy=["seed001_two_level", "seed001_diannao"])
     frame = sweep.run(grid, engine="local")
     assert not frame.attrs["failures"] and len(frame) == 2
+    printed = sweep.grid_summary(frame)  # `workbench sweep`'s table tells the cases apart
+    assert {"hierarchy", "hierarchy_energy_uj", "memory_to_compute"} <= set(printed.columns)
     axes = sp.sweep_axes(frame)
     assert "hierarchy" in axes
     metrics = sp.metrics_of(frame)

@@ -9,8 +9,9 @@ from workbench.sweep.runner import collect, load_grid, run, run_reports, status
 from workbench.sweep.store import SweepStore
 
 
-def grid_summary(frame, columns=("network", "platform", "local_mem_kb", "acc_bits", "objective",
-                                 "throughput_gops", "energy_uj", "accuracy")):
+def grid_summary(frame, columns=("network", "platform", "hierarchy", "local_mem_kb", "acc_bits",
+                                 "objective", "throughput_gops", "energy_uj", "accuracy",
+                                 "hierarchy_energy_uj", "memory_to_compute")):
     """The columns of a results frame worth printing (those present)."""
     return frame[[c for c in columns if c in frame]]
 

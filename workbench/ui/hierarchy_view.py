@@ -33,6 +33,7 @@ from workbench.hierarchy.datapath import Datapath
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.controls import memory_slider
 from workbench.ui.errors import error_html
+from workbench.ui.progress import busy
 from workbench.viz.hierarchy_plots import (
     MAX_LEVELS,
     energy_bars,
@@ -46,6 +47,7 @@ from workbench.viz.hierarchy_plots import (
 
 KB = 1024
 STALE = "; the plots and summary still show the last hierarchy that worked"
+GRID_LEVELS = 2  # on-chip levels up to which the app prices its co-design grid (3: minutes)
 WIDTHS_BITS = (64, 128, 256, 512)   # table 3's widths
 SIZE_LOG2 = (8, 24)     # level-size sliders: 256 B … 16 MB (exponents of bytes)
 BUDGET_LOG2 = (10, 24)  # capacity-budget slider: 1 KB … 16 MB
@@ -150,7 +152,8 @@ class HierarchyView:
             slider.layout.display = None if i < self.levels.value else "none"
         try:
             hierarchy = self.hierarchy()
-            design = self.designer.design(hierarchy)
+            with busy(self.status, "pricing the edited hierarchy"):  # shown while it runs
+                design = self.designer.design(hierarchy)
         except WorkbenchError as exc:
             self.status.value = error_html(WorkbenchError(f"{exc}{STALE}"))
             return
@@ -170,7 +173,11 @@ class HierarchyView:
         self.status.value = ""
         self.update_budget()
 
-    def _grid(self) -> list[Design]:
+    def _grid(self) -> list[Design] | None:
+        """The co-design grid's feasible designs for the edited shape (memoized), None past
+        GRID_LEVELS on-chip levels."""
+        if self.levels.value > GRID_LEVELS:
+            return None
         hierarchy = self.hierarchy()
         key = (self.levels.value, self.split.value, self.width.value, self.datapath.value)
         if key not in self._grids:
@@ -180,21 +187,21 @@ class HierarchyView:
 
     def update_budget(self) -> None:
         """The best grid design within the budget (capacity or area), the front on that axis,
-        and the summary."""
+        and the summary (no grid past GRID_LEVELS on-chip levels: the summary says why)."""
         designs = self._grid()
         axis = self.axis.value
         self.budget.layout.display = None if axis == "capacity" else "none"
         self.area_budget.layout.display = None if axis == "area" else "none"
         budget = (1 << self.budget.value) if axis == "capacity" else self.area_budget.value
-        self.best = best_within(designs, budget, axis)
-        every, front, best = front_data(designs, pareto_front(designs, axis), self.best,
-                                        self.macs, axis)
+        self.best = None if designs is None else best_within(designs, budget, axis)
+        every, front, best = front_data(designs or [], pareto_front(designs or [], axis),
+                                        self.best, self.macs, axis)
         relabel_front(self.front_figure, axis)
         self.every_source.data, self.front_source.data, self.best_source.data = \
             every, front, best
-        self.summary.value = self._summary_html(budget)
+        self.summary.value = self._summary_html(budget, designs is None)
 
-    def _summary_html(self, budget: float) -> str:
+    def _summary_html(self, budget: float, no_grid: bool = False) -> str:
         given = self.design
         lines = [f"<b>{html.escape(self.network_name)}</b>, {len(self.designer.layers)} "
                  f"layers: edited hierarchy ({html.escape(_describe(given))}): "
@@ -202,7 +209,13 @@ class HierarchyView:
                  f"memory:compute {given.memory_to_compute:.2f}×"]
         within = (f"{budget / KB:g} KB" if self.axis.value == "capacity"
                   else f"{budget:.3g} mm²")
-        if self.best is None:
+        if no_grid:
+            size = space_around(self.hierarchy(), self.grid_bytes).size()
+            lines.append(f"co-design: the app prices its grid for 1 to {GRID_LEVELS} on-chip "
+                         f"levels; the {size} {self.levels.value}-level hierarchies of this "
+                         f"grid take minutes (<code>workbench hierarchy NETWORK --levels "
+                         f"FILE --budget-kb N</code> prices them)")
+        elif self.best is None:
             lines.append(f"no grid hierarchy within {within} fits every layer")
         else:
             b = self.best
