@@ -129,7 +129,7 @@ def quant_space(space: pd.DataFrame, layer: str) -> figure:
                                high=float(rows["accuracy"].max()))
     p = figure(title=f"{layer}: accuracy of each split", tools=TOOLS, width=420, height=380,
                x_axis_label="BW(in) bits", y_axis_label="BW(w) bits")
-    src = ColumnDataSource(rows)
+    src = ColumnDataSource(rows.to_dict("list"))  # a frame would make bokeh warn (pandas 3.1)
     dots = p.scatter("bw_in", "bw_w", source=src, size=14,
                      color={"field": "accuracy", "transform": mapper})
     p.add_tools(hover([dots], [("BW(in)", "@bw_in"), ("BW(w)", "@bw_w"),
