@@ -192,8 +192,11 @@ def test_innermost_search_equals_pricing_every_point(first, more, held, capacity
         np.inf if scale == np.inf or not np.isfinite(least) else 0.0
     bound = sum((alone_floor(hier.levels[2].bytes_for(a), blocks, a) for a in held),
                 np.zeros(len(points)))
-    total, j, i = least_total_at(hier, blocks, held, outside, bound, groups, start)
+    total, j, i, lower = least_total_at(hier, blocks, held, outside, bound, groups, start)
+    # lower bounds the level's least fitting energy at every point, at least the bound given
+    assert np.all(lower >= bound) and np.all(lower <= best)
     if least < start:
+        assert lower[j] == best[j]  # the point found was priced in full
         assert (total, j) == (least, int(np.argmin(totals)))
         assert i == at[j]
     else:

@@ -134,6 +134,10 @@ a time; once that bound reaches the best energy found, the rest cannot beat it. 
 compiled `search_kernel.least_total` also skips a point whose total with the least sum of one
 alone code per held array (`alone_prefixes`; every code's footprint and energy are at least
 one of them) fitting a shared level together reaches it, and a placement whose total does.
+Kept bounds (exact skips across searches). On a layer of one slice, the lower bounds the
+kernel leaves on the innermost level's energy per point (and `lifted`'s exact ones) are kept;
+another search of the layer (the app's next edit) raises that level's floor to them, carried
+to its own coefficients and taken only from capacities at least its own (`search_memory`).
 """
 
 from __future__ import annotations
@@ -149,6 +153,7 @@ from workbench.hierarchy.levels import Hierarchy, SizeEnergy
 from workbench.hierarchy.search_bounds import incumbent, pattern_floor
 from workbench.hierarchy.search_grid import chain_classes, mirrored
 from workbench.hierarchy.search_levels import _blocking
+from workbench.hierarchy.search_memory import InnerMemory
 from workbench.hierarchy.search_points import _points
 from workbench.hierarchy.search_r import (
     CHUNK,
@@ -238,9 +243,12 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
                      (precision.inputs, precision.weights, precision.outputs,
                       precision.partial_sums), unrolled_dims(hierarchy.datapath))
             for a in ARRAYS for k in range(1, on_chip + 1)}
+    memory = None
     if len(slices) == 1:  # unit alone floors: the role's capacity and lanes, not its energy
         alone.update({key: v for key, memo in kept.items()
                       if (v := _ALONE.get(memo)) is not None})
+        memory = InnerMemory(layer, hierarchy, tuple(len(per_dim[d]) for d in DIMS),
+                             precision)
     patterns = role_patterns(hierarchy, roles) if bypass else holder_patterns(hierarchy)[:1]
     floors = {p: pattern_floor(layer, hierarchy, pj_bit, precision, p) * layer.groups
               for p in patterns}
@@ -260,9 +268,11 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
             found, slice_floor[i] = _points(
                 layer, hierarchy, per_dim, extent, classes, tables, pj_bit, precision, live,
                 xs, ys, best, alone if len(slices) == 1 else {},
-                [p for p in later if floors[p] < best], pairs)
+                [p for p in later if floors[p] < best], pairs, memory)
             if found is not None:
                 best, best_at = found
+    if memory is not None:
+        memory.keep()
     for key, memo in kept.items():
         if key in alone:
             _ALONE.put(memo, alone[key])

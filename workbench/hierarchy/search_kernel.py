@@ -130,7 +130,7 @@ def best_fitting(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer
 @numba.njit(cache=True, nogil=True)
 def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer, rows, caps,
                 shared, alone, relaxed, relaxed_start, stage_codes, stage_start, outside, bound,
-                groups, best):
+                groups, best, lower):
     """The first point of least total (outside[j] + the level's best fitting placement) ×
     groups below `best`: (total, point, placement), or (best, −1, −1) when none is below it.
 
@@ -139,7 +139,10 @@ def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
     at rows relaxed_start[t] … relaxed_start[t + 1], a −1 standing for any alone code of that
     array; stage_codes: the codes to price before relaxation t (stage_start[t] …), the rest
     last; outside (n,): pJ outside the level, one group; bound (n,): a lower bound on the
-    level's energy at each point."""
+    level's energy at each point. Fills lower (n,) with a lower bound on the level's least
+    fitting energy at each point (pJ, one group; inf: nothing fits): `bound` where skipped, a
+    relaxation's least where beaten, else the least over the placements fitting or not checked
+    (those whose total reaches the best found), exact when one is below it."""
     held = rows.shape[1]
     energy = np.empty(which.shape[0])
     foot = np.empty(which.shape[0])
@@ -148,6 +151,7 @@ def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
     tables = len(relaxed_start) - 1
     found, pick = -1, -1
     for j in range(p.shape[1]):
+        lower[j] = bound[j]
         if (outside[j] + bound[j]) * groups >= best:
             continue
         _tiles_at(tiles, p, j, c, ratio)
@@ -157,6 +161,7 @@ def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
                    width, bits, layer, c, ratio, outputs[j], energy, foot)
             least = _least_relaxed(relaxed, relaxed_start[t], relaxed_start[t + 1], alone,
                                    energy, foot, caps, shared)
+            lower[j] = max(lower[j], least)
             if (outside[j] + least) * groups >= best:
                 beaten = True
                 break
@@ -164,14 +169,16 @@ def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
             continue
         _price(stage_codes[stage_start[tables]:], which, kfull, kind, coef, width, bits,
                layer, c, ratio, outputs[j], energy, foot)
-        least, chosen = np.inf, -1
+        least, chosen, unchecked = np.inf, -1, np.inf
         for i in range(rows.shape[0]):
             e = energy[rows[i, 0]]
             for k in range(1, held):
                 e += energy[rows[i, k]]
-            if e < least and (outside[j] + e) * groups < best and \
-                    _fits(rows, i, foot, caps, shared):
+            if (outside[j] + e) * groups >= best:
+                unchecked = min(unchecked, e)  # may fit: bounds the level, not checked
+            elif e < least and _fits(rows, i, foot, caps, shared):
                 least, chosen = e, i
+        lower[j] = max(lower[j], min(least, unchecked))
         if chosen >= 0:
             best, found, pick = (outside[j] + least) * groups, j, chosen
     return best, found, pick

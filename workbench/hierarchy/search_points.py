@@ -33,6 +33,7 @@ from workbench.hierarchy.search_levels import (
     _level_table,
     _smallest,
 )
+from workbench.hierarchy.search_memory import InnerMemory
 from workbench.hierarchy.search_space import (
     BATCH,
     LevelBlocks,
@@ -52,7 +53,8 @@ WEAK = 16         # a best energy with more than WEAK × SEED points below it: s
 def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
             classes: dict, tables: dict, pj_bit: np.ndarray, precision: PrecisionLike,
             live: list[Pattern], xs: slice, ys: slice, best: float, alone: dict,
-            later: list[Pattern], pairs: tuple[np.ndarray, np.ndarray] | None = None):
+            later: list[Pattern], pairs: tuple[np.ndarray, np.ndarray] | None = None,
+            memory: InnerMemory | None = None):
     """Price slices of the X and Y chains under every live pattern: (energy pJ, where) of a
     blocking below `best`, or None, and the least floor (pJ) over the slice of the patterns
     `later` (inf if none). Points whose `relaxed_floor` reaches the best energy found are
@@ -61,7 +63,9 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
     `alone`: `chain_terms`' arrays, kept for the next call on the same slice (and gathered at
     the points priced), and the floor of `later` under the key "later" (with its patterns): a
     floor over a superset of the patterns (a least over more holder chains) bounds the live
-    ones too. `pairs`: (X, Y) chain index pairs searched instead of xs × ys (lemma 5)."""
+    ones too. `pairs`: (X, Y) chain index pairs searched instead of xs × ys (lemma 5).
+    `memory`: the innermost level's bounds kept from other searches of the layer, and where
+    this one's are noted (`search_memory`)."""
     on_chip = len(hierarchy.levels) - 1
     width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
     chosen = {d: per_dim[d][{"X": xs, "Y": ys}.get(d, slice(None))] for d in DIMS}
@@ -94,7 +98,8 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
         seed = np.argpartition(floor, SEED)[:SEED]
         rows = np.unravel_index(seed, shape)
         found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
-                       precision, live, xs, chains_at(rows, xs, ys, pairs), best, side)
+                       precision, live, xs, chains_at(rows, xs, ys, pairs), best, side,
+                       memory=memory)
         best = best if found is None else found[0]
     rows = np.unravel_index(np.nonzero(floor * layer.groups < best)[0], shape)
     if len(rows[0]):
@@ -103,21 +108,23 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
         alone_at = {key: at_rows(alone[key], rows) for key in keys if key in alone}
         found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
                        precision, live, xs, chains_at(rows, xs, ys, pairs), best, side,
-                       alone_at) or found
+                       alone_at, memory) or found
     return found, least_later
 
 
 def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, classes: dict,
            tables: dict, per_dim: dict, extent: dict, pj_bit: np.ndarray,
            precision: PrecisionLike, live: list[Pattern], xs: slice, chain_at: dict,
-           best: float, side: tuple, alone_at: dict | None = None):
+           best: float, side: tuple, alone_at: dict | None = None,
+           memory: InnerMemory | None = None):
     """`_points` at the grid points `rows` (index arrays over the axes X … N of the slice;
     `chain_at`: their chain index per dimension; `side`: the grid's MAC energy, datapath
     fetches at unit pJ/bit and smallest blocks, `_points`').
     Outer levels are looked up in tables per class of their (t_{γ−1}, t_γ, P) (per X chain's
     class when the slice has one X chain). With a best energy, a pattern is priced only at
     the points where its own relaxed floor (`chain_terms` of its chains; `alone_at`: their alone
-    floors at these points, when known) is below it."""
+    floors at these points, when known) is below it. The innermost level's floor is raised
+    to the bounds `memory` keeps, and the kernel's bounds are noted in it."""
     on_chip = len(hierarchy.levels) - 1
     one_x = xs.stop - xs.start == 1
     flat = LazyPoints(grid, rows)  # gathered only where a count needs the tiles themselves
@@ -134,6 +141,7 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
     prepared = []
     known = {} if alone_at is None else alone_at
     floor_in: dict[str, np.ndarray] = {}  # unit alone floors at the innermost level
+    points = None if memory is None else memory.flat(chain_at)
     for pattern in live:
         ok = r_blocks_fit(hierarchy, feet, (n,), pattern)
         if terms is not None:
@@ -172,10 +180,14 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
                                               unit, array)
             inner = inner + (pj_bit[src, a_idx] + pj_bit[on_chip, a_idx]) * \
                 floor_in[array][sub]
+        if memory is not None:
+            inner = memory.raise_floor(variant(pattern, on_chip)[0],
+                                       _into_inner(pj_bit, pattern, on_chip), points[sub], inner)
         prepared.append((pattern, sub, bound, picks, inner))
     found = None
     for pattern, sub, outside, picks, inner in lifted(layer, hierarchy, flat, pj_bit,
-                                                      precision, prepared, best):
+                                                      precision, prepared, best, memory,
+                                                      points):
         # lowest bounds first, a batch at a time (the first small: its best usually stops the
         # rest early); points whose bound reaches the best energy found cannot beat it
         bound = outside + inner
@@ -192,8 +204,11 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
             size = min(BATCH, 4 * size)
             blocks, held = _blocks(layer, hierarchy, on_chip, flat.take(sub[idx]), pj_bit,
                                    precision, pattern)
-            total, i, at = least_total_at(hierarchy, blocks, held, outside[idx], inner[idx],
-                                          layer.groups, best)
+            total, i, at, lower = least_total_at(hierarchy, blocks, held, outside[idx],
+                                                 inner[idx], layer.groups, best)
+            if memory is not None:
+                memory.note(*variant(pattern, on_chip), _into_inner(pj_bit, pattern, on_chip),
+                            points[sub[idx]], lower)
             if i >= 0:
                 best, j = total, int(sub[idx[i]])
                 found = best, ({d: int(chain_at[d][j]) for d in DIMS},
@@ -201,6 +216,13 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
                                 on_chip: at}, pattern)
             keep = keep[bound[keep] * layer.groups < best]
     return found
+
+
+def _into_inner(pj_bit: np.ndarray, pattern: Pattern, on_chip: int) -> np.ndarray:
+    """pJ per bit of each array the innermost level holds, into it (from its source)."""
+    held, sources = variant(pattern, on_chip)
+    return np.array([pj_bit[src, ARRAYS.index(a)] + pj_bit[on_chip, ARRAYS.index(a)]
+                     for a, src in zip(held, sources, strict=True)], dtype=float)
 
 
 __all__ = ["FIRST", "SEED", "WEAK", "_points", "_price"]

@@ -217,19 +217,24 @@ def best_placements(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
 
 def least_total_at(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, ...],
                    outside: np.ndarray, bound: np.ndarray, groups: int,
-                   best: float) -> tuple[float, int, int]:
+                   best: float) -> tuple[float, int, int, np.ndarray]:
     """The innermost level's first point of least total (outside + its best fitting
-    placement) × groups below `best` (pJ): (total, point, placement index), or (best, −1, −1);
-    `bound`: a lower bound on the level's energy per point (`search_kernel.least_total`)."""
+    placement) × groups below `best` (pJ): (total, point, placement index, lower), or (best,
+    −1, −1, lower); `bound`: a lower bound on the level's energy per point; lower: a lower
+    bound at least `bound` on it per point (pJ, one group; `search_kernel.least_total`)."""
     if not held:
         total = (outside + 0.0) * groups
         j = int(np.argmin(total)) if len(total) else -1
-        return (float(total[j]), j, 0) if j >= 0 and total[j] < best else (best, -1, -1)
+        lower = np.zeros(len(total))
+        return (float(total[j]), j, 0, lower) if j >= 0 and total[j] < best else \
+            (best, -1, -1, lower)
     args, relaxations = _kernel_args(hierarchy, len(hierarchy.levels) - 1, blocks, held,
                                      relax=True)
+    lower = np.empty(len(bound))
     total, j, i = least_total(*args, *relaxations, np.asarray(outside, dtype=float),
-                              np.asarray(bound, dtype=float), float(groups), float(best))
-    return float(total), int(j), int(i)
+                              np.asarray(bound, dtype=float), float(groups), float(best),
+                              lower)
+    return float(total), int(j), int(i), lower
 
 
 def holder_patterns(hierarchy: Hierarchy) -> list[Pattern]:

@@ -1,0 +1,156 @@
+"""Lower bounds on the innermost level's energy kept from one search of a layer for the next
+(`search` on another hierarchy: the app's level-size edits), so that points whose total
+cannot beat the best energy are dropped before the compiled kernel prices them.
+
+What is kept, per point of the layer's tile grid (all chain combinations): a lower bound L on
+E_c, the innermost level's least fitting energy (pJ, one group) under the coefficients c (pJ
+per bit of each held array's transfer into it), as `search_kernel.least_total` leaves it. E
+depends on the level's capacity, the arrays it holds, the layer, lanes and widths, and on c;
+nothing else. Two rules carry a bound to another search of the layer:
+- coefficients: E_c' = min over fitting placements of Σ_A c'_A·u_A (u_A ≥ 0: the transfer's
+  unit cost; fits do not depend on c) ≥ ρ·E_c with ρ = min over A (c_A > 0) of c'_A / c_A;
+- capacity: a level at least as large (each part, when split) fits every placement a smaller
+  one fits, so its E is at most the smaller one's: a bound kept at capacity ≥ ours holds.
+Bounds are multiplied by SLACK = 1 − 1e−12 when carried: ρ·L is a float product, and a
+rounding of it must not lift a bound above the energy the kernel computes (its relative
+error is a few ulps, 1e−16 each). Kept only for layers of one slice (≤ `search.SMALL`
+points), as sorted grid indices and bounds, at most LIMIT bytes, least recently used dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from workbench.hierarchy.blocking import DIMS
+from workbench.hierarchy.levels import Hierarchy, SplitCapacity
+from workbench.hierarchy.search_space import unrolled_dims
+
+SLACK = 1.0 - 1e-12
+LIMIT = 64 * 2**20    # bytes of kept bounds (all layers and hierarchies)
+PER_KEY = 24          # entries kept per (layer, arrays held): sources and capacities
+
+_LOCK = threading.Lock()
+# (layer, on-chip levels, lanes, widths, split, held) -> {(tag, capacities): (c, at, bounds)}:
+# tag: the held arrays' sources, or "least" (`lifted`'s least coefficients); at: sorted grid
+# indices, bounds: pJ at them
+_KEPT: OrderedDict[tuple, dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]]] = \
+    OrderedDict()
+
+
+def _scale(to: np.ndarray, frm: np.ndarray) -> float:
+    """ρ·SLACK, ρ = min over A (frm_A > 0) of to_A / frm_A (0 when no frm_A > 0)."""
+    live = frm > 0
+    return float(np.min(to[live] / frm[live])) * SLACK if live.any() else 0.0
+
+
+def _nbytes() -> int:
+    return sum(at.nbytes + b.nbytes for entries in _KEPT.values()
+               for _, at, b in entries.values())
+
+
+def _at(at: np.ndarray, bounds: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """The kept bounds at grid indices `points` (NaN where none is kept)."""
+    out = np.full(len(points), np.nan)
+    if len(at):
+        where = np.minimum(np.searchsorted(at, points), len(at) - 1)
+        hit = at[where] == points
+        out[hit] = bounds[where[hit]]
+    return out
+
+
+def clear() -> None:
+    """Forget every kept bound."""
+    with _LOCK:
+        _KEPT.clear()
+
+
+class InnerMemory:
+    """One search's view of the kept bounds: `raise_floor` where it prices, `note` what its
+    kernel found, `keep` at its end. `shape`: chains per dimension (DIMS order)."""
+
+    def __init__(self, layer, hierarchy: Hierarchy, shape: tuple[int, ...],
+                 precision) -> None:
+        on_chip = len(hierarchy.levels) - 1
+        self.level = hierarchy.levels[on_chip]
+        self.split = isinstance(self.level.capacity_bytes, SplitCapacity)
+        self.base = (layer, on_chip, unrolled_dims(hierarchy.datapath),
+                     (precision.inputs, precision.weights, precision.outputs,
+                      precision.partial_sums), self.split)
+        self.shape = shape
+        self._noted: dict[tuple, tuple[np.ndarray, list, list]] = {}
+
+    def _caps(self, held: tuple[str, ...]) -> tuple[float, ...]:
+        return tuple(self.level.bytes_for(a) for a in held) if self.split else \
+            (float(self.level.total_bytes),)
+
+    def flat(self, chain_at: dict) -> np.ndarray:
+        """The points' indices in the layer's grid of chain combinations."""
+        return np.ravel_multi_index(tuple(chain_at[d] for d in DIMS), self.shape)
+
+    def known(self, held: tuple[str, ...], coef: np.ndarray,
+              points: np.ndarray) -> np.ndarray:
+        """The kept bounds that hold here at grid indices `points` (pJ, one group; NaN:
+        none), carried to the coefficients `coef`: per tag, from the smallest capacity at
+        least ours (the largest energies: E does not grow with the capacity)."""
+        caps = self._caps(held)
+        chosen: dict = {}
+        with _LOCK:
+            for (tag, at), v in _KEPT.get((*self.base, held), {}).items():
+                if all(x >= y for x, y in zip(at, caps, strict=True)) and \
+                        (tag not in chosen or sum(at) < sum(chosen[tag][0])):
+                    chosen[tag] = at, v
+        out = np.full(len(points), np.nan)
+        for _, (kept_coef, at, bounds) in chosen.values():
+            rho = _scale(coef, kept_coef)
+            if rho > 0:
+                out = np.fmax(out, rho * _at(at, bounds, points))  # NaN: unknown there
+        return out
+
+    def raise_floor(self, held: tuple[str, ...], coef: np.ndarray, points: np.ndarray,
+                    floor: np.ndarray) -> np.ndarray:
+        """`floor` (pJ, one group, at grid indices `points`) raised to the `known` bounds."""
+        return np.fmax(floor, self.known(held, coef, points))
+
+    def note(self, held: tuple[str, ...], tag, coef: np.ndarray, points: np.ndarray,
+             lower: np.ndarray) -> None:
+        """Lower bounds `lower` (pJ, one group) at grid indices `points` under `coef`; tag:
+        the held arrays' sources (or another name for the coefficients)."""
+        if not held or not len(points):
+            return
+        key = (held, tag)
+        if key not in self._noted or not np.array_equal(self._noted[key][0], coef):
+            self._noted[key] = (coef, [], [])
+        self._noted[key][1].append(points)
+        self._noted[key][2].append(lower)
+
+    def keep(self) -> None:
+        """Store what was noted under this level's capacity, in the newest coefficients (an
+        entry kept before at the same tag and capacity carried to them and merged)."""
+        for (held, tag), (coef, points, lowers) in self._noted.items():
+            key, sub = (*self.base, held), (tag, self._caps(held))
+            at, bounds = np.concatenate(points), np.concatenate(lowers)
+            with _LOCK:
+                old = _KEPT.get(key, {}).get(sub)
+            if old is not None:
+                at = np.concatenate([old[1], at])
+                bounds = np.concatenate([_scale(coef, old[0]) * old[2], bounds])
+            order = np.lexsort((-bounds, at))  # per index, the largest bound first
+            at, bounds = at[order], bounds[order]
+            first = np.ones(len(at), dtype=bool)
+            first[1:] = at[1:] != at[:-1]
+            with _LOCK:
+                entries = _KEPT.setdefault(key, {})
+                entries.pop(sub, None)
+                entries[sub] = (coef, at[first], bounds[first])
+                while len(entries) > PER_KEY:
+                    entries.pop(next(iter(entries)))
+                _KEPT.move_to_end(key)
+                while _nbytes() > LIMIT and len(_KEPT) > 1:
+                    _KEPT.popitem(last=False)
+        self._noted.clear()
+
+
+__all__ = ["LIMIT", "SLACK", "InnerMemory", "clear"]
