@@ -20,7 +20,12 @@ from workbench.hierarchy.search import search
 from workbench.hierarchy.search_grid import gather, grid_of
 from workbench.hierarchy.search_memory import InnerMemory
 from workbench.hierarchy.search_r import nondominated_chains
-from workbench.hierarchy.search_space import LevelBlocks, best_placements, least_total_at
+from workbench.hierarchy.search_space import (
+    LevelBlocks,
+    best_placements,
+    floors_under,
+    least_total_at,
+)
 from workbench.layers import ConvLayer
 
 PREC = ElementBytes(1, 2, 1, 4)
@@ -152,3 +157,28 @@ def test_kernel_lower_bounds_hold_at_every_point(rf) -> None:
     assert np.all(lower <= exact)
     # some points were priced in full with nothing fitting below the best found
     assert np.count_nonzero((lower < exact) & (lower > 0)) > 0
+
+
+@pytest.mark.parametrize("rf", [24, 96, SplitCapacity(16, 32, 16)])
+def test_floors_under_a_cap_are_exact_below_it(rf) -> None:
+    """`floors_under` (what `lifted` prices): at every point at most the least fitting energy
+    priced placement by placement, and equal to it where that is below the point's cap."""
+    layer = ConvLayer(name="f", Ox=6, Oy=4, Oc=8, Kx=3, Ky=3, Kc=4)
+    hier = _two_levels(rf)
+    coef = {"I": 0.9, "W": 1.7, "O": 0.6}
+    ext = extents(layer)
+    per_dim = {d: nondominated_chains(ext[_EXTENT[d]], 2) for d in DIMS}
+    shape = tuple(len(per_dim[d]) for d in DIMS)
+    flat = gather(grid_of(per_dim, {d: ext[_EXTENT[d]] for d in DIMS}),
+                  np.unravel_index(np.arange(int(np.prod(shape))), shape))
+    blocks = LevelBlocks(layer, flat, 1, 2, coef, PREC)
+    exact = best_placements(hier, 2, blocks, HELD)[0]
+    finite = exact[np.isfinite(exact)]
+    cap = np.random.default_rng(3).uniform(0, 2 * float(np.median(finite)), len(exact))
+    got = floors_under(hier, blocks, HELD, cap)
+    assert np.all(got <= exact)
+    below = exact < cap
+    assert below.any() and (~below).any()
+    assert np.array_equal(got[below], exact[below])
+    assert np.all(got[~below] >= np.minimum(cap[~below], exact[~below]))
+    assert np.array_equal(floors_under(hier, blocks, HELD, np.full(len(exact), np.inf)), exact)

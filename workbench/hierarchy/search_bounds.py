@@ -22,7 +22,7 @@ from workbench.hierarchy.search_space import (
     LevelBlocks,
     Pattern,
     alone_prefixes,
-    best_placements,
+    floors_under,
     side_cost,
     unrolled_dims,
     variant,
@@ -245,7 +245,9 @@ def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: LazyPoints, pj_bit: np.
     c = min_p c_p, the level's energy E_p = min over fitting placements of Σ_A c_p,A·u_A
     (u ≥ 0: the unit cost of A's transfer; fits do not depend on c) is at least ρ_p·E_c with
     ρ_p = min_A c_p,A / c_A ≥ 1; E_c is priced once where some pattern could still win (and
-    noted in `memory`, a `search_memory.InnerMemory`, at the points' grid indices `grid_at`)."""
+    noted in `memory`, a `search_memory.InnerMemory`, at the points' grid indices `grid_at`):
+    exactly below the cap max_p (best / groups − outside_p) / ρ_p, where it prunes no pattern;
+    a bound at least the cap above it (`floors_under`: the relaxations stop there)."""
     on_chip = len(hierarchy.levels) - 1
     groups: dict[tuple, list[int]] = {}
     for i, (pattern, *_rest) in enumerate(prepared):
@@ -260,15 +262,19 @@ def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: LazyPoints, pj_bit: np.
         least = {a: min(c[a] for c in coefs) for a in held}
         if len(members) < 2 or not held or min(least.values()) <= 0:
             continue
-        wanted = [sub[(outside + inner) * layer.groups < best]
-                  for _, sub, outside, _, inner in (prepared[i] for i in members)]
-        points = np.unique(np.concatenate(wanted))
+        cap = np.full(len(flat.rows[0]), -np.inf)
+        for i, coef in zip(members, coefs, strict=True):
+            _, sub, outside, _, inner = prepared[i]
+            ok = (outside + inner) * layer.groups < best
+            rho = min(coef[a] / least[a] for a in held)
+            cap[sub[ok]] = np.fmax(cap[sub[ok]], (best / layer.groups - outside[ok]) / rho)
+        points = np.nonzero(cap > -np.inf)[0]
         reference = np.full(len(flat.rows[0]), np.nan)
         for start in range(0, len(points), BATCH):
             at = points[start:start + BATCH]
             blocks = LevelBlocks(layer, flat.take(at), 1, on_chip, least, precision,
                                  unrolled_dims(hierarchy.datapath))
-            reference[at] = best_placements(hierarchy, on_chip, blocks, held)[0]
+            reference[at] = floors_under(hierarchy, blocks, held, cap[at] * (1 + 1e-9))
             if memory is not None:
                 memory.note(held, "least", np.array([least[a] for a in held]), grid_at[at],
                             reference[at])

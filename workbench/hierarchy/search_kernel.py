@@ -185,6 +185,50 @@ def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
 
 
 @numba.njit(cache=True, nogil=True)
+def floor_under(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer, rows, caps,
+                shared, alone, relaxed, relaxed_start, stage_codes, stage_start, cap):
+    """Per point j, a lower bound on the level's least fitting energy, exact when below
+    cap[j] (pJ, one group; inf: nothing fits): the relaxations in turn, stopping at one whose
+    least reaches cap[j] (that least, a bound), then every placement, those whose energy
+    reaches cap[j] not checked for fit (the least of them bounds the rest). Arguments as
+    `least_total`'s."""
+    n = p.shape[1]
+    out = np.empty(n)
+    held = rows.shape[1]
+    energy = np.empty(which.shape[0])
+    foot = np.empty(which.shape[0])
+    c = np.empty((5, 3))
+    ratio = np.empty((5, 3))
+    tables = len(relaxed_start) - 1
+    for j in range(n):
+        _tiles_at(tiles, p, j, c, ratio)
+        low = 0.0
+        for t in range(tables):
+            _price(stage_codes[stage_start[t]:stage_start[t + 1]], which, kfull, kind, coef,
+                   width, bits, layer, c, ratio, outputs[j], energy, foot)
+            low = max(low, _least_relaxed(relaxed, relaxed_start[t], relaxed_start[t + 1],
+                                          alone, energy, foot, caps, shared))
+            if low >= cap[j]:
+                break
+        if low >= cap[j]:
+            out[j] = low
+            continue
+        _price(stage_codes[stage_start[tables]:], which, kfull, kind, coef, width, bits,
+               layer, c, ratio, outputs[j], energy, foot)
+        least, unchecked = np.inf, np.inf
+        for i in range(rows.shape[0]):
+            e = energy[rows[i, 0]]
+            for k in range(1, held):
+                e += energy[rows[i, k]]
+            if e >= cap[j]:
+                unchecked = min(unchecked, e)
+            elif e < least and _fits(rows, i, foot, caps, shared):
+                least = e
+        out[j] = max(low, min(least, unchecked))
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
 def _least_relaxed(relaxed, start, stop, alone, energy, foot, caps, shared):
     """The least energy over rows start … stop of `relaxed`, each −1 replaced by every alone
     code of its array, of the codes summed in held order among those fitting (inf: none)."""
@@ -215,4 +259,4 @@ def _least_relaxed(relaxed, start, stop, alone, energy, foot, caps, shared):
     return least
 
 
-__all__ = ["HI", "LO", "ONE", "best_fitting", "least_total"]
+__all__ = ["HI", "LO", "ONE", "best_fitting", "floor_under", "least_total"]

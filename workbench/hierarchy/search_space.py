@@ -13,7 +13,14 @@ import numpy as np
 
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy, SplitCapacity
-from workbench.hierarchy.search_kernel import HI, LO, ONE, best_fitting, least_total
+from workbench.hierarchy.search_kernel import (
+    HI,
+    LO,
+    ONE,
+    best_fitting,
+    floor_under,
+    least_total,
+)
 from workbench.hierarchy.search_placements import (
     _FOOT_ONLY,
     _PAIRS,
@@ -237,6 +244,17 @@ def least_total_at(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, .
     return float(total), int(j), int(i), lower
 
 
+def floors_under(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, ...],
+                 cap: np.ndarray) -> np.ndarray:
+    """Per point, a lower bound on the innermost level's least fitting energy holding `held`
+    (pJ, one group; inf: nothing fits), exact where below cap (`search_kernel.floor_under`)."""
+    if not held:
+        return np.zeros(len(cap))
+    args, relaxations = _kernel_args(hierarchy, len(hierarchy.levels) - 1, blocks, held,
+                                     relax=True)
+    return floor_under(*args, *relaxations, np.asarray(cap, dtype=float))
+
+
 def holder_patterns(hierarchy: Hierarchy) -> list[Pattern]:
     """Every choice of the on-chip levels holding each array (a level whose split part for an
     array is 0 never holds it), R's (every level that can) first."""
@@ -267,7 +285,7 @@ def take(flat: dict, idx) -> dict:
 
 __all__ = ["ARRAYS", "BIT", "FULL", "G0BIT", "G0_FOOT", "G0_REFILL", "INNER", "OPERANDS",
            "RELEVANT", "_FOOT_ONLY", "_PAIRS", "_REFILL_ONLY", "step_bits", "unrolled_dims",
-           "LevelBlocks", "Pattern", "alone_prefixes",
-           "best_placements", "canonical_prefixes", "least_total_at", "grades", "inner_placements",
+           "LevelBlocks", "Pattern", "alone_prefixes", "best_placements", "canonical_prefixes",
+           "floors_under", "least_total_at", "grades", "inner_placements",
            "inner_prefixes", "level_placements", "holder_patterns", "mask", "placements",
            "realizes", "side_cost", "take", "variant"]
