@@ -13,6 +13,7 @@ budget only re-selects.
 from __future__ import annotations
 
 import html
+import re
 
 import ipywidgets as widgets
 import pandas as pd
@@ -154,8 +155,9 @@ class HierarchyView:
             hierarchy = self.hierarchy()
             with busy(self.status, "pricing the edited hierarchy"):  # shown while it runs
                 design = self.designer.design(hierarchy)
-        except WorkbenchError as exc:
-            self.status.value = error_html(WorkbenchError(f"{exc}{STALE}"))
+        except WorkbenchError as exc:  # the schema's path levels[k] is slider Lk here
+            said = re.sub(r"^levels\[(\d+)\]\.capacity: ", r"L\1 size: ", str(exc))
+            self.status.value = error_html(WorkbenchError(f"{said}{STALE}"))
             return
         if design is None:
             self.status.value = error_html(WorkbenchError(
