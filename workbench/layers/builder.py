@@ -113,8 +113,9 @@ _BUILDERS: dict[str, Callable[[Any, str, Shape, int], Layer]] = {
     "eltwise": _eltwise,
     "concat": _concat,
     "softmax": lambda doc, name, s, n: SoftmaxLayer(name, s[0], s[1], s[2], n),
-    **{func: (lambda doc, name, s, n, f=func: ActivationLayer(name, s[0], s[1], s[2], n, func=f))
-       for func in ACTIVATIONS},
+    **{func: (lambda doc, name, s, n, f=func: ActivationLayer(
+        name, s[0], s[1], s[2], n, func=f, alpha=getattr(doc, "alpha", None),
+        beta=getattr(doc, "beta", None))) for func in ACTIVATIONS},
 }
 
 

@@ -154,11 +154,12 @@ def _input_dims(net: dict[str, list[Any]], origin: str) -> list[int] | None:
     return list(dims)
 
 
-def _finite(param: dict[str, list[Any]], key: str, default: float, name: str) -> float:
+def _finite(param: dict[str, list[Any]], key: str, default: float, name: str,
+            section: str = "lrn_param") -> float:
     value = _one(param, key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
             value):
-        raise SpecError(f"layer {name!r}: lrn_param.{key} must be a finite number, "
+        raise SpecError(f"layer {name!r}: {section}.{key} must be a finite number, "
                         f"got {value!r}")
     return float(value)
 
@@ -190,6 +191,10 @@ def _layer(kind: str, name: str, msg: dict[str, list[Any]], shape: Shape, batch:
         return LRNLayer(name, c, h, w, batch, size=_one(p, "local_size", 5),
                         alpha=_finite(p, "alpha", 1.0, name), beta=_finite(p, "beta", 0.75, name),
                         k=_finite(p, "k", 1.0, name))
+    if kind == "ReLU":  # relu_param { negative_slope } ≠ 0: a leaky ReLU of that slope
+        slope = _finite(_one(msg, "relu_param", {}), "negative_slope", 0.0, name, "relu_param")
+        if slope != 0:
+            return ActivationLayer(name, c, h, w, batch, func="leaky_relu", alpha=slope)
     if kind in ACTIVATIONS:
         return ActivationLayer(name, c, h, w, batch, func=ACTIVATIONS[kind])
     return SoftmaxLayer(name, c, h, w, batch)

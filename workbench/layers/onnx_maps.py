@@ -59,7 +59,8 @@ def generic_layer(ctx: ImportContext, node: Any, name: str, reads: list[str]) ->
                          inputs=max(1, len(reads))), node, reads)
 
 
-def _clip_func(ctx: ImportContext, node: Any) -> str:
+def _clip(ctx: ImportContext, node: Any) -> tuple[str, float | None, float | None]:
+    """relu6, relu, or clip with its bounds (min, max; None: unbounded)."""
     attrs = attrs_of(node)
     low, high = attrs.get("min"), attrs.get("max")
     if len(node.input) > 1 and node.input[1] in ctx.g.values:
@@ -67,17 +68,31 @@ def _clip_func(ctx: ImportContext, node: Any) -> str:
     if len(node.input) > 2 and node.input[2] in ctx.g.values:
         high = float(ctx.g.values[node.input[2]].ravel()[0])
     if low == 0 and high == 6:
-        return "relu6"
+        return "relu6", None, None
     if low == 0 and high is None:
-        return "relu"
-    return "clip"
+        return "relu", None, None
+    return "clip", None if low is None else _f32(low), None if high is None else _f32(high)
+
+
+# ONNX attributes kept as an activation's (alpha, beta), their defaults when absent
+_PARAMS = {"HardSigmoid": (("alpha", 0.2), ("beta", 0.5)), "LeakyRelu": (("alpha", 0.01),),
+           "Elu": (("alpha", 1.0),),
+           "Selu": (("alpha", 1.67326319217681884765625), ("gamma", 1.05070102214813232421875))}
 
 
 def convert_activation(ctx: ImportContext, node: Any, name: str) -> None:
     x = node.input[0]
-    func = _clip_func(ctx, node) if node.op_type == "Clip" else ACTIVATION_OPS[node.op_type]
+    if node.op_type == "Clip":
+        func, alpha, beta = _clip(ctx, node)
+    else:
+        attrs = attrs_of(node)
+        func = ACTIVATION_OPS[node.op_type]
+        values = [_f32(attrs[key]) if key in attrs else default
+                  for key, default in _PARAMS.get(node.op_type, ())]
+        alpha, beta = (values + [None, None])[:2]
     c, h, w = ctx.maps(x, node, name)
-    ctx.add(ActivationLayer(name, c, h, w, ctx.batch, func=func), node, [x])
+    ctx.add(ActivationLayer(name, c, h, w, ctx.batch, func=func, alpha=alpha, beta=beta),
+            node, [x])
 
 
 def convert_batchnorm(ctx: ImportContext, node: Any, name: str) -> None:
@@ -104,9 +119,11 @@ def _silu(ctx: ImportContext, node: Any, data: list[str]) -> bool:
             sig = next(n for n in ctx.g.nodes if sig_out in n.output)
             if sig.input[0] != x:
                 continue
-            func = "silu" if layer.func == "sigmoid" else "hardswish"
+            # x·hardsigmoid(x; α, β) is hardswish with the same α, β (ONNX HardSwish: 1/6, 1/2)
+            func, (alpha, beta) = ("silu", (None, None)) if layer.func == "sigmoid" else \
+                ("hardswish", (layer.alpha, layer.beta))
             ctx.replace(layer, ActivationLayer(layer.name, layer.C, layer.H, layer.W, layer.On,
-                                               func=func))
+                                               func=func, alpha=alpha, beta=beta))
             ctx.fold(node, layer, bias=False)
             return True
     return False

@@ -331,11 +331,23 @@ ACTIVATIONS = ("relu", "sigmoid", "tanh", "relu6", "clip", "hardswish", "hardsig
                "leaky_relu", "prelu", "elu", "selu", "gelu", "softplus", "mish")
 
 
+# the activations taking parameters, with ONNX's defaults: (alpha, beta) as ONNX names them
+# (clip: min, max, None unbounded; hardsigmoid and hardswish: y = x·max(0, min(1, αx + β)) for
+# hardswish, the max(…) for hardsigmoid; leaky_relu, elu: α; selu: α and γ as beta)
+ACTIVATION_PARAMS: dict[str, tuple[float | None, float | None]] = {
+    "clip": (None, None), "hardsigmoid": (0.2, 0.5), "hardswish": (1 / 6, 0.5),
+    "leaky_relu": (0.01, None), "elu": (1.0, None),
+    "selu": (1.67326319217681884765625, 1.05070102214813232421875)}
+
+
 @dataclass(frozen=True, slots=True)
 class ActivationLayer(MapLayer):
-    """Element-wise activation: one op per element."""
+    """Element-wise activation: one op per element. alpha, beta: its parameters (None: the
+    default of `ACTIVATION_PARAMS`; only the activations listed there take them)."""
 
     func: str = "relu"
+    alpha: float | None = None
+    beta: float | None = None
     kind: ClassVar[str] = "activation"
 
     def __post_init__(self) -> None:
@@ -343,6 +355,30 @@ class ActivationLayer(MapLayer):
         if self.func not in ACTIVATIONS:
             raise SpecError(f"layer {self.name!r}: activation must be one of {ACTIVATIONS}, "
                             f"got {self.func!r}")
+        for key in ("alpha", "beta"):
+            value = getattr(self, key)
+            if value is None:
+                continue
+            if self.func not in ACTIVATION_PARAMS or \
+                    ACTIVATION_PARAMS[self.func][key == "beta"] is None and \
+                    (self.func != "clip"):
+                raise SpecError(f"layer {self.name!r}: activation {self.func!r} takes no "
+                                f"{key}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not math.isfinite(value):
+                raise SpecError(f"layer {self.name!r}: {key} must be a finite number, got "
+                                f"{value!r}")
+        if self.func == "clip" and None not in (self.alpha, self.beta) and \
+                self.alpha > self.beta:
+            raise SpecError(f"layer {self.name!r}: clip's alpha (min) {self.alpha} is above its "
+                            f"beta (max) {self.beta}")
+
+    @property
+    def parameters(self) -> tuple[float | None, float | None]:
+        """(alpha, beta) with the defaults filled in (`ACTIVATION_PARAMS`)."""
+        alpha, beta = ACTIVATION_PARAMS.get(self.func, (None, None))
+        return (alpha if self.alpha is None else float(self.alpha),
+                beta if self.beta is None else float(self.beta))
 
 
 @dataclass(frozen=True, slots=True)

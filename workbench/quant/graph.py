@@ -34,7 +34,10 @@ from workbench.quant.fixed import FixedFormat, requantize
 
 INPUT = ""  # the network's input images, as a producer name (as in `Network.inputs`)
 KINDS = ("conv", "fc", "pool", "lrn", "activation", "softmax", "eltwise", "concat")
-FUNCS = ("relu", "relu6", "sigmoid", "tanh")  # activations quantized inference runs
+# activations quantized inference runs (`maps.activation`): every one but prelu (its slopes
+# are weights the importers do not keep)
+FUNCS = ("relu", "relu6", "clip", "sigmoid", "tanh", "hardsigmoid", "hardswish", "silu",
+         "leaky_relu", "elu", "selu", "gelu", "softplus", "mish")
 WIDE = 62  # bits of the exact int64 alignment register
 
 

@@ -1,14 +1,19 @@
 """Pooling, LRN and activations in quantized inference, on integer codes or floats.
 
-Max pooling and ReLU/ReLU6 work on codes and keep the format; average pooling rounds the window
-mean to the nearest code; LRN runs on the dequantized values and is kept in 32-bit fixed point;
-sigmoid and tanh run in float.
+Max pooling and ReLU/ReLU6/clip work on codes and keep the format; average pooling rounds the
+window mean to the nearest code; LRN runs on the dequantized values and is kept in 32-bit fixed
+point; the other activations (sigmoid, tanh, hardsigmoid, hardswish, silu, leaky_relu, elu,
+selu, gelu, softplus, mish) run in float on the dequantized values, with ONNX's definitions
+and the layer's parameters (`ActivationLayer.parameters`).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from workbench.errors import SpecError
 from workbench.quant.act import Act
 from workbench.quant.fixed import FixedFormat, to_fixed
 
@@ -57,13 +62,50 @@ def lrn(layer, act: Act) -> Act:
     return Act(to_fixed(y, wide), wide)
 
 
+_ERF = np.vectorize(math.erf, otypes=[float])
+
+
+def float_activation(func: str, alpha: float | None, beta: float | None,
+                     x: np.ndarray) -> np.ndarray:
+    """An activation on real values, as ONNX defines it (alpha, beta: its parameters)."""
+    with np.errstate(over="ignore", under="ignore"):
+        if func == "sigmoid":
+            return 1 / (1 + np.exp(-x))
+        if func == "tanh":
+            return np.tanh(x)
+        if func == "silu":
+            return x / (1 + np.exp(-x))
+        if func in ("hardsigmoid", "hardswish"):
+            gate = np.clip(alpha * x + beta, 0, 1)
+            return gate if func == "hardsigmoid" else x * gate
+        if func == "leaky_relu":
+            return np.where(x >= 0, x, alpha * x)
+        if func in ("elu", "selu"):
+            y = np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+            return y if func == "elu" else beta * y
+        if func == "gelu":
+            return 0.5 * x * (1 + _ERF(x / math.sqrt(2)))
+        if func == "softplus":
+            return np.logaddexp(0, x)
+        if func == "mish":
+            return x * np.tanh(np.logaddexp(0, x))
+    raise SpecError(f"activation {func!r} does not run in float")
+
+
 def activation(layer, act: Act, owned: bool) -> Act:
-    """ReLU and ReLU6 on codes (6 as the nearest code of the format), the others in float."""
-    if layer.func in ("sigmoid", "tanh"):
+    """ReLU, ReLU6 and clip on codes (bounds as the nearest codes of the format), the others
+    in float (`float_activation`)."""
+    alpha, beta = layer.parameters
+    if layer.func not in ("relu", "relu6", "clip"):
         x = act.as_float()
-        return Act(np.tanh(x) if layer.func == "tanh" else 1 / (1 + np.exp(-x)))
-    out = np.maximum(act.values, 0, out=act.values if owned else None)
-    if layer.func == "relu6":
-        six = 6.0 if act.fmt is None else to_fixed(6.0, act.fmt).astype(out.dtype)
-        np.minimum(out, six, out=out)
+        return Act(float_activation(layer.func, alpha, beta, x).astype(x.dtype, copy=False))
+    low, high = {"relu": (0.0, None), "relu6": (0.0, 6.0)}.get(layer.func, (alpha, beta))
+    out = act.values if owned else act.values.copy()
+
+    def bound(v: float):
+        return v if act.fmt is None else to_fixed(v, act.fmt).astype(out.dtype)
+    if low is not None:
+        np.maximum(out, bound(low), out=out)
+    if high is not None:
+        np.minimum(out, bound(high), out=out)
     return Act(out, act.fmt)

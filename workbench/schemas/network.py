@@ -180,13 +180,24 @@ class ConcatDoc(LayerDoc):
 
 
 class PlainDoc(LayerDoc):
-    """softmax, flatten and the activations: no keys of their own."""
+    """softmax, flatten and the activations without parameters: no keys of their own."""
+
+
+class ParamActivationDoc(LayerDoc):
+    """clip, hardsigmoid, hardswish, leaky_relu, elu, selu: alpha and beta as ONNX names them
+    (clip: min and max; selu: alpha and gamma), ONNX's defaults when left out."""
+
+    alpha: FiniteFloat | None = None
+    beta: FiniteFloat | None = None
+
+
+PARAM_ACTIVATIONS = ("clip", "hardsigmoid", "hardswish", "leaky_relu", "elu", "selu")
 
 
 KINDS: dict[str, type[LayerDoc]] = {
     "conv": ConvDoc, "fc": FcDoc, "pool": PoolDoc, "lrn": LRNDoc, "eltwise": EltwiseDoc,
     "concat": ConcatDoc, "softmax": PlainDoc, "flatten": PlainDoc,
-    **dict.fromkeys(ACTIVATIONS, PlainDoc),
+    **dict.fromkeys(ACTIVATIONS, PlainDoc), **dict.fromkeys(PARAM_ACTIVATIONS, ParamActivationDoc),
 }
 LAYER_TYPES = tuple(sorted(KINDS))
 

@@ -1,0 +1,143 @@
+"""Activations with parameters, from ONNX, Caffe and network files, and every activation but
+PReLU in quantized inference: the importer keeps each node's attributes, and inference on the
+imported layer equals ONNX's own reference implementation (`onnx.reference`) of the node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
+from test_importers import _model
+
+from workbench import layers
+from workbench.errors import SpecError
+from workbench.layers import ActivationLayer
+from workbench.quant.act import Act
+from workbench.quant.fixed import FixedFormat, to_fixed, to_float
+from workbench.quant.graph import FUNCS
+from workbench.quant.maps import activation
+
+SHAPE = [1, 3, 5, 7]
+# (ONNX op, its attributes, the function imported, its (alpha, beta) after import, defaults
+# filled in: ONNX's)
+CASES = [
+    ("Sigmoid", {}, "sigmoid", (None, None)),
+    ("Tanh", {}, "tanh", (None, None)),
+    ("HardSigmoid", {}, "hardsigmoid", (0.2, 0.5)),
+    ("HardSigmoid", {"alpha": 1 / 6, "beta": 0.5}, "hardsigmoid", (0.1666667, 0.5)),
+    ("HardSwish", {}, "hardswish", (1 / 6, 0.5)),
+    ("LeakyRelu", {}, "leaky_relu", (0.01, None)),
+    ("LeakyRelu", {"alpha": 0.1}, "leaky_relu", (0.1, None)),
+    ("Elu", {"alpha": 0.7}, "elu", (0.7, None)),
+    ("Selu", {}, "selu", (1.67326319217681884765625, 1.05070102214813232421875)),
+    ("Gelu", {}, "gelu", (None, None)),
+    ("Softplus", {}, "softplus", (None, None)),
+    ("Mish", {}, "mish", (None, None)),
+]
+
+
+def _inputs() -> np.ndarray:
+    """Values across every activation's bends, ±8 included."""
+    x = np.linspace(-8, 8, int(np.prod(SHAPE)), dtype=np.float32)
+    return np.random.default_rng(0).permutation(x).reshape(SHAPE)
+
+
+def _run(tmp_path: Path, nodes: list, inits: list | None = None, opset: int = 20):
+    """The imported network, and ONNX's reference output on `_inputs()`."""
+    path = _model(tmp_path, nodes, inits or [], SHAPE, "y", opset=opset)
+    net = layers.load_network(path)
+    return net, ReferenceEvaluator(str(path)).run(None, {"x": _inputs()})[0]
+
+
+@pytest.mark.parametrize(("op", "attrs", "func", "params"), CASES,
+                         ids=[f"{c[0]}{'-' + str(c[1]) if c[1] else ''}" for c in CASES])
+def test_onnx_activation_equals_the_reference(tmp_path: Path, op, attrs, func, params) -> None:
+    net, want = _run(tmp_path, [helper.make_node(op, ["x"], ["y"], name="act", **attrs)])
+    layer = net["act"]
+    assert (layer.func, *layer.parameters) == (func, *params)
+    assert func in FUNCS
+    got = activation(layer, Act(_inputs()), owned=False).values
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-7)
+
+
+def test_clip_bounds_are_kept_and_work_on_codes(tmp_path: Path) -> None:
+    """Clip(−1.5, 2.25) on floats as ONNX does, and on 8-bit codes with 4 fractional bits as
+    the nearest codes (the bounds are exact codes here: the result is exact)."""
+    inits = [helper.make_tensor("lo", 1, [], [-1.5]), helper.make_tensor("hi", 1, [], [2.25])]
+    net, want = _run(tmp_path, [helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="c")],
+                     inits)
+    layer = net["c"]
+    assert (layer.func, layer.alpha, layer.beta) == ("clip", -1.5, 2.25)
+    np.testing.assert_array_equal(activation(layer, Act(_inputs()), owned=False).values, want)
+    fmt = FixedFormat(8, 4)
+    codes = to_fixed(_inputs(), fmt)
+    out = activation(layer, Act(codes, fmt), owned=False)
+    assert out.fmt == fmt
+    np.testing.assert_array_equal(to_float(out.values, fmt),
+                                  np.clip(to_float(codes, fmt), -1.5, 2.25))
+    upper = _run(tmp_path, [helper.make_node("Clip", ["x", "", "hi"], ["y"], name="c")],
+                 inits)[0]["c"]
+    assert (upper.func, upper.alpha, upper.beta) == ("clip", None, 2.25)
+
+
+def test_x_times_hardsigmoid_keeps_its_parameters(tmp_path: Path) -> None:
+    """Mul(x, HardSigmoid(x)) folds into one hardswish with the HardSigmoid's alpha and beta:
+    ONNX's default alpha 0.2 is not HardSwish's 1/6, and the result still equals the two
+    nodes run by the reference."""
+    for attrs, alpha in (({}, 0.2), ({"alpha": 1 / 6}, 0.1666667)):
+        net, want = _run(tmp_path, [
+            helper.make_node("HardSigmoid", ["x"], ["g"], name="gate", **attrs),
+            helper.make_node("Mul", ["x", "g"], ["y"], name="mul")])
+        (layer,) = net.layers
+        assert (layer.func, layer.alpha, layer.beta) == ("hardswish", alpha, 0.5)
+        got = activation(layer, Act(_inputs()), owned=False).values
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-7)
+
+
+def test_caffe_negative_slope_is_a_leaky_relu(tmp_path: Path) -> None:
+    path = tmp_path / "n.prototxt"
+    path.write_text("""name: "n" input: "data" input_dim: 1 input_dim: 2 input_dim: 4
+    input_dim: 4
+    layer { name: "r" type: "ReLU" bottom: "data" top: "r" relu_param { negative_slope: 0.1 } }
+    layer { name: "p" type: "ReLU" bottom: "r" top: "p" }""")
+    net = layers.load_network(path)
+    assert (net["r"].func, net["r"].alpha) == ("leaky_relu", 0.1)
+    assert (net["p"].func, net["p"].alpha) == ("relu", None)
+
+
+def test_network_files_take_alpha_and_beta(tmp_path: Path) -> None:
+    path = tmp_path / "net.yaml"
+    path.write_text("name: n\ninput: [2, 4, 4]\nlayers:\n"
+                    "  - {name: a, type: leaky_relu, alpha: 0.2}\n"
+                    "  - {name: b, type: hardsigmoid}\n"
+                    "  - {name: c, type: clip, alpha: 0, beta: 4}\n")
+    net = layers.load_network(path)
+    assert (net["a"].parameters, net["b"].parameters, net["c"].parameters) == \
+        ((0.2, None), (0.2, 0.5), (0.0, 4.0))
+    path.write_text("name: n\ninput: [2, 4, 4]\nlayers:\n"
+                    "  - {name: a, type: leaky_relu, beta: 0.2}\n")
+    with pytest.raises(SpecError, match="layer 'a': activation 'leaky_relu' takes no beta"):
+        layers.load_network(path)
+
+
+@pytest.mark.parametrize(("kwargs", "rule"), [
+    ({"func": "relu", "alpha": 0.1}, "activation 'relu' takes no alpha"),
+    ({"func": "elu", "alpha": float("nan")}, "alpha must be a finite number"),
+    ({"func": "clip", "alpha": 3.0, "beta": 1.0}, "clip's alpha \\(min\\) 3.0 is above"),
+])
+def test_bad_activation_parameters_are_one_line_errors(kwargs, rule) -> None:
+    with pytest.raises(SpecError, match=rule):
+        ActivationLayer("act", 2, 4, 4, **kwargs)
+
+
+def test_prelu_is_refused_by_quantized_inference_in_one_line(tmp_path: Path) -> None:
+    from workbench.quant.graph import graph_of
+
+    slope = helper.make_tensor("s", 1, [3, 1, 1], [0.1, 0.2, 0.3])
+    net, _ = _run(tmp_path, [helper.make_node("PRelu", ["x", "s"], ["y"], name="p")], [slope])
+    with pytest.raises(SpecError, match="layer 'p' \\(activation prelu\\): quantized "
+                                        "inference runs"):
+        graph_of(net)
