@@ -141,3 +141,36 @@ def test_prelu_is_refused_by_quantized_inference_in_one_line(tmp_path: Path) -> 
     with pytest.raises(SpecError, match="layer 'p' \\(activation prelu\\): quantized "
                                         "inference runs"):
         graph_of(net)
+
+
+def test_a_network_with_modern_activations_runs_float_and_bit_true(tmp_path: Path) -> None:
+    """Conv → HardSwish → Conv → LeakyRelu(0.1) → Flatten → Gemm → Mish, with weights: the
+    float run of the imported network equals ONNX's reference run of the file, and the
+    fixed-point run (16-bit formats, 32-bit accumulators) stays within its rounding of it."""
+    from onnx import numpy_helper
+
+    from workbench.quant.infer import LayerFormat, logits
+    from workbench.quant.weights import load_weights
+
+    rng = np.random.default_rng(1)
+    inits = [numpy_helper.from_array(rng.normal(0, 0.4, shape).astype(np.float32), name)
+             for name, shape in (("w1", (4, 3, 3, 3)), ("b1", (4,)), ("w2", (5, 4, 3, 3)),
+                                 ("b2", (5,)), ("w3", (6, 5 * 5 * 3)), ("b3", (6,)))]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1"),
+             helper.make_node("HardSwish", ["c1"], ["h1"], name="hswish"),
+             helper.make_node("Conv", ["h1", "w2", "b2"], ["c2"], name="conv2", pads=[1] * 4),
+             helper.make_node("LeakyRelu", ["c2"], ["l2"], name="leaky", alpha=0.1),
+             helper.make_node("Flatten", ["l2"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "w3", "b3"], ["g"], name="fc", transB=1),
+             helper.make_node("Mish", ["g"], ["y"], name="mish")]
+    path = _model(tmp_path, nodes, inits, SHAPE, "y", opset=20)
+    net = layers.load_network(path)
+    params = load_weights(path, net)
+    x = _inputs() / 4
+    want = ReferenceEvaluator(str(path)).run(None, {"x": x})[0]
+    np.testing.assert_allclose(logits(net, params, x), want, rtol=1e-5, atol=1e-6)
+    fmt = {name: LayerFormat(FixedFormat(16, 12), FixedFormat(16, 14), FixedFormat(16, 10), 32)
+           for name in ("conv1", "conv2", "fc")}
+    fixed = logits(net, params, x, fmt)
+    assert not np.array_equal(fixed, logits(net, params, x))  # it did run in fixed point
+    np.testing.assert_allclose(fixed, want, atol=0.02)
