@@ -34,6 +34,7 @@ CASES = [
     ("Elu", {"alpha": 0.7}, "elu", (0.7, None)),
     ("Selu", {}, "selu", (1.67326319217681884765625, 1.05070102214813232421875)),
     ("Gelu", {}, "gelu", (None, None)),
+    ("Gelu", {"approximate": "tanh"}, "gelu_tanh", (None, None)),
     ("Softplus", {}, "softplus", (None, None)),
     ("Mish", {}, "mish", (None, None)),
 ]

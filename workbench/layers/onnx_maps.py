@@ -87,6 +87,8 @@ def convert_activation(ctx: ImportContext, node: Any, name: str) -> None:
     else:
         attrs = attrs_of(node)
         func = ACTIVATION_OPS[node.op_type]
+        if node.op_type == "Gelu" and attrs.get("approximate", b"none") in (b"tanh", "tanh"):
+            func = "gelu_tanh"  # 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
         values = [_f32(attrs[key]) if key in attrs else default
                   for key, default in _PARAMS.get(node.op_type, ())]
         alpha, beta = (values + [None, None])[:2]

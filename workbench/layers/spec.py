@@ -328,7 +328,7 @@ class MapLayer:
 
 
 ACTIVATIONS = ("relu", "sigmoid", "tanh", "relu6", "clip", "hardswish", "hardsigmoid", "silu",
-               "leaky_relu", "prelu", "elu", "selu", "gelu", "softplus", "mish")
+               "leaky_relu", "prelu", "elu", "selu", "gelu", "gelu_tanh", "softplus", "mish")
 
 
 # the activations taking parameters, with ONNX's defaults: (alpha, beta) as ONNX names them

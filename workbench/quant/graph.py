@@ -37,7 +37,7 @@ KINDS = ("conv", "fc", "pool", "lrn", "activation", "softmax", "eltwise", "conca
 # activations quantized inference runs (`maps.activation`): every one but prelu (its slopes
 # are weights the importers do not keep)
 FUNCS = ("relu", "relu6", "clip", "sigmoid", "tanh", "hardsigmoid", "hardswish", "silu",
-         "leaky_relu", "elu", "selu", "gelu", "softplus", "mish")
+         "leaky_relu", "elu", "selu", "gelu", "gelu_tanh", "softplus", "mish")
 WIDE = 62  # bits of the exact int64 alignment register
 
 

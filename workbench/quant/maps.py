@@ -3,8 +3,8 @@
 Max pooling and ReLU/ReLU6/clip work on codes and keep the format; average pooling rounds the
 window mean to the nearest code; LRN runs on the dequantized values and is kept in 32-bit fixed
 point; the other activations (sigmoid, tanh, hardsigmoid, hardswish, silu, leaky_relu, elu,
-selu, gelu, softplus, mish) run in float on the dequantized values, with ONNX's definitions
-and the layer's parameters (`ActivationLayer.parameters`).
+selu, gelu, gelu_tanh, softplus, mish) run in float on the dequantized values, with ONNX's
+definitions and the layer's parameters (`ActivationLayer.parameters`).
 """
 
 from __future__ import annotations
@@ -85,6 +85,8 @@ def float_activation(func: str, alpha: float | None, beta: float | None,
             return y if func == "elu" else beta * y
         if func == "gelu":
             return 0.5 * x * (1 + _ERF(x / math.sqrt(2)))
+        if func == "gelu_tanh":  # ONNX Gelu, approximate="tanh"
+            return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
         if func == "softplus":
             return np.logaddexp(0, x)
         if func == "mish":

@@ -39,7 +39,7 @@ from workbench.schemas.base import (
 
 Shape = tuple[int, int, int]
 ACTIVATIONS = ("relu", "sigmoid", "tanh", "relu6", "clip", "hardswish", "hardsigmoid", "silu",
-               "leaky_relu", "prelu", "elu", "selu", "gelu", "softplus", "mish")
+               "leaky_relu", "prelu", "elu", "selu", "gelu", "gelu_tanh", "softplus", "mish")
 ELTWISE_OPS = ("sum", "prod", "max")
 POOL_MODES = ("max", "avg")
 
