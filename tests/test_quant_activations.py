@@ -1,12 +1,14 @@
-"""Activations with parameters, from ONNX, Caffe and network files, and every activation but
-PReLU in quantized inference: the importer keeps each node's attributes, and inference on the
-imported layer equals ONNX's own reference implementation (`onnx.reference`) of the node."""
+"""Activations with parameters, from ONNX, Caffe and network files, and every activation in
+quantized inference (PReLU with its slopes from the weights): the importer keeps each node's
+attributes, and inference on the imported layer equals ONNX's own reference implementation
+(`onnx.reference`) of the node."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
@@ -134,14 +136,30 @@ def test_bad_activation_parameters_are_one_line_errors(kwargs, rule) -> None:
         ActivationLayer("act", 2, 4, 4, **kwargs)
 
 
-def test_prelu_is_refused_by_quantized_inference_in_one_line(tmp_path: Path) -> None:
-    from workbench.quant.graph import graph_of
+@pytest.mark.parametrize("slopes", [[0.1, -0.2, 0.3], [0.25]])
+def test_prelu_runs_with_its_slopes(tmp_path: Path, slopes) -> None:
+    """PRelu with one slope per channel or one for all: the slopes come with the weights
+    (the ONNX file's constant, or "<layer>.slope" in an .npz) and inference equals the
+    reference; without them, one line."""
+    from workbench.quant.infer import logits
+    from workbench.quant.weights import load_weights
 
-    slope = helper.make_tensor("s", 1, [3, 1, 1], [0.1, 0.2, 0.3])
-    net, _ = _run(tmp_path, [helper.make_node("PRelu", ["x", "s"], ["y"], name="p")], [slope])
-    with pytest.raises(SpecError, match="layer 'p' \\(activation prelu\\): quantized "
-                                        "inference runs"):
-        graph_of(net)
+    shape = [len(slopes), 1, 1] if len(slopes) > 1 else [1]
+    slope = helper.make_tensor("s", 1, shape, slopes)
+    net, want = _run(tmp_path, [helper.make_node("PRelu", ["x", "s"], ["y"], name="p")], [slope])
+    assert net["p"].func == "prelu" and "prelu" in FUNCS
+    params = load_weights(tmp_path / "model.onnx", net)
+    got = logits(net, params, _inputs())
+    np.testing.assert_allclose(got, want.reshape(len(got), -1), rtol=1e-6, atol=1e-7)
+    npz = tmp_path / "w.npz"
+    np.savez(npz, **{"p.slope": np.array(slopes, dtype=np.float32)})
+    assert np.array_equal(load_weights(npz, net)["p"], np.array(slopes, dtype=np.float32))
+    np.savez(npz, other=np.zeros(1))
+    with pytest.raises(SpecError, match="p.slope: no slopes for PReLU layer 'p'"):
+        load_weights(npz, net)
+    np.savez(npz, **{"p.slope": np.zeros(2)})
+    with pytest.raises(SpecError, match="expects 1 or 3 finite slopes, file has 2"):
+        load_weights(npz, net)
 
 
 def test_a_network_with_modern_activations_runs_float_and_bit_true(tmp_path: Path) -> None:
@@ -175,3 +193,35 @@ def test_a_network_with_modern_activations_runs_float_and_bit_true(tmp_path: Pat
     fixed = logits(net, params, x, fmt)
     assert not np.array_equal(fixed, logits(net, params, x))  # it did run in fixed point
     np.testing.assert_allclose(fixed, want, atol=0.02)
+
+
+def test_qdq_prelu_reads_its_quantized_slopes(tmp_path: Path) -> None:
+    """A QDQ model with a PRelu whose slopes are int8 codes at 2^-7: read as their real values
+    exactly, and the bit-true run follows ONNX's reference run of the model to within one
+    output step (2^-3; the two round ties differently)."""
+    from qdq_models import _Graph
+
+    from workbench.quant.from_model import load_quantized
+    from workbench.quant.infer import logits
+
+    rng = np.random.default_rng(4)
+    g = _Graph()
+    a = g.qdq("x", 4, "in")
+    w = rng.integers(-60, 61, (3, 2, 3, 3))
+    g.weight("w1", w, np.array(2.0 ** -6))
+    g.nodes.append(helper.make_node("Conv", [a, "w1"], ["c1"], name="conv1",
+                                    kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    a = g.qdq("c1", 3, "c1")
+    codes = np.array([13, -26, 64]).reshape(3, 1, 1)
+    g.weight("slope", codes, np.array(2.0 ** -7))
+    g.nodes.append(helper.make_node("PRelu", [a, "slope"], ["y"], name="p"))
+    path = g.save(tmp_path / "q.onnx", [1, 2, 6, 6], "y", [1, 3, 6, 6])
+    proto = onnx.load(str(path))  # opset 21: onnx.reference's QuantizeLinear starts at 19
+    proto.opset_import[0].version = 21
+    onnx.save(proto, str(path))
+    model = load_quantized(path, acc_bits=32)
+    np.testing.assert_array_equal(model.params["p"], codes.reshape(-1) / 128)
+    x = rng.uniform(-4, 4, (2, 2, 6, 6)).astype(np.float32)
+    want = ReferenceEvaluator(str(path)).run(None, {"x": x})[0]
+    got = logits(model.net, model.params, x, model.formats)
+    np.testing.assert_allclose(got, want.reshape(2, -1), atol=2.0 ** -3 + 1e-9)

@@ -34,10 +34,9 @@ from workbench.quant.fixed import FixedFormat, requantize
 
 INPUT = ""  # the network's input images, as a producer name (as in `Network.inputs`)
 KINDS = ("conv", "fc", "pool", "lrn", "activation", "softmax", "eltwise", "concat")
-# activations quantized inference runs (`maps.activation`): every one but prelu (its slopes
-# are weights the importers do not keep)
+# activations quantized inference runs (`maps.activation`; prelu with its slopes, weights)
 FUNCS = ("relu", "relu6", "clip", "sigmoid", "tanh", "hardsigmoid", "hardswish", "silu",
-         "leaky_relu", "elu", "selu", "gelu", "gelu_tanh", "softplus", "mish")
+         "leaky_relu", "prelu", "elu", "selu", "gelu", "gelu_tanh", "softplus", "mish")
 WIDE = 62  # bits of the exact int64 alignment register
 
 

@@ -224,8 +224,8 @@ def apply_layer(layer: Layer, act: Act, params: dict, fmt: LayerFormat | None,
                          fmt.out_fmt)
         narrow = fmt.out_fmt.bw <= 32 and out.dtype != np.int32
         return Act(out.astype(np.int32) if narrow else out, fmt.out_fmt)
-    if kind == "activation":
-        return activation(layer, act, owned)
+    if kind == "activation":  # PReLU's slopes are among the weights, by layer name
+        return activation(layer, act, owned, params.get(layer.name))
     if kind == "pool":
         return pool(layer, act)
     if kind == "lrn":

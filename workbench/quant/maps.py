@@ -4,7 +4,8 @@ Max pooling and ReLU/ReLU6/clip work on codes and keep the format; average pooli
 window mean to the nearest code; LRN runs on the dequantized values and is kept in 32-bit fixed
 point; the other activations (sigmoid, tanh, hardsigmoid, hardswish, silu, leaky_relu, elu,
 selu, gelu, gelu_tanh, softplus, mish) run in float on the dequantized values, with ONNX's
-definitions and the layer's parameters (`ActivationLayer.parameters`).
+definitions and the layer's parameters (`ActivationLayer.parameters`); PReLU in float with
+its slopes from the weights.
 """
 
 from __future__ import annotations
@@ -94,10 +95,18 @@ def float_activation(func: str, alpha: float | None, beta: float | None,
     raise SpecError(f"activation {func!r} does not run in float")
 
 
-def activation(layer, act: Act, owned: bool) -> Act:
+def activation(layer, act: Act, owned: bool, slopes: np.ndarray | None = None) -> Act:
     """ReLU, ReLU6 and clip on codes (bounds as the nearest codes of the format), the others
-    in float (`float_activation`)."""
+    in float (`float_activation`); PReLU in float with its `slopes` (one, or one per
+    channel)."""
     alpha, beta = layer.parameters
+    if layer.func == "prelu":
+        if slopes is None:
+            raise SpecError(f"layer {layer.name!r}: prelu needs its slopes (the PRelu node's "
+                            f"slope constant, or {layer.name}.slope in a weights .npz)")
+        x = act.as_float()
+        slope = np.asarray(slopes, dtype=x.dtype).reshape((-1,) + (1,) * (x.ndim - 1))
+        return Act(np.where(x >= 0, x, slope * x))
     if layer.func not in ("relu", "relu6", "clip"):
         x = act.as_float()
         return Act(float_activation(layer.func, alpha, beta, x).astype(x.dtype, copy=False))

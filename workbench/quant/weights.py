@@ -39,7 +39,19 @@ def check_params(net: Network, params: Params, origin: str = "weights") -> Param
         if tuple(b.shape) != (layer.Oc,):
             raise SpecError(f"{origin}: {layer.name}.bias: layer {layer.name!r} expects bias "
                             f"shape ({layer.Oc},), file has {tuple(b.shape)}")
+    for layer in _prelus(net):
+        slopes = params.get(layer.name)
+        if slopes is None:
+            raise SpecError(f"{origin}: {layer.name}.slope: no slopes for PReLU layer "
+                            f"{layer.name!r}")
+        if np.size(slopes) not in (1, layer.C) or not np.all(np.isfinite(slopes)):
+            raise SpecError(f"{origin}: {layer.name}.slope: layer {layer.name!r} expects 1 or "
+                            f"{layer.C} finite slopes, file has {np.size(slopes)}")
     return params
+
+
+def _prelus(net: Network) -> list:
+    return [lay for lay in net.layers if lay.kind == "activation" and lay.func == "prelu"]
 
 
 MAX_NPZ_BYTES = 4 << 30  # arrays of one .npz, uncompressed
@@ -94,6 +106,9 @@ def load_npz(path: str | Path, net: Network) -> Params:
         if w is not None:
             params[layer.name] = (w.astype(np.float32), (b if b is not None else np.zeros(
                 layer.Oc)).astype(np.float32))
+    for layer in _prelus(net):  # "<layer>.slope": one, or one per channel
+        if f"{layer.name}.slope" in arrays:
+            params[layer.name] = arrays[f"{layer.name}.slope"].reshape(-1).astype(np.float32)
     return check_params(net, params, origin)
 
 
@@ -172,6 +187,10 @@ def load_onnx(path: str | Path, net: Network) -> Params:
             raise SpecError(f"weights: ONNX file {str(path)!r} is a quantized model "
                             f"({node.op_type}); read it with `workbench quantize --from-model` "
                             "(quant.load_quantized)")
+        if node.op_type == "PRelu" and len(node.input) > 1 and node.input[1] in inits:
+            params[name] = inits[node.input[1]].reshape(-1).astype(np.float32)
+            params[short_name(name)] = params[name]
+            continue
         if node.op_type not in ("Conv", "Gemm", "MatMul") or node.input[1] not in inits:
             continue
         w = inits[node.input[1]].astype(np.float64)

@@ -106,8 +106,9 @@ class CalibrationArrays(_Split):
 
 
 def validate_weights(arrays: dict[str, Any], origin: str) -> dict[str, np.ndarray]:
-    """The weight and bias arrays of `arrays` (others ignored), checked numeric and finite."""
-    chosen = {k: v for k, v in arrays.items() if k.endswith((".weight", ".bias"))}
+    """The weight, bias and PReLU slope arrays of `arrays` (others ignored), checked numeric
+    and finite."""
+    chosen = {k: v for k, v in arrays.items() if k.endswith((".weight", ".bias", ".slope"))}
     return validate(WeightArrays, chosen, origin, FileFormatError).root
 
 
