@@ -178,3 +178,19 @@ def test_three_levels_price_the_edited_hierarchy_but_no_grid(tmp_path) -> None:
     assert app.status.value == ""
     app.levels.value = 2
     assert len(app.every_source.data["capacity_kb"]) > 0 and app.best is not None
+
+
+def test_an_edited_hierarchy_off_the_grid_that_beats_its_best_is_said() -> None:
+    """The summary names the grid, and when the edited hierarchy (32 KB | 1 KB: off the 1, 4,
+    16 KB grid) fits the budget and beats the grid's best, says by how much (each priced by
+    searching every layer)."""
+    app = hierarchy_view(network="lenet5", sizes_kb=(32, 1), budget_kb=64, grid_kb=GRID_KB)
+    edited = sum(search(lay, _hier(32 * KB, 1 * KB), PREC, table3_energy_pj).energy_pj
+                 for lay in CONVS)
+    best = min(e for s, e in {**_grid_energy(1), **_grid_energy(2)}.items() if sum(s) <= 64)
+    shown = html.unescape(app.summary.value)
+    assert "best of the grid: level sizes 1, 4, 16 KB" in shown
+    assert edited < best
+    assert f"the edited hierarchy is within 64 KB too and {1 - edited / best:.1%} lower" in shown
+    app.sizes[0].value = 14  # 16 KB | 1 KB: on the grid, nothing to say
+    assert "the edited hierarchy is within" not in app.summary.value

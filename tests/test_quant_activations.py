@@ -114,7 +114,7 @@ def test_caffe_negative_slope_is_a_leaky_relu(tmp_path: Path) -> None:
 def test_network_files_take_alpha_and_beta(tmp_path: Path) -> None:
     path = tmp_path / "net.yaml"
     path.write_text("name: n\ninput: [2, 4, 4]\nlayers:\n"
-                    "  - {name: a, type: leaky_relu, alpha: 0.2}\n"
+                    "  - {name: a, type: leaky_relu, alpha: 2e-1}\n"  # YAML 1.2's float
                     "  - {name: b, type: hardsigmoid}\n"
                     "  - {name: c, type: clip, alpha: 0, beta: 4}\n")
     net = layers.load_network(path)
@@ -124,6 +124,18 @@ def test_network_files_take_alpha_and_beta(tmp_path: Path) -> None:
                     "  - {name: a, type: leaky_relu, beta: 0.2}\n")
     with pytest.raises(SpecError, match="layer 'a': activation 'leaky_relu' takes no beta"):
         layers.load_network(path)
+
+
+def test_onnx_parameters_are_checked_under_their_onnx_names(tmp_path: Path) -> None:
+    for node, inits, rule in (
+            (helper.make_node("Selu", ["x"], ["y"], name="z", gamma=float("nan")), [],
+             "layer 'z' \\(Selu\\): gamma must be a finite number, got nan"),
+            (helper.make_node("Clip", ["x", "lo"], ["y"], name="z"),
+             [helper.make_tensor("lo", 1, [], [float("inf")])],
+             "layer 'z' \\(Clip\\): min must be a finite number, got inf")):
+        path = _model(tmp_path, [node], inits, SHAPE, "y", opset=20)
+        with pytest.raises(SpecError, match=rule):
+            layers.load_network(path)
 
 
 @pytest.mark.parametrize(("kwargs", "rule"), [
@@ -152,14 +164,38 @@ def test_prelu_runs_with_its_slopes(tmp_path: Path, slopes) -> None:
     got = logits(net, params, _inputs())
     np.testing.assert_allclose(got, want.reshape(len(got), -1), rtol=1e-6, atol=1e-7)
     npz = tmp_path / "w.npz"
-    np.savez(npz, **{"p.slope": np.array(slopes, dtype=np.float32)})
-    assert np.array_equal(load_weights(npz, net)["p"], np.array(slopes, dtype=np.float32))
+    np.savez(npz, **{"p.slope": np.array(slopes, dtype=np.float32).reshape(shape)})
+    np.testing.assert_array_equal(logits(net, load_weights(npz, net), _inputs()), got)
+    np.savez(npz, **{"p.slope": np.zeros(1), "q.slope": np.zeros(1)})
+    with pytest.raises(SpecError, match="q.slope: only prelu layers take slopes; prelu layers: p"):
+        load_weights(npz, net)
     np.savez(npz, other=np.zeros(1))
     with pytest.raises(SpecError, match="p.slope: no slopes for PReLU layer 'p'"):
         load_weights(npz, net)
     np.savez(npz, **{"p.slope": np.zeros(2)})
-    with pytest.raises(SpecError, match="expects 1 or 3 finite slopes, file has 2"):
+    with pytest.raises(SpecError, match=r"p.slope of shape \(2,\) does not broadcast against "
+                                        r"its input N×3×5×7, as ONNX's PRelu requires"):
         load_weights(npz, net)
+
+
+def test_prelu_slopes_broadcast_as_onnx_broadcasts_them(tmp_path: Path) -> None:
+    """A slope of shape (W,) applies along the columns, (H, W) per pixel, (C, 1, 1) per
+    channel, as ONNX's reference does; NaN slopes are named as such."""
+    from workbench.quant.infer import logits
+    from workbench.quant.weights import load_weights
+
+    rng = np.random.default_rng(2)
+    for shape in ([SHAPE[3]], [SHAPE[2], SHAPE[3]], [SHAPE[1], 1, 1], SHAPE[1:], [1]):
+        values = rng.uniform(-0.5, 0.5, shape).astype(np.float32)
+        slope = helper.make_tensor("s", 1, shape, values.ravel())
+        net, want = _run(tmp_path, [helper.make_node("PRelu", ["x", "s"], ["y"], name="p")],
+                         [slope])
+        got = logits(net, load_weights(tmp_path / "model.onnx", net), _inputs())
+        np.testing.assert_allclose(got, want.reshape(len(got), -1), rtol=1e-6, atol=1e-7)
+    nan = helper.make_tensor("s", 1, [3, 1, 1], [0.1, float("nan"), 0.2])
+    net, _ = _run(tmp_path, [helper.make_node("PRelu", ["x", "s"], ["y"], name="p")], [nan])
+    with pytest.raises(SpecError, match="p.slope: holds NaN or infinity"):
+        load_weights(tmp_path / "model.onnx", net)
 
 
 def test_a_network_with_modern_activations_runs_float_and_bit_true(tmp_path: Path) -> None:
@@ -220,7 +256,7 @@ def test_qdq_prelu_reads_its_quantized_slopes(tmp_path: Path) -> None:
     proto.opset_import[0].version = 21
     onnx.save(proto, str(path))
     model = load_quantized(path, acc_bits=32)
-    np.testing.assert_array_equal(model.params["p"], codes.reshape(-1) / 128)
+    np.testing.assert_array_equal(model.params["p"], codes / 128)
     x = rng.uniform(-4, 4, (2, 2, 6, 6)).astype(np.float32)
     want = ReferenceEvaluator(str(path)).run(None, {"x": x})[0]
     got = logits(model.net, model.params, x, model.formats)

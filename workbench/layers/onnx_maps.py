@@ -18,10 +18,12 @@ LRN, Resize/Upsample and the channel shuffle.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
+from workbench.errors import SpecError
 from workbench.layers.onnx_context import ImportContext, attrs_of
 from workbench.layers.spec import (
     ActivationLayer,
@@ -92,6 +94,12 @@ def convert_activation(ctx: ImportContext, node: Any, name: str) -> None:
         values = [_f32(attrs[key]) if key in attrs else default
                   for key, default in _PARAMS.get(node.op_type, ())]
         alpha, beta = (values + [None, None])[:2]
+    names = ("min", "max") if node.op_type == "Clip" else \
+        tuple(key for key, _ in _PARAMS.get(node.op_type, ()))
+    for key, value in zip(names, (alpha, beta), strict=False):
+        if value is not None and not math.isfinite(value):  # named as in the ONNX file
+            raise SpecError(f"layer {name!r} ({node.op_type}): {key} must be a finite number, "
+                            f"got {value}")
     c, h, w = ctx.maps(x, node, name)
     ctx.add(ActivationLayer(name, c, h, w, ctx.batch, func=func, alpha=alpha, beta=beta),
             node, [x])

@@ -3,6 +3,7 @@ loading a network from a name or a file."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,16 @@ def list_networks() -> list[str]:
     return sorted({p.stem for p in data_files("networks", "*.yaml")}
                   | {p.stem for p in data_files("onnx", "*.onnx")})
 
+
+class YamlLoader(yaml.SafeLoader):
+    """SafeLoader that also reads 1e-2 and 5E3 as floats (YAML 1.2; PyYAML's YAML 1.1 rule
+    wants a dot, 1.0e-2, and reads 1e-2 as the string '1e-2')."""
+
+
+YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
 
 MAX_YAML_BYTES = 4 << 20  # a document larger than this is refused before parsing
 MAX_YAML_DEPTH = 64  # nesting of mappings and sequences
@@ -91,7 +102,7 @@ def read_yaml(path: Path, what: str) -> object:
         raise FileFormatError(f"{origin}: a binary file, not YAML text")
     try:
         _scan_yaml(text, origin)
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=YamlLoader)  # noqa: S506 - a SafeLoader
     except FileFormatError:
         raise
     except _YAML_ERRORS as exc:

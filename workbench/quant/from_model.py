@@ -220,7 +220,7 @@ def read_layers(net: Network, model: Any, reader: Reader, acc_bits: int = 32,
         elif layer.kind == "activation" and layer.func == "prelu" and node is not None:
             values, scale = reader.codes(node.input[1], f"layer {layer.name!r} slope")
             params[layer.name] = (values if scale is None else real(values, scale)) \
-                .reshape(-1).astype(np.float32)  # real slopes: PReLU runs in float
+                .astype(np.float32)  # real slopes in their ONNX shape: PReLU runs in float
         elif layer.kind in ("eltwise", "concat") and node is not None and node.op_type in JOINS:
             scale, _ = reader.output_scale(node.output[0], f"layer {layer.name!r}")
             if scale is not None:

@@ -95,6 +95,21 @@ def float_activation(func: str, alpha: float | None, beta: float | None,
     raise SpecError(f"activation {func!r} does not run in float")
 
 
+def prelu_slopes(layer, slopes: np.ndarray, flat: bool) -> np.ndarray:
+    """PReLU's slopes broadcast as ONNX broadcasts them against its input: N × C × H × W (the
+    last axes aligned: (C, 1, 1) is per channel, (W,) per column), or N × F when `flat`;
+    returned as C × H × W (or F). One-line SpecError when they do not broadcast."""
+    slopes = np.asarray(slopes)
+    target = (1, layer.C * layer.H * layer.W) if flat else (1, layer.C, layer.H, layer.W)
+    try:
+        return np.broadcast_to(slopes, target)[0]
+    except ValueError:
+        raise SpecError(f"layer {layer.name!r}: {layer.name}.slope of shape "
+                        f"{tuple(slopes.shape)} does not broadcast against its input "
+                        f"{'N×' + str(target[1]) if flat else 'N×{}×{}×{}'.format(*target[1:])}"
+                        f", as ONNX's PRelu requires") from None
+
+
 def activation(layer, act: Act, owned: bool, slopes: np.ndarray | None = None) -> Act:
     """ReLU, ReLU6 and clip on codes (bounds as the nearest codes of the format), the others
     in float (`float_activation`); PReLU in float with its `slopes` (one, or one per
@@ -105,7 +120,9 @@ def activation(layer, act: Act, owned: bool, slopes: np.ndarray | None = None) -
             raise SpecError(f"layer {layer.name!r}: prelu needs its slopes (the PRelu node's "
                             f"slope constant, or {layer.name}.slope in a weights .npz)")
         x = act.as_float()
-        slope = np.asarray(slopes, dtype=x.dtype).reshape((-1,) + (1,) * (x.ndim - 1))
+        slope = prelu_slopes(layer, slopes, x.ndim == 2).astype(x.dtype)
+        # channel-major: (C, N, H, W) or (F, N)
+        slope = slope.reshape(len(slope), 1) if x.ndim == 2 else slope[:, None]
         return Act(np.where(x >= 0, x, slope * x))
     if layer.func not in ("relu", "relu6", "clip"):
         x = act.as_float()

@@ -13,6 +13,7 @@ from workbench.layers.network import Network
 from workbench.layers.onnx_names import short_name
 from workbench.layers.spec import ConvLayer
 from workbench.paths import data_file
+from workbench.quant.maps import prelu_slopes
 from workbench.schemas.arrays import validate_data, validate_weights
 
 Params = dict[str, tuple[np.ndarray, np.ndarray]]
@@ -44,9 +45,17 @@ def check_params(net: Network, params: Params, origin: str = "weights") -> Param
         if slopes is None:
             raise SpecError(f"{origin}: {layer.name}.slope: no slopes for PReLU layer "
                             f"{layer.name!r}")
-        if np.size(slopes) not in (1, layer.C) or not np.all(np.isfinite(slopes)):
-            raise SpecError(f"{origin}: {layer.name}.slope: layer {layer.name!r} expects 1 or "
-                            f"{layer.C} finite slopes, file has {np.size(slopes)}")
+        if not np.all(np.isfinite(slopes)):
+            raise SpecError(f"{origin}: {layer.name}.slope: holds NaN or infinity")
+        try:  # as ONNX broadcasts them: against N×C×H×W, or N×F after a flatten (H = W = 1)
+            prelu_slopes(layer, slopes, False)
+        except SpecError as exc:
+            try:
+                if layer.H * layer.W > 1:
+                    raise
+                prelu_slopes(layer, slopes, True)
+            except SpecError:
+                raise SpecError(f"{origin}: {exc}") from None
     return params
 
 
@@ -106,9 +115,14 @@ def load_npz(path: str | Path, net: Network) -> Params:
         if w is not None:
             params[layer.name] = (w.astype(np.float32), (b if b is not None else np.zeros(
                 layer.Oc)).astype(np.float32))
-    for layer in _prelus(net):  # "<layer>.slope": one, or one per channel
+    prelus = {lay.name for lay in _prelus(net)}
+    for key in arrays:
+        if key.endswith(".slope") and key[:-len(".slope")] not in prelus:
+            raise SpecError(f"{origin}: {key}: only prelu layers take slopes; prelu layers: "
+                            + (", ".join(sorted(prelus)) or "none"))
+    for layer in _prelus(net):  # "<layer>.slope", as ONNX's PRelu slope broadcasts
         if f"{layer.name}.slope" in arrays:
-            params[layer.name] = arrays[f"{layer.name}.slope"].reshape(-1).astype(np.float32)
+            params[layer.name] = arrays[f"{layer.name}.slope"].astype(np.float32)
     return check_params(net, params, origin)
 
 
@@ -188,7 +202,7 @@ def load_onnx(path: str | Path, net: Network) -> Params:
                             f"({node.op_type}); read it with `workbench quantize --from-model` "
                             "(quant.load_quantized)")
         if node.op_type == "PRelu" and len(node.input) > 1 and node.input[1] in inits:
-            params[name] = inits[node.input[1]].reshape(-1).astype(np.float32)
+            params[name] = inits[node.input[1]].astype(np.float32)  # its ONNX shape
             params[short_name(name)] = params[name]
             continue
         if node.op_type not in ("Conv", "Gemm", "MatMul") or node.input[1] not in inits:

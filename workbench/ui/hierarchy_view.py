@@ -221,10 +221,15 @@ class HierarchyView:
             lines.append(f"no grid hierarchy within {within} fits every layer")
         else:
             b = self.best
-            lines.append(f"co-designed within {within}: "
-                         f"{html.escape(_describe(b))}: {b.energy_pj / self.macs:.2f} pJ/MAC, "
-                         f"memory:compute {b.memory_to_compute:.2f}×, "
+            sizes = ", ".join(f"{n / KB:g}" for n in self.grid_bytes)
+            lines.append(f"co-designed within {within} (best of the grid: level sizes {sizes} "
+                         f"KB): {html.escape(_describe(b))}: {b.energy_pj / self.macs:.2f} "
+                         f"pJ/MAC, memory:compute {b.memory_to_compute:.2f}×, "
                          f"{b.capacity_bytes / KB:g} KB, {b.area_mm2:.3g} mm²")
+            if given.cost(self.axis.value) <= budget and given.energy_pj < b.energy_pj:
+                lines.append(f"the edited hierarchy is within {within} too and "
+                             f"{1 - given.energy_pj / b.energy_pj:.1%} lower: its sizes are "
+                             f"off the grid (<code>grid_kb</code> sets it)")
         return "<br>".join(lines)
 
     @property
