@@ -120,6 +120,7 @@ class HierarchyView:
                                                   max=2, step=0.05,
                                                   description="budget (mm²)", style=_STYLE)
         self.status, self.summary, self.traffic = widgets.HTML(), widgets.HTML(), widgets.HTML()
+        self.status.layout.width = "300px"  # a long error wraps: the plot beside stays put
         self.design: Design | None = None
         self.best: Design | None = None
         first = self.hierarchy()
