@@ -120,6 +120,8 @@ def test_network_files_take_alpha_and_beta(tmp_path: Path) -> None:
     net = layers.load_network(path)
     assert (net["a"].parameters, net["b"].parameters, net["c"].parameters) == \
         ((0.2, None), (0.2, 0.5), (0.0, 4.0))
+    shown = net.summary().set_index("layer")["function"]  # `workbench show` prints them
+    assert list(shown) == ["leaky_relu(α=0.2)", "hardsigmoid", "clip(α=0, β=4)"]
     path.write_text("name: n\ninput: [2, 4, 4]\nlayers:\n"
                     "  - {name: a, type: leaky_relu, beta: 0.2}\n")
     with pytest.raises(SpecError, match="layer 'a': activation 'leaky_relu' takes no beta"):

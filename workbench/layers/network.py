@@ -97,7 +97,8 @@ class Network:
                        self.title, self.source, self.inputs, self.unbiased)
 
     def summary(self, elem_bytes: int = 2) -> pd.DataFrame:
-        """One row per layer: shapes, MACs, params, footprints of inputs/weights/outputs (bytes)."""
+        """One row per layer: kind (an activation's function and parameters), shapes, MACs,
+        params, footprints of inputs/weights/outputs (bytes)."""
         rows = []
         for layer in self.layers:
             c_in, h_in, w_in = layer.in_shape
@@ -105,6 +106,7 @@ class Network:
             rows.append({
                 "layer": layer.name,
                 "kind": layer.kind,
+                "function": _function(layer),
                 "input": f"{c_in}x{h_in}x{w_in}",
                 "output": f"{c_out}x{h_out}x{w_out}",
                 "kernel": f"{layer.Ky}x{layer.Kx}/{layer.Sy}" if hasattr(layer, "Kx") else "",
@@ -117,3 +119,12 @@ class Network:
                 "output_bytes": c_out * h_out * w_out * layer.On * elem_bytes,
             })
         return pd.DataFrame(rows)
+
+
+def _function(layer) -> str:
+    """An activation's function with its parameters as given (e.g. leaky_relu(α=0.1)); ""
+    for other layers."""
+    if layer.kind != "activation":
+        return ""
+    given = [f"{k}={v:g}" for k, v in (("α", layer.alpha), ("β", layer.beta)) if v is not None]
+    return layer.func + (f"({', '.join(given)})" if given else "")
