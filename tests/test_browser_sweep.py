@@ -22,13 +22,18 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists() and not os.environ.get("CI"),
                                 reason="Debian chromium not installed (.ci/run installs it)")
 
-SOURCE_JS = """(name) => { for (const d of Bokeh.documents) {
-  const m = d.get_model_by_name(name); if (m) return m.data; } return null; }"""
-# the screen position of drawn case i: the plot's scales, from its view in Bokeh.index
+# JupyterLab may render a widget's view again (a cell scrolled out and back); the old view's
+# document stays in Bokeh.documents with its data frozen, so read the documents drawn on the page
+LIVE_DOCS_JS = """(() => { const live = new Set([...Bokeh.index.all_views()]
+  .filter((v) => v.el && v.el.isConnected).map((v) => v.model.document));
+  return [...Bokeh.documents].reverse().filter((d) => live.size === 0 || live.has(d)); })()"""
+SOURCE_JS = f"""(name) => {{ for (const d of {LIVE_DOCS_JS}) {{
+  const m = d.get_model_by_name(name); if (m) return m.data; }} return null; }}"""
+# the screen position of drawn case i: the plot's scales, from its live view in Bokeh.index
 POINT_JS = """(i) => {
-  const pv = [...Bokeh.index.all_views()].find((v) => v.model.name === 'sweep_scatter');
-  const src = [...Bokeh.index.all_views()].map((v) => v.model)
-    .find((m) => m.name === 'sweep_dots').data_source;
+  const pv = [...Bokeh.index.all_views()].reverse()
+    .find((v) => v.model.name === 'sweep_scatter' && v.el && v.el.isConnected);
+  const src = pv.model.document.get_model_by_name('sweep_dots').data_source;
   const r = pv.canvas_view.el.getBoundingClientRect();
   return {x: r.left + pv.frame.x_scale.compute(src.data.x[i]),
           y: r.top + pv.frame.y_scale.compute(src.data.y[i])}; }"""
@@ -37,8 +42,16 @@ CYCLES_TOTAL_JS = f"""() => {{ const d = ({SOURCE_JS})('sweep_cycles');
   if (!d || !d.layer || d.layer.length === 0) return 0;
   return Object.entries(d).filter(([k]) => k !== 'layer')
     .reduce((s, [, v]) => s + Array.from(v).reduce((a, b) => a + b, 0), 0); }}"""
-SELECTED_JS = """() => [...Bokeh.index.all_views()].map((v) => v.model)
-  .find((m) => m.name === 'sweep_dots').data_source.selected.indices"""
+# for a failure message: every document holding the breakdown, whether it is drawn, its sum
+DOCS_JS = """() => Bokeh.documents.map((d) => { const m = d.get_model_by_name('sweep_cycles');
+  const views = [...Bokeh.index.all_views()].filter((v) => v.model.document === d);
+  return {drawn: views.some((v) => v.el && v.el.isConnected), breakdown: !!m,
+    layers: m ? Array.from(m.data.layer || []).length : null,
+    total: m ? Object.entries(m.data).filter(([k]) => k !== 'layer')
+      .reduce((s, [, v]) => s + Array.from(v).reduce((a, b) => a + b, 0), 0) : null}; })"""
+SELECTED_JS = f"""() => {{ for (const d of {LIVE_DOCS_JS}) {{
+  const m = d.get_model_by_name('sweep_dots'); if (m) return m.data_source.selected.indices; }}
+  return null; }}"""
 
 
 @pytest.fixture(scope="module")
@@ -248,6 +261,9 @@ def test_jupyterlab_notebook_09_filters_and_selects(browser, jupyterlab: str,
     except PlaywrightTimeout:
         pass  # the assertion below says what the stack summed to
     total = page.evaluate(CYCLES_TOTAL_JS)
-    assert total == pytest.approx(expected, rel=1e-9)
+    assert total == pytest.approx(expected, rel=1e-9), (
+        f"documents: {page.evaluate(DOCS_JS)}; prompts: "
+        f"{page.locator('.jp-InputArea-prompt').all_inner_texts()}; case line: "
+        f"{page.locator('.wb-sweep-case').first.inner_text()!r}; page errors: {errors}")
     assert errors == [] and requested == []
     page.close()
