@@ -83,9 +83,11 @@ class DaskExecutor:
                                      f"({type(exc).__name__}: "
                                      f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
         else:
+            # CRITICAL: a worker whose heartbeat meets the closing scheduler logs an ERROR
+            # with a traceback after a finished sweep; task errors reach us through futures
             self.cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1,
                                         processes=True, dashboard_address=":0",
-                                        silence_logs=logging.ERROR)
+                                        silence_logs=logging.CRITICAL)
             self.client = Client(self.cluster)
         try:
             self.client.wait_for_workers(1, timeout=120)
