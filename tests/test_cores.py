@@ -85,7 +85,8 @@ def _brute(layer, plat, objective):
                         c = tiling.counts_array(sh.layer, tiles, schedule)
                         acc = np.column_stack([c["in_accesses"], c["w_accesses"],
                                                c["out_accesses"]])
-                        shared = acc[:, ("in", "w", "out").index(partition.SHARED[split])]
+                        shared = acc[:, ("in", "w", "out").index(partition.SHARED[split])] \
+                            if partition.SHARED[split] else 0 * acc[:, 0]  # g: none shared
                         v = perf.CountVector.of(c["bin"] + c["bw"] + c["bout"], acc.sum(1),
                                                 c["dma_transfers"], c["n_tiles"],
                                                 tiles.prod(1) * sh.layer.Kx * sh.layer.Ky,
@@ -115,10 +116,12 @@ def _brute(layer, plat, objective):
 @given(ox=st.integers(1, 4), oy=st.integers(1, 4), oc=st.integers(1, 4), on=st.integers(1, 3),
        kc=st.integers(1, 3), k=st.integers(1, 3), n_cores=st.integers(2, 4),
        broadcast=st.booleans(), channels=st.integers(1, 3),
-       objective=st.sampled_from(["cycles", "energy", "accesses", "edp"]))
+       objective=st.sampled_from(["cycles", "energy", "accesses", "edp"]),
+       groups=st.sampled_from([1, 1, 2, 3]))
 def test_search_equals_brute_force(ox, oy, oc, on, kc, k, n_cores, broadcast, channels,
-                                   objective):
-    layer = ConvLayer("c", Ox=ox, Oy=oy, Oc=oc, On=on, Kx=k, Ky=k, Kc=kc)
+                                   objective, groups):
+    layer = ConvLayer("c", Ox=ox, Oy=oy, Oc=oc * groups, On=on, Kx=k, Ky=k, Kc=kc,
+                      groups=groups)
     plat = platforms.load_platform("idsp", cores=n_cores, dma_broadcast=broadcast,
                                    dma_channels=channels, local_mem_bytes=256,
                                    register_file_bytes=16)
@@ -152,3 +155,17 @@ def test_fewer_cores_can_win_on_energy():
     fc = ConvLayer.fc("fc", 10240, 1000)
     best = cores.best_split(fc, SHAVE, "energy")
     assert best["cores"] < SHAVE.cores
+
+
+def test_core_counts_no_split_can_use_are_named() -> None:
+    """A depthwise layer splits by output maps on one core only, and no split goes past the
+    platform's cores: one line naming both, not a memory complaint."""
+    layer = ConvLayer("dw", Ox=7, Oy=7, Oc=16, Kx=3, Ky=3, Kc=1, Px=1, Py=1, groups=16)
+    plat = platforms.load_platform("shave")
+    with pytest.raises(SpecError, match="no split of oc can use 4 cores; at most 1 by oc "
+                                        "\\(the platform has 12\\)"):
+        cores.split_options(layer, plat, splits=("oc",), cores=[4])
+    with pytest.raises(SpecError, match="no split of g, xy can use 13 cores; at most 12 by g, "
+                                        "7 by xy"):
+        cores.split_options(layer, plat, splits=("g", "xy"), cores=[13])
+    assert list(cores.split_options(layer, plat, splits=("g",), cores=[12])["cores"]) == [12]

@@ -164,3 +164,49 @@ def test_bad_arguments() -> None:
         tiling.trace_cores(layer, "oc", 2, [tile], "intra", mode="exact")
     with pytest.raises(SpecError, match="needs 1..4 cores"):
         tiling.trace_cores(layer, "oc", 5, [tile], "intra")
+
+
+def test_group_split_by_hand() -> None:
+    """A depthwise 3x3 layer, 5 channels of 4x4 with padding 1, split "g" over 2 cores (3 and 2
+    channels), whole-map tiles (TOx=TOy=4, TOc=1, TKc=1): each core gets its own channels'
+    6x6 padded inputs and 9 weights each, nothing shared, so a broadcast DMA changes nothing."""
+    layer = ConvLayer(name="dw", Ox=4, Oy=4, Oc=5, Kx=3, Ky=3, Kc=1, Px=1, Py=1, groups=5)
+    parts = partition.shares(layer, "g", 2)
+    assert [(s.cores, s.starts, s.layer.groups, s.layer.Oc) for s in parts] == \
+        [(1, (0,), 3, 3), (1, (3,), 2, 2)]
+    tiles = [tiling.Tile(4, 4, 1, 1, 1)] * 2
+    private = tiling.trace_cores(layer, "g", 2, tiles, "inter_oc", events=True)
+    shared = tiling.trace_cores(layer, "g", 2, tiles, "inter_oc", broadcast=True)
+    assert [c.in_accesses for c in private.counts] == [3 * 36, 2 * 36]
+    assert private.bus == shared.bus == {"in": 5 * 36, "w": 5 * 9, "out": 5 * 16}
+    groups = {(e.core, e.box[1]) for e in private.events if e.array == "in"}
+    assert groups == {(0, (0, 1)), (0, (1, 2)), (0, (2, 3)), (1, (3, 4)), (1, (4, 5))}
+    with pytest.raises(SpecError, match="a 'g' split needs 1..1 cores \\(one group each"):
+        partition.shares(ConvLayer(name="dense", Ox=2, Oy=2, Oc=4, Kc=2), "g", 2)
+    with pytest.raises(SpecError, match="a 'on' split needs 1..1 cores \\(one image each"):
+        partition.shares(layer, "on", 2)
+
+
+def test_depthwise_layer_on_small_maps_spreads_over_every_core() -> None:
+    """MobileNetV2's last depthwise layer (960 channels of 7x7) on the 12-SHAVE platform: rows
+    give at most 7 cores, its groups give all 12; the search's choice, traced core by core,
+    computes every output once with the model's counts."""
+    from workbench import platforms
+    from workbench.explore import cores
+
+    net = layers.load_network("mobilenet_v2")
+    layer = [lay for lay in net.tiled_layers() if lay.groups > 1][-1]
+    assert (layer.groups, layer.Oc, layer.Oy) == (960, 960, 7)
+    plat = platforms.load_platform("shave")
+    options = cores.split_options(layer, plat, "cycles")
+    assert options[options["split"] == "xy"]["cores"].max() == 7
+    best = cores.best_option(layer, plat, "cycles")
+    assert (best["split"], best["cores"]) == ("g", 12)
+    assert best["cycles"] < options[options["split"] != "g"]["cycles"].min()
+    parts = partition.shares(layer, "g", 12)
+    tiles = [tiling.Tile(*tile) for _, _, tile in best["shares"]]
+    schedules = [schedule for _, schedule, _ in best["shares"]]
+    run = tiling.trace_cores(layer, "g", 12, tiles, schedules)
+    for share, tile, schedule in zip(parts, tiles, schedules, strict=True):
+        assert tiling.counts(share.layer, tile, schedule) in run.counts
+    assert run.bus["in"] + run.bus["w"] + run.bus["out"] == best["ext_accesses"]

@@ -1,8 +1,9 @@
 """Multi-core mapping: per layer, the split, the number of cores used, and every core's tile and
 schedule, exactly, from candidate sets.
 
-A layer is split by output maps, rows or batch over k = 1…cores cores (`tiling.partition`); each
-share is tiled like a layer of its own and priced by `perf.price` under `perf.Contention`
+A layer is split by output maps, rows, batch or groups over k = 1…cores cores
+(`tiling.partition`); each share is tiled like a layer of its own and priced by `perf.price`
+under `perf.Contention`
 (k cores share the bus and the DMA channels; a broadcast array crosses the bus once per share).
 The cores of one share run the same program (one tile, one schedule); the slowest share sets
 the layer's time, energies and bus traffic add up over cores.
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from workbench.errors import SpecError
 from workbench.explore.query import check_objective, ranking
 from workbench.explore.solutions import too_small
 from workbench.layers.spec import ConvLayer
@@ -134,7 +136,8 @@ def _price_share(rows: ShareRows, layer: ConvLayer, platform: Platform, split: s
     p = platform
     broadcast = broadcasts(p)
     ext = rows.ext[picks]
-    shared = rows.acc[picks, ARRAYS.index(SHARED[split])] if broadcast else 0 * ext
+    shared = rows.acc[picks, ARRAYS.index(SHARED[split])] if broadcast and SHARED[split] \
+        else 0 * ext  # a group split shares nothing
     v = CountVector.of(rows.footprint[picks], ext, rows.dma[picks], rows.n[picks],
                        rows.tile_macs[picks], shared_accesses=shared)
     cont = Contention(k, n_shares if broadcast else k, p.dma_channels)
@@ -201,6 +204,13 @@ def _options(layer: ConvLayer, platform: Platform, objective: str, schedules: Se
              local_traffic: bool) -> list[dict]:
     """`split_options` rows as dicts (no table: a network plan asks for thousands)."""
     check_objective(objective)
+    if cores is not None and not any(
+            c <= max_cores(layer, s, platform.cores) for c in cores for s in splits):
+        most = {s: max_cores(layer, s, platform.cores) for s in splits}
+        raise SpecError(f"layer {layer.name!r}: no split of {', '.join(splits)} can use "
+                        f"{', '.join(map(str, cores))} cores; at most "
+                        + ", ".join(f"{n} by {s}" for s, n in most.items())
+                        + f" (the platform has {platform.cores})")
     rows = []
     for split in splits:
         top = max_cores(layer, split, platform.cores)
@@ -280,7 +290,7 @@ def _option_row(layer: ConvLayer, platform: Platform, schedules: tuple[str, ...]
     sel = [{key: val[0] for key, val in s.items()} for s in sel]
     for s, r, i, sh in zip(sel, found, picks, parts, strict=True):
         copies = np.full(3, sh.cores)
-        if broadcasts(platform):
+        if broadcasts(platform) and SHARED[split]:
             copies[ARRAYS.index(SHARED[split])] = 1
         s["bus"] = pick_accesses(r, i, sh.layer, schedules) * copies
         for part in ("compute", "dma_setup", "local"):

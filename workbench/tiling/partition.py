@@ -7,14 +7,16 @@ A layer is cut along one extent into as-even-as-possible shares, one per core us
 - ``xy``: output rows (image area, seed 001 §3.3 "XY partitioning", bands along Y). Every core
   reads all weights: the weights are shared. Input halos overlap between bands.
 - ``on``: images of the batch. The weights are shared.
+- ``g``: whole groups of a grouped layer (a depthwise layer's channels). Each core reads its
+  groups' inputs and weights only: nothing is shared. A dense layer has one group.
 
-A grouped layer's shares keep its groups (an ``oc`` share has `size` maps in every group), and
-their tiles may span whole groups like any layer's (`tiling.model`); a depthwise layer (one map
-per group) therefore splits by ``xy`` or ``on`` only. Each core tiles its share as a layer of
-its own (`share_layer`); the first ``extent % k`` cores get one more row/map/image than the
-others, so a split has at most two distinct share shapes. Counts of a share depend only on its
-shape (padding never enters them), so an XY band is a layer with its rows and no vertical
-padding.
+A grouped layer's ``oc``, ``xy`` and ``on`` shares keep its groups (an ``oc`` share has `size`
+maps in every group), and their tiles may span whole groups like any layer's (`tiling.model`);
+a depthwise layer (one map per group) splits by ``xy``, ``on`` or ``g``. Each core tiles its
+share as a layer of its own (`share_layer`); the first ``extent % k`` cores get one more
+row/map/image/group than the others, so a split has at most two distinct share shapes. Counts
+of a share depend only on its shape (padding never enters them), so an XY band is a layer with
+its rows and no vertical padding.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from workbench.errors import SpecError, UnknownNameError
 from workbench.layers.spec import ConvLayer
 from workbench.tiling.model import dims
 
-SPLITS = ("oc", "xy", "on")
-SHARED = {"oc": "in", "xy": "w", "on": "w"}   # the array every core of a split reads whole
-SPLIT_TITLES = {"oc": "output maps", "xy": "image rows", "on": "batch"}
+SPLITS = ("oc", "xy", "on", "g")
+SHARED = {"oc": "in", "xy": "w", "on": "w", "g": ""}  # the array every core reads whole, if any
+SPLIT_TITLES = {"oc": "output maps", "xy": "image rows", "on": "batch", "g": "groups"}
+_ONE = {"oc": "output map", "xy": "image row", "on": "image", "g": "group"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +50,10 @@ def check_split(kind: str) -> None:
 
 
 def split_extent(layer: ConvLayer, kind: str) -> int:
-    """How many maps (per group), rows or images the split divides."""
+    """How many maps (per group), rows, images or groups the split divides."""
     check_split(kind)
     _, oy, oc, on, _ = dims(layer)
-    return {"oc": oc, "xy": oy, "on": on}[kind]
+    return {"oc": oc, "xy": oy, "on": on, "g": layer.groups}[kind]
 
 
 def max_cores(layer: ConvLayer, kind: str, cores: int) -> int:
@@ -61,7 +64,8 @@ def max_cores(layer: ConvLayer, kind: str, cores: int) -> int:
 def share_layer(layer: ConvLayer, kind: str, size: int) -> ConvLayer:
     """The part of `layer` one core computes when its share is `size` along the split."""
     fields = {"oc": {"Oc": size * layer.groups}, "xy": {"Oy": size, "Py": 0, "Py_end": None},
-              "on": {"On": size}}[kind]
+              "on": {"On": size},
+              "g": {"Oc": size * (layer.Oc // layer.groups), "groups": size}}[kind]
     return dataclasses.replace(layer, name=f"{layer.name}[{kind}{size}]", connections=None,
                                **fields)
 
@@ -71,7 +75,7 @@ def shares(layer: ConvLayer, kind: str, k: int) -> tuple[Share, ...]:
     extent = split_extent(layer, kind)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= extent:
         raise SpecError(f"layer {layer.name!r}: a {kind!r} split needs 1..{extent} cores "
-                        f"(one {SPLIT_TITLES[kind][:-1]} each at least), got {k!r}")
+                        f"(one {_ONE[kind]} each at least), got {k!r}")
     small, extra = divmod(extent, k)
     starts = [i * small + min(i, extra) for i in range(k)]
     out = []

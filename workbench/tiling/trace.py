@@ -42,15 +42,16 @@ class _Machine:
 
     def __init__(self, layer: ConvLayer, tile: Tile, physical: bool, full: ConvLayer | None = None,
                  offset: Offset = (0, 0, 0), group: tuple[int, int] = (0, 1),
-                 log: list | None = None) -> None:
+                 log: list | None = None, group_base: int = 0) -> None:
         """`layer` is the part that is tiled; boxes are placed at `offset` in the arrays of
-        `full` (default: layer itself), whose padding and input size they use. `group` is
-        (first group, groups per tile). `log` collects every DMA operation as (array,
-        "get"/"put", box, elements)."""
+        `full` (default: layer itself), whose padding and input size they use, its groups from
+        `full`'s group `group_base` on. `group` is (first group, groups per tile) within
+        `layer`. `log` collects every DMA operation as (array, "get"/"put", box, elements)."""
         self.layer, self.tile, self.physical = layer, tile, physical
         self.full, self.offset, self.log = full or layer, offset, log
         self.grouped = self.full.groups > 1
         self.g0, self.span = group
+        self.dg = group_base
         self.real_groups = min(self.span, layer.groups - self.g0)
         self.macs = 0
         self.Ox, self.Oy, self.Oc, self.On, self.Kc = dims(layer)
@@ -71,12 +72,14 @@ class _Machine:
         """The group range of every box of this block (none for a dense layer)."""
         if not self.grouped:
             return ()
-        return ((self.g0, self.g0 + (self.real_groups if self.physical else self.span)),)
+        g0 = self.dg + self.g0
+        return ((g0, g0 + (self.real_groups if self.physical else self.span)),)
 
     def part(self) -> Box:
         """The outputs this block computes, in output coordinates of `full`."""
         dn, dc, dy = self.offset
-        g = ((self.g0, self.g0 + self.real_groups),) if self.grouped else ()
+        g0 = self.dg + self.g0
+        g = ((g0, g0 + self.real_groups),) if self.grouped else ()
         return ((dn, dn + self.On), *g, (dc, dc + self.Oc), (dy, dy + self.Oy), (0, self.Ox))
 
     def _move(self, array: str, box: Box, real: Box, scale: int = 1, way: str = "get") -> None:
@@ -264,9 +267,10 @@ def _run_weight_stationary(m: _Machine, schedule: str, xs, ys, cs, ns, ks, step)
 
 def _execute(layer: ConvLayer, tile: Tile, schedule: str, mode: str,
              full: ConvLayer | None = None, base: tuple[int, int, int] = (0, 0, 0),
-             log: list | None = None) -> tuple[Counts, list[_Machine]]:
+             log: list | None = None, group_base: int = 0) -> tuple[Counts, list[_Machine]]:
     """Run every block of groups of `layer` (placed at images, output maps per group, rows
-    `base` of `full`); the Counts and the machines, one per block (`model.oc_split`)."""
+    `base` and group `group_base` of `full`); the Counts and the machines, one per block
+    (`model.oc_split`)."""
     check_schedule(schedule)
     check_tile(layer, tile)
     if mode not in ("model", "physical"):
@@ -280,7 +284,7 @@ def _execute(layer: ConvLayer, tile: Tile, schedule: str, mode: str,
     span = tile.TOc // ocg if tile.TOc > ocg else 1   # whole groups one tile covers
     for g0 in range(0, layer.groups, span):
         machine = _Machine(layer, tile, physical=(mode == "physical"), full=full, offset=base,
-                           group=(g0, span), log=log)
+                           group=(g0, span), log=log, group_base=group_base)
         _run(machine, schedule)
         machine.finish()
         for key in totals:

@@ -50,9 +50,11 @@ class CoreTrace:
     events: tuple[Event, ...] = ()
 
 
-def _base(kind: str, start: int) -> tuple[int, int, int]:
-    """Offset (images, output maps per group, output rows) of a share starting at `start`."""
-    return {"on": (start, 0, 0), "oc": (0, start, 0), "xy": (0, 0, start)}[kind]
+def _base(kind: str, start: int) -> tuple[int, int, int, int]:
+    """Offset (images, output maps per group, output rows, groups) of a share starting at
+    `start`."""
+    return {"on": (start, 0, 0, 0), "oc": (0, start, 0, 0), "xy": (0, 0, start, 0),
+            "g": (0, 0, 0, start)}[kind]
 
 
 def _cover(covered: np.ndarray, machines: list, tile: Tile) -> None:
@@ -89,7 +91,7 @@ def _bus(logs: list[list[tuple]], shared: str, broadcast: bool, bus: dict[str, i
 def trace_cores(layer: ConvLayer, kind: str, k: int, tiles: Sequence[Tile],
                 schedule: str | Sequence[str], broadcast: bool = False, mode: str = "model",
                 events: bool = False) -> CoreTrace:
-    """Execute `layer` split `kind` ("oc", "xy", "on") over k cores, share i tiled by
+    """Execute `layer` split `kind` ("oc", "xy", "on", "g") over k cores, share i tiled by
     tiles[i] under `schedule` (one for all shares, or one per share); raises WorkbenchError
     unless the cores' outputs together cover every output element of the layer exactly once,
     each with all its Kc contributions."""
@@ -110,8 +112,9 @@ def trace_cores(layer: ConvLayer, kind: str, k: int, tiles: Sequence[Tile],
         share_logs = []
         for start in share.starts:
             log: list = []
+            *base, first_group = _base(kind, start)
             core_counts, machines = _execute(share.layer, tile, schedule, mode, full=layer,
-                                             base=_base(kind, start), log=log)
+                                             base=tuple(base), log=log, group_base=first_group)
             _cover(covered, machines, tile)
             starts.append(start)
             counts.append(core_counts)

@@ -1,5 +1,6 @@
 """The multi-core app: how each layer of a network scales over the cores of an editable
-platform, and which split (K: output maps, XY: image rows, N: batch) and how many cores it gets.
+platform, and which split (K: output maps, XY: image rows, N: batch, G: groups) and how many
+cores it gets.
 
 A change of network, batch, platform field or objective runs the engine (`explore.cores`):
 `network_cores` for the chosen split and cores of every layer, `split_comparison` (K vs XY on
@@ -254,8 +255,8 @@ class CoresExplorer:
         io = int((self.chosen["bound"] == "I/O").sum())
         return (f"{self.net.name}, batch {self.net.batch} on {p.name}: {p.cores} cores, "
                 f"{p.dma_channels} DMA channels, broadcast {'on' if p.dma_broadcast else 'off'}"
-                f", bus {p.bus_elems_per_cycle:g} elements/cycle; {len(self.chosen)} layers "
-                f"({splits}; {io} I/O-bound) in {seconds * 1e3:,.0f} ms")
+                f", bus {p.bus_elems_per_cycle:g} elements/cycle; {len(self.chosen)} conv/fc "
+                f"layers ({splits}; {io} I/O-bound) in {seconds * 1e3:,.0f} ms")
 
     # layout --------------------------------------------------------------------------------
     @functools.cached_property

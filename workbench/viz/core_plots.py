@@ -28,9 +28,10 @@ from workbench.tiling.partition import SPLITS
 from workbench.viz.common import TOOLS, apply_labels, hover
 from workbench.viz.units import human_axes
 
-SPLIT_COLORS = {"oc": "#1f77b4", "xy": "#ff7f0e", "on": "#2ca02c"}
-SPLIT_NAMES = {"oc": "K (output maps)", "xy": "XY (image rows)", "on": "N (batch)"}
-SPLIT_SHORT = {"oc": "K", "xy": "XY", "on": "N"}
+SPLIT_COLORS = {"oc": "#1f77b4", "xy": "#ff7f0e", "on": "#2ca02c", "g": "#9467bd"}
+SPLIT_NAMES = {"oc": "K (output maps)", "xy": "XY (image rows)", "on": "N (batch)",
+               "g": "G (groups)"}
+SPLIT_SHORT = {"oc": "K", "xy": "XY", "on": "N", "g": "G"}
 BOUND_COLORS = {"compute": "#2ca02c", "I/O": "#d62728"}
 ARRAY_COLORS = {"in": "#4c72b0", "w": "#dd8452", "out": "#55a868"}
 SPEEDUP_COLUMNS = ("cores", "speedup", "cycles", "traffic_m", "bound", "schedule")
