@@ -5,6 +5,7 @@ attributes, and inference on the imported layer equals ONNX's own reference impl
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +112,39 @@ def test_caffe_negative_slope_is_a_leaky_relu(tmp_path: Path) -> None:
     assert (net["p"].func, net["p"].alpha) == ("relu", None)
 
 
+def test_caffe_prelu_and_elu_mtcnn_pnet(tmp_path: Path) -> None:
+    """MTCNN's P-Net deploy (Zhang et al. 2016) as its prototxt writes it: PReLU after each
+    3x3 conv, one slope per channel. Its parameters by hand: weights 3·10·9 + 10·16·9 +
+    16·32·9 + 32·2 + 32·4 = 6,510, biases 10 + 16 + 32 + 2 + 4 = 64, slopes 10 + 16 + 32 = 58;
+    6,632 in all; a channel_shared PReLU has one slope, and an ELU keeps its alpha."""
+    conv = ('layer {{ name: "{0}" type: "Convolution" bottom: "{1}" top: "{0}" '
+            'convolution_param {{ num_output: {2} kernel_size: {3} }} }}\n')
+    prelu = 'layer {{ name: "{0}" type: "PReLU" bottom: "{1}" top: "{1}" }}\n'
+    path = tmp_path / "pnet.prototxt"
+    path.write_text(
+        'name: "PNet" input: "data" input_dim: 1 input_dim: 3 input_dim: 12 input_dim: 12\n'
+        + conv.format("conv1", "data", 10, 3) + prelu.format("PReLU1", "conv1")
+        + 'layer { name: "pool1" type: "Pooling" bottom: "conv1" top: "pool1" '
+          'pooling_param { pool: MAX kernel_size: 2 stride: 2 } }\n'
+        + conv.format("conv2", "pool1", 16, 3) + prelu.format("PReLU2", "conv2")
+        + conv.format("conv3", "conv2", 32, 3) + prelu.format("PReLU3", "conv3")
+        + conv.format("conv4-1", "conv3", 2, 1) + conv.format("conv4-2", "conv3", 4, 1))
+    net = layers.load_network(path)
+    assert [net[n].slopes for n in ("PReLU1", "PReLU2", "PReLU3")] == [10, 16, 32]
+    assert net.params == 6510 + 58
+    assert int(net.summary()["biases"].sum()) + net.params == 6632
+    path.write_text('name: "n" input: "data" input_dim: 1 input_dim: 2 input_dim: 4 '
+                    'input_dim: 4\nlayer { name: "p" type: "PReLU" bottom: "data" top: "p" '
+                    'prelu_param { channel_shared: true } }\nlayer { name: "e" type: "ELU" '
+                    'bottom: "p" top: "e" elu_param { alpha: 0.5 } }\n')
+    net = layers.load_network(path)
+    assert (net["p"].func, net["p"].slopes, net["e"].func, net["e"].alpha) == \
+        ("prelu", 1, "elu", 0.5)
+    path.write_text(path.read_text().replace("channel_shared: true", "channel_shared: 2"))
+    with pytest.raises(SpecError, match="prelu_param.channel_shared must be true or false"):
+        layers.load_network(path)
+
+
 def test_network_files_take_alpha_and_beta(tmp_path: Path) -> None:
     path = tmp_path / "net.yaml"
     path.write_text("name: n\ninput: [2, 4, 4]\nlayers:\n"
@@ -126,6 +160,23 @@ def test_network_files_take_alpha_and_beta(tmp_path: Path) -> None:
                     "  - {name: a, type: leaky_relu, beta: 0.2}\n")
     with pytest.raises(SpecError, match="layer 'a': activation 'leaky_relu' takes no beta"):
         layers.load_network(path)
+
+
+def test_network_files_give_prelu_its_slope_count(tmp_path: Path) -> None:
+    path = tmp_path / "net.yaml"
+    path.write_text("name: n\ninput: [2, 4, 4]\nlayers:\n  - {name: a, type: prelu, slopes: 2}\n"
+                    "  - {name: b, type: prelu}\n")
+    net = layers.load_network(path)
+    assert (net["a"].params, net["b"].params, net.params) == (2, 0, 2)
+    for line, rule in (("{name: a, type: relu, slopes: 2}", "layers\\[0\\].slopes"),
+                       ("{name: a, type: prelu, slopes: -1}", "layers\\[0\\].slopes"),
+                       ("{name: a, type: prelu, slopes: 33}",
+                        "layer 'a': slopes 33 is no slope shape's size on its 2×4×4 map "
+                        "\\(one of 1, 2, 4, 8, 16, 32: 1, C, H, W or their products"),
+                       ("{name: a, type: prelu, slopes: 3}", "slopes 3 is no slope shape's")):
+        path.write_text(f"name: n\ninput: [2, 4, 4]\nlayers:\n  - {line}\n")
+        with pytest.raises(SpecError, match=rule):
+            layers.load_network(path)
 
 
 def test_onnx_parameters_are_checked_under_their_onnx_names(tmp_path: Path) -> None:
@@ -144,6 +195,9 @@ def test_onnx_parameters_are_checked_under_their_onnx_names(tmp_path: Path) -> N
     ({"func": "relu", "alpha": 0.1}, "activation 'relu' takes no alpha"),
     ({"func": "elu", "alpha": float("nan")}, "alpha must be a finite number"),
     ({"func": "clip", "alpha": 3.0, "beta": 1.0}, "clip's alpha \\(min\\) 3.0 is above"),
+    ({"func": "relu", "slopes": 2}, "only prelu has slopes, not 'relu'"),
+    ({"func": "prelu", "slopes": 1.0}, "slopes must be a positive integer, got 1.0"),
+    ({"func": "prelu", "slopes": 0.0}, "slopes must be a positive integer, got 0.0"),
 ])
 def test_bad_activation_parameters_are_one_line_errors(kwargs, rule) -> None:
     with pytest.raises(SpecError, match=rule):
@@ -162,6 +216,8 @@ def test_prelu_runs_with_its_slopes(tmp_path: Path, slopes) -> None:
     slope = helper.make_tensor("s", 1, shape, slopes)
     net, want = _run(tmp_path, [helper.make_node("PRelu", ["x", "s"], ["y"], name="p")], [slope])
     assert net["p"].func == "prelu" and "prelu" in FUNCS
+    assert net["p"].params == len(slopes)  # the slopes are its params, as `workbench show` says
+    assert net.summary().set_index("layer")["params"]["p"] == len(slopes)
     params = load_weights(tmp_path / "model.onnx", net)
     got = logits(net, params, _inputs())
     np.testing.assert_allclose(got, want.reshape(len(got), -1), rtol=1e-6, atol=1e-7)
@@ -178,6 +234,10 @@ def test_prelu_runs_with_its_slopes(tmp_path: Path, slopes) -> None:
     with pytest.raises(SpecError, match=r"p.slope of shape \(2,\) does not broadcast against "
                                         r"its input N×3×5×7, as ONNX's PRelu requires"):
         load_weights(npz, net)
+    if len(slopes) > 1:  # one slope broadcasts, but the layer was imported with three
+        np.savez(npz, **{"p.slope": np.zeros(1)})
+        with pytest.raises(SpecError, match="p.slope: 1 values, but layer 'p' has slopes: 3"):
+            load_weights(npz, net)
 
 
 def test_prelu_slopes_broadcast_as_onnx_broadcasts_them(tmp_path: Path) -> None:
@@ -194,6 +254,16 @@ def test_prelu_slopes_broadcast_as_onnx_broadcasts_them(tmp_path: Path) -> None:
                          [slope])
         got = logits(net, load_weights(tmp_path / "model.onnx", net), _inputs())
         np.testing.assert_allclose(got, want.reshape(len(got), -1), rtol=1e-6, atol=1e-7)
+        assert net["p"].params == int(np.prod(shape))
+    for shape in ([3], [1, 1, 1, 1, 1], [2, 1, 1]):  # refused on import, named as in ONNX
+        slope = helper.make_tensor("s", 1, shape, np.zeros(int(np.prod(shape))))
+        path = _model(tmp_path, [helper.make_node("PRelu", ["x", "s"], ["y"], name="p")],
+                      [slope], SHAPE, "y", opset=20)
+        with pytest.raises(SpecError, match=f"layer 'p' \\(PRelu\\): slope of shape "
+                                            f"{re.escape(str(tuple(shape)))} does not broadcast"
+                                            " against its input \\(1, 3, 5, 7\\) \\(per "
+                                            "channel: \\(3, 1, 1\\)\\)"):
+            layers.load_network(path)
     nan = helper.make_tensor("s", 1, [3, 1, 1], [0.1, float("nan"), 0.2])
     net, _ = _run(tmp_path, [helper.make_node("PRelu", ["x", "s"], ["y"], name="p")], [nan])
     with pytest.raises(SpecError, match="p.slope: holds NaN or infinity"):

@@ -18,9 +18,10 @@ simd_lanes ops per cycle, and reads every fetched element and writes every outpu
 memory (concat: none, DMA only). CC_tile = ops of a full chunk / simd_lanes.
 
 Imported layers: a scale layer also fetches its maps' vector values per chunk (one more get);
-an affine layer keeps its constants local; a shuffle is a DMA-only copy like concat (one gather
-per chunk); a resize is chunked over its input grid, each point writing Fy·Fx outputs; a generic
-layer is element-wise on its output shape with `inputs` inputs of that shape.
+an affine layer keeps its constants local, and so does a prelu its slopes (not fetched); a
+shuffle is a DMA-only copy like concat (one gather per chunk); a resize is chunked over its
+input grid, each point writing Fy·Fx outputs; a generic layer is element-wise on its output
+shape with `inputs` inputs of that shape.
 """
 
 from __future__ import annotations

@@ -115,7 +115,8 @@ _BUILDERS: dict[str, Callable[[Any, str, Shape, int], Layer]] = {
     "softmax": lambda doc, name, s, n: SoftmaxLayer(name, s[0], s[1], s[2], n),
     **{func: (lambda doc, name, s, n, f=func: ActivationLayer(
         name, s[0], s[1], s[2], n, func=f, alpha=getattr(doc, "alpha", None),
-        beta=getattr(doc, "beta", None))) for func in ACTIVATIONS},
+        beta=getattr(doc, "beta", None), slopes=getattr(doc, "slopes", 0)))
+        for func in ACTIVATIONS},
 }
 
 

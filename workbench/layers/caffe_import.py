@@ -3,8 +3,9 @@
 A small reader of the protobuf text format (no Caffe needed). Layer types: Input (or the
 legacy `input`/`input_shape`/`input_dim` fields), Convolution (also DepthwiseConvolution and
 ConvolutionDepthwise, whose group defaults to the input maps), InnerProduct, Pooling (Caffe's
-round-up output), LRN, ReLU, ReLU6, Sigmoid, TanH, Softmax, BatchNorm and Scale, Eltwise (SUM,
-PROD, MAX) and Concat (along the channels); Dropout, Flatten and Split carry no data work and
+round-up output), LRN, ReLU (a leaky ReLU with a negative_slope), ReLU6, PReLU (C slopes, or
+one when channel_shared), ELU (its alpha), Sigmoid, TanH, Softmax, BatchNorm and Scale, Eltwise
+(SUM, PROD, MAX) and Concat (along the channels); Dropout, Flatten and Split carry no data work and
 are passed over. Legacy V1 `layers { type: CONVOLUTION }` also reads.
 
 A convolution reads exactly its bottom blob (floor rounding, `windows.exact_conv`, so a
@@ -48,7 +49,8 @@ PASSED_OVER = ("Dropout", "Flatten", "Split", "Input")
 MAX_DEPTH = 64  # nesting of { } blocks
 MAX_BYTES = 8 << 20  # a deploy prototxt is a few KB; larger files are refused unread
 ELTWISE_OPS = {"SUM": "sum", "PROD": "prod", "MAX": "max", 0: "prod", 1: "sum", 2: "max"}
-ACTIVATIONS = {"ReLU": "relu", "ReLU6": "relu6", "Sigmoid": "sigmoid", "TanH": "tanh"}
+ACTIVATIONS = {"ReLU": "relu", "ReLU6": "relu6", "Sigmoid": "sigmoid", "TanH": "tanh",
+               "PReLU": "prelu", "ELU": "elu"}
 CONVOLUTIONS = ("Convolution", "DepthwiseConvolution", "ConvolutionDepthwise")
 
 
@@ -195,6 +197,15 @@ def _layer(kind: str, name: str, msg: dict[str, list[Any]], shape: Shape, batch:
         slope = _finite(_one(msg, "relu_param", {}), "negative_slope", 0.0, name, "relu_param")
         if slope != 0:
             return ActivationLayer(name, c, h, w, batch, func="leaky_relu", alpha=slope)
+    if kind == "PReLU":  # one learned slope per channel, or one for all (channel_shared)
+        shared = _one(_one(msg, "prelu_param", {}), "channel_shared", False)
+        if not isinstance(shared, bool):
+            raise SpecError(f"layer {name!r}: prelu_param.channel_shared must be true or "
+                            f"false, got {shared!r}")
+        return ActivationLayer(name, c, h, w, batch, func="prelu", slopes=1 if shared else c)
+    if kind == "ELU":
+        return ActivationLayer(name, c, h, w, batch, func="elu", alpha=_finite(
+            _one(msg, "elu_param", {}), "alpha", 1.0, name, "elu_param"))
     if kind in ACTIVATIONS:
         return ActivationLayer(name, c, h, w, batch, func=ACTIVATIONS[kind])
     return SoftmaxLayer(name, c, h, w, batch)

@@ -82,6 +82,12 @@ _PARAMS = {"HardSigmoid": (("alpha", 0.2), ("beta", 0.5)), "LeakyRelu": (("alpha
            "Selu": (("alpha", 1.67326319217681884765625), ("gamma", 1.05070102214813232421875))}
 
 
+def _broadcasts(shape: tuple[int, ...], into: tuple[int, ...]) -> bool:
+    """Does `shape` broadcast to `into` one way (ONNX's unidirectional broadcasting)?"""
+    return len(shape) <= len(into) and all(
+        s in (1, t) for s, t in zip(reversed(shape), reversed(into), strict=False))
+
+
 def convert_activation(ctx: ImportContext, node: Any, name: str) -> None:
     x = node.input[0]
     if node.op_type == "Clip":
@@ -101,8 +107,18 @@ def convert_activation(ctx: ImportContext, node: Any, name: str) -> None:
             raise SpecError(f"layer {name!r} ({node.op_type}): {key} must be a finite number, "
                             f"got {value}")
     c, h, w = ctx.maps(x, node, name)
-    ctx.add(ActivationLayer(name, c, h, w, ctx.batch, func=func, alpha=alpha, beta=beta),
-            node, [x])
+    slopes = 0  # PRelu: its slope tensor's size, when its shape is known
+    if node.op_type == "PRelu" and len(node.input) > 1:
+        shape, into = ctx.g.shapes.get(node.input[1]), ctx.g.shapes.get(x)
+        slopes = math.prod(shape) if shape is not None and None not in shape else 0
+        if slopes and into is not None and None not in into and not _broadcasts(shape, into):
+            raise SpecError(f"layer {name!r} (PRelu): slope of shape {tuple(shape)} does not "
+                            f"broadcast against its input {tuple(into)} (per channel: "
+                            f"({into[1]}, 1, 1))" if len(into) == 4 else
+                            f"layer {name!r} (PRelu): slope of shape {tuple(shape)} does not "
+                            f"broadcast against its input {tuple(into)}")
+    ctx.add(ActivationLayer(name, c, h, w, ctx.batch, func=func, alpha=alpha, beta=beta,
+                            slopes=slopes), node, [x])
 
 
 def convert_batchnorm(ctx: ImportContext, node: Any, name: str) -> None:

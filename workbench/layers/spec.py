@@ -340,14 +340,22 @@ ACTIVATION_PARAMS: dict[str, tuple[float | None, float | None]] = {
     "selu": (1.67326319217681884765625, 1.05070102214813232421875)}
 
 
+def slope_counts(c: int, h: int, w: int) -> set[int]:
+    """The sizes a PReLU slope broadcasting against a C×H×W map can have: each of C, H and W
+    kept or broadcast (1)."""
+    return {a * b * d for a in {1, c} for b in {1, h} for d in {1, w}}
+
+
 @dataclass(frozen=True, slots=True)
 class ActivationLayer(MapLayer):
     """Element-wise activation: one op per element. alpha, beta: its parameters (None: the
-    default of `ACTIVATION_PARAMS`; only the activations listed there take them)."""
+    default of `ACTIVATION_PARAMS`; only the activations listed there take them). slopes:
+    prelu's count of learned slopes, its params (1 shared, C per map, …; 0 when not stated)."""
 
     func: str = "relu"
     alpha: float | None = None
     beta: float | None = None
+    slopes: int = 0
     kind: ClassVar[str] = "activation"
 
     def __post_init__(self) -> None:
@@ -368,10 +376,25 @@ class ActivationLayer(MapLayer):
                     not math.isfinite(value):
                 raise SpecError(f"layer {self.name!r}: {key} must be a finite number, got "
                                 f"{value!r}")
+        if self.slopes != 0 or type(self.slopes) is not int:
+            _check_ints(self.name, slopes=self.slopes)
+            if self.func != "prelu":
+                raise SpecError(f"layer {self.name!r}: only prelu has slopes, "
+                                f"not {self.func!r}")
+            counts = slope_counts(self.C, self.H, self.W)
+            if self.slopes not in counts:
+                raise SpecError(f"layer {self.name!r}: slopes {self.slopes} is no slope shape's "
+                                f"size on its {self.C}×{self.H}×{self.W} map (one of "
+                                f"{', '.join(map(str, sorted(counts)))}: 1, C, H, W or their "
+                                "products, as ONNX's PRelu broadcasts)")
         if self.func == "clip" and None not in (self.alpha, self.beta) and \
                 self.alpha > self.beta:
             raise SpecError(f"layer {self.name!r}: clip's alpha (min) {self.alpha} is above its "
                             f"beta (max) {self.beta}")
+
+    @property
+    def params(self) -> int:
+        return self.slopes
 
     @property
     def parameters(self) -> tuple[float | None, float | None]:

@@ -107,7 +107,7 @@ def prelu_slopes(layer, slopes: np.ndarray, flat: bool) -> np.ndarray:
         raise SpecError(f"layer {layer.name!r}: {layer.name}.slope of shape "
                         f"{tuple(slopes.shape)} does not broadcast against its input "
                         f"{'N×' + str(target[1]) if flat else 'N×{}×{}×{}'.format(*target[1:])}"
-                        f", as ONNX's PRelu requires") from None
+                        f", as ONNX's PRelu requires (per channel: ({layer.C}, 1, 1))") from None
 
 
 def activation(layer, act: Act, owned: bool, slopes: np.ndarray | None = None) -> Act:

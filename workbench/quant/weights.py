@@ -56,6 +56,9 @@ def check_params(net: Network, params: Params, origin: str = "weights") -> Param
                 prelu_slopes(layer, slopes, True)
             except SpecError:
                 raise SpecError(f"{origin}: {exc}") from None
+        if layer.slopes and np.size(slopes) != layer.slopes:  # as the network file says
+            raise SpecError(f"{origin}: {layer.name}.slope: {np.size(slopes)} values, but layer "
+                            f"{layer.name!r} has slopes: {layer.slopes}")
     return params
 
 

@@ -191,6 +191,12 @@ class ParamActivationDoc(LayerDoc):
     beta: FiniteFloat | None = None
 
 
+class PReluDoc(LayerDoc):
+    """prelu: slopes, the count of its learned slopes (1 shared, C per map, …); its params."""
+
+    slopes: NonNegativeInt = 0
+
+
 PARAM_ACTIVATIONS = ("clip", "hardsigmoid", "hardswish", "leaky_relu", "elu", "selu")
 
 
@@ -198,6 +204,7 @@ KINDS: dict[str, type[LayerDoc]] = {
     "conv": ConvDoc, "fc": FcDoc, "pool": PoolDoc, "lrn": LRNDoc, "eltwise": EltwiseDoc,
     "concat": ConcatDoc, "softmax": PlainDoc, "flatten": PlainDoc,
     **dict.fromkeys(ACTIVATIONS, PlainDoc), **dict.fromkeys(PARAM_ACTIVATIONS, ParamActivationDoc),
+    "prelu": PReluDoc,
 }
 LAYER_TYPES = tuple(sorted(KINDS))
 
