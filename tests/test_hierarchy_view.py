@@ -114,7 +114,7 @@ def test_levels_split_and_errors(app) -> None:
     app.sizes[1].value = 16  # 64 KB inside 16 KB: refused, the plot keeps its last numbers
     shown = html.unescape(app.status.value)
     assert re.sub("<[^>]+>", "", shown).startswith(  # the slider's name, not the schema's path
-        "L2 size: capacities must not increase inwards ('L2' 65536 B > 16384 B of 'L1')")
+        "L2 size: 64 KB is larger than L1's 16 KB; sizes must not increase inwards")
     assert "still show the last hierarchy that worked" in shown
     app.sizes[1].value = 10
     assert app.status.value == ""

@@ -148,11 +148,20 @@ class HierarchyView:
         return Hierarchy((self.dram, *on_chip), name="edited", mac_energy_pj=self.mac_pj,
                          datapath=DATAPATHS[self.datapath.value])
 
+    def _check_order(self) -> None:
+        """Refuse an inner slider above the one outside it, in the sliders' own units."""
+        for i in range(1, self.levels.value):
+            inner, outer = self.sizes[i], self.sizes[i - 1]
+            if inner.value > outer.value:
+                raise WorkbenchError(f"L{i + 1} size: {inner.label} is larger than L{i}'s "
+                                     f"{outer.label}; sizes must not increase inwards")
+
     def update(self) -> None:
         """Reprice the edited hierarchy, then the co-design for its shape."""
         for i, slider in enumerate(self.sizes):
             slider.layout.display = None if i < self.levels.value else "none"
         try:
+            self._check_order()
             hierarchy = self.hierarchy()
             with busy(self.status, "pricing the edited hierarchy"):  # shown while it runs
                 design = self.designer.design(hierarchy)
