@@ -267,3 +267,37 @@ def test_jupyterlab_notebook_09_filters_and_selects(browser, jupyterlab: str,
         f"{page.locator('.wb-sweep-case').first.inner_text()!r}; page errors: {errors}")
     assert errors == [] and requested == []
     page.close()
+
+
+def test_jupyterlab_reload_draws_the_browser_as_it_is(browser, jupyterlab: str, tmp_path: Path,
+                                                       sweep_dir: Path) -> None:
+    """Filter in notebook 09, save, reload the page on the running kernel: the plot draws the
+    filtered cases (jupyter_bokeh alone would draw the document as it was made: all 12)."""
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{jupyterlab}/lab/tree/09_sweep_results.ipynb")
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90000)
+    _run_all_cells(page)
+    page.wait_for_selector(".jp-OutputArea canvas", timeout=120000)
+    page.wait_for_function(f"() => {{ const d = ({SOURCE_JS})('sweep_points'); "
+                           "return d && d.objective.includes('energy'); }", timeout=60000)
+    box = page.locator(".widget-select-multiple", has_text="objective").locator("select")
+    box.select_option(label="cycles")
+    filtered = f"""() => {{ const d = ({SOURCE_JS})('sweep_points');
+      return d && d.objective.length > 0 && !d.objective.includes('energy'); }}"""
+    page.wait_for_function(filtered, timeout=60000)
+    cases = page.evaluate(SOURCE_JS, "sweep_points")["case_id"]
+    saved = tmp_path / "09_sweep_results.ipynb"
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    for _ in range(120):  # the saved file holds the widget's view (its model id)
+        if "application/vnd.jupyter.widget-view+json" in saved.read_text():
+            break
+        page.wait_for_timeout(250)
+    page.reload()
+    page.wait_for_selector(".jp-OutputArea canvas", timeout=120000)
+    page.wait_for_function(f"() => ({SOURCE_JS})('sweep_points') !== null", timeout=60000)
+    after = page.evaluate(SOURCE_JS, "sweep_points")
+    assert "energy" not in after["objective"] and list(after["case_id"]) == list(cases)
+    assert errors == []
+    page.close()

@@ -4,6 +4,7 @@ the widget app and static page on a real small sweep (LeNet5 on idsp)."""
 from __future__ import annotations
 
 import html
+import json
 import math
 import os
 import subprocess
@@ -248,3 +249,41 @@ def test_the_demo_sweep_is_kept_while_its_process_runs_and_removed_when_it_exits
     out, cases, plan = run.stdout.split()
     assert Path(out).parent == tmp_path and cases == "20" and plan == "True"
     assert not Path(out).exists() and not list(tmp_path.glob("sweep-demo-*"))
+
+
+def test_widget_state_is_the_document_as_it_is_now(sweep_dir: Path) -> None:
+    """What a reloaded page asks the kernel for (get_state) draws the filtered cases and the
+    picked breakdown, not the document as the widget was made; asking sends nothing."""
+    app = ui.sweep_browser(sweep_dir)
+    widget = app.view.children[-1]
+
+    def drawn(state: dict) -> dict:
+        bundle = state["render_bundle"]
+        doc = next(iter(json.loads(bundle)["docs_json"].values()))
+        return {r["attributes"]["name"]: {k: list(v["array"] if isinstance(v, dict) else v)
+                                          for k, v in r["attributes"]["data"]["entries"]}
+                for r in _models(doc) if r.get("attributes", {}).get("name") in
+                ("sweep_points", "sweep_cycles")}  # string columns: lists or object ndarrays
+
+    made = drawn(widget.get_state())
+    app.set_filter("objective", ["cycles"])
+    app.select(app.points.data["case_id"][0])
+    sent: list = []
+    widget.comm.send = lambda *args, **kwargs: sent.append(args)
+    now = drawn(widget.get_state())
+    assert sent == []
+    assert "energy" in made["sweep_points"]["objective"] and made["sweep_cycles"]["layer"] == []
+    assert now["sweep_points"]["objective"] and set(now["sweep_points"]["objective"]) == {"cycles"}
+    assert now["sweep_cycles"]["layer"] == list(app.cycles_source.data["layer"]) != []
+
+
+def _models(node):
+    """Every serialized bokeh object (a dict with a type and attributes) in a document's JSON."""
+    if isinstance(node, dict):
+        if "attributes" in node:
+            yield node
+        for value in node.values():
+            yield from _models(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _models(value)
