@@ -14,11 +14,13 @@ from the installed package).
 
 from __future__ import annotations
 
+import functools
 import os
 from importlib import resources
 from pathlib import Path
 
 
+@functools.cache  # where the package lies does not change while it runs (0.2 ms a lookup)
 def _shipped(name: str) -> Path:
     """The package's folder `name` (data or notebooks): inside the installed package if it is
     there (a wheel), else the source checkout's top-level folder (editable or in-tree use)."""
