@@ -200,7 +200,7 @@ def _run_all_cells(page) -> None:
     raise AssertionError("the notebook's cells did not start running in JupyterLab")
 
 
-def test_jupyterlab_notebook_09_filters_and_selects(browser, jupyterlab: str,
+def test_jupyterlab_notebook_09_filters_and_selects(browser, jupyterlab: str, tmp_path: Path,
                                                      sweep_dir: Path) -> None:
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     requested, errors = [], []
@@ -264,7 +264,8 @@ def test_jupyterlab_notebook_09_filters_and_selects(browser, jupyterlab: str,
     assert total == pytest.approx(expected, rel=1e-9), (
         f"documents: {page.evaluate(DOCS_JS)}; prompts: "
         f"{page.locator('.jp-InputArea-prompt').all_inner_texts()}; case line: "
-        f"{page.locator('.wb-sweep-case').first.inner_text()!r}; page errors: {errors}")
+        f"{page.locator('.wb-sweep-case').first.inner_text()!r}; page errors: {errors}; "
+        f"the lab's log (kernel errors): {(tmp_path / 'lab.log').read_text()[-3000:]}")
     assert errors == [] and requested == []
     page.close()
 
