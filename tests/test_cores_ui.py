@@ -9,6 +9,7 @@ import html
 import numpy as np
 import pandas as pd
 import pytest
+from bokeh.models import ColumnDataSource
 
 from workbench import layers, platforms, tiling, ui, viz
 from workbench.errors import WorkbenchError
@@ -127,6 +128,28 @@ def test_network_change_redraws_its_layers() -> None:
     assert list(app.layer.options) == names and app.chosen_source.data["layer"] == names
     assert app.traffic_figure.x_range.factors == viz.comparison_factors(names)
     _assert_shows(app, platforms.load_platform("shave", cores=4), "conv2", "cycles")
+
+
+def test_comparison_stays_readable_for_many_layers() -> None:
+    """MobileNetV2's 53 conv/fc layers: 212 bars of at least BAR_PX (the rotated variant labels
+    LABEL_PITCH_PX apart or more), the layer names vertical and the figure taller by them; a
+    few short names keep the default size, horizontal."""
+    from workbench.viz import core_plots as cp
+    from workbench.viz.common import LABEL_PITCH_PX
+
+    names = [layer.name for layer in layers.load_network("mobilenet_v2").tiled_layers()]
+    assert len(names) == 53
+    wide = cp.comparison_traffic(ColumnDataSource(cp.comparison_data(pd.DataFrame(), names)))
+    assert (wide.width - cp.COMPARISON_MARGIN_PX) / (4 * 53) >= LABEL_PITCH_PX
+    assert wide.xaxis[0].group_label_orientation == pytest.approx(np.pi / 2)
+    assert wide.height > cp.COMPARISON_HEIGHT
+    app = _app()
+    app.network.value = "cifar10_quick"
+    for fig in (app.traffic_figure, app.cycles_figure):
+        assert (fig.width, fig.height) == (cp.COMPARISON_WIDTH, cp.COMPARISON_HEIGHT)
+        assert fig.xaxis[0].group_label_orientation == 0.0
+    cp.fit_comparison(app.cycles_figure, names)  # what a network change to MobileNetV2 sets
+    assert (app.cycles_figure.width, app.cycles_figure.height) == (wide.width, wide.height)
 
 
 def test_bad_input_is_one_line() -> None:

@@ -133,6 +133,8 @@ class CoresExplorer:
         apply_labels(self.chosen_figure.xaxis[0], names, self.chosen_figure.width - 160)
         self.traffic_figure.x_range.factors = self.cycles_figure.x_range.factors = \
             cp.comparison_factors(names)
+        for fig in (self.traffic_figure, self.cycles_figure):
+            cp.fit_comparison(fig, names)  # wider for many layers: readable bars and names
 
     def _connect(self) -> None:
         self.network.observe(lambda change: self._load(change["new"]), names="value")

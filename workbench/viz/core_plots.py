@@ -10,6 +10,7 @@ millions of elements, and the ideal line is speed-up = cores.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -25,7 +26,7 @@ from bokeh.plotting import figure
 from bokeh.transform import factor_cmap
 
 from workbench.tiling.partition import SPLITS
-from workbench.viz.common import TOOLS, apply_labels, hover
+from workbench.viz.common import CHAR_PX, LABEL_PITCH_PX, TOOLS, apply_labels, hover
 from workbench.viz.units import human_axes
 
 SPLIT_COLORS = {"oc": "#1f77b4", "xy": "#ff7f0e", "on": "#2ca02c", "g": "#9467bd"}
@@ -41,6 +42,9 @@ COMPARISON_VARIANTS = (("oc", False), ("oc", True), ("xy", False), ("xy", True))
 COMPARISON_COLUMNS = ("x", "layer", "variant", "split", "broadcast", "cores", "cycles",
                       "traffic_m", "in", "w", "out", "cycles_rel", "traffic_rel", "in_rel",
                       "w_rel", "out_rel", "bound", "color")
+COMPARISON_WIDTH, COMPARISON_HEIGHT = 860, 330  # px: the comparison figures for a few layers
+COMPARISON_MARGIN_PX = 170  # px of a comparison figure besides its bars (axis, legend)
+BAR_PX = LABEL_PITCH_PX + 3  # px a comparison bar keeps: its turned variant label readable
 
 
 def variant_label(split: str, broadcast: bool) -> str:
@@ -146,12 +150,27 @@ def comparison_data(comparison: pd.DataFrame, layer_names: Sequence[str]) -> dic
     return {k: out[k] for k in COMPARISON_COLUMNS}
 
 
+def fit_comparison(fig: figure, layer_names: Sequence[str]) -> None:
+    """Size a comparison figure for `layer_names`: wide enough that every bar keeps BAR_PX
+    (a notebook scrolls a wide figure sideways; MobileNetV2's 53 layers: 212 bars, 3,138 px),
+    the layer names turned vertical when a layer's bars are narrower than its name, and the
+    figure then taller by the longest name."""
+    n = max(len(layer_names), 1)
+    fig.width = max(COMPARISON_WIDTH,
+                    COMPARISON_MARGIN_PX + n * len(COMPARISON_VARIANTS) * BAR_PX)
+    longest = max((len(str(name)) for name in layer_names), default=1)
+    fits = (fig.width - COMPARISON_MARGIN_PX) / n >= CHAR_PX * longest + 6
+    fig.xaxis[0].group_label_orientation = 0.0 if fits else math.pi / 2
+    fig.height = COMPARISON_HEIGHT + (0 if fits else CHAR_PX * longest)  # the bars keep theirs
+
+
 def _comparison_base(source: ColumnDataSource, title: str, label: str, name: str) -> figure:
     p = figure(x_range=FactorRange(factors=list(source.data.get("x", []))), title=title,
-               tools=TOOLS, width=860, height=330, y_axis_label=label, name=name)
+               tools=TOOLS, width=COMPARISON_WIDTH, height=COMPARISON_HEIGHT,
+               y_axis_label=label, name=name)
     p.xaxis.major_label_orientation = 1.0
-    p.xaxis.group_label_orientation = 0.0
     p.xaxis.major_label_text_font_size = "7pt"
+    fit_comparison(p, list(dict.fromkeys(source.data.get("layer", []))))
     p.y_range.start = 0
     return human_axes(p)
 
