@@ -14,7 +14,7 @@ divisor chains of tiles; exact).
 A second section searches seed 002 AlexNet's conv layers on the shipped seed001_3level
 platform with and without bypass. A third drives the notebook-08 app
 (`workbench.ui.hierarchy_view`) in Python on lenet5's conv layers and prints how long one
-budget-slider move and one level-size edit take.
+budget-slider move and one level-size edit take, on two on-chip levels and on three.
 Run: .venv/bin/python benchmarks/bench_hierarchy.py [--layers conv1_1 conv5_3] [--ui-only]
      [--platform-only]
 """
@@ -83,6 +83,25 @@ def ui_section() -> None:
           f"{1e3 * again:.1f} ms")
 
 
+def ui_three_section() -> None:
+    """Time the app's edits on three on-chip levels (lenet5's conv layers): each searches both
+    layers anew, conv2 over 4.3 × 10⁷ tile points, in many slices."""
+    from workbench.ui.hierarchy_view import hierarchy_view
+
+    app = hierarchy_view(network="lenet5", sizes_kb=(32, 1), budget_kb=64,
+                         grid_kb=(1, 4, 16, 64, 256))
+    steps = []
+    for what, control, value in (("2 -> 3 levels (L3 1 KB)", app.levels, 3),
+                                 ("L3 512 B", app.sizes[2], 9), ("L1 16 KB", app.sizes[0], 14),
+                                 ("L2 4 KB", app.sizes[1], 12)):
+        start = time.perf_counter()
+        control.value = value
+        refused = " (refused)" if app.status.value else ""
+        steps.append(f"{what} {time.perf_counter() - start:.1f} s{refused}")
+    print("hierarchy app, three on-chip levels (lenet5 conv layers, from L1 32 KB, L2 1 KB): "
+          + "; ".join(steps))
+
+
 def platform_section() -> None:
     """Bypass on a shipped platform: seed 002 AlexNet's conv layers on seed001_3level (DRAM,
     256 KB SRAM, 1 KB register file, the 256-MAC datapath, table-3 energies), S against S
@@ -126,6 +145,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.ui_only:
         ui_section()
+        ui_three_section()
         return
     if args.platform_only:
         platform_section()
@@ -168,6 +188,7 @@ def main() -> None:
           f"SR {energy_r / macs:.3f}")
     platform_section()
     ui_section()
+    ui_three_section()
 
 
 if __name__ == "__main__":

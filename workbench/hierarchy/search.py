@@ -138,6 +138,9 @@ Kept bounds (exact skips across searches). On a layer of one slice, the lower bo
 kernel leaves on the innermost level's energy per point (and `lifted`'s exact ones) are kept;
 another search of the layer (the app's next edit) raises that level's floor to them, carried
 to its own coefficients and taken only from capacities at least its own (`search_memory`).
+Shared work (no bound changes). A layer searched in many slices prices each level's alone
+floors once per class of its (t_{γ−1}, t_γ, P) over all chains, not once per slice, and keeps
+them for other searches keeping the level's size in the same role (`search_alone`).
 """
 
 from __future__ import annotations
@@ -150,6 +153,7 @@ import numpy as np
 from workbench.hierarchy.accesses import ElementBytes, PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, Blocking, extents
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy
+from workbench.hierarchy.search_alone import AloneTables
 from workbench.hierarchy.search_bounds import incumbent, pattern_floor
 from workbench.hierarchy.search_grid import chain_classes, mirrored
 from workbench.hierarchy.search_levels import _blocking
@@ -243,7 +247,9 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
                      (precision.inputs, precision.weights, precision.outputs,
                       precision.partial_sums), unrolled_dims(hierarchy.datapath))
             for a in ARRAYS for k in range(1, on_chip + 1)}
-    memory = None
+    memory, alone_tables = None, None
+    if len(slices) > 1:  # alone floors per class of chains, shared by the slices
+        alone_tables = AloneTables(layer, hierarchy, per_dim, extent, precision)
     if len(slices) == 1:  # unit alone floors: the role's capacity and lanes, not its energy
         alone.update({key: v for key, memo in kept.items()
                       if (v := _ALONE.get(memo)) is not None})
@@ -268,7 +274,7 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
             found, slice_floor[i] = _points(
                 layer, hierarchy, per_dim, extent, classes, tables, pj_bit, precision, live,
                 xs, ys, best, alone if len(slices) == 1 else {},
-                [p for p in later if floors[p] < best], pairs, memory)
+                [p for p in later if floors[p] < best], pairs, memory, alone_tables)
             if found is not None:
                 best, best_at = found
     if memory is not None:

@@ -76,7 +76,6 @@ def chain_terms(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.n
     return out
 
 
-
 def relaxed_floor(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np.ndarray,
                   precision: PrecisionLike, patterns: list[Pattern], fetch_unit: dict,
                   unit: dict | None = None) -> np.ndarray:
@@ -95,22 +94,26 @@ def relaxed_floor(layer: ConvLayer, hierarchy: Hierarchy, flat: dict, pj_bit: np
 
 
 def r_blocks_fit(hierarchy: Hierarchy, feet: dict[int, dict], shape: tuple,
-                 pattern: Pattern) -> np.ndarray:
+                 pattern: Pattern, masks: dict | None = None) -> np.ndarray:
     """Points where the smallest blocks of the arrays each level holds under the pattern fit
     it (bytes `feet[k]` at level k: R's blocks, seed 001's whole blocks, at the outer levels,
     whose every placement's blocks contain R's; one element each at the innermost level, whose
-    buffers may lie inside group 0): elsewhere no placement fits."""
+    buffers may lie inside group 0): elsewhere no placement fits. `masks`: each level's
+    points per held arrays, kept between calls on the same feet."""
+    masks = {} if masks is None else masks
     ok = np.ones(shape, dtype=bool)
     for k in sorted(feet, reverse=True):  # innermost first
         held = variant(pattern, k)[0]
-        level = hierarchy.levels[k]
         if not held:
             continue
-        if isinstance(level.capacity_bytes, SplitCapacity):
-            for a in held:
-                ok &= feet[k][a] <= level.bytes_for(a)
-        else:
-            ok &= sum(feet[k][a] for a in held) <= level.total_bytes
+        if (k, held) not in masks:
+            level = hierarchy.levels[k]
+            if isinstance(level.capacity_bytes, SplitCapacity):
+                masks[k, held] = functools.reduce(
+                    np.logical_and, [feet[k][a] <= level.bytes_for(a) for a in held])
+            else:
+                masks[k, held] = sum(feet[k][a] for a in held) <= level.total_bytes
+        ok &= masks[k, held]
     return ok
 
 
@@ -119,11 +122,16 @@ def least_held(patterns: list[Pattern], on_chip: int) -> list[Pattern]:
     """The patterns no other one holds less than at every level (per level, a subset of its
     arrays): where a pattern's R blocks fit, those of one holding less at each level fit too
     (a level's blocks do not depend on the pattern), so these decide where any fits."""
+    return list(_least_held(tuple(patterns), on_chip))
+
+
+@functools.lru_cache(maxsize=256)
+def _least_held(patterns: tuple[Pattern, ...], on_chip: int) -> tuple[Pattern, ...]:
     held = [tuple(frozenset(variant(p, k)[0]) for k in range(1, on_chip + 1))
             for p in patterns]
-    return [p for i, p in enumerate(patterns)
-            if not any(j != i and all(a <= b for a, b in zip(held[j], held[i], strict=True))
-                       and (held[j] != held[i] or j < i) for j in range(len(patterns)))]
+    return tuple(p for i, p in enumerate(patterns)
+                 if not any(j != i and all(a <= b for a, b in zip(held[j], held[i], strict=True))
+                            and (held[j] != held[i] or j < i) for j in range(len(patterns))))
 
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
+from workbench.hierarchy.search_alone import AloneTables
 from workbench.hierarchy.search_bounds import (
     alone_floor,
     chain_terms,
@@ -54,7 +55,7 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
             classes: dict, tables: dict, pj_bit: np.ndarray, precision: PrecisionLike,
             live: list[Pattern], xs: slice, ys: slice, best: float, alone: dict,
             later: list[Pattern], pairs: tuple[np.ndarray, np.ndarray] | None = None,
-            memory: InnerMemory | None = None):
+            memory: InnerMemory | None = None, floors: AloneTables | None = None):
     """Price slices of the X and Y chains under every live pattern: (energy pJ, where) of a
     blocking below `best`, or None, and the least floor (pJ) over the slice of the patterns
     `later` (inf if none). Points whose `relaxed_floor` reaches the best energy found are
@@ -65,7 +66,8 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
     floor over a superset of the patterns (a least over more holder chains) bounds the live
     ones too. `pairs`: (X, Y) chain index pairs searched instead of xs × ys (lemma 5).
     `memory`: the innermost level's bounds kept from other searches of the layer, and where
-    this one's are noted (`search_memory`)."""
+    this one's are noted (`search_memory`). `floors`: the alone floors priced per class of
+    chains, gathered into `alone` at the slice (`search_alone`)."""
     on_chip = len(hierarchy.levels) - 1
     width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
     chosen = {d: per_dim[d][{"X": xs, "Y": ys}.get(d, slice(None))] for d in DIMS}
@@ -74,9 +76,12 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
     grid = grid_of(chosen, extent, pairs is not None)
     shape = grid_shape(grid)
     feet = _smallest(layer, grid, on_chip, width)
-    union = np.zeros(shape, dtype=bool)
+    union, masks = np.zeros(shape, dtype=bool), {}
     for pattern in least_held(live, on_chip):
-        union |= r_blocks_fit(hierarchy, feet, shape, pattern)
+        union |= r_blocks_fit(hierarchy, feet, shape, pattern, masks)
+    if floors is not None and pairs is None:
+        floors.fill(alone, live + later, {d: np.arange(len(per_dim[d]))[
+            {"X": xs, "Y": ys}.get(d, slice(None))] for d in DIMS})
     mac, fetched, outputs = _datapath_side(layer, hierarchy, grid)
     fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS}
     kept = alone.get("later")
@@ -142,8 +147,9 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
     known = {} if alone_at is None else alone_at
     floor_in: dict[str, np.ndarray] = {}  # unit alone floors at the innermost level
     points = None if memory is None else memory.flat(chain_at)
+    masks: dict = {}
     for pattern in live:
-        ok = r_blocks_fit(hierarchy, feet, (n,), pattern)
+        ok = r_blocks_fit(hierarchy, feet, (n,), pattern, masks)
         if terms is not None:
             own = np.broadcast_to(mac, (n,)) + sum(t[c] for t, c in zip(terms, pattern,
                                                                          strict=True))

@@ -1,0 +1,131 @@
+"""Alone floors priced per class of chains (`workbench.hierarchy.search_alone`): gathered at a
+slice they are the floors priced at the slice itself, element for element; a search sliced
+into parts that uses them equals the brute force over S and the same search without them, and
+a second search keeping a level's size prices no table again."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_hierarchy_search import _fits, brute_force_s, search_case
+
+import workbench.hierarchy.search as search_module
+import workbench.hierarchy.search_alone as alone_module
+from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
+from workbench.hierarchy.blocking import ARRAYS, DIMS, extents
+from workbench.hierarchy.datapath import Datapath
+from workbench.hierarchy.search import search
+from workbench.hierarchy.search_bounds import alone_floor
+from workbench.hierarchy.search_grid import grid_of
+from workbench.hierarchy.search_r import nondominated_chains
+from workbench.hierarchy.search_space import LevelBlocks, unrolled_dims
+from workbench.layers import ConvLayer
+
+PREC = ElementBytes(1, 1, 1, 2)
+_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
+
+
+@st.composite
+def table_case(draw: st.DrawFn):
+    """A layer of a few hundred tile points per level, 2 or 3 on-chip levels (shared or split,
+    never growing inwards), a datapath or none, and a slice: one X chain, a run of Y chains."""
+    k = draw(st.integers(1, 3))
+    layer = ConvLayer(name="t", Ox=draw(st.integers(1, 12)), Oy=draw(st.integers(1, 12)),
+                      Kx=k, Ky=draw(st.integers(1, 3)), Sx=draw(st.integers(1, 3)),
+                      Sy=draw(st.integers(1, 2)), Kc=draw(st.integers(1, 8)),
+                      Oc=draw(st.integers(1, 8)), On=draw(st.integers(1, 2)))
+    levels, cap = [Level("DRAM", None, 64, 200.0)], 4096
+    for i in range(draw(st.integers(2, 3))):
+        cap = draw(st.integers(1, cap))
+        parts = [draw(st.integers(0, cap // 2)) for _ in ARRAYS]
+        split = draw(st.booleans()) and sum(parts) > 0
+        levels.append(Level(f"L{i + 1}", SplitCapacity(*parts) if split else cap, 16, 1.0))
+        cap = max(1, int(levels[-1].total_bytes))
+    unroll = draw(st.sampled_from([None, {"M": 2}, {"X": 2, "C": 2}]))
+    hier = Hierarchy(tuple(levels), datapath=None if unroll is None else Datapath(unroll))
+    return layer, hier, draw(st.integers(0, 10 ** 6)), draw(st.integers(0, 10 ** 6))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                             HealthCheck.function_scoped_fixture])
+@given(case=table_case())
+def test_gathered_tables_equal_the_floors_priced_at_the_slice(case, monkeypatch) -> None:
+    """Every (array, holder) floor `fill` gathers at a slice is the `alone_floor` priced on
+    that slice's own tiles (exactly, infinities included), at every level."""
+    layer, hier, x_pick, y_pick = case
+    monkeypatch.setattr(alone_module, "SHARE", 0)  # every level's table, however small
+    on_chip = len(hier.levels) - 1
+    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
+    tables = alone_module.AloneTables(layer, hier, per_dim, extent, PREC)
+    assert set(tables.ids) == set(range(1, on_chip + 1))
+    n_y = len(per_dim["Y"])
+    ox, y0 = x_pick % len(per_dim["X"]), y_pick % n_y
+    index = {"X": np.array([ox]), "Y": np.arange(y0, min(n_y, y0 + 1 + y_pick % 5)),
+             **{d: np.arange(len(per_dim[d])) for d in ("C", "M", "N")}}
+    grid = grid_of({d: per_dim[d][index[d]] for d in DIMS}, extent)
+    every = [tuple((k,) if a == array else () for a in ARRAYS)
+             for array in ARRAYS for k in range(1, on_chip + 1)]
+    unit: dict = {}
+    tables.fill(unit, every, index)
+    assert len(unit) == len(ARRAYS) * on_chip
+    shape = tuple(len(index[d]) for d in DIMS)
+    for (array, holder), gathered in unit.items():
+        blocks = LevelBlocks(layer, grid, on_chip + 1 - holder, on_chip, {array: 1.0}, PREC,
+                             unrolled_dims(hier.datapath))
+        own = alone_floor(hier.levels[holder].bytes_for(array), blocks, array)
+        np.testing.assert_array_equal(np.broadcast_to(gathered, shape),
+                                      np.broadcast_to(own, shape), err_msg=f"{array}@{holder}")
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                             HealthCheck.function_scoped_fixture])
+@given(case=search_case())
+def test_sliced_search_with_tables_equals_brute_force(case, monkeypatch) -> None:
+    """One slice per X chain and every level tabled: the search still equals the brute force
+    over S, and its blocking fits and costs what it says."""
+    layer, hier = case
+    monkeypatch.setattr(search_module, "SMALL", 1)
+    monkeypatch.setattr(alone_module, "SHARE", 0)
+    found = search(layer, hier, PREC)
+    assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, PREC), rel=1e-9)
+    again = evaluate(layer, found.blocking, hier, PREC)
+    assert again.total_energy_pj == pytest.approx(found.energy_pj, rel=1e-9)
+    assert _fits(layer, found.blocking, hier, PREC)
+
+
+THREE = Hierarchy((Level("DRAM", None, 64, 200.0), Level("L1", 2048, 64, 6.0),
+                   Level("L2", 256, 32, 2.0), Level("L3", 48, 16, 0.5)), mac_energy_pj=1.0,
+                  datapath=Datapath({"M": 2}))
+
+
+def test_tables_change_no_search_and_are_kept(monkeypatch) -> None:
+    """On 3 on-chip levels, sliced: with the tables the search finds the same energy and
+    blocking as without them; a second search of the layer on a hierarchy whose inner levels
+    keep their sizes prices only the edited level's tables (the rest are kept)."""
+    layer = ConvLayer(name="mid3", Ox=6, Oy=5, Kx=3, Ky=3, Kc=6, Oc=8)
+    monkeypatch.setattr(search_module, "SMALL", 1)
+    monkeypatch.setattr(alone_module, "TABLE_LIMIT", 0)
+    without = search(layer, THREE, PREC)
+    monkeypatch.setattr(alone_module, "TABLE_LIMIT", 1 << 23)
+    monkeypatch.setattr(alone_module, "SHARE", 0)
+    alone_module._TABLES.clear()
+    priced = []
+    real = alone_module.alone_floor
+
+    def counted(level_bytes, blocks, array):
+        priced.append(level_bytes)
+        return real(level_bytes, blocks, array)
+
+    monkeypatch.setattr(alone_module, "alone_floor", counted)
+    with_tables = search(layer, THREE, PREC)
+    assert with_tables.energy_pj == without.energy_pj
+    assert with_tables.blocking == without.blocking
+    assert priced  # the tables were used
+    priced.clear()
+    edited = Hierarchy((THREE.levels[0], Level("L1", 1024, 64, 6.0), *THREE.levels[2:]),
+                       mac_energy_pj=1.0, datapath=THREE.datapath)
+    search(layer, edited, PREC)
+    assert priced and set(priced) == {1024}  # the edited level's, in whatever role it plays
