@@ -21,12 +21,13 @@ from workbench.hierarchy.search_space import LevelBlocks, Pattern, unrolled_dims
 from workbench.layers.spec import ConvLayer
 from workbench.memo import ByteLRU
 
-TABLE_LIMIT = 1 << 23  # class combinations up to which a level's table is kept (64 MB)
+TABLE_LIMIT = 1 << 23  # class combinations up to which a level's table is priced (64 MB)
 SHARE = 4              # ... and only when the slices' points are at least SHARE × as many
 # per (layer, levels, γ, the level's capacity for the array, array, widths, lanes): the tables
 # of other searches (another role order seeing a level of the same size in the same role, or
-# an edit keeping a level's size in the app)
-_TABLES = ByteLRU(256 * 2**20, lambda a: a.nbytes)
+# an edit keeping a level's size in the app); 512 MB: lenet5 on 3 on-chip levels, its L1 edited
+# to 16 KB in the app, takes 13.0 s, 17.3 s at 256 MB (tables evicted, priced again)
+_TABLES = ByteLRU(512 * 2**20, lambda a: a.nbytes)
 
 
 class AloneTables:
