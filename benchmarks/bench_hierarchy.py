@@ -83,6 +83,45 @@ def ui_section() -> None:
           f"{1e3 * again:.1f} ms")
 
 
+def ui_prefetch_section() -> None:
+    """The same app searching its sliders' other positions ahead (`prefetch`, worker processes
+    on the other cores): a jump while they are searched, the time until all are, then the same
+    jumps and drags as `ui_section`."""
+    from workbench.hierarchy.prefetch import default_workers
+    from workbench.ui.hierarchy_view import hierarchy_view
+
+    start = time.perf_counter()
+    app = hierarchy_view(network="lenet5", sizes_kb=(32, 1), budget_kb=64,
+                         grid_kb=(1, 4, 16, 64, 256), prefetch=True)
+    built, wanted = time.perf_counter() - start, len(app.prefetcher.pending)
+    try:
+        early = []  # jumps far from the start while the workers are searching
+        for level, exponent in ((0, 21), (1, 14), (0, 23)):
+            start = time.perf_counter()
+            app.sizes[level].value = exponent
+            early.append(time.perf_counter() - start)
+        app.sizes[0].value, app.sizes[1].value = 15, 10  # 32 KB | 1 KB again: memoized
+        start = time.perf_counter()
+        app.prefetcher.wait_idle()
+        warm = time.perf_counter() - start
+        ran, moves = app.designer.ran, []
+        for level, exponents in ((0, (13, 17, 19)), (1, (11, 9, 13)), (0, range(20, 24)),
+                                 (1, range(10, 16)), (0, range(22, 15, -1))):
+            for exponent in exponents:
+                start = time.perf_counter()
+                app.sizes[level].value = exponent
+                moves.append(time.perf_counter() - start)
+        print(f"hierarchy app searching ahead ({default_workers()} worker process(es), lenet5 "
+              f"conv layers, 2 on-chip levels): built in {built:.2f} s, {wanted} slider "
+              f"positions wanted; jumps while they are searched "
+              f"{', '.join(f'{1e3 * t:.0f}' for t in early)} ms; all searched "
+              f"{warm:.1f} s later; then {len(moves)} jumps and drags: median "
+              f"{1e3 * statistics.median(moves):.1f} ms ({1e3 * min(moves):.1f}-"
+              f"{1e3 * max(moves):.1f}), {app.designer.ran - ran} searched by the app itself")
+    finally:
+        app.close()
+
+
 def ui_three_section() -> None:
     """Time the app's edits on three on-chip levels (lenet5's conv layers): each searches both
     layers anew, conv2 over 4.3 × 10⁷ tile points, in many slices."""
@@ -145,6 +184,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.ui_only:
         ui_section()
+        ui_prefetch_section()
         ui_three_section()
         return
     if args.platform_only:
@@ -188,6 +228,7 @@ def main() -> None:
           f"SR {energy_r / macs:.3f}")
     platform_section()
     ui_section()
+    ui_prefetch_section()
     ui_three_section()
 
 

@@ -25,7 +25,8 @@ SMALL = {
                               "memory_kb": 16},
     "08_memory_hierarchy.ipynb": {"network": "lenet5", "sizes_kb": [16, 1], "grid_kb": [1, 4, 16],
                                   "budget_kb": 16, "seed_layers": ["conv3"],
-                                  "seed_outer_kb": [256], "seed_inner_kb": [1]},
+                                  "seed_outer_kb": [256], "seed_inner_kb": [1],
+                                  "prefetch": False},  # workers: test_hierarchy_prefetch.py
     "09_sweep_results.ipynb": {"sweep_dir": None, "x": "time_ms", "y": "throughput_gops",
                                "color": "objective"},  # None: the 20-case demo sweep
     "10_multicore.ipynb": {"network": "lenet5", "layer": "conv2", "cores": 4,

@@ -199,6 +199,7 @@ class Codesigner:
     search_fn: SearchFn = search
     _memo: dict = field(default_factory=dict, repr=False)
     _infeasible: set = field(default_factory=set, repr=False)
+    ran: int = field(default=0, repr=False)  # searches run by this designer itself
 
     def __post_init__(self) -> None:
         self.layers = tuple(self.layers)
@@ -215,9 +216,28 @@ class Codesigner:
         """(layer, hierarchy) searches done so far (feasible ones)."""
         return len(self._memo)
 
+    @staticmethod
+    def _key(layer: ConvLayer, hierarchy: Hierarchy) -> tuple:
+        return layer, hierarchy.levels, hierarchy.mac_energy_pj, hierarchy.datapath
+
+    def known(self, hierarchy: Hierarchy) -> bool:
+        """Whether every layer's result on the hierarchy is memoized (found or infeasible)."""
+        return all(self._key(lay, hierarchy) in self._memo
+                   or self._key(lay, hierarchy) in self._infeasible for lay in self.layers)
+
+    def absorb(self, hierarchy: Hierarchy, results: Sequence[SearchResult | None]) -> None:
+        """Take per-layer results searched elsewhere (`prefetch`; None: no blocking fits);
+        results memoized here already are kept."""
+        for layer, result in zip(self.layers, results, strict=True):
+            key = self._key(layer, hierarchy)
+            if result is None:
+                self._infeasible.add(key)
+            else:
+                self._memo.setdefault(key, result)
+
     def layer_result(self, layer: ConvLayer, hierarchy: Hierarchy) -> SearchResult | None:
         """The layer's best blocking on the hierarchy (None: no blocking fits)."""
-        key = (layer, hierarchy.levels, hierarchy.mac_energy_pj, hierarchy.datapath)
+        key = self._key(layer, hierarchy)
         if key in self._infeasible:
             return None
         if key not in self._memo:
@@ -226,6 +246,7 @@ class Codesigner:
             hint = {} if self.search_fn is not search else {"incumbents": [
                 r.blocking for k, r in reversed(self._memo.items())
                 if k[0] == layer and len(k[1]) == len(hierarchy.levels)][:WARM]}
+            self.ran += 1
             try:
                 self._memo[key] = self.search_fn(layer, hierarchy, self.precision,
                                                  self.size_energy, **hint)

@@ -7,12 +7,14 @@ Every number comes from `workbench.hierarchy.codesign`: a layer's blocking is th
 optimum on the hierarchy (`search`), energies from the level sizes by seed 001 table 3. The
 co-design grid keeps the edited hierarchy's depth, widths and split, with each level's size
 from `grid_kb`; its designs are computed once per hierarchy shape and memoized, so moving the
-budget only re-selects.
+budget only re-selects. With `prefetch`, the size sliders' other positions are searched ahead
+in worker processes, nearest first (`workbench.hierarchy.prefetch`), and taken into the memo.
 """
 
 from __future__ import annotations
 
 import html
+import itertools
 import re
 
 import ipywidgets as widgets
@@ -31,6 +33,7 @@ from workbench.hierarchy.codesign import (
     table3_energy_pj,
 )
 from workbench.hierarchy.datapath import Datapath
+from workbench.hierarchy.prefetch import Prefetcher, nearest_first
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.controls import memory_slider
 from workbench.ui.errors import error_html
@@ -52,6 +55,7 @@ GRID_LEVELS = 2  # on-chip levels up to which the app prices its co-design grid 
 WIDTHS_BITS = (64, 128, 256, 512)   # table 3's widths
 SIZE_LOG2 = (8, 24)     # level-size sliders: 256 B … 16 MB (exponents of bytes)
 BUDGET_LOG2 = (10, 24)  # capacity-budget slider: 1 KB … 16 MB
+PREFETCH_LIMIT = 256    # slider positions searched ahead after an edit (2 levels: all 153)
 # SRAM area: seed 001 §5.2 gives 45 mm² for its 8 MB hierarchy (45 nm), the one published
 # density; every level is charged at it, so area is proportional to capacity (small register
 # files are denser per access but larger per KB; their areas are not published)
@@ -79,7 +83,7 @@ class HierarchyView:
                  elem_bytes: int = 2, psum_bytes: int = 4, mac_pj: float = 1.0,
                  dram_pj_per_16b: float = 320.0, datapath: str = "1 MAC",
                  axis: str = "capacity", area_budget_mm2: float = 0.5,
-                 mm2_per_kb: float = SEED001_MM2_PER_KB) -> None:
+                 mm2_per_kb: float = SEED001_MM2_PER_KB, prefetch: bool = False) -> None:
         if not 1 <= len(sizes_kb) <= MAX_LEVELS - 1:
             raise WorkbenchError(f"sizes_kb: 1 to {MAX_LEVELS - 1} on-chip levels, got "
                                  f"{list(sizes_kb)}")
@@ -123,6 +127,8 @@ class HierarchyView:
         self.status.layout.width = "300px"  # a long error wraps: the plot beside stays put
         self.design: Design | None = None
         self.best: Design | None = None
+        # the sliders' other positions, searched ahead on other cores (nearest first)
+        self.prefetcher = Prefetcher(self.designer) if prefetch else None
         first = self.hierarchy()
         self.energy_source = ColumnDataSource(
             level_energy_data([], [lvl.name for lvl in first.levels]), name="level_energy")
@@ -139,9 +145,16 @@ class HierarchyView:
     def hierarchy(self) -> Hierarchy:
         """The edited hierarchy: DRAM, then the first `levels` sliders' sizes (outermost
         first), shared or split I:W:O, feeding the chosen MAC array."""
+        return self._hierarchy_at(self._exponents())
+
+    def _exponents(self) -> tuple[int, ...]:
+        return tuple(slider.value for slider in self.sizes[:self.levels.value])
+
+    def _hierarchy_at(self, exponents: tuple[int, ...]) -> Hierarchy:
+        """The edited hierarchy with these size exponents (bytes = 2**e), outermost first."""
         on_chip = []
-        for i in range(self.levels.value):
-            size = 1 << self.sizes[i].value
+        for i, exponent in enumerate(exponents):
+            size = 1 << exponent
             cap = split_parts(size, self.ratio) if self.split.value else size
             on_chip.append(Level(f"L{i + 1}", cap, self.width.value,
                                  area_mm2_per_kb=self.mm2_per_kb))
@@ -164,6 +177,8 @@ class HierarchyView:
             self._check_order()
             hierarchy = self.hierarchy()
             with busy(self.status, "pricing the edited hierarchy"):  # shown while it runs
+                if self.prefetcher is not None:
+                    self.prefetcher.claim(hierarchy)  # searched ahead, or under way there
                 design = self.designer.design(hierarchy)
         except WorkbenchError as exc:  # the schema's path levels[k] is slider Lk here
             said = re.sub(r"^levels\[(\d+)\]\.capacity: ", r"L\1 size: ", str(exc))
@@ -184,6 +199,20 @@ class HierarchyView:
         self.traffic.value = _traffic_html(rows)
         self.status.value = ""
         self.update_budget()
+        if self.prefetcher is not None:
+            self.prefetcher.want(nearest_first(self._positions(), self._exponents(),
+                                               self._hierarchy_at, PREFETCH_LIMIT))
+
+    def _positions(self) -> list[tuple[int, ...]]:
+        """Every position of the shown size sliders: sizes not increasing inwards."""
+        low, high = SIZE_LOG2
+        return [tuple(reversed(p)) for p in itertools.combinations_with_replacement(
+            range(low, high + 1), self.levels.value)]
+
+    def close(self) -> None:
+        """Stop the searches done ahead (the widgets stay)."""
+        if self.prefetcher is not None:
+            self.prefetcher.close()
 
     def _grid(self) -> list[Design] | None:
         """The co-design grid's feasible designs for the edited shape (memoized), None past

@@ -1,0 +1,127 @@
+"""Searches done ahead in worker processes (`prefetch`): what a worker hands over equals the
+search run here, cold, hierarchy by hierarchy; the app searches nothing itself for a position
+searched ahead, keeps its wanted list nearest first and in the edited shape, and still works
+when its worker is gone."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench import layers
+from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
+from workbench.hierarchy.codesign import Codesigner, table3_energy_pj
+from workbench.hierarchy.prefetch import Prefetcher, key_of, nearest_first
+from workbench.hierarchy.search import search
+from workbench.layers.spec import ConvLayer
+from workbench.ui.hierarchy_view import hierarchy_view
+
+PREC = ElementBytes(2, 2, 2, 4)
+LAYERS = (ConvLayer(name="a", Ox=4, Oy=4, Oc=4, Kx=3, Ky=3, Kc=2),
+          ConvLayer(name="b", Ox=2, Oy=2, Oc=8, Kx=1, Ky=1, Kc=4))
+TINY_NET = ("name: tiny\nlayers:\n"
+            "  - {name: c1, type: conv, input: [2, 6, 6], maps: 4, kernel: 3}\n"
+            "  - {name: c2, type: conv, input: [4, 4, 4], maps: 4, kernel: 3}\n")
+
+
+def _hier(*caps: int) -> Hierarchy:
+    return Hierarchy((Level("DRAM", None, 16, 320.0),
+                      *(Level(f"L{i + 1}", c, 64) for i, c in enumerate(caps))),
+                     mac_energy_pj=1.0)
+
+
+HIERARCHIES = [_hier(64), _hier(256, 16), _hier(1024, 64), _hier(8), _hier(4, 2)]
+
+
+def test_results_searched_ahead_equal_cold_searches_here() -> None:
+    """Every hierarchy searched by the worker is taken into the designer, which then searches
+    none itself; each layer's energy equals a cold `search` here, and its blocking fits and
+    costs that energy by `evaluate`."""
+    designer = Codesigner(LAYERS, PREC, table3_energy_pj)
+    prefetcher = Prefetcher(designer, workers=1)
+    try:
+        prefetcher.want(HIERARCHIES)
+        assert prefetcher.wait_idle(120) and not prefetcher.failed
+        assert prefetcher.take() == len(HIERARCHIES)
+        assert all(designer.known(h) for h in HIERARCHIES)
+        for hier in HIERARCHIES:
+            design = designer.design(hier)
+            for layer, energy, blocking in zip(LAYERS, design.layer_energy_pj,
+                                               design.blockings, strict=True):
+                cold = search(layer, hier, PREC, table3_energy_pj).energy_pj
+                assert energy == pytest.approx(cold, rel=1e-12)
+                priced = evaluate(layer, blocking, hier, PREC, table3_energy_pj)
+                assert priced.fits and priced.total_energy_pj == pytest.approx(cold, rel=1e-12)
+        assert designer.ran == 0  # nothing was searched here
+        prefetcher.want(HIERARCHIES)  # all known: nothing is wanted again
+        assert prefetcher.pending == []
+    finally:
+        prefetcher.close()
+
+
+def test_claim_drops_a_wanted_hierarchy_and_a_dead_worker_is_survived() -> None:
+    """A claimed hierarchy leaves the wanted list (and is taken when the worker had it); when
+    the worker dies the prefetcher says so and stops waiting, and the designer searches
+    itself."""
+    designer = Codesigner(LAYERS, PREC, table3_energy_pj)
+    prefetcher = Prefetcher(designer, workers=1)
+    try:
+        prefetcher.want(HIERARCHIES)
+        claimed = HIERARCHIES[2]
+        taken = prefetcher.claim(claimed)
+        assert key_of(claimed) not in {key_of(h) for h in prefetcher.pending}
+        assert taken == designer.known(claimed)
+        prefetcher.wait_idle(120)
+        process, _ = prefetcher._workers[0]
+        process.kill()
+        process.wait(10)
+        prefetcher.want([_hier(512), _hier(128, 8)])
+        assert prefetcher.wait_idle(60) and prefetcher.alive == 0
+        assert len(prefetcher.failed) == 1  # the one it was given when it died
+        assert designer.design(_hier(512)) is not None and designer.ran == len(LAYERS)
+    finally:
+        prefetcher.close()
+
+
+def test_nearest_first_ranks_by_slider_steps() -> None:
+    """Positions by the sum of slider steps from the current one (itself left out), ties in
+    lexicographic order, at most `limit`."""
+    points = [(a, b) for a in range(8, 13) for b in range(8, a + 1)]
+    got = nearest_first(points, (10, 9), lambda p: p, 6)
+    assert got == [(9, 9), (10, 8), (10, 10), (11, 9), (9, 8), (11, 8)]
+    assert len(nearest_first(points, (10, 9), lambda p: p, 100)) == len(points) - 1
+
+
+def test_app_jumps_to_positions_searched_ahead_without_searching(tmp_path) -> None:
+    """With `prefetch`, the app wants every other position of its two sliders, one step away
+    first; once they are searched, a jump searches nothing here and shows the cold search's
+    energy; a shape edit (split) re-aims the list at split hierarchies; `close` stops the
+    worker."""
+    net = tmp_path / "tiny.yaml"
+    net.write_text(TINY_NET)
+    app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+                         prefetch=True)
+    try:
+        assert app.prefetcher.wait_idle(600) and not app.prefetcher.failed
+        started = app.prefetcher.started  # all 153 positions but this one and the grid's 3
+        assert len(started) == 153 - 1 - 3 and len(set(started)) == len(started)
+        first = [tuple(lvl.capacity_bytes for lvl in levels[1:]) for levels, *_ in started[:4]]
+        assert sorted(first) == [(1024, 512), (2048, 256), (2048, 1024), (4096, 512)]
+        steps = [sum(abs(e - lvl.capacity_bytes.bit_length() + 1)
+                     for e, lvl in zip((11, 9), levels[1:], strict=True))
+                 for levels, *_ in started]
+        assert steps == sorted(steps)  # nearest first
+        ran = app.designer.ran
+        app.sizes[0].value = 16   # 64 KB | 512 B
+        app.sizes[1].value = 12   # 64 KB | 4 KB
+        assert app.designer.ran == ran and app.status.value == ""
+        tiny = layers.load_network(str(net)).tiled_layers()
+        hier = app.hierarchy()
+        want = sum(search(lay, hier, PREC, table3_energy_pj).energy_pj for lay in tiny)
+        assert app.design.energy_pj == pytest.approx(want, rel=1e-12)
+        app.split.value = True
+        assert app.prefetcher.pending
+        assert all(isinstance(h.levels[1].capacity_bytes, SplitCapacity)
+                   for h in app.prefetcher.pending)
+    finally:
+        app.close()
+    assert all(p.poll() is not None for p, _ in app.prefetcher._workers)

@@ -1,0 +1,209 @@
+"""Searches done ahead, in worker processes: while the user looks at one hierarchy, the app's
+likely next ones (the sliders' other positions, nearest first) are searched on the machine's
+other cores, so that moving a slider there is a memo lookup.
+
+A worker runs the same exact `Codesigner.layer_result` on its own memo; the app takes its
+results into its `Codesigner` (`take`) before searching anything itself, and waits for a
+hierarchy a worker is already searching rather than searching it twice (`claim`). Nothing is
+approximated: a taken result is the search's optimum, as the app's own search would give
+(equal energy; of several blockings with that energy, possibly another one).
+
+Workers are `python -m` processes (no fork of a kernel's threads, no import of a script's
+main), each fed one hierarchy at a time through its stdin by a thread of the app's process
+that waits on its stdout, so that the wanted list can be reordered at every edit; `close`, the
+prefetcher's collection or the app's exit terminates them (an orphaned worker ends at its next
+read).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+
+from workbench.hierarchy.codesign import Codesigner
+from workbench.hierarchy.levels import Hierarchy
+
+Key = tuple  # (levels, mac_energy_pj, datapath): what a layer's search depends on
+
+
+def key_of(hierarchy: Hierarchy) -> Key:
+    """The part of a hierarchy a search reads (its name is not)."""
+    return hierarchy.levels, hierarchy.mac_energy_pj, hierarchy.datapath
+
+
+def default_workers() -> int:
+    """Cores left beside the app's own process, at most 2 (each worker keeps its own search
+    memos, up to about 1 GB on three on-chip levels)."""
+    return max(1, min(2, (os.cpu_count() or 2) - 1))
+
+
+def _serve(inbox, outbox) -> None:
+    """A worker: read the designer's (layers, precision, size energy), then hierarchies;
+    write back each one's per-layer results (None: no blocking fits)."""
+    designer = Codesigner(*pickle.load(inbox))
+    while True:
+        try:
+            hierarchy = pickle.load(inbox)
+        except EOFError:  # the app closed the pipe or ended
+            return
+        try:
+            reply = ("ok", [designer.layer_result(lay, hierarchy) for lay in designer.layers])
+        except Exception as exc:  # noqa: BLE001  (the app searches it itself and says why)
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        pickle.dump(reply, outbox)
+        outbox.flush()
+
+
+def _start(designer: Codesigner) -> subprocess.Popen:
+    """A worker process (`python -m` this module: no fork of the app's threads, and no import
+    of the app's main script), its stdin/stdout the pipes."""
+    path = os.pathsep.join(p for p in (*sys.path, os.environ.get("PYTHONPATH", "")) if p)
+    process = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": path})
+    pickle.dump((designer.layers, designer.precision, designer.size_energy), process.stdin)
+    process.stdin.flush()
+    return process
+
+
+class Prefetcher:
+    """Worker processes searching a wanted list of hierarchies for `designer`'s layers, best
+    first (`want`); finished ones are handed over by `take`."""
+
+    def __init__(self, designer: Codesigner, workers: int | None = None) -> None:
+        self.designer = designer
+        self._cond = threading.Condition()
+        self._wanted: list[Hierarchy] = []
+        self._running: dict[Key, int] = {}   # key -> worker searching it
+        self._done: dict[Key, tuple[Hierarchy, list]] = {}
+        self.failed: dict[Key, str] = {}    # key -> the worker's error (searched here again)
+        self.started: list[Key] = []        # in the order workers took them
+        self._closed = False
+        self._workers = []
+        self.alive = workers or default_workers()  # workers still answering
+        for index in range(workers or default_workers()):
+            process = _start(designer)
+            pump = threading.Thread(target=self._pump, args=(index, process), daemon=True,
+                                    name=f"workbench-prefetch-{index}")
+            self._workers.append((process, pump))
+            pump.start()
+        weakref.finalize(self, _stop, [p for p, _ in self._workers])
+
+    def _pump(self, index: int, process: subprocess.Popen) -> None:
+        """Feed one worker, one hierarchy at a time, and keep what it sends back."""
+        while True:
+            with self._cond:
+                while not self._wanted and not self._closed:  # idle: wait for `want`
+                    self._cond.wait()
+                if self._closed:
+                    return
+                hierarchy = self._wanted.pop(0)
+                key = key_of(hierarchy)
+                self._running[key] = index
+                self.started.append(key)
+            try:
+                pickle.dump(hierarchy, process.stdin)
+                process.stdin.flush()
+                status, payload = pickle.load(process.stdout)
+            except (EOFError, OSError, pickle.UnpicklingError) as exc:  # it died or was closed
+                with self._cond:
+                    self._running.pop(key, None)
+                    self.alive -= 1
+                    if not self._closed:
+                        self.failed[key] = f"worker {index} stopped: {exc!r}"
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                self._running.pop(key, None)
+                if status == "ok":
+                    self._done[key] = (hierarchy, payload)
+                else:
+                    self.failed[key] = payload
+                self._cond.notify_all()
+
+    def want(self, hierarchies: Iterable[Hierarchy]) -> None:
+        """Replace the wanted list (best first); hierarchies the designer knows, or being
+        searched or finished here, are left out."""
+        known = self.designer.known
+        with self._cond:
+            seen = set(self._running) | set(self._done) | set(self.failed)
+            wanted = []
+            for hierarchy in hierarchies:
+                key = key_of(hierarchy)
+                if key not in seen and not known(hierarchy):
+                    seen.add(key)
+                    wanted.append(hierarchy)
+            self._wanted = wanted
+            self._cond.notify_all()
+
+    def take(self) -> int:
+        """Hand the finished results to the designer; the number of hierarchies taken."""
+        with self._cond:
+            done, self._done = self._done, {}
+        for hierarchy, results in done.values():
+            self.designer.absorb(hierarchy, results)
+        return len(done)
+
+    def claim(self, hierarchy: Hierarchy, timeout: float | None = None) -> bool:
+        """About to need `hierarchy`: drop it from the wanted list and, when a worker is
+        searching it, wait for that (at most `timeout` s) and take it. True if taken."""
+        key = key_of(hierarchy)
+        with self._cond:
+            self._wanted = [h for h in self._wanted if key_of(h) != key]
+            self._cond.wait_for(lambda: key not in self._running, timeout)
+        self.take()
+        return self.designer.known(hierarchy)
+
+    @property
+    def pending(self) -> list[Hierarchy]:
+        """The wanted hierarchies no worker has started, best first."""
+        with self._cond:
+            return list(self._wanted)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until nothing is wanted or running, or no worker is left (at most `timeout`
+        s); True if so."""
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: not self._wanted and not self._running or not self.alive, timeout)
+
+    def close(self) -> None:
+        """Stop the workers (a search under way is abandoned)."""
+        with self._cond:
+            self._closed = True
+            self._wanted = []
+            self._cond.notify_all()
+        _stop([process for process, _ in self._workers])
+        for _, pump in self._workers:
+            pump.join(5)
+
+
+def _stop(processes: list[subprocess.Popen]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def nearest_first(points: Sequence[tuple[int, ...]], at: tuple[int, ...],
+                  make: Callable[[tuple[int, ...]], Hierarchy], limit: int) -> list[Hierarchy]:
+    """The `limit` points nearest `at` (sum of slider steps, then lexicographic), as
+    hierarchies; `at` itself is left out."""
+    ranked = sorted((sum(abs(a - b) for a, b in zip(p, at, strict=True)), p)
+                    for p in points if p != at)
+    return [make(p) for _, p in ranked[:limit]]
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a kernel interrupt is for the app's work
+    sys.stdout = sys.stderr  # the pipe to the app carries results only
+    _serve(sys.stdin.buffer, sys.__stdout__.buffer)
