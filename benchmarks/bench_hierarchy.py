@@ -111,13 +111,25 @@ def ui_prefetch_section() -> None:
                 start = time.perf_counter()
                 app.sizes[level].value = exponent
                 moves.append(time.perf_counter() - start)
+        app.sizes[0].value, app.sizes[1].value = 15, 10
+        toggles = []  # each from the start's shape, and back (memoized)
+        for control, value in ((app.split, True), (app.width, 128), (app.width, 512),
+                               (app.datapath, "16×16 C×M (256 MACs)"), (app.levels, 1),
+                               (app.levels, 3)):
+            old = control.value
+            start = time.perf_counter()
+            control.value = value
+            toggles.append(time.perf_counter() - start)
+            control.value = old
         print(f"hierarchy app searching ahead ({default_workers()} worker process(es), lenet5 "
-              f"conv layers, 2 on-chip levels): built in {built:.2f} s, {wanted} slider "
-              f"positions wanted; jumps while they are searched "
+              f"conv layers, 2 on-chip levels): built in {built:.2f} s, {wanted} hierarchies "
+              f"wanted; jumps while they are searched "
               f"{', '.join(f'{1e3 * t:.0f}' for t in early)} ms; all searched "
               f"{warm:.1f} s later; then {len(moves)} jumps and drags: median "
               f"{1e3 * statistics.median(moves):.1f} ms ({1e3 * min(moves):.1f}-"
-              f"{1e3 * max(moves):.1f}), {app.designer.ran - ran} searched by the app itself")
+              f"{1e3 * max(moves):.1f}); split, width 128, width 512, 256 MACs, 1 level, "
+              f"3 levels: {', '.join(f'{1e3 * t:.0f}' for t in toggles)} ms; "
+              f"{app.designer.ran - ran} searched by the app itself")
     finally:
         app.close()
 

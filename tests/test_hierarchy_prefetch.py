@@ -9,11 +9,11 @@ import pytest
 
 from workbench import layers
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
-from workbench.hierarchy.codesign import Codesigner, table3_energy_pj
+from workbench.hierarchy.codesign import Codesigner, space_around, table3_energy_pj
 from workbench.hierarchy.prefetch import Prefetcher, key_of, nearest_first
 from workbench.hierarchy.search import search
 from workbench.layers.spec import ConvLayer
-from workbench.ui.hierarchy_view import hierarchy_view
+from workbench.ui.hierarchy_view import DATAPATHS, hierarchy_view
 
 PREC = ElementBytes(2, 2, 2, 4)
 LAYERS = (ConvLayer(name="a", Ox=4, Oy=4, Oc=4, Kx=3, Ky=3, Kc=2),
@@ -91,37 +91,62 @@ def test_nearest_first_ranks_by_slider_steps() -> None:
     assert len(nearest_first(points, (10, 9), lambda p: p, 100)) == len(points) - 1
 
 
-def test_app_jumps_to_positions_searched_ahead_without_searching(tmp_path) -> None:
-    """With `prefetch`, the app wants every other position of its two sliders, one step away
-    first; once they are searched, a jump searches nothing here and shows the cold search's
-    energy; a shape edit (split) re-aims the list at split hierarchies; `close` stops the
-    worker."""
+def _sizes(levels) -> tuple:
+    return tuple(lvl.capacity_bytes for lvl in levels[1:])
+
+
+def test_app_jumps_and_toggles_to_what_was_searched_ahead_without_searching(tmp_path) -> None:
+    """With `prefetch`, the app wants the size sliders' positions one step away first, then
+    the edited sizes after each single other control's change with its grid, then every other
+    position, nearest first. Once they are searched, jumps and a split toggle search nothing
+    here and show the cold search's energy; a toggle re-aims the list at the new shape;
+    `close` stops the worker."""
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
     app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
                          prefetch=True)
+    tiny = layers.load_network(str(net)).tiled_layers()
     try:
         assert app.prefetcher.wait_idle(600) and not app.prefetcher.failed
-        started = app.prefetcher.started  # all 153 positions but this one and the grid's 3
-        assert len(started) == 153 - 1 - 3 and len(set(started)) == len(started)
-        first = [tuple(lvl.capacity_bytes for lvl in levels[1:]) for levels, *_ in started[:4]]
-        assert sorted(first) == [(1024, 512), (2048, 256), (2048, 1024), (4096, 512)]
+        started = list(app.prefetcher.started)
+        assert len(set(started)) == len(started)
+        assert sorted(_sizes(k[0]) for k in started[:4]) == [
+            (1024, 512), (2048, 256), (2048, 1024), (4096, 512)]
+        shared = [k for k in started if k[0][1].access_bits == 64 and k[2] is None
+                  and isinstance(k[0][1].capacity_bytes, int) and len(k[0]) == 3]
+        assert len(shared) == 153 - 1 - 3  # every other position but the grid's 3 (known)
+        toggles = started[4:started.index(shared[4])]
+        split = app._hierarchy_at((11, 9), (True, 64, "1 MAC"))
+        changed = [split, app._hierarchy_at((11,)), app._hierarchy_at((11, 9, 9)),
+                   *(app._hierarchy_at((11, 9), (False, w, "1 MAC")) for w in (128, 256, 512)),
+                   *(app._hierarchy_at((11, 9), (False, 64, d)) for d in DATAPATHS
+                     if d != "1 MAC")]
+        grids = [g for h in changed if len(h.levels) <= 3
+                 for g in space_around(h, app.grid_bytes).gen_hierarchies()]
+        assert set(toggles) == {key_of(h) for h in changed + grids}
         steps = [sum(abs(e - lvl.capacity_bytes.bit_length() + 1)
-                     for e, lvl in zip((11, 9), levels[1:], strict=True))
-                 for levels, *_ in started]
+                     for e, lvl in zip((11, 9), k[0][1:], strict=True)) for k in shared]
         assert steps == sorted(steps)  # nearest first
         ran = app.designer.ran
         app.sizes[0].value = 16   # 64 KB | 512 B
         app.sizes[1].value = 12   # 64 KB | 4 KB
         assert app.designer.ran == ran and app.status.value == ""
-        tiny = layers.load_network(str(net)).tiled_layers()
         hier = app.hierarchy()
         want = sum(search(lay, hier, PREC, table3_energy_pj).energy_pj for lay in tiny)
         assert app.design.energy_pj == pytest.approx(want, rel=1e-12)
-        app.split.value = True
-        assert app.prefetcher.pending
-        assert all(isinstance(h.levels[1].capacity_bytes, SplitCapacity)
-                   for h in app.prefetcher.pending)
+        app.sizes[0].value, app.sizes[1].value = 11, 9
+        assert app.prefetcher.wait_idle(600)
+        before = len(app.prefetcher.started)
+        app.split.value = True  # searched ahead with its grid
+        grid = list(space_around(split, app.grid_bytes).gen_hierarchies())
+        assert app.designer.ran == ran and len(app.every_source.data["capacity_kb"]) == len(grid)
+        want = sum(search(lay, split, PREC, table3_energy_pj).energy_pj for lay in tiny)
+        assert app.design.energy_pj == pytest.approx(want, rel=1e-12)
+        assert app.prefetcher.wait_idle(600)
+        again = app.prefetcher.started[before:]
+        assert set(again[:4]) == {key_of(app._hierarchy_at(p))  # split, one step away
+                                  for p in ((12, 9), (10, 9), (11, 8), (11, 10))}
+        assert all(isinstance(k[0][1].capacity_bytes, SplitCapacity) for k in again[:4])
     finally:
         app.close()
     assert all(p.poll() is not None for p, _ in app.prefetcher._workers)

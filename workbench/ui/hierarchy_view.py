@@ -7,8 +7,9 @@ Every number comes from `workbench.hierarchy.codesign`: a layer's blocking is th
 optimum on the hierarchy (`search`), energies from the level sizes by seed 001 table 3. The
 co-design grid keeps the edited hierarchy's depth, widths and split, with each level's size
 from `grid_kb`; its designs are computed once per hierarchy shape and memoized, so moving the
-budget only re-selects. With `prefetch`, the size sliders' other positions are searched ahead
-in worker processes, nearest first (`workbench.hierarchy.prefetch`), and taken into the memo.
+budget only re-selects. With `prefetch`, what the user may ask next (the size sliders' other
+positions, the edited sizes after one other control's change with its grid) is searched ahead
+in worker processes (`workbench.hierarchy.prefetch`) and taken into the memo.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ WIDTHS_BITS = (64, 128, 256, 512)   # table 3's widths
 SIZE_LOG2 = (8, 24)     # level-size sliders: 256 B … 16 MB (exponents of bytes)
 BUDGET_LOG2 = (10, 24)  # capacity-budget slider: 1 KB … 16 MB
 PREFETCH_LIMIT = 256    # slider positions searched ahead after an edit (2 levels: all 153)
+Shape = tuple[bool, int, str]  # split, access bits, MAC array (a DATAPATHS name)
 # SRAM area: seed 001 §5.2 gives 45 mm² for its 8 MB hierarchy (45 nm), the one published
 # density; every level is charged at it, so area is proportional to capacity (small register
 # files are denser per access but larger per KB; their areas are not published)
@@ -150,16 +152,20 @@ class HierarchyView:
     def _exponents(self) -> tuple[int, ...]:
         return tuple(slider.value for slider in self.sizes[:self.levels.value])
 
-    def _hierarchy_at(self, exponents: tuple[int, ...]) -> Hierarchy:
-        """The edited hierarchy with these size exponents (bytes = 2**e), outermost first."""
+    def _shape(self) -> Shape:
+        return self.split.value, self.width.value, self.datapath.value
+
+    def _hierarchy_at(self, exponents: tuple[int, ...], shape: Shape | None = None) -> Hierarchy:
+        """The edited hierarchy with these size exponents (bytes = 2**e, outermost first),
+        in `shape` (split, access bits, MAC array; default: the controls')."""
+        split, width, datapath = shape or self._shape()
         on_chip = []
         for i, exponent in enumerate(exponents):
             size = 1 << exponent
-            cap = split_parts(size, self.ratio) if self.split.value else size
-            on_chip.append(Level(f"L{i + 1}", cap, self.width.value,
-                                 area_mm2_per_kb=self.mm2_per_kb))
+            cap = split_parts(size, self.ratio) if split else size
+            on_chip.append(Level(f"L{i + 1}", cap, width, area_mm2_per_kb=self.mm2_per_kb))
         return Hierarchy((self.dram, *on_chip), name="edited", mac_energy_pj=self.mac_pj,
-                         datapath=DATAPATHS[self.datapath.value])
+                         datapath=DATAPATHS[datapath])
 
     def _check_order(self) -> None:
         """Refuse an inner slider above the one outside it, in the sliders' own units."""
@@ -200,14 +206,35 @@ class HierarchyView:
         self.status.value = ""
         self.update_budget()
         if self.prefetcher is not None:
-            self.prefetcher.want(nearest_first(self._positions(), self._exponents(),
-                                               self._hierarchy_at, PREFETCH_LIMIT))
+            self.prefetcher.want(self._ahead())
 
-    def _positions(self) -> list[tuple[int, ...]]:
-        """Every position of the shown size sliders: sizes not increasing inwards."""
+    def _ahead(self) -> list[Hierarchy]:
+        """What to search ahead, most likely next first: the size sliders' positions one step
+        away; the edited sizes after one other control's change (split, access width, MAC
+        array, one level fewer or more), each with its co-design grid; the other positions,
+        nearest first."""
+        at, (split, width, datapath) = self._exponents(), self._shape()
         low, high = SIZE_LOG2
-        return [tuple(reversed(p)) for p in itertools.combinations_with_replacement(
-            range(low, high + 1), self.levels.value)]
+        positions = [tuple(reversed(p)) for p in itertools.combinations_with_replacement(
+            range(low, high + 1), len(at))]
+        ranked = nearest_first(positions, at, lambda p: p, PREFETCH_LIMIT)
+        steps = [sum(abs(a - b) for a, b in zip(p, at, strict=True)) for p in ranked]
+        changed = [(at, (not split, width, datapath)),
+                   *((at, (split, w, datapath)) for w in WIDTHS_BITS if w != width),
+                   *((at, (split, width, d)) for d in DATAPATHS if d != datapath)]
+        if len(at) > 1:
+            changed.append((at[:-1], None))
+        if len(at) < MAX_LEVELS - 1 and self.sizes[len(at)].value <= at[-1]:
+            changed.append(((*at, self.sizes[len(at)].value), None))
+        toggles = []
+        for exponents, shape in changed:
+            hierarchy = self._hierarchy_at(exponents, shape)
+            toggles.append(hierarchy)
+            if len(exponents) <= GRID_LEVELS:
+                toggles += space_around(hierarchy, self.grid_bytes).gen_hierarchies()
+        return ([self._hierarchy_at(p) for p, n in zip(ranked, steps, strict=True) if n == 1]
+                + toggles
+                + [self._hierarchy_at(p) for p, n in zip(ranked, steps, strict=True) if n > 1])
 
     def close(self) -> None:
         """Stop the searches done ahead (the widgets stay)."""
