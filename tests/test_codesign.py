@@ -388,7 +388,8 @@ def test_space_around_keeps_levels_and_split_proportions() -> None:
                       Level("RF", 512, 64)), mac_energy_pj=2.0)
     space = space_around(hier, [1024, 18432, 1024])
     assert [s.name for s in space.slots] == ["SRAM", "RF"] and space.mac_energy_pj == 2.0
-    assert space.slots[0].capacities == (SplitCapacity(56, 910, 56),
+    # 1 KB in 1:16:1: 56.9, 910.2, 56.9 B; the 2 B left go to I and O
+    assert space.slots[0].capacities == (SplitCapacity(57, 910, 57),
                                          SplitCapacity(1024, 16384, 1024))
     assert space.slots[1].capacities == (1024, 18432) and space.slots[0].area_mm2_per_kb == 0.5
     with pytest.raises(WorkbenchError, match="positive byte counts"):
@@ -414,3 +415,28 @@ def test_padded_outermost_blocks_are_named_in_the_cli(capsys) -> None:
     cli._print_design("t", design, [{"layer": "conv3", "level": "DRAM", "I": 1}])
     assert "padded outermost blocks, priced as full (extent → padded): conv3 X 5→6, M 64→66" \
         in capsys.readouterr().out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 40), st.integers(0, 9)),
+                min_size=2, max_size=2).filter(
+           lambda caps: all(c[1] for c in caps) and sum(caps[0]) >= sum(caps[1])),
+       st.lists(st.integers(3, 1 << 20), min_size=1, max_size=4, unique=True))
+def test_split_grid_keeps_every_size_combination(caps, sizes) -> None:
+    """`space_around` on two split levels of any proportions: each part is its proportion of
+    the grid size rounded down or up (at least 1 B when it was not 0), the parts sum to the
+    size, and every pair of grid sizes not increasing inwards is a hierarchy of the grid,
+    equal sizes included."""
+    from workbench.hierarchy.codesign import space_around
+
+    hier = Hierarchy((DRAM, *(Level(f"L{i}", SplitCapacity(*c), 64) for i, c in enumerate(caps))))
+    space = space_around(hier, sizes)
+    for cap, slot in zip(caps, space.slots, strict=True):
+        for size, part in zip(sorted(sizes), slot.capacities, strict=True):
+            assert part.total == size
+            for share, got in zip(cap, (part.I, part.W, part.O), strict=True):
+                exact = share * size / sum(cap)
+                assert (got == 0) == (share == 0)
+                assert math.floor(exact) - 1 <= got <= max(1, math.ceil(exact))
+    pairs = {tuple(lvl.total_bytes for lvl in h.on_chip) for h in space.gen_hierarchies()}
+    assert pairs == {(a, b) for a in sizes for b in sizes if a >= b}

@@ -112,12 +112,23 @@ class DesignSpace:
         return sum(1 for _ in self.gen_hierarchies())
 
 
-def _scaled(cap: int | SplitCapacity | None, size: int) -> int | SplitCapacity:
-    """`size` bytes, split in the proportions of `cap` when it is split (parts rounded down,
-    a part never 0 unless it was)."""
+def scaled_capacity(cap: int | SplitCapacity | None, size: int) -> int | SplitCapacity:
+    """`size` bytes, split in the proportions of `cap` when it is split: parts rounded down,
+    then the bytes left to the parts with the largest remainders, so that they sum to `size`
+    (levels of one grid size keep equal totals whatever their proportions); a part is 0 only
+    when it was, and then at least 1 B (taken from the largest part)."""
     if not isinstance(cap, SplitCapacity):
         return size
-    parts = {a: cap.of(a) and max(1, cap.of(a) * size // cap.total) for a in ("I", "W", "O")}
+    arrays = ("I", "W", "O")
+    shares = {a: divmod(cap.of(a) * size, cap.total) for a in arrays}
+    parts = {a: q for a, (q, _) in shares.items()}
+    by_remainder = sorted(arrays, key=lambda a: -shares[a][1])  # stable: I, W, O on ties
+    for a in by_remainder[:size - sum(parts.values())]:
+        parts[a] += 1
+    for a in arrays:
+        if cap.of(a) and not parts[a]:
+            parts[max(arrays, key=parts.__getitem__)] -= 1
+            parts[a] = 1
     return SplitCapacity(**parts)
 
 
@@ -129,7 +140,7 @@ def space_around(hierarchy: Hierarchy, sizes_bytes: Sequence[int]) -> DesignSpac
         raise WorkbenchError(f"co-design sizes must be positive byte counts, got "
                              f"{list(sizes_bytes)}")
     slots = tuple(LevelSlot(lvl.name, lvl.access_bits,
-                            tuple(_scaled(lvl.capacity_bytes, int(s))
+                            tuple(scaled_capacity(lvl.capacity_bytes, int(s))
                                   for s in sorted(set(sizes_bytes))), lvl.area_mm2_per_kb)
                   for lvl in hierarchy.on_chip)
     return DesignSpace(hierarchy.levels[0], slots, hierarchy.mac_energy_pj, hierarchy.datapath)

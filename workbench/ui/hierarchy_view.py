@@ -30,6 +30,7 @@ from workbench.hierarchy.codesign import (
     Design,
     best_within,
     pareto_front,
+    scaled_capacity,
     space_around,
     table3_energy_pj,
 )
@@ -70,9 +71,8 @@ _STYLE = {"description_width": "110px"}
 
 
 def split_parts(total_bytes: int, ratio: tuple[int, int, int]) -> SplitCapacity:
-    """`total_bytes` split I:W:O in `ratio` (parts rounded down; a part > 0 stays ≥ 1 B)."""
-    whole = sum(ratio)
-    return SplitCapacity(*(r and max(1, total_bytes * r // whole) for r in ratio))
+    """`total_bytes` split I:W:O in `ratio`, the parts summing to it (`scaled_capacity`)."""
+    return scaled_capacity(SplitCapacity(*ratio), total_bytes)
 
 
 class HierarchyView:
