@@ -108,7 +108,9 @@ def test_app_jumps_and_toggles_to_what_was_searched_ahead_without_searching(tmp_
     tiny = layers.load_network(str(net)).tiled_layers()
     try:
         assert app.prefetcher.wait_idle(600) and not app.prefetcher.failed
-        started = list(app.prefetcher.started)
+        grid = {key_of(h) for h in space_around(app.hierarchy(), app.grid_bytes)
+                .gen_hierarchies()}  # priced at the start, shared with the worker
+        started = [k for k in app.prefetcher.started if k not in grid]
         assert len(set(started)) == len(started)
         assert sorted(_sizes(k[0]) for k in started[:4]) == [
             (1024, 512), (2048, 256), (2048, 1024), (4096, 512)]
@@ -150,3 +152,31 @@ def test_app_jumps_and_toggles_to_what_was_searched_ahead_without_searching(tmp_
     finally:
         app.close()
     assert all(p.poll() is not None for p, _ in app.prefetcher._workers)
+
+
+def test_a_new_shapes_grid_is_shared_with_the_worker(tmp_path) -> None:
+    """A shape change whose grid was not searched ahead prices it from both ends, this
+    process and the worker: every grid design's energy equals the cold searches here, and the
+    searches this process ran plus those it took cover the grid once."""
+    net = tmp_path / "tiny.yaml"
+    net.write_text(TINY_NET)
+    app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16,
+                         grid_kb=(0.5, 1, 2, 4, 8), prefetch=True)
+    tiny = layers.load_network(str(net)).tiled_layers()
+    try:
+        app.prefetcher.want([])  # nothing ahead: the grid below is new to both
+        app.prefetcher.wait_idle(60)
+        ran, before = app.designer.ran, len(app.prefetcher.started)
+        app.width.value = 256
+        grid = list(space_around(app.hierarchy(), app.grid_bytes).gen_hierarchies())
+        energies = {h.name: sum(search(lay, h, PREC, table3_energy_pj).energy_pj
+                                for lay in tiny) for h in grid}
+        data = app.every_source.data
+        assert sorted(data["name"]) == sorted(energies)
+        for name, pj_per_mac in zip(data["name"], data["pj_per_mac"], strict=True):
+            assert pj_per_mac * app.macs == pytest.approx(energies[name], rel=1e-12)
+        by_worker = app.prefetcher.started[before:]  # the grid's from its far end, then ahead
+        assert by_worker[0] == key_of(grid[-1]) and key_of(grid[0]) not in by_worker
+        assert app.designer.ran - ran < len(tiny) * (len(grid) + 1)  # not all searched here
+    finally:
+        app.close()

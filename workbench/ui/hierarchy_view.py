@@ -28,6 +28,7 @@ from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity
 from workbench.hierarchy.codesign import (
     Codesigner,
     Design,
+    DesignSpace,
     best_within,
     pareto_front,
     scaled_capacity,
@@ -184,6 +185,9 @@ class HierarchyView:
             hierarchy = self.hierarchy()
             with busy(self.status, "pricing the edited hierarchy"):  # shown while it runs
                 if self.prefetcher is not None:
+                    grid = self._grid_space()  # a new shape: its grid starts in the workers
+                    self.prefetcher.want([] if grid is None else
+                                         list(grid.gen_hierarchies())[::-1])
                     self.prefetcher.claim(hierarchy)  # searched ahead, or under way there
                 design = self.designer.design(hierarchy)
         except WorkbenchError as exc:  # the schema's path levels[k] is slider Lk here
@@ -246,12 +250,22 @@ class HierarchyView:
         GRID_LEVELS on-chip levels."""
         if self.levels.value > GRID_LEVELS:
             return None
-        hierarchy = self.hierarchy()
-        key = (self.levels.value, self.split.value, self.width.value, self.datapath.value)
-        if key not in self._grids:
-            space = space_around(hierarchy, self.grid_bytes)
+        key = (self.levels.value, *self._shape())
+        space = self._grid_space()
+        if space is not None:
+            if self.prefetcher is not None:  # from this end, the workers from the other
+                for hierarchy in space.gen_hierarchies():
+                    self.prefetcher.claim(hierarchy)
+                    self.designer.design(hierarchy)
             self._grids[key] = self.designer.designs(space)
         return self._grids[key]
+
+    def _grid_space(self) -> DesignSpace | None:
+        """The edited shape's co-design grid when it is still to be priced (else None)."""
+        key = (self.levels.value, *self._shape())
+        if self.levels.value > GRID_LEVELS or key in self._grids:
+            return None
+        return space_around(self.hierarchy(), self.grid_bytes)
 
     def update_budget(self) -> None:
         """The best grid design within the budget (capacity or area), the front on that axis,
