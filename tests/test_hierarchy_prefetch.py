@@ -41,7 +41,7 @@ def test_results_searched_ahead_equal_cold_searches_here() -> None:
     try:
         prefetcher.want(HIERARCHIES)
         assert prefetcher.wait_idle(120) and not prefetcher.failed
-        assert prefetcher.take() == len(HIERARCHIES)
+        assert prefetcher.take() == len(HIERARCHIES) * len(LAYERS)
         assert all(designer.known(h) for h in HIERARCHIES)
         for hier in HIERARCHIES:
             design = designer.design(hier)
@@ -67,16 +67,16 @@ def test_claim_drops_a_wanted_hierarchy_and_a_dead_worker_is_survived() -> None:
     try:
         prefetcher.want(HIERARCHIES)
         claimed = HIERARCHIES[2]
-        taken = prefetcher.claim(claimed)
-        assert key_of(claimed) not in {key_of(h) for h in prefetcher.pending}
-        assert taken == designer.known(claimed)
+        taken = prefetcher.claim(claimed, 1)
+        assert (key_of(claimed), 1) not in {(key_of(h), i) for h, i in prefetcher.pending}
+        assert taken == designer.known_layer(LAYERS[1], claimed)
         prefetcher.wait_idle(120)
         process, _ = prefetcher._workers[0]
         process.kill()
         process.wait(10)
         prefetcher.want([_hier(512), _hier(128, 8)])
         assert prefetcher.wait_idle(60) and prefetcher.alive == 0
-        assert len(prefetcher.failed) == 1  # the one it was given when it died
+        assert len(prefetcher.failed) == 1  # the item it was given when it died
         assert designer.design(_hier(512)) is not None and designer.ran == len(LAYERS)
     finally:
         prefetcher.close()
@@ -110,7 +110,9 @@ def test_app_jumps_and_toggles_to_what_was_searched_ahead_without_searching(tmp_
         assert app.prefetcher.wait_idle(600) and not app.prefetcher.failed
         grid = {key_of(h) for h in space_around(app.hierarchy(), app.grid_bytes)
                 .gen_hierarchies()}  # priced at the start, shared with the worker
-        started = [k for k in app.prefetcher.started if k not in grid]
+        grid.add(key_of(app.hierarchy()))  # and the edited one
+        started = [k for k in dict.fromkeys(k for k, _ in app.prefetcher.started)
+                   if k not in grid]  # hierarchies, in the order the worker took them
         assert len(set(started)) == len(started)
         assert sorted(_sizes(k[0]) for k in started[:4]) == [
             (1024, 512), (2048, 256), (2048, 1024), (4096, 512)]
@@ -145,7 +147,7 @@ def test_app_jumps_and_toggles_to_what_was_searched_ahead_without_searching(tmp_
         want = sum(search(lay, split, PREC, table3_energy_pj).energy_pj for lay in tiny)
         assert app.design.energy_pj == pytest.approx(want, rel=1e-12)
         assert app.prefetcher.wait_idle(600)
-        again = app.prefetcher.started[before:]
+        again = list(dict.fromkeys(k for k, _ in app.prefetcher.started[before:]))
         assert set(again[:4]) == {key_of(app._hierarchy_at(p))  # split, one step away
                                   for p in ((12, 9), (10, 9), (11, 8), (11, 10))}
         assert all(isinstance(k[0][1].capacity_bytes, SplitCapacity) for k in again[:4])
@@ -155,9 +157,9 @@ def test_app_jumps_and_toggles_to_what_was_searched_ahead_without_searching(tmp_
 
 
 def test_a_new_shapes_grid_is_shared_with_the_worker(tmp_path) -> None:
-    """A shape change whose grid was not searched ahead prices it from both ends, this
-    process and the worker: every grid design's energy equals the cold searches here, and the
-    searches this process ran plus those it took cover the grid once."""
+    """A shape change whose grid was not searched ahead prices the edited hierarchy and the
+    grid from both ends, this process from the first layer and hierarchy, the worker from the
+    last: every grid design's energy equals the cold searches here."""
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
     app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16,
@@ -175,8 +177,10 @@ def test_a_new_shapes_grid_is_shared_with_the_worker(tmp_path) -> None:
         assert sorted(data["name"]) == sorted(energies)
         for name, pj_per_mac in zip(data["name"], data["pj_per_mac"], strict=True):
             assert pj_per_mac * app.macs == pytest.approx(energies[name], rel=1e-12)
-        by_worker = app.prefetcher.started[before:]  # the grid's from its far end, then ahead
-        assert by_worker[0] == key_of(grid[-1]) and key_of(grid[0]) not in by_worker
+        by_worker = app.prefetcher.started[before:]
+        assert by_worker[0] == (key_of(app.hierarchy()), 1)  # the edited one's last layer
+        assert (key_of(grid[-1]), 1) in by_worker  # then the grid from its far end
+        assert (key_of(grid[0]), 0) not in by_worker
         assert app.designer.ran - ran < len(tiny) * (len(grid) + 1)  # not all searched here
     finally:
         app.close()

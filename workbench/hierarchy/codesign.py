@@ -233,18 +233,22 @@ class Codesigner:
 
     def known(self, hierarchy: Hierarchy) -> bool:
         """Whether every layer's result on the hierarchy is memoized (found or infeasible)."""
-        return all(self._key(lay, hierarchy) in self._memo
-                   or self._key(lay, hierarchy) in self._infeasible for lay in self.layers)
+        return all(self.known_layer(lay, hierarchy) for lay in self.layers)
 
-    def absorb(self, hierarchy: Hierarchy, results: Sequence[SearchResult | None]) -> None:
-        """Take per-layer results searched elsewhere (`prefetch`; None: no blocking fits);
-        results memoized here already are kept."""
-        for layer, result in zip(self.layers, results, strict=True):
-            key = self._key(layer, hierarchy)
-            if result is None:
-                self._infeasible.add(key)
-            else:
-                self._memo.setdefault(key, result)
+    def known_layer(self, layer: ConvLayer, hierarchy: Hierarchy) -> bool:
+        """Whether the layer's result on the hierarchy is memoized (found or infeasible)."""
+        key = self._key(layer, hierarchy)
+        return key in self._memo or key in self._infeasible
+
+    def absorb(self, layer: ConvLayer, hierarchy: Hierarchy,
+               result: SearchResult | None) -> None:
+        """Take a layer's result searched elsewhere (`prefetch`; None: no blocking fits); a
+        result memoized here already is kept."""
+        key = self._key(layer, hierarchy)
+        if result is None:
+            self._infeasible.add(key)
+        else:
+            self._memo.setdefault(key, result)
 
     def layer_result(self, layer: ConvLayer, hierarchy: Hierarchy) -> SearchResult | None:
         """The layer's best blocking on the hierarchy (None: no blocking fits)."""

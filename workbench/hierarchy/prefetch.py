@@ -2,9 +2,11 @@
 likely next ones (the sliders' other positions, nearest first) are searched on the machine's
 other cores, so that moving a slider there is a memo lookup.
 
-A worker runs the same exact `Codesigner.layer_result` on its own memo; the app takes its
-results into its `Codesigner` (`take`) before searching anything itself, and waits for a
-hierarchy a worker is already searching rather than searching it twice (`claim`). Nothing is
+A worker runs the same exact `Codesigner.layer_result` on its own memo, one (hierarchy, layer)
+item at a time; the app takes its results into its `Codesigner` (`take`) before searching
+anything itself, and waits for an item a worker is already searching rather than searching it
+twice (`claim`). A hierarchy the app needs now is priced from both ends (`design`): the app
+from its first layer, the workers from its last. Nothing is
 approximated: a taken result is the search's optimum, as the app's own search would give
 (equal energy; of several blockings with that energy, possibly another one).
 
@@ -26,10 +28,12 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 
-from workbench.hierarchy.codesign import Codesigner
+from workbench.hierarchy.codesign import Codesigner, Design
 from workbench.hierarchy.levels import Hierarchy
 
 Key = tuple  # (levels, mac_energy_pj, datapath): what a layer's search depends on
+Item = tuple  # (hierarchy, layer index): one search
+ItemKey = tuple  # (Key, layer index)
 
 
 def key_of(hierarchy: Hierarchy) -> Key:
@@ -44,16 +48,16 @@ def default_workers() -> int:
 
 
 def _serve(inbox, outbox) -> None:
-    """A worker: read the designer's (layers, precision, size energy), then hierarchies;
-    write back each one's per-layer results (None: no blocking fits)."""
+    """A worker: read the designer's (layers, precision, size energy), then (hierarchy, layer
+    index) items; write back each one's result (None: no blocking fits)."""
     designer = Codesigner(*pickle.load(inbox))
     while True:
         try:
-            hierarchy = pickle.load(inbox)
+            hierarchy, index = pickle.load(inbox)
         except EOFError:  # the app closed the pipe or ended
             return
         try:
-            reply = ("ok", [designer.layer_result(lay, hierarchy) for lay in designer.layers])
+            reply = ("ok", designer.layer_result(designer.layers[index], hierarchy))
         except Exception as exc:  # noqa: BLE001  (the app searches it itself and says why)
             reply = ("error", f"{type(exc).__name__}: {exc}")
         pickle.dump(reply, outbox)
@@ -72,17 +76,18 @@ def _start(designer: Codesigner) -> subprocess.Popen:
 
 
 class Prefetcher:
-    """Worker processes searching a wanted list of hierarchies for `designer`'s layers, best
-    first (`want`); finished ones are handed over by `take`."""
+    """Worker processes searching a wanted list of (hierarchy, layer) items for `designer`,
+    best first (`want`); finished ones are handed over by `take`, and `design` prices a
+    hierarchy here and in the workers together."""
 
     def __init__(self, designer: Codesigner, workers: int | None = None) -> None:
         self.designer = designer
         self._cond = threading.Condition()
-        self._wanted: list[Hierarchy] = []
-        self._running: dict[Key, int] = {}   # key -> worker searching it
-        self._done: dict[Key, tuple[Hierarchy, list]] = {}
-        self.failed: dict[Key, str] = {}    # key -> the worker's error (searched here again)
-        self.started: list[Key] = []        # in the order workers took them
+        self._wanted: list[Item] = []
+        self._running: dict[ItemKey, int] = {}  # item -> worker searching it
+        self._done: dict[ItemKey, tuple] = {}   # item -> (hierarchy, index, result)
+        self.failed: dict[ItemKey, str] = {}    # item -> the worker's error (searched here)
+        self.started: list[ItemKey] = []        # in the order workers took them
         self._closed = False
         self._workers = []
         self.alive = workers or default_workers()  # workers still answering
@@ -94,20 +99,20 @@ class Prefetcher:
             pump.start()
         weakref.finalize(self, _stop, [p for p, _ in self._workers])
 
-    def _pump(self, index: int, process: subprocess.Popen) -> None:
-        """Feed one worker, one hierarchy at a time, and keep what it sends back."""
+    def _pump(self, worker: int, process: subprocess.Popen) -> None:
+        """Feed one worker, one item at a time, and keep what it sends back."""
         while True:
             with self._cond:
                 while not self._wanted and not self._closed:  # idle: wait for `want`
                     self._cond.wait()
                 if self._closed:
                     return
-                hierarchy = self._wanted.pop(0)
-                key = key_of(hierarchy)
-                self._running[key] = index
+                hierarchy, index = self._wanted.pop(0)
+                key = (key_of(hierarchy), index)
+                self._running[key] = worker
                 self.started.append(key)
             try:
-                pickle.dump(hierarchy, process.stdin)
+                pickle.dump((hierarchy, index), process.stdin)
                 process.stdin.flush()
                 status, payload = pickle.load(process.stdout)
             except (EOFError, OSError, pickle.UnpicklingError) as exc:  # it died or was closed
@@ -115,53 +120,67 @@ class Prefetcher:
                     self._running.pop(key, None)
                     self.alive -= 1
                     if not self._closed:
-                        self.failed[key] = f"worker {index} stopped: {exc!r}"
+                        self.failed[key] = f"worker {worker} stopped: {exc!r}"
                     self._cond.notify_all()
                 return
             with self._cond:
                 self._running.pop(key, None)
                 if status == "ok":
-                    self._done[key] = (hierarchy, payload)
+                    self._done[key] = (hierarchy, index, payload)
                 else:
                     self.failed[key] = payload
                 self._cond.notify_all()
 
-    def want(self, hierarchies: Iterable[Hierarchy]) -> None:
-        """Replace the wanted list (best first); hierarchies the designer knows, or being
+    def want(self, hierarchies: Iterable[Hierarchy], last_layer_first: bool = False) -> None:
+        """Replace the wanted list: the hierarchies' layers in order (best first; each
+        hierarchy's last layer first if asked). Results the designer knows, and items being
         searched or finished here, are left out."""
-        known = self.designer.known
+        layers = self.designer.layers
+        order = range(len(layers) - 1, -1, -1) if last_layer_first else range(len(layers))
         with self._cond:
             seen = set(self._running) | set(self._done) | set(self.failed)
             wanted = []
             for hierarchy in hierarchies:
-                key = key_of(hierarchy)
-                if key not in seen and not known(hierarchy):
-                    seen.add(key)
-                    wanted.append(hierarchy)
+                for index in order:
+                    key = (key_of(hierarchy), index)
+                    if key not in seen and not self.designer.known_layer(layers[index],
+                                                                         hierarchy):
+                        seen.add(key)
+                        wanted.append((hierarchy, index))
             self._wanted = wanted
             self._cond.notify_all()
 
     def take(self) -> int:
-        """Hand the finished results to the designer; the number of hierarchies taken."""
+        """Hand the finished results to the designer; the number of items taken."""
         with self._cond:
             done, self._done = self._done, {}
-        for hierarchy, results in done.values():
-            self.designer.absorb(hierarchy, results)
+        layers = self.designer.layers
+        for hierarchy, index, result in done.values():
+            self.designer.absorb(layers[index], hierarchy, result)
         return len(done)
 
-    def claim(self, hierarchy: Hierarchy, timeout: float | None = None) -> bool:
-        """About to need `hierarchy`: drop it from the wanted list and, when a worker is
-        searching it, wait for that (at most `timeout` s) and take it. True if taken."""
-        key = key_of(hierarchy)
+    def claim(self, hierarchy: Hierarchy, index: int, timeout: float | None = None) -> bool:
+        """About to need the layer `index` on `hierarchy`: drop it from the wanted list and,
+        when a worker is searching it, wait for that (at most `timeout` s) and take it. True
+        if the designer knows it then."""
+        key = (key_of(hierarchy), index)
         with self._cond:
-            self._wanted = [h for h in self._wanted if key_of(h) != key]
+            self._wanted = [i for i in self._wanted if (key_of(i[0]), i[1]) != key]
             self._cond.wait_for(lambda: key not in self._running, timeout)
         self.take()
-        return self.designer.known(hierarchy)
+        return self.designer.known_layer(self.designer.layers[index], hierarchy)
+
+    def design(self, hierarchy: Hierarchy) -> Design | None:
+        """`designer.design`, layer by layer from the first, taking what the workers found
+        (`want(..., last_layer_first=True)` sets them on the other end)."""
+        for index, layer in enumerate(self.designer.layers):
+            self.claim(hierarchy, index)
+            self.designer.layer_result(layer, hierarchy)
+        return self.designer.design(hierarchy)
 
     @property
-    def pending(self) -> list[Hierarchy]:
-        """The wanted hierarchies no worker has started, best first."""
+    def pending(self) -> list[Item]:
+        """The wanted items no worker has started, best first."""
         with self._cond:
             return list(self._wanted)
 

@@ -184,12 +184,14 @@ class HierarchyView:
             self._check_order()
             hierarchy = self.hierarchy()
             with busy(self.status, "pricing the edited hierarchy"):  # shown while it runs
-                if self.prefetcher is not None:
-                    grid = self._grid_space()  # a new shape: its grid starts in the workers
-                    self.prefetcher.want([] if grid is None else
-                                         list(grid.gen_hierarchies())[::-1])
-                    self.prefetcher.claim(hierarchy)  # searched ahead, or under way there
-                design = self.designer.design(hierarchy)
+                if self.prefetcher is None:
+                    design = self.designer.design(hierarchy)
+                else:  # the workers from its last layer, then a new shape's grid from its end
+                    grid = self._grid_space()
+                    self.prefetcher.want([hierarchy, *([] if grid is None else
+                                                       list(grid.gen_hierarchies())[::-1])],
+                                         last_layer_first=True)
+                    design = self.prefetcher.design(hierarchy)
         except WorkbenchError as exc:  # the schema's path levels[k] is slider Lk here
             said = re.sub(r"^levels\[(\d+)\]\.capacity: ", r"L\1 size: ", str(exc))
             self.status.value = error_html(WorkbenchError(f"{said}{STALE}"))
@@ -255,8 +257,7 @@ class HierarchyView:
         if space is not None:
             if self.prefetcher is not None:  # from this end, the workers from the other
                 for hierarchy in space.gen_hierarchies():
-                    self.prefetcher.claim(hierarchy)
-                    self.designer.design(hierarchy)
+                    self.prefetcher.design(hierarchy)
             self._grids[key] = self.designer.designs(space)
         return self._grids[key]
 
