@@ -122,7 +122,7 @@ def ui_prefetch_section() -> None:
             toggles.append(time.perf_counter() - start)
             control.value = old
         print(f"hierarchy app searching ahead ({default_workers()} worker process(es), lenet5 "
-              f"conv layers, 2 on-chip levels): built in {built:.2f} s, {wanted} hierarchies "
+              f"conv layers, 2 on-chip levels): built in {built:.2f} s, {wanted} layer searches "
               f"wanted; jumps while they are searched "
               f"{', '.join(f'{1e3 * t:.0f}' for t in early)} ms; all searched "
               f"{warm:.1f} s later; then {len(moves)} jumps and drags: median "
@@ -134,23 +134,28 @@ def ui_prefetch_section() -> None:
         app.close()
 
 
-def ui_three_section() -> None:
+def ui_three_section(prefetch: bool = False) -> None:
     """Time the app's edits on three on-chip levels (lenet5's conv layers): each searches both
-    layers anew, conv2 over 4.3 × 10⁷ tile points, in many slices."""
+    layers anew, conv2 over 4.3 × 10⁷ tile points, in many slices (prefetch: with a worker
+    searching ahead, and taking conv2 of each edit when it is free)."""
     from workbench.ui.hierarchy_view import hierarchy_view
 
     app = hierarchy_view(network="lenet5", sizes_kb=(32, 1), budget_kb=64,
-                         grid_kb=(1, 4, 16, 64, 256))
+                         grid_kb=(1, 4, 16, 64, 256), prefetch=prefetch)
     steps = []
-    for what, control, value in (("2 -> 3 levels (L3 1 KB)", app.levels, 3),
-                                 ("L3 512 B", app.sizes[2], 9), ("L1 16 KB", app.sizes[0], 14),
-                                 ("L2 4 KB", app.sizes[1], 12)):
-        start = time.perf_counter()
-        control.value = value
-        refused = " (refused)" if app.status.value else ""
-        steps.append(f"{what} {time.perf_counter() - start:.1f} s{refused}")
-    print("hierarchy app, three on-chip levels (lenet5 conv layers, from L1 32 KB, L2 1 KB): "
-          + "; ".join(steps))
+    try:
+        for what, control, value in (("2 -> 3 levels (L3 1 KB)", app.levels, 3),
+                                     ("L3 512 B", app.sizes[2], 9),
+                                     ("L1 16 KB", app.sizes[0], 14),
+                                     ("L2 4 KB", app.sizes[1], 12)):
+            start = time.perf_counter()
+            control.value = value
+            refused = " (refused)" if app.status.value else ""
+            steps.append(f"{what} {time.perf_counter() - start:.1f} s{refused}")
+    finally:
+        app.close()
+    print(f"hierarchy app, three on-chip levels{' searching ahead' if prefetch else ''} (lenet5 "
+          "conv layers, from L1 32 KB, L2 1 KB): " + "; ".join(steps))
 
 
 def platform_section() -> None:
@@ -198,6 +203,7 @@ def main() -> None:
         ui_section()
         ui_prefetch_section()
         ui_three_section()
+        ui_three_section(prefetch=True)
         return
     if args.platform_only:
         platform_section()
@@ -242,6 +248,7 @@ def main() -> None:
     ui_section()
     ui_prefetch_section()
     ui_three_section()
+    ui_three_section(prefetch=True)
 
 
 if __name__ == "__main__":
