@@ -104,6 +104,8 @@ CASES = [
     (("traffic", "lenet5", "--elem-bytes", "0"), "argument --elem-bytes: must be a positive"),
     (("traffic", "lenet5", "--elem-bytes", "-2"), "argument --elem-bytes: must be a positive"),
     (("traffic", "lenet5", "--psum-bytes", "-1"), "argument --psum-bytes: must be a positive"),
+    (("hierarchy", "lenet5", "--levels", "seed001_two_level", "--workers", "-1"),
+     "argument --workers: must be an integer ≥ 0, got '-1'"),
     (("quantize", "lenet5", "--images", "0"), "argument --images: must be a positive integer"),
     (("quantize", "lenet5", "--images", "-1"), "argument --images: must be a positive integer"),
     (("quantize", "lenet5", "--acc-bits", "2.5"), "argument --acc-bits: must be a positive"),

@@ -5,14 +5,24 @@ when its worker is gone."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from workbench import layers
+from workbench.cli import hierarchy as hierarchy_cli
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
-from workbench.hierarchy.codesign import Codesigner, space_around, table3_energy_pj
-from workbench.hierarchy.prefetch import Prefetcher, key_of, nearest_first
+from workbench.hierarchy.codesign import (
+    Codesigner,
+    DesignSpace,
+    LevelSlot,
+    space_around,
+    table3_energy_pj,
+)
+from workbench.hierarchy.prefetch import Prefetcher, designs_together, key_of, nearest_first
 from workbench.hierarchy.search import search
 from workbench.layers.spec import ConvLayer
+from workbench.ui import progress
 from workbench.ui.hierarchy_view import DATAPATHS, hierarchy_view
 
 PREC = ElementBytes(2, 2, 2, 4)
@@ -184,3 +194,30 @@ def test_a_new_shapes_grid_is_shared_with_the_worker(tmp_path) -> None:
         assert app.designer.ran - ran < len(tiny) * (len(grid) + 1)  # not all searched here
     finally:
         app.close()
+
+
+def test_designs_together_equal_the_designs_here(tmp_path) -> None:
+    """A list priced from both ends (this process and a worker) gives, hierarchy by
+    hierarchy, the designs this process prices alone; so does the notebooks' bar, and the
+    CLI's co-design prints the same document with `--workers 1`."""
+    alone = Codesigner(LAYERS, PREC, table3_energy_pj)
+    want = [alone.design(h) for h in HIERARCHIES]
+    got = list(designs_together(Codesigner(LAYERS, PREC, table3_energy_pj), HIERARCHIES, 1))
+    assert [d.hierarchy for d in got] == HIERARCHIES
+    for a, b in zip(want, got, strict=True):
+        assert b.layer_energy_pj == pytest.approx(a.layer_energy_pj, rel=1e-12)
+    space = DesignSpace(Level("DRAM", None, 16, 320.0),
+                        (LevelSlot("SRAM", 64, (256, 1024, 4096)),
+                         LevelSlot("RF", 64, (None, 16, 64))), 1.0)
+    serial = progress.designs(Codesigner(LAYERS, PREC, table3_energy_pj), [space],
+                              enabled=False)
+    shared = progress.designs(Codesigner(LAYERS, PREC, table3_energy_pj), [space],
+                              enabled=False, workers=1)
+    assert [d.hierarchy for d in shared] == [d.hierarchy for d in serial]
+    assert [d.energy_pj for d in shared] == pytest.approx([d.energy_pj for d in serial],
+                                                          rel=1e-12)
+    net = tmp_path / "tiny.yaml"
+    net.write_text(TINY_NET)
+    one = hierarchy_cli.run(str(net), "seed001_two_level", budget_kb=8)
+    two = hierarchy_cli.run(str(net), "seed001_two_level", budget_kb=8, workers=1)
+    assert json.dumps(two) == json.dumps(one)

@@ -28,6 +28,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """An integer ≥ 0 ('0', '2'; not '-1', '1.5' or '')."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer ≥ 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer ≥ 0, got {text!r}")
+    return value
+
+
 def positive_number(text: str) -> float:
     """A finite number > 0 ('64', '0.5'; not '0', '-5', 'inf', 'nan' or '')."""
     try:

@@ -15,12 +15,14 @@ import argparse
 import dataclasses
 import json
 import math
+import sys
 from collections.abc import Sequence
 
 import pandas as pd
+from tqdm import tqdm
 
 from workbench import layers, platforms
-from workbench.cli.args import positive_int, positive_number
+from workbench.cli.args import non_negative_int, positive_int, positive_number
 from workbench.errors import UnknownNameError, WorkbenchError
 from workbench.explore import hierarchy_plan as plan
 from workbench.hierarchy import Blocking, ElementBytes, Hierarchy
@@ -33,6 +35,7 @@ from workbench.hierarchy.codesign import (
     space_around,
     table3_energy_pj,
 )
+from workbench.hierarchy.prefetch import designs_together
 from workbench.hierarchy.search import NoFitError
 from workbench.viz import units
 
@@ -143,10 +146,11 @@ def target_of(levels_file: str | None, platform: str | None, elem_bytes: int | N
 def run(network: str, levels_file: str | None = None, budget_kb: float | None = None,
         sizes_kb: Sequence[int] | None = None, batch: int | None = None,
         elem_bytes: int | None = None, psum_bytes: int | None = None,
-        platform: str | None = None) -> dict:
+        platform: str | None = None, workers: int = 0, progress: bool = False) -> dict:
     """The command's result as one document: rows (per layer and level), the design on the
     given hierarchy (--levels file or --platform's) and, with a budget, the co-designed one
-    and the Pareto front."""
+    and the Pareto front (the grid priced with `workers` worker processes beside this one,
+    with a bar on stderr if `progress`)."""
     sizes = codesign_sizes_kb(budget_kb, sizes_kb)  # checked before anything is priced
     net = layers.load_network(network, batch=batch)
     tiled = tuple(net.tiled_layers())
@@ -163,6 +167,15 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
     if budget_kb is not None:
         designer = Codesigner(tiled, precision, table3_energy_pj, search_fn=plan.memo_search)
         space = space_around(hierarchy, [s * KB for s in sizes])
+        grid = list(space.gen_hierarchies())  # priced here (with workers: from both ends);
+        found = (designs_together(designer, grid, workers) if workers  # codesign then finds
+                 else (designer.design(h) for h in grid))               # every one memoized
+        try:
+            for _ in tqdm(found, total=len(grid), desc="hierarchies priced", file=sys.stderr,
+                          disable=not progress, leave=False):
+                pass
+        finally:
+            found.close()  # the workers stop, also on an error
         result = codesign(tiled, space, budget=budget_kb * KB, designer=designer)
         if result.best is None:
             raise WorkbenchError(f"no hierarchy of the grid within {budget_kb:g} KB fits "
@@ -214,7 +227,8 @@ def _print_design(title: str, design: dict, rows: list[dict]) -> None:
 
 def cmd_hierarchy(args: argparse.Namespace) -> None:
     doc = run(args.network, args.levels, args.budget_kb, args.sizes_kb, args.batch,
-              args.elem_bytes, args.psum_bytes, args.platform)
+              args.elem_bytes, args.psum_bytes, args.platform, args.workers,
+              progress=not getattr(args, "json", False) and sys.stderr.isatty())
     if getattr(args, "json", False):
         print(json.dumps(doc, indent=1))
         return
@@ -253,6 +267,9 @@ def register(subparsers: argparse._SubParsersAction,
                    help="bytes per element (default 2, or the platform's widths)")
     p.add_argument("--psum-bytes", type=positive_int, default=None,
                    help="bytes per partial sum (default 4, or the platform's acc_bits)")
+    p.add_argument("--workers", type=non_negative_int, default=0,
+                   help="worker processes pricing the co-design grid beside this one "
+                        "(default 0: this process alone)")
     if common is None:
         p.add_argument("--json", action="store_true", help="one JSON document on stdout")
     p.set_defaults(func=cmd_hierarchy)

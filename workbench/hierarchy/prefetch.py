@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from workbench.hierarchy.codesign import Codesigner, Design
 from workbench.hierarchy.levels import Hierarchy
@@ -211,6 +211,22 @@ def _stop(processes: list[subprocess.Popen]) -> None:
             process.wait(5)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def designs_together(designer: Codesigner, hierarchies: Iterable[Hierarchy],
+                     workers: int | None = None) -> Iterator[Design | None]:
+    """`designer.design` of each hierarchy in order (None: some layer fits no blocking), the
+    list priced from both ends: this process from its first hierarchy, `workers` worker
+    processes from its last (last layer first), until they meet. The results are the
+    designer's own searches' (exact), whichever process ran them."""
+    hierarchies = list(hierarchies)
+    prefetcher = Prefetcher(designer, workers)
+    try:
+        prefetcher.want(hierarchies[::-1], last_layer_first=True)
+        for hierarchy in hierarchies:
+            yield prefetcher.design(hierarchy)
+    finally:
+        prefetcher.close()
 
 
 def nearest_first(points: Sequence[tuple[int, ...]], at: tuple[int, ...],

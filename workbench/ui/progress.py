@@ -19,6 +19,7 @@ import pandas as pd
 
 from workbench import explore, quant
 from workbench.hierarchy.codesign import Codesigner, Design, DesignSpace
+from workbench.hierarchy.prefetch import designs_together
 from workbench.layers.network import Network
 from workbench.viz.units import fmt_seconds
 
@@ -79,9 +80,17 @@ def accuracy_table(net: Network, params: dict, search_x: np.ndarray, search_y: n
 
 
 def designs(designer: Codesigner, spaces: Sequence[DesignSpace],
-            enabled: bool = True) -> list[Design]:
+            enabled: bool = True, workers: int = 0) -> list[Design]:
     """`Codesigner.designs` of each space in turn, one hierarchy at a time with a bar (the
-    feasible designs, in the same order)."""
+    feasible designs, in the same order); with `workers` worker processes pricing the list
+    from its other end (`prefetch.designs_together`: the bar then leaps where they were)."""
     hierarchies = [h for space in spaces for h in space.gen_hierarchies()]
+    if workers:
+        together = designs_together(designer, hierarchies, workers)
+        out = (next(together) for _ in bar(hierarchies, "hierarchies priced", enabled))
+        try:
+            return [d for d in out if d is not None]
+        finally:
+            together.close()
     out = (designer.design(h) for h in bar(hierarchies, "hierarchies priced", enabled))
     return [d for d in out if d is not None]
