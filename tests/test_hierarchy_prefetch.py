@@ -6,6 +6,7 @@ when its worker is gone."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -23,7 +24,7 @@ from workbench.hierarchy.prefetch import Prefetcher, designs_together, key_of, n
 from workbench.hierarchy.search import search
 from workbench.layers.spec import ConvLayer
 from workbench.ui import progress
-from workbench.ui.hierarchy_view import DATAPATHS, hierarchy_view
+from workbench.ui.hierarchy_view import DATAPATHS, HierarchyView, hierarchy_view
 
 PREC = ElementBytes(2, 2, 2, 4)
 LAYERS = (ConvLayer(name="a", Ox=4, Oy=4, Oc=4, Kx=3, Ky=3, Kc=2),
@@ -88,6 +89,95 @@ def test_claim_drops_a_wanted_hierarchy_and_a_dead_worker_is_survived() -> None:
         assert prefetcher.wait_idle(60) and prefetcher.alive == 0
         assert len(prefetcher.failed) == 1  # the item it was given when it died
         assert designer.design(_hier(512)) is not None and designer.ran == len(LAYERS)
+    finally:
+        prefetcher.close()
+
+
+def _until(condition, seconds: float = 120) -> bool:
+    for _ in range(int(seconds * 100)):
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_an_edit_preempts_the_search_ahead() -> None:
+    """`want(..., preempt=True)` makes a worker drop a long search not in the new list (lenet5
+    conv2 on three levels, about 10 s) and take the list: the dropped item is reported
+    cancelled and known nowhere, the new one's result equals a cold search here, and a later
+    `want` listing the dropped item wants it again."""
+    conv2 = next(lay for lay in layers.load_network("lenet5").tiled_layers()
+                 if lay.name == "conv2")
+    designer = Codesigner((conv2,), PREC, table3_energy_pj)
+    slow, quick = _hier(32768, 2048, 512), _hier(32768, 1024)
+    prefetcher = Prefetcher(designer, workers=1)
+    try:
+        prefetcher.want([slow])
+        assert _until(lambda: prefetcher.started)
+        prefetcher.want([quick], preempt=True)
+        assert prefetcher.wait_idle(120) and not prefetcher.failed
+        assert prefetcher.cancelled == [(key_of(slow), 0)]
+        assert prefetcher.take() == 1 and designer.ran == 0
+        assert designer.known(quick) and not designer.known(slow)
+        cold = search(conv2, quick, PREC, table3_energy_pj).energy_pj
+        assert designer.design(quick).energy_pj == pytest.approx(cold, rel=1e-12)
+        prefetcher.want([slow, quick])
+        assert [(key_of(h), i) for h, i in prefetcher.pending] == [(key_of(slow), 0)]
+    finally:
+        prefetcher.close()
+
+
+def test_a_sliced_layer_needed_now_is_searched_in_shares(tmp_path) -> None:
+    """`want(..., shared=True)` then `design`: the sliced layer is searched in two shares,
+    share 1 by the worker and share 0 here, then the layer of one slice whole; the design's
+    energies equal cold searches here."""
+    net = tmp_path / "two.yaml"
+    net.write_text("name: two\nlayers:\n"
+                   "  - {name: big, type: conv, input: [12, 14, 12], maps: 16, kernel: 3}\n"
+                   "  - {name: small, type: conv, input: [16, 12, 12], maps: 4, kernel: 3}\n")
+    big, small = layers.load_network(str(net)).tiled_layers()
+    designer = Codesigner((big, small), PREC, table3_energy_pj)
+    hier = _hier(4096, 1024, 256)
+    assert designer.shares(big, hier) and not designer.shares(small, hier)
+    prefetcher = Prefetcher(designer, workers=1)
+    try:
+        prefetcher.want([_hier(64)])  # the worker is ready once this is done
+        assert prefetcher.wait_idle(120) and prefetcher.take() == 2
+        ran = designer.ran
+        prefetcher.want([hier], last_layer_first=True, preempt=True, shared=True)
+        assert [(i, *share) for _, i, *share in prefetcher.pending] == [(0, (1, 2)), (1,)]
+        design = prefetcher.design(hier)
+        assert prefetcher.started[2] == (key_of(hier), 0, (1, 2))
+        by_worker = (key_of(hier), 1) in prefetcher.started  # or here, if it was first to it
+        assert designer.ran - ran == 1 + (not by_worker)  # share 0 here
+        for layer, energy in zip((big, small), design.layer_energy_pj, strict=True):
+            cold = search(layer, hier, PREC, table3_energy_pj).energy_pj
+            assert energy == pytest.approx(cold, rel=1e-12)
+        assert designer.known(hier) and not designer.shares(big, hier)
+    finally:
+        prefetcher.close()
+
+
+def test_a_stray_interrupt_does_not_lose_the_item() -> None:
+    """A worker interrupted without being asked to drop its item (a stray SIGUSR1) searches it
+    again: it is done, not cancelled, and equals a cold search."""
+    signal = pytest.importorskip("signal")
+    if not hasattr(signal, "SIGUSR1"):
+        pytest.skip("no SIGUSR1 here: searches are never pre-empted")
+    conv1 = next(lay for lay in layers.load_network("lenet5").tiled_layers()
+                 if lay.name == "conv1")
+    designer = Codesigner((conv1,), PREC, table3_energy_pj)
+    hier = _hier(4096, 1024, 256)
+    prefetcher = Prefetcher(designer, workers=1)
+    try:
+        prefetcher.want([hier])
+        assert _until(lambda: prefetcher.started)
+        prefetcher._workers[0][0].send_signal(signal.SIGUSR1)
+        assert prefetcher.wait_idle(120) and not prefetcher.failed
+        assert prefetcher.cancelled == [] and prefetcher.started == [(key_of(hier), 0)] * 2
+        assert prefetcher.take() == 1 and designer.ran == 0
+        cold = search(conv1, hier, PREC, table3_energy_pj).energy_pj
+        assert designer.design(hier).energy_pj == pytest.approx(cold, rel=1e-12)
     finally:
         prefetcher.close()
 
@@ -166,19 +256,29 @@ def test_app_jumps_and_toggles_to_what_was_searched_ahead_without_searching(tmp_
     assert all(p.poll() is not None for p, _ in app.prefetcher._workers)
 
 
-def test_a_new_shapes_grid_is_shared_with_the_worker(tmp_path) -> None:
+def test_a_new_shapes_grid_is_shared_with_the_worker(tmp_path, monkeypatch) -> None:
     """A shape change whose grid was not searched ahead prices the edited hierarchy and the
     grid from both ends, this process from the first layer and hierarchy, the worker from the
     last: every grid design's energy equals the cold searches here."""
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
-    app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16,
-                         grid_kb=(0.5, 1, 2, 4, 8), prefetch=True)
+    monkeypatch.setattr(HierarchyView, "_ahead", lambda self: [])  # nothing searched ahead:
+    app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16,  # the grid below
+                         grid_kb=(0.5, 1, 2, 4, 8), prefetch=True)  # is new to both
     tiny = layers.load_network(str(net)).tiled_layers()
     try:
-        app.prefetcher.want([])  # nothing ahead: the grid below is new to both
-        app.prefetcher.wait_idle(60)
+        assert app.prefetcher.wait_idle(60)
         ran, before = app.designer.ran, len(app.prefetcher.started)
+        searched_here = app.designer.layer_result
+
+        def after_the_workers_first(layer, hierarchy):  # this process, warm, is quicker to
+            for _ in range(1000):                       # start than the worker's pump thread
+                if len(app.prefetcher.started) > before:
+                    break
+                time.sleep(0.01)
+            return searched_here(layer, hierarchy)
+
+        app.designer.layer_result = after_the_workers_first
         app.width.value = 256
         grid = list(space_around(app.hierarchy(), app.grid_bytes).gen_hierarchies())
         energies = {h.name: sum(search(lay, h, PREC, table3_energy_pj).energy_pj

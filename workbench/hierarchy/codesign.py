@@ -41,7 +41,7 @@ from workbench.hierarchy.accesses import (
 from workbench.hierarchy.blocking import Blocking
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.levels import Hierarchy, Level, SizeEnergy, SplitCapacity
-from workbench.hierarchy.search import NoFitError, SearchResult, search
+from workbench.hierarchy.search import NoFitError, SearchResult, search, sliced
 from workbench.layers.spec import ConvLayer
 
 AXES = ("capacity", "area")
@@ -250,25 +250,48 @@ class Codesigner:
         else:
             self._memo.setdefault(key, result)
 
+    def _hint(self, layer: ConvLayer, hierarchy: Hierarchy) -> dict:
+        """The default search starts from the layer's optima on the hierarchies of as many
+        levels priced last (an upper bound only: the answer is the same)."""
+        return {} if self.search_fn is not search else {"incumbents": [
+            r.blocking for k, r in reversed(self._memo.items())
+            if k[0] == layer and len(k[1]) == len(hierarchy.levels)][:WARM]}
+
     def layer_result(self, layer: ConvLayer, hierarchy: Hierarchy) -> SearchResult | None:
         """The layer's best blocking on the hierarchy (None: no blocking fits)."""
         key = self._key(layer, hierarchy)
         if key in self._infeasible:
             return None
         if key not in self._memo:
-            # the default search starts from the layer's optima on the hierarchies of as many
-            # levels priced last (an upper bound only: the answer is the same)
-            hint = {} if self.search_fn is not search else {"incumbents": [
-                r.blocking for k, r in reversed(self._memo.items())
-                if k[0] == layer and len(k[1]) == len(hierarchy.levels)][:WARM]}
             self.ran += 1
             try:
                 self._memo[key] = self.search_fn(layer, hierarchy, self.precision,
-                                                 self.size_energy, **hint)
+                                                 self.size_energy,
+                                                 **self._hint(layer, hierarchy))
             except NoFitError:
                 self._infeasible.add(key)
                 return None
         return self._memo[key]
+
+    def shares(self, layer: ConvLayer, hierarchy: Hierarchy) -> bool:
+        """Whether the layer's search can be shared between processes (`layer_share`): the
+        default search, of a `sliced` layer, not memoized."""
+        return self.search_fn is search and not self.known_layer(layer, hierarchy) and \
+            sliced(layer, hierarchy)
+
+    def layer_share(self, layer: ConvLayer, hierarchy: Hierarchy,
+                    share: tuple[int, int]) -> SearchResult | None:
+        """Share (k, n) of the layer's search (`search`: its slices k, k + n, ...; not
+        memoized): the least blocking there or the start, None if neither."""
+        self.ran += 1
+        return search(layer, hierarchy, self.precision, self.size_energy,
+                      share=share, **self._hint(layer, hierarchy))
+
+    def absorb_shares(self, layer: ConvLayer, hierarchy: Hierarchy,
+                      found: Sequence[SearchResult | None]) -> None:
+        """Memoize the least of every share's answer (`layer_share`): the optimum."""
+        found = [r for r in found if r is not None]
+        self.absorb(layer, hierarchy, min(found, key=lambda r: r.energy_pj) if found else None)
 
     def design(self, hierarchy: Hierarchy) -> Design | None:
         """The network on the hierarchy (None when some layer fits no blocking)."""

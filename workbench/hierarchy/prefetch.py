@@ -6,7 +6,9 @@ A worker runs the same exact `Codesigner.layer_result` on its own memo, one (hie
 item at a time; the app takes its results into its `Codesigner` (`take`) before searching
 anything itself, and waits for an item a worker is already searching rather than searching it
 twice (`claim`). A hierarchy the app needs now is priced from both ends (`design`): the app
-from its first layer, the workers from its last. Nothing is
+from its first layer, the workers from its last; a worker searching something else ahead then
+drops it (`want(..., preempt=True)`: SIGUSR1, then `interrupt.Cancelled` at the search's next
+safe point, within about 0.4 s on three levels). Nothing is
 approximated: a taken result is the search's optimum, as the app's own search would give
 (equal energy; of several blockings with that energy, possibly another one).
 
@@ -28,12 +30,22 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from workbench.hierarchy import interrupt
 from workbench.hierarchy.codesign import Codesigner, Design
 from workbench.hierarchy.levels import Hierarchy
 
 Key = tuple  # (levels, mac_energy_pj, datapath): what a layer's search depends on
-Item = tuple  # (hierarchy, layer index): one search
-ItemKey = tuple  # (Key, layer index)
+Item = tuple  # (hierarchy, layer index): one search; (..., (k, n)): its share k of n
+ItemKey = tuple  # (Key, layer index) or (Key, layer index, (k, n))
+
+
+def _item_key(item: Item) -> ItemKey:
+    return (key_of(item[0]), *item[1:])
+
+
+# the signal asking a worker to drop its search (none where the platform has no SIGUSR1: a
+# search under way then runs to its end)
+PREEMPT = getattr(signal, "SIGUSR1", None)
 
 
 def key_of(hierarchy: Hierarchy) -> Key:
@@ -48,16 +60,25 @@ def default_workers() -> int:
 
 
 def _serve(inbox, outbox) -> None:
-    """A worker: read the designer's (layers, precision, size energy), then (hierarchy, layer
-    index) items; write back each one's result (None: no blocking fits)."""
+    """A worker: read the designer's (layers, precision, size energy), say it is ready, then
+    read (hierarchy, layer index[, share]) items; write back each one's result (None: no
+    blocking fits; a share's: `Codesigner.layer_share`), or that it was cancelled
+    (`interrupt.request`, on SIGUSR1)."""
     designer = Codesigner(*pickle.load(inbox))
+    pickle.dump("ready", outbox)  # the signal handlers are in place: it may be interrupted
+    outbox.flush()
     while True:
         try:
-            hierarchy, index = pickle.load(inbox)
+            hierarchy, index, *share = pickle.load(inbox)
         except EOFError:  # the app closed the pipe or ended
             return
+        interrupt.clear()  # a request for the last item, come after its reply, is void
+        layer = designer.layers[index]
         try:
-            reply = ("ok", designer.layer_result(designer.layers[index], hierarchy))
+            reply = ("ok", designer.layer_share(layer, hierarchy, share[0]) if share else
+                     designer.layer_result(layer, hierarchy))
+        except interrupt.Cancelled:
+            reply = ("cancelled", None)
         except Exception as exc:  # noqa: BLE001  (the app searches it itself and says why)
             reply = ("error", f"{type(exc).__name__}: {exc}")
         pickle.dump(reply, outbox)
@@ -86,8 +107,12 @@ class Prefetcher:
         self._wanted: list[Item] = []
         self._running: dict[ItemKey, int] = {}  # item -> worker searching it
         self._done: dict[ItemKey, tuple] = {}   # item -> (hierarchy, index, result)
+        self._shares: dict[ItemKey, object] = {}  # share item -> its answer
+        self._shared: dict[ItemKey, int] = {}   # (Key, index) -> shares n, for `design`
         self.failed: dict[ItemKey, str] = {}    # item -> the worker's error (searched here)
         self.started: list[ItemKey] = []        # in the order workers took them
+        self.cancelled: list[ItemKey] = []      # dropped under way by `want(preempt=True)`
+        self._cancelling: set[int] = set()      # workers asked to drop their item
         self._closed = False
         self._workers = []
         self.alive = workers or default_workers()  # workers still answering
@@ -101,53 +126,97 @@ class Prefetcher:
 
     def _pump(self, worker: int, process: subprocess.Popen) -> None:
         """Feed one worker, one item at a time, and keep what it sends back."""
-        while True:
-            with self._cond:
-                while not self._wanted and not self._closed:  # idle: wait for `want`
-                    self._cond.wait()
-                if self._closed:
-                    return
-                hierarchy, index = self._wanted.pop(0)
-                key = (key_of(hierarchy), index)
-                self._running[key] = worker
-                self.started.append(key)
-            try:
-                pickle.dump((hierarchy, index), process.stdin)
+        key = None
+        try:
+            if pickle.load(process.stdout) != "ready":
+                raise pickle.UnpicklingError("no ready message")
+            while True:
+                with self._cond:
+                    while not self._wanted and not self._closed:  # idle: wait for `want`
+                        self._cond.wait()
+                    if self._closed:
+                        return
+                    item = self._wanted.pop(0)
+                    key = _item_key(item)
+                    self._running[key] = worker
+                    self.started.append(key)
+                pickle.dump(item, process.stdin)
                 process.stdin.flush()
                 status, payload = pickle.load(process.stdout)
-            except (EOFError, OSError, pickle.UnpicklingError) as exc:  # it died or was closed
                 with self._cond:
-                    self._running.pop(key, None)
-                    self.alive -= 1
-                    if not self._closed:
-                        self.failed[key] = f"worker {worker} stopped: {exc!r}"
+                    if self._running.get(key) == worker:
+                        self._running.pop(key)
+                    asked = worker in self._cancelling
+                    self._cancelling.discard(worker)
+                    if status == "ok" and len(item) == 2:
+                        self._done[key] = (*item, payload)
+                    elif status == "ok":
+                        self._shares[key] = payload
+                    elif status == "error":
+                        self.failed[key] = payload
+                    elif asked:
+                        self.cancelled.append(key)
+                    else:  # a stray request: the item is still wanted
+                        self._wanted.insert(0, item)
+                    key = None
                     self._cond.notify_all()
-                return
+        except (EOFError, OSError, pickle.UnpicklingError) as exc:  # it died or was closed
             with self._cond:
-                self._running.pop(key, None)
-                if status == "ok":
-                    self._done[key] = (hierarchy, index, payload)
-                else:
-                    self.failed[key] = payload
+                if key is not None and self._running.get(key) == worker:
+                    self._running.pop(key)
+                self._cancelling.discard(worker)
+                self.alive -= 1
+                if key is not None and not self._closed:
+                    self.failed[key] = f"worker {worker} stopped: {exc!r}"
                 self._cond.notify_all()
 
-    def want(self, hierarchies: Iterable[Hierarchy], last_layer_first: bool = False) -> None:
+    def want(self, hierarchies: Iterable[Hierarchy], last_layer_first: bool = False,
+             preempt: bool = False, shared: bool = False) -> None:
         """Replace the wanted list: the hierarchies' layers in order (best first; each
         hierarchy's last layer first if asked). Results the designer knows, and items being
-        searched or finished here, are left out."""
+        searched or finished here, are left out. preempt: a worker searching an item not in
+        the list drops it at its search's next safe point (`interrupt`) and takes the list's
+        first (the item is wanted again by a later `want` that lists it). shared: the first
+        hierarchy's layers that `Codesigner.shares` are wanted first as n − 1 shares (n: the
+        workers alive and this process), shares 1 … n − 1; `design` searches share 0 here."""
         layers = self.designer.layers
         order = range(len(layers) - 1, -1, -1) if last_layer_first else range(len(layers))
         with self._cond:
-            seen = set(self._running) | set(self._done) | set(self.failed)
-            wanted = []
+            dropping = {k for k, w in self._running.items() if w in self._cancelling}
+            seen = (set(self._running) - dropping) | set(self._done) | set(self.failed)
+            wanted, listed = [], set()
+            hierarchies = list(hierarchies)
+            if shared and hierarchies and self.alive:
+                first, n = hierarchies[0], self.alive + 1
+                for index, layer in enumerate(layers):
+                    key = (key_of(first), index)
+                    if key not in self._running and key not in self._done and \
+                            self.designer.shares(layer, first):
+                        self._shared[key] = n
+                        listed.add(key)  # not wanted whole
+                        for k in range(1, n):
+                            listed.add((*key, (k, n)))
+                            if (*key, (k, n)) not in self._running:
+                                wanted.append((first, index, (k, n)))
             for hierarchy in hierarchies:
                 for index in order:
                     key = (key_of(hierarchy), index)
+                    if key in listed:
+                        continue
+                    listed.add(key)
                     if key not in seen and not self.designer.known_layer(layers[index],
                                                                          hierarchy):
                         seen.add(key)
                         wanted.append((hierarchy, index))
             self._wanted = wanted
+            if preempt and PREEMPT is not None:
+                for key, worker in self._running.items():
+                    if key not in listed and worker not in self._cancelling:
+                        self._cancelling.add(worker)
+                        try:
+                            self._workers[worker][0].send_signal(PREEMPT)
+                        except OSError:  # it has just ended: its pump says so
+                            pass
             self._cond.notify_all()
 
     def take(self) -> int:
@@ -166,17 +235,42 @@ class Prefetcher:
         key = (key_of(hierarchy), index)
         with self._cond:
             self._wanted = [i for i in self._wanted if (key_of(i[0]), i[1]) != key]
-            self._cond.wait_for(lambda: key not in self._running, timeout)
+            self._cond.wait_for(lambda: key not in self._running or
+                                self._running[key] in self._cancelling, timeout)
         self.take()
         return self.designer.known_layer(self.designer.layers[index], hierarchy)
 
     def design(self, hierarchy: Hierarchy) -> Design | None:
         """`designer.design`, layer by layer from the first, taking what the workers found
-        (`want(..., last_layer_first=True)` sets them on the other end)."""
+        (`want(..., last_layer_first=True)` sets them on the other end); a layer wanted in
+        shares (`want(..., shared=True)`) is searched here in share 0, with the workers'."""
         for index, layer in enumerate(self.designer.layers):
+            n = self._shared.pop((key_of(hierarchy), index), None)
+            if n is not None and not self.designer.known_layer(layer, hierarchy):
+                found = [self.designer.layer_share(layer, hierarchy, (0, n))]
+                found += [self._share(hierarchy, index, (k, n)) for k in range(1, n)]
+                self.designer.absorb_shares(layer, hierarchy, found)
+                continue
             self.claim(hierarchy, index)
             self.designer.layer_result(layer, hierarchy)
         return self.designer.design(hierarchy)
+
+    def _share(self, hierarchy: Hierarchy, index: int, share: tuple[int, int]):
+        """A share's answer: a worker's (waiting for it), else searched here (when no worker
+        has started it, or its worker failed, dropped it or died)."""
+        item = (hierarchy, index, share)
+        key = _item_key(item)
+        with self._cond:
+            while True:
+                if key in self._shares:
+                    return self._shares.pop(key)
+                if item in self._wanted:
+                    self._wanted.remove(item)
+                    break
+                if key not in self._running:
+                    break
+                self._cond.wait()
+        return self.designer.layer_share(self.designer.layers[index], hierarchy, share)
 
     @property
     def pending(self) -> list[Item]:
@@ -240,5 +334,7 @@ def nearest_first(points: Sequence[tuple[int, ...]], at: tuple[int, ...],
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a kernel interrupt is for the app's work
+    if PREEMPT:
+        signal.signal(PREEMPT, lambda *_: interrupt.request())
     sys.stdout = sys.stderr  # the pipe to the app carries results only
     _serve(sys.stdin.buffer, sys.__stdout__.buffer)

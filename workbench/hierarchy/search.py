@@ -138,6 +138,10 @@ Kept bounds (exact skips across searches). On a layer of one slice, the lower bo
 kernel leaves on the innermost level's energy per point (and `lifted`'s exact ones) are kept;
 another search of the layer (the app's next edit) raises that level's floor to them, carried
 to its own coefficients and taken only from capacities at least its own (`search_memory`).
+Shares (exact). A layer of many slices may be searched by n processes, each taking every n-th
+slice from its own start (`share`) below its own start energy: the optimum lies in some share,
+whose search finds it unless its start is no higher, so the least of the n answers is the
+optimum's energy.
 Shared work (no bound changes). A layer searched in many slices prices each level's alone
 floors once per class of its (t_{γ−1}, t_γ, P) over all chains, not once per slice, and keeps
 them for other searches keeping the level's size in the same role (`search_alone`).
@@ -150,6 +154,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import ElementBytes, PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, Blocking, extents
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy
@@ -189,13 +194,17 @@ _ALONE = ByteLRU(128 * 2**20, lambda a: np.asarray(a).nbytes)
 
 def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | None = None,
            size_energy: SizeEnergy | None = None, bypass: bool = True,
-           incumbents: Sequence[Blocking] = ()) -> SearchResult:
+           incumbents: Sequence[Blocking] = (), share: tuple[int, int] = (0, 1)
+           ) -> SearchResult | None:
     """The minimum-energy blocking of the layer in S (see the module docstring); energy in pJ
     for the whole layer (ties: any one optimum). bypass=False: only R's holders (every level
     holds every array it can; NoFitError when no such blocking fits). `incumbents`: blockings
     to start from (e.g. the layer's optima on other hierarchies): the least-energy one in S
     that fits (`search_bounds.incumbent`) is an energy the optimum is at most, so only
-    blockings below it are priced; it is the answer when none is."""
+    blockings below it are priced; it is the answer when none is. `share` (k, n): only the
+    slices k, k + n, k + 2n, ... of a `sliced` layer (n processes searching one layer: the
+    least of their answers is the optimum, each being its share's least or the start); None
+    when the share has no blocking and there is no start."""
     precision = ElementBytes() if precision is None else precision
     on_chip = len(hierarchy.levels) - 1
     extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
@@ -204,12 +213,14 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     best, best_at = (math.inf, None) if start is None else (start[0], None)
     for roles in role_orders(hierarchy, bypass):  # the identity first: R's holders
         found = _search_roles(layer, in_roles(hierarchy, roles), roles, precision, size_energy,
-                              bypass, per_dim, extent, best)
+                              bypass, per_dim, extent, best, share)
         if found is not None:
             best, best_at = found[0], (found[1], roles)
     combos = math.prod(len(per_dim[d]) for d in DIMS)
     if best_at is None and start is not None:  # nothing below the incumbent: it is optimal
         return SearchResult(start[1], best, {d: len(per_dim[d]) for d in DIMS}, combos)
+    if best_at is None and share[1] > 1:
+        return None
     if best_at is None:
         raise NoFitError(f"layer {layer.name!r}: no blocking fits hierarchy "
                          f"{hierarchy.name!r} (its smallest blocks overflow a level)")
@@ -220,9 +231,18 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
                         {d: len(per_dim[d]) for d in DIMS}, combos)
 
 
+def sliced(layer: ConvLayer, hierarchy: Hierarchy) -> bool:
+    """Whether the layer is searched in many slices on the hierarchy (a `share` of it is then
+    a share of the work; else share (0, n) is all of it and the others nothing)."""
+    on_chip = len(hierarchy.levels) - 1
+    extent = extents(layer)
+    return math.prod(len(nondominated_chains(extent[_EXTENT[d]], on_chip))
+                     for d in DIMS) > SMALL
+
+
 def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: PrecisionLike,
                   size_energy: SizeEnergy | None, bypass: bool, per_dim: dict, extent: dict,
-                  best: float):
+                  best: float, share: tuple[int, int] = (0, 1)):
     """S's part under one role order (`hierarchy`: seen under it): (energy pJ, where) of its
     least blocking below `best`, or None."""
     on_chip = len(hierarchy.levels) - 1
@@ -240,6 +260,7 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
         [(slice(ox, ox + 1), slice(max(y0, ox) if mirror else y0, y0 + per_y))
          for ox in range(n_x) for y0 in range(0, len(per_dim["Y"]), per_y)
          if not mirror or y0 + per_y > ox]
+    slices = slices[share[0]::share[1]]
     best_at = None
     tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
     alone: dict[tuple, np.ndarray] = {}  # relaxed_floor's terms when one slice
@@ -271,6 +292,7 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
                 break
             if slice_floor[i] >= best:
                 continue
+            interrupt.check()  # a safe point: nothing half-stored (`interrupt`)
             found, slice_floor[i] = _points(
                 layer, hierarchy, per_dim, extent, classes, tables, pj_bit, precision, live,
                 xs, ys, best, alone if len(slices) == 1 else {},
@@ -286,4 +308,4 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
 
 
 __all__ = ["NoFitError", "SearchResult", "gen_chains", "nondominated_chains", "search",
-           "search_r"]
+           "search_r", "sliced"]

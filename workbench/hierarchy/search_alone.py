@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
@@ -62,6 +63,7 @@ class AloneTables:
                 gamma = self.on_chip + 1 - holder
                 if (array, holder) in unit or gamma not in self.ids:
                     continue
+                interrupt.check()  # a safe point: a table is stored whole (`interrupt`)
                 out = self._table(array, holder)
                 takes = sorted((len(chains[d]) / out.shape[axis], axis, d)
                                for axis, d in enumerate(DIMS) if out.shape[axis] > 1)

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike, energy_pj
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents, transfers
 from workbench.hierarchy.datapath import fetches
@@ -38,6 +39,7 @@ def alone_floor(level_bytes: float, blocks: LevelBlocks, array: str) -> np.ndarr
     A lower bound on that transfer in any fitting placement (others' blocks only take room)."""
     best = np.inf
     for prefix in alone_prefixes(array, blocks.gamma == 1, blocks.lanes):
+        interrupt.check()  # a safe point (`interrupt`)
         energy, foot = blocks.block(array, prefix)
         best = np.where(foot <= level_bytes, np.minimum(best, energy), best)
     return best

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
@@ -82,6 +83,7 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
     if floors is not None and pairs is None:
         floors.fill(alone, live + later, {d: np.arange(len(per_dim[d]))[
             {"X": xs, "Y": ys}.get(d, slice(None))] for d in DIMS})
+    interrupt.check()
     mac, fetched, outputs = _datapath_side(layer, hierarchy, grid)
     fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS}
     kept = alone.get("later")
@@ -90,6 +92,7 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
     else:
         relaxed = mac + relaxed_floor(layer, hierarchy, grid, pj_bit, precision, live,
                                       fetch_unit, alone)
+    interrupt.check()
     floor = np.where(union, relaxed, np.inf).ravel()
     least_later = math.inf
     if later:
@@ -149,6 +152,7 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
     points = None if memory is None else memory.flat(chain_at)
     masks: dict = {}
     for pattern in live:
+        interrupt.check()
         ok = r_blocks_fit(hierarchy, feet, (n,), pattern, masks)
         if terms is not None:
             own = np.broadcast_to(mac, (n,)) + sum(t[c] for t, c in zip(terms, pattern,
@@ -191,6 +195,7 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
                                        _into_inner(pj_bit, pattern, on_chip), points[sub], inner)
         prepared.append((pattern, sub, bound, picks, inner))
     found = None
+    interrupt.check()
     for pattern, sub, outside, picks, inner in lifted(layer, hierarchy, flat, pj_bit,
                                                       precision, prepared, best, memory,
                                                       points):
@@ -200,6 +205,7 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
         keep = np.nonzero(bound * layer.groups < best)[0]
         size = FIRST
         while len(keep):
+            interrupt.check()  # a safe point: nothing half-stored (`interrupt`)
             if len(keep) > size:
                 lowest = np.argpartition(bound[keep], size)[:size]
                 rest = np.ones(len(keep), dtype=bool)

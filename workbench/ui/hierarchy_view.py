@@ -9,7 +9,8 @@ co-design grid keeps the edited hierarchy's depth, widths and split, with each l
 from `grid_kb`; its designs are computed once per hierarchy shape and memoized, so moving the
 budget only re-selects. With `prefetch`, what the user may ask next (the size sliders' other
 positions, the edited sizes after one other control's change with its grid) is searched ahead
-in worker processes (`workbench.hierarchy.prefetch`) and taken into the memo.
+in worker processes (`workbench.hierarchy.prefetch`) and taken into the memo; an edit makes
+them drop what they search ahead and take the edited hierarchy from its last layer.
 """
 
 from __future__ import annotations
@@ -187,10 +188,10 @@ class HierarchyView:
                 if self.prefetcher is None:
                     design = self.designer.design(hierarchy)
                 else:  # the workers from its last layer, then a new shape's grid from its end
-                    grid = self._grid_space()
+                    grid = self._grid_space()  # (dropping what they searched ahead)
                     self.prefetcher.want([hierarchy, *([] if grid is None else
                                                        list(grid.gen_hierarchies())[::-1])],
-                                         last_layer_first=True)
+                                         last_layer_first=True, preempt=True, shared=True)
                     design = self.prefetcher.design(hierarchy)
         except WorkbenchError as exc:  # the schema's path levels[k] is slider Lk here
             said = re.sub(r"^levels\[(\d+)\]\.capacity: ", r"L\1 size: ", str(exc))
