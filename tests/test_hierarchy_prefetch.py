@@ -20,7 +20,13 @@ from workbench.hierarchy.codesign import (
     space_around,
     table3_energy_pj,
 )
-from workbench.hierarchy.prefetch import Prefetcher, designs_together, key_of, nearest_first
+from workbench.hierarchy.prefetch import (
+    SHARES,
+    Prefetcher,
+    designs_together,
+    key_of,
+    nearest_first,
+)
 from workbench.hierarchy.search import search
 from workbench.layers.spec import ConvLayer
 from workbench.ui import progress
@@ -128,9 +134,10 @@ def test_an_edit_preempts_the_search_ahead() -> None:
 
 
 def test_a_sliced_layer_needed_now_is_searched_in_shares(tmp_path) -> None:
-    """`want(..., shared=True)` then `design`: the sliced layer is searched in two shares,
-    share 1 by the worker and share 0 here, then the layer of one slice whole; the design's
-    energies equal cold searches here."""
+    """`want(..., shared=True)` then `design`: the sliced layer is searched in 2 × SHARES
+    shares, share 0 here, share 1 by the worker, each of the others once by whichever process
+    is free first; then the layer of one slice whole; the design's energies equal cold
+    searches here."""
     net = tmp_path / "two.yaml"
     net.write_text("name: two\nlayers:\n"
                    "  - {name: big, type: conv, input: [12, 14, 12], maps: 16, kernel: 3}\n"
@@ -145,11 +152,15 @@ def test_a_sliced_layer_needed_now_is_searched_in_shares(tmp_path) -> None:
         assert prefetcher.wait_idle(120) and prefetcher.take() == 2
         ran = designer.ran
         prefetcher.want([hier], last_layer_first=True, preempt=True, shared=True)
-        assert [(i, *share) for _, i, *share in prefetcher.pending] == [(0, (1, 2)), (1,)]
+        n = SHARES * 2
+        assert [(i, *share) for _, i, *share in prefetcher.pending] == [
+            *((0, (k, n)) for k in range(1, n)), (1,)]
         design = prefetcher.design(hier)
-        assert prefetcher.started[2] == (key_of(hier), 0, (1, 2))
-        by_worker = (key_of(hier), 1) in prefetcher.started  # or here, if it was first to it
-        assert designer.ran - ran == 1 + (not by_worker)  # share 0 here
+        assert prefetcher.started[2] == (key_of(hier), 0, (1, n))
+        shared = [k for k in prefetcher.started[2:] if len(k) == 3]
+        assert len(set(shared)) == len(shared) < n  # share 0 (at least) here
+        small_here = (key_of(hier), 1) not in prefetcher.started  # if it was first to it
+        assert designer.ran - ran == n - len(shared) + small_here  # each share searched once
         for layer, energy in zip((big, small), design.layer_energy_pj, strict=True):
             cold = search(layer, hier, PREC, table3_energy_pj).energy_pj
             assert energy == pytest.approx(cold, rel=1e-12)

@@ -279,13 +279,15 @@ class Codesigner:
         return self.search_fn is search and not self.known_layer(layer, hierarchy) and \
             sliced(layer, hierarchy)
 
-    def layer_share(self, layer: ConvLayer, hierarchy: Hierarchy,
-                    share: tuple[int, int]) -> SearchResult | None:
+    def layer_share(self, layer: ConvLayer, hierarchy: Hierarchy, share: tuple[int, int],
+                    found: Sequence[SearchResult | None] = ()) -> SearchResult | None:
         """Share (k, n) of the layer's search (`search`: its slices k, k + n, ...; not
-        memoized): the least blocking there or the start, None if neither."""
+        memoized): the least blocking there or the start, None if neither. `found`: other
+        shares' answers, started from (their blockings fit: an upper bound only)."""
         self.ran += 1
-        return search(layer, hierarchy, self.precision, self.size_energy,
-                      share=share, **self._hint(layer, hierarchy))
+        hint = self._hint(layer, hierarchy).get("incumbents", [])
+        return search(layer, hierarchy, self.precision, self.size_energy, share=share,
+                      incumbents=[*(r.blocking for r in found if r is not None), *hint])
 
     def absorb_shares(self, layer: ConvLayer, hierarchy: Hierarchy,
                       found: Sequence[SearchResult | None]) -> None:

@@ -43,6 +43,9 @@ def _item_key(item: Item) -> ItemKey:
     return (key_of(item[0]), *item[1:])
 
 
+# shares per process of a sliced layer needed now: each process takes the next share not
+# started when it is done with one, so that they finish together
+SHARES = 2
 # the signal asking a worker to drop its search (none where the platform has no SIGUSR1: a
 # search under way then runs to its end)
 PREEMPT = getattr(signal, "SIGUSR1", None)
@@ -65,6 +68,7 @@ def _serve(inbox, outbox) -> None:
     blocking fits; a share's: `Codesigner.layer_share`), or that it was cancelled
     (`interrupt.request`, on SIGUSR1)."""
     designer = Codesigner(*pickle.load(inbox))
+    shared: tuple = ((), [])  # the layer searched in shares last, and its answers here
     pickle.dump("ready", outbox)  # the signal handlers are in place: it may be interrupted
     outbox.flush()
     while True:
@@ -74,9 +78,14 @@ def _serve(inbox, outbox) -> None:
             return
         interrupt.clear()  # a request for the last item, come after its reply, is void
         layer = designer.layers[index]
+        if share and shared[0] != (key_of(hierarchy), index):
+            shared = ((key_of(hierarchy), index), [])
         try:
-            reply = ("ok", designer.layer_share(layer, hierarchy, share[0]) if share else
-                     designer.layer_result(layer, hierarchy))
+            if share:  # started from this layer's other shares here
+                shared[1].append(designer.layer_share(layer, hierarchy, share[0], shared[1]))
+                reply = ("ok", shared[1][-1])
+            else:
+                reply = ("ok", designer.layer_result(layer, hierarchy))
         except interrupt.Cancelled:
             reply = ("cancelled", None)
         except Exception as exc:  # noqa: BLE001  (the app searches it itself and says why)
@@ -187,7 +196,7 @@ class Prefetcher:
             wanted, listed = [], set()
             hierarchies = list(hierarchies)
             if shared and hierarchies and self.alive:
-                first, n = hierarchies[0], self.alive + 1
+                first, n = hierarchies[0], SHARES * (self.alive + 1)
                 for index, layer in enumerate(layers):
                     key = (key_of(first), index)
                     if key not in self._running and key not in self._done and \
@@ -247,30 +256,36 @@ class Prefetcher:
         for index, layer in enumerate(self.designer.layers):
             n = self._shared.pop((key_of(hierarchy), index), None)
             if n is not None and not self.designer.known_layer(layer, hierarchy):
-                found = [self.designer.layer_share(layer, hierarchy, (0, n))]
-                found += [self._share(hierarchy, index, (k, n)) for k in range(1, n)]
-                self.designer.absorb_shares(layer, hierarchy, found)
+                self.designer.absorb_shares(layer, hierarchy, self._shares_of(hierarchy, index, n))
                 continue
             self.claim(hierarchy, index)
             self.designer.layer_result(layer, hierarchy)
         return self.designer.design(hierarchy)
 
-    def _share(self, hierarchy: Hierarchy, index: int, share: tuple[int, int]):
-        """A share's answer: a worker's (waiting for it), else searched here (when no worker
-        has started it, or its worker failed, dropped it or died)."""
-        item = (hierarchy, index, share)
-        key = _item_key(item)
-        with self._cond:
-            while True:
-                if key in self._shares:
-                    return self._shares.pop(key)
-                if item in self._wanted:
-                    self._wanted.remove(item)
-                    break
-                if key not in self._running:
-                    break
-                self._cond.wait()
-        return self.designer.layer_share(self.designer.layers[index], hierarchy, share)
+    def _shares_of(self, hierarchy: Hierarchy, index: int, n: int) -> list:
+        """Every share's answer for the layer: share 0 here, then the last share no worker
+        has started (and any a worker failed, dropped or died with) until none is left, each
+        started from the answers here; then the workers' (waiting for them)."""
+        layer = self.designer.layers[index]
+        found = [self.designer.layer_share(layer, hierarchy, (0, n))]
+        left = {(hierarchy, index, (k, n)) for k in range(1, n)}
+        while True:
+            with self._cond:
+                for item in list(left):
+                    if _item_key(item) in self._shares:
+                        found.append(self._shares.pop(_item_key(item)))
+                        left.discard(item)
+                mine = next((i for i in reversed(self._wanted) if i in left), None) or \
+                    next((i for i in left if _item_key(i) not in self._running), None)
+                if mine is None and left:
+                    self._cond.wait()
+                    continue
+                if mine in self._wanted:
+                    self._wanted.remove(mine)
+                left.discard(mine)
+            if mine is None:
+                return found
+            found.append(self.designer.layer_share(layer, hierarchy, mine[2], found))
 
     @property
     def pending(self) -> list[Item]:
