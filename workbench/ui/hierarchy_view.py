@@ -9,8 +9,9 @@ co-design grid keeps the edited hierarchy's depth, widths and split, with each l
 from `grid_kb`; its designs are computed once per hierarchy shape and memoized, so moving the
 budget only re-selects. With `prefetch`, what the user may ask next (the size sliders' other
 positions, the edited sizes after one other control's change with its grid) is searched ahead
-in worker processes (`workbench.hierarchy.prefetch`) and taken into the memo; an edit makes
-them drop what they search ahead and take the edited hierarchy from its last layer.
+in worker processes (`workbench.hierarchy.prefetch`) and taken into the memo; an edit gives
+them the edited hierarchy from its last layer, and one with a layer of many slices makes them
+drop what they search ahead and search that layer in shares with this process.
 """
 
 from __future__ import annotations
@@ -188,10 +189,15 @@ class HierarchyView:
                 if self.prefetcher is None:
                     design = self.designer.design(hierarchy)
                 else:  # the workers from its last layer, then a new shape's grid from its end
-                    grid = self._grid_space()  # (dropping what they searched ahead)
+                    grid = self._grid_space()
+                    # a layer of many slices is shared at once (the workers drop what they
+                    # search ahead); other searches ahead are short and the workers' memos
+                    # colder than these: a worker's search is no quicker than this process's
+                    shared = any(self.designer.shares(lay, hierarchy)
+                                 for lay in self.designer.layers)
                     self.prefetcher.want([hierarchy, *([] if grid is None else
                                                        list(grid.gen_hierarchies())[::-1])],
-                                         last_layer_first=True, preempt=True, shared=True)
+                                         last_layer_first=True, preempt=shared, shared=True)
                     design = self.prefetcher.design(hierarchy)
         except WorkbenchError as exc:  # the schema's path levels[k] is slider Lk here
             said = re.sub(r"^levels\[(\d+)\]\.capacity: ", r"L\1 size: ", str(exc))
