@@ -169,6 +169,34 @@ def test_a_sliced_layer_needed_now_is_searched_in_shares(tmp_path) -> None:
         prefetcher.close()
 
 
+def test_a_3_level_edit_shares_its_sliced_layer_with_the_worker(tmp_path,
+                                                               monkeypatch) -> None:
+    """The app edited to three levels: the worker searches shares of the sliced layer (none
+    of them also here), and the app shows the cold searches' energies."""
+    net = tmp_path / "two.yaml"
+    net.write_text("name: two\nlayers:\n"
+                   "  - {name: big, type: conv, input: [12, 14, 12], maps: 16, kernel: 3}\n"
+                   "  - {name: small, type: conv, input: [16, 12, 12], maps: 4, kernel: 3}\n")
+    monkeypatch.setattr(HierarchyView, "_ahead", lambda self: [])  # nothing searched ahead
+    app = hierarchy_view(network=str(net), sizes_kb=(4, 1), budget_kb=16, grid_kb=(1, 4),
+                         prefetch=True)
+    try:
+        assert app.prefetcher.wait_idle(120)
+        ran, before = app.designer.ran, len(app.prefetcher.started)
+        app.levels.value = 3  # L3 1 KB
+        hier = app.hierarchy()
+        assert len(hier.levels) == 4 and not app.status.value
+        shared = [k for k in app.prefetcher.started[before:] if len(k) == 3]
+        assert shared and all(k[0] == key_of(hier) and k[1] == 0 for k in shared)
+        assert app.designer.ran - ran <= SHARES * 2 - len(shared) + 1  # the rest, and small
+        tiny = layers.load_network(str(net)).tiled_layers()
+        for layer, energy in zip(tiny, app.design.layer_energy_pj, strict=True):
+            cold = search(layer, hier, PREC, table3_energy_pj).energy_pj
+            assert energy == pytest.approx(cold, rel=1e-12)
+    finally:
+        app.close()
+
+
 def test_a_stray_interrupt_does_not_lose_the_item() -> None:
     """A worker interrupted without being asked to drop its item (a stray SIGUSR1) searches it
     again: it is done, not cancelled, and equals a cold search."""
