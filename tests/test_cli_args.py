@@ -37,6 +37,8 @@ def _files(tmp: Path) -> dict[str, str]:
     np.savez(tmp / "float_labels.npz", calib_x=images, calib_y=np.linspace(0, 9, 8),
              test_x=images, test_y=np.arange(8))
     np.save(tmp / "array.npy", images)
+    np.savez(tmp / "int_images.npz", calib_x=(images * 255).astype(np.uint8),
+             calib_y=np.arange(8), test_x=images, test_y=np.arange(8))
     (tmp / "truncated.npz").write_bytes((tmp / "mismatch.npz").read_bytes()[:200])
     grids = {"grid_scalar": "networks: lenet5\nplatforms: [idsp]\n",
              "grid_nan": "networks: [lenet5]\nplatforms: [idsp]\nbuffer_kb: [.nan]\n",
@@ -132,10 +134,14 @@ CASES = [
     (("traffic", "lenet5", "--listing", "pool1"), "--listing 'pool1' is a pool layer"),
     (("traffic", "lenet5", "--listing", "nosuch"), "network 'lenet5' has no layer 'nosuch'"),
     # quantize data files
-    (("quantize", "lenet5", "--data", "{mismatch.npz}"), "5 calib_y labels for 8 calib_x"),
-    (("quantize", "lenet5", "--data", "{float_labels.npz}"), "calib_y must be N integer labels"),
-    (("quantize", "lenet5", "--data", "{array.npy}"), "not a single array"),
-    (("quantize", "lenet5", "--data", "{truncated.npz}"), "needs an .npz with arrays"),
+    # (read and checked as the API's quant.weights.load_data_npz does)
+    (("quantize", "lenet5", "--data", "{mismatch.npz}"),
+     "calib_y: holds 5 labels for 8 images in calib_x"),
+    (("quantize", "lenet5", "--data", "{float_labels.npz}"),
+     "calib_y: must be integer class labels (one dimension), got float64"),
+    (("quantize", "lenet5", "--data", "{int_images.npz}"), "calib_x: must be float images"),
+    (("quantize", "lenet5", "--data", "{array.npy}"), "a single .npy array, not an .npz"),
+    (("quantize", "lenet5", "--data", "{truncated.npz}"), "cannot read as .npz"),
     # sweep grids
     (("sweep", "{grid_scalar.yaml}", "--out", "{TMP}/s"), ("grid_scalar.yaml", "networks")),
     (("sweep", "{grid_nan.yaml}", "--out", "{TMP}/s"), ("grid_nan.yaml", "buffer_kb")),

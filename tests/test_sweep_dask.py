@@ -215,9 +215,9 @@ def test_accuracy_for_a_network_with_its_own_data(tmp_path: Path) -> None:
     assert 0.9 < mnist["accuracy"].iloc[0] <= 1  # MNIST-shaped: the shipped digits
     bad = tmp_path / "bad.npz"
     np.savez(bad, calib_x=x[:10], calib_y=y[:10].astype(float), test_x=x[:10], test_y=y[:10])
-    with pytest.raises(WorkbenchError, match="calib_y must hold one integer label per image"):
+    with pytest.raises(WorkbenchError, match="calib_y: must be integer class labels"):
         sweep.run(sweep.Grid(networks=[net], platforms=["idsp"], data={net: str(bad)}))
-    with pytest.raises(WorkbenchError, match=r"calib_x must be float images N×3×32×32"):
+    with pytest.raises(WorkbenchError, match=r"calib_x: must be float images N×3×32×32"):
         sweep.run(sweep.Grid(networks=["cifar10_quick"], platforms=["idsp"],
                              data={"cifar10_quick": str(tmp_path / "tiny.npz")}))
 

@@ -11,67 +11,23 @@ import pandas as pd
 
 from workbench import layers, quant
 from workbench.cli.args import add_network, output_file, positive_int
-from workbench.errors import FileFormatError, WorkbenchError
+from workbench.errors import WorkbenchError
 from workbench.paths import data_files
+from workbench.quant.weights import load_data_npz
 from workbench.report import output
+from workbench.schemas.arrays import validate_data
 
 
 def load_data(spec: str, net: layers.Network) -> dict[str, np.ndarray]:
-    """'mnist' (the shipped split) or an .npz with calib_x, calib_y, test_x, test_y (NCHW)."""
-    if spec == "mnist":
-        from workbench.quant import mnist
+    """'mnist' (the shipped split) or an .npz with calib_x, calib_y, test_x, test_y (NCHW),
+    checked as `quant.weights.load_data_npz` checks them."""
+    if spec != "mnist":
+        return load_data_npz(spec, net)
+    from workbench.quant import mnist
 
-        (cx, cy), (tx, ty) = mnist.load("calib"), mnist.load("test")
-        data = {"calib_x": cx, "calib_y": cy, "test_x": tx, "test_y": ty}
-    else:
-        data = _load_npz(spec, ("calib_x", "calib_y", "test_x", "test_y"))
-    for split in ("calib", "test"):
-        _check_split(spec, split, data[f"{split}_x"], data[f"{split}_y"])
-    expected = net.layers[0].in_shape
-    if tuple(data["calib_x"].shape[1:]) != tuple(expected):
-        raise WorkbenchError(f"data {spec!r}: images are {tuple(data['calib_x'].shape[1:])}, "
-                             f"network {net.name!r} expects {tuple(expected)} (C, H, W)")
-    return data
-
-
-def _load_npz(spec: str, needed: tuple[str, ...],
-              optional: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
-    """The named arrays of an .npz archive (no pickled objects); anything else is one line."""
-    import zipfile
-
-    what = f"data file {spec!r}: needs an .npz with arrays " + ", ".join(needed)
-    try:
-        archive = np.load(spec, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise FileFormatError(f"{what} ({str(exc).splitlines()[0] if str(exc) else exc!r})"
-                              ) from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise FileFormatError(f"{what}, not a single array") from None
-    with archive:
-        missing = [k for k in needed if k not in archive.files]
-        if missing:
-            raise FileFormatError(f"{what}; missing {', '.join(missing)}")
-        try:
-            return {k: archive[k] for k in (*needed, *optional) if k in archive.files}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-            raise FileFormatError(f"{what} ({exc})") from None
-
-
-def _check_split(spec: str, split: str, x: np.ndarray, y: np.ndarray | None) -> None:
-    """Images N×C×H×W of finite numbers; labels (when given) N whole numbers."""
-    if x.ndim != 4 or x.dtype.kind not in "iuf" or not len(x):
-        raise FileFormatError(f"data file {spec!r}: {split}_x must be N×C×H×W numbers "
-                              f"(N ≥ 1), got shape {x.shape} of {x.dtype}")
-    if x.dtype.kind == "f" and not np.isfinite(x).all():
-        raise FileFormatError(f"data file {spec!r}: {split}_x holds NaN or infinity")
-    if y is None:
-        return
-    if y.ndim != 1 or y.dtype.kind not in "iu":
-        raise FileFormatError(f"data file {spec!r}: {split}_y must be N integer labels, got "
-                              f"shape {y.shape} of {y.dtype}")
-    if len(y) != len(x):
-        raise FileFormatError(f"data file {spec!r}: {len(y)} {split}_y labels for {len(x)} "
-                              f"{split}_x images; they must match")
+    (cx, cy), (tx, ty) = mnist.load("calib"), mnist.load("test")
+    return validate_data({"calib_x": cx, "calib_y": cy, "test_x": tx, "test_y": ty},
+                         "data 'mnist'", tuple(net.layers[0].in_shape))
 
 
 def shipped_weights(net: layers.Network) -> str:
@@ -129,20 +85,16 @@ def cmd_quantize(args: argparse.Namespace) -> None:
 
 def load_calibration(spec: str, net: layers.Network) -> tuple[np.ndarray, np.ndarray | None]:
     """Calibration images (and labels when given): 'mnist', or an .npz with calib_x
-    [, calib_y] (NCHW)."""
+    [, calib_y] (NCHW), checked as `quant.weights.load_data_npz` checks them."""
     if spec == "mnist":
         from workbench.quant import mnist
 
         x, y = mnist.load("calib")
+        found = validate_data({"calib_x": x, "calib_y": y}, "data 'mnist'",
+                              tuple(net.layers[0].in_shape), calibration_only=True)
     else:
-        found = _load_npz(spec, ("calib_x",), ("calib_y",))
-        x, y = found["calib_x"], found.get("calib_y")
-    _check_split(spec, "calib", x, y)
-    expected = net.layers[0].in_shape
-    if x.ndim != 4 or tuple(x.shape[1:]) != tuple(expected):
-        raise WorkbenchError(f"data {spec!r}: images are {tuple(x.shape[1:])}, model "
-                             f"{net.name!r} expects {tuple(expected)} (C, H, W)")
-    return x, y
+        found = load_data_npz(spec, net, calibration_only=True)
+    return found["calib_x"], found["calib_y"]
 
 
 def cmd_from_model(args: argparse.Namespace) -> None:

@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from workbench import layers
-from workbench.errors import FileFormatError, WorkbenchError
+from workbench.errors import WorkbenchError
 from workbench.layers.network import Network
+from workbench.quant.weights import load_data_npz
 
 DATA_KEYS = ("calib_x", "calib_y", "test_x", "test_y")
 CALIBRATION_IMAGES = 300  # images for range analysis and the search, as the quantize command
@@ -31,30 +32,10 @@ def is_mnist_shaped(net: Network) -> bool:
 
 
 def load_data(path: str | Path, net: Network) -> tuple[np.ndarray, ...]:
-    """(calib_x, calib_y, test_x, test_y) of a data file, checked against the network."""
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            missing = [k for k in DATA_KEYS if k not in z.files]
-            if missing:
-                raise FileFormatError(f"data file {str(path)!r}: missing array(s) {missing}; "
-                                      "needs " + ", ".join(DATA_KEYS))
-            arrays = tuple(z[k] for k in DATA_KEYS)
-    except (OSError, ValueError, EOFError) as exc:
-        raise FileFormatError(f"data file {str(path)!r}: cannot read as .npz "
-                              f"({type(exc).__name__})") from None
-    shape = _input_shape(net)
-    for name, x, y in (("calib", arrays[0], arrays[1]), ("test", arrays[2], arrays[3])):
-        if x.ndim != 4 or tuple(x.shape[1:]) != shape or not np.issubdtype(x.dtype,
-                                                                          np.floating):
-            raise FileFormatError(f"data file {str(path)!r}: {name}_x must be float images "
-                                  f"N×{'×'.join(map(str, shape))}, got {x.dtype} "
-                                  f"{list(x.shape)}")
-        if y.shape != (len(x),) or not np.issubdtype(y.dtype, np.integer):
-            raise FileFormatError(f"data file {str(path)!r}: {name}_y must hold one integer "
-                                  f"label per image ({len(x)}), got {y.dtype} {list(y.shape)}")
-        if len(x) == 0:
-            raise FileFormatError(f"data file {str(path)!r}: {name}_x holds no images")
-    return arrays
+    """(calib_x, calib_y, test_x, test_y) of a data file, checked against the network
+    (`quant.weights.load_data_npz`)."""
+    data = load_data_npz(path, net)
+    return tuple(data[k] for k in DATA_KEYS)
 
 
 def data_source(network: str, weights: str | None, data: str | None) -> tuple[str | None, str]:
