@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 import pandas as pd
+import pytest
 
 from workbench import explore, layers, quant
 from workbench.quant import mnist
@@ -48,6 +49,15 @@ def test_busy_shows_the_work_then_times_it() -> None:
         assert "computing vgg16…" in status.value
     assert timing["seconds"] >= 0 and seen == [status.value]
     assert progress.took(0.2) == "" and progress.took(3.2) == " (3.20 s)"
+
+
+def test_busy_says_when_it_was_interrupted() -> None:
+    """A kernel interrupt inside the block leaves a line saying so (not the busy line), and
+    the interrupt goes on."""
+    status = widgets.HTML()
+    with pytest.raises(KeyboardInterrupt), progress.busy(status, "pricing the hierarchy"):
+        raise KeyboardInterrupt
+    assert "pricing the hierarchy: interrupted" in status.value and "⏳" not in status.value
 
 
 def test_traffic_table_shows_its_searches(capsys) -> None:

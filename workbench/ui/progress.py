@@ -34,12 +34,17 @@ def bar(items: Sequence, description: str, enabled: bool = True) -> Iterable:
 @contextmanager
 def busy(status: widgets.HTML, text: str) -> Iterator[dict]:
     """Show `text…` on an app's status line while the block runs; the yielded dict gets
-    `seconds` when it ends (the caller writes the result line)."""
+    `seconds` when it ends (the caller writes the result line). Interrupted (the kernel's
+    interrupt), the line says so and that the plots show the last result."""
     timing: dict[str, float] = {}
     status.value = f"<i>⏳ {html.escape(text)}…</i>"
     start = time.perf_counter()
     try:
         yield timing
+    except KeyboardInterrupt:
+        status.value = (f"<i>⏹ {html.escape(text)}: interrupted; the plots and tables still "
+                        "show the last result (change a control to try again)</i>")
+        raise
     finally:
         timing["seconds"] = time.perf_counter() - start
 
