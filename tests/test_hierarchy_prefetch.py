@@ -6,6 +6,7 @@ when its worker is gone."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -165,6 +166,37 @@ def test_a_sliced_layer_needed_now_is_searched_in_shares(tmp_path) -> None:
             cold = search(layer, hier, PREC, table3_energy_pj).energy_pj
             assert energy == pytest.approx(cold, rel=1e-12)
         assert designer.known(hier) and not designer.shares(big, hier)
+    finally:
+        prefetcher.close()
+
+
+def test_shares_survive_their_worker_dying(tmp_path) -> None:
+    """The worker killed while it searches a share: this process searches what is left, and
+    the design's energies equal cold searches here."""
+    net = tmp_path / "one.yaml"
+    net.write_text("name: one\nlayers:\n"
+                   "  - {name: big, type: conv, input: [12, 14, 12], maps: 16, kernel: 3}\n")
+    (big,) = layers.load_network(str(net)).tiled_layers()
+    designer = Codesigner((big,), PREC, table3_energy_pj)
+    hier = _hier(4096, 1024, 256)
+    prefetcher = Prefetcher(designer, workers=1)
+    try:
+        prefetcher.want([_hier(64)])  # the worker is ready once this is done
+        assert prefetcher.wait_idle(120)
+        process = prefetcher._workers[0][0]
+
+        def kill_at_its_first_share() -> None:
+            if _until(lambda: len(prefetcher.started) > 1):
+                process.kill()
+
+        killer = threading.Thread(target=kill_at_its_first_share)
+        killer.start()
+        prefetcher.want([hier], last_layer_first=True, shared=True)
+        design = prefetcher.design(hier)
+        killer.join()
+        assert prefetcher.alive == 0 and len(prefetcher.failed) == 1
+        cold = search(big, hier, PREC, table3_energy_pj).energy_pj
+        assert design.energy_pj == pytest.approx(cold, rel=1e-12)
     finally:
         prefetcher.close()
 
