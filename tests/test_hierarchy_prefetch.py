@@ -13,7 +13,14 @@ import pytest
 
 from workbench import layers
 from workbench.cli import hierarchy as hierarchy_cli
-from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
+from workbench.hierarchy import (
+    ElementBytes,
+    Hierarchy,
+    Level,
+    SplitCapacity,
+    evaluate,
+    interrupt,
+)
 from workbench.hierarchy.codesign import (
     Codesigner,
     DesignSpace,
@@ -22,6 +29,7 @@ from workbench.hierarchy.codesign import (
     table3_energy_pj,
 )
 from workbench.hierarchy.prefetch import (
+    PREEMPT,
     SHARES,
     Prefetcher,
     designs_together,
@@ -160,7 +168,8 @@ def test_a_sliced_layer_needed_now_is_searched_in_shares(tmp_path) -> None:
         assert prefetcher.started[2] == (key_of(hier), 0, (1, n))
         shared = [k for k in prefetcher.started[2:] if len(k) == 3]
         assert len(set(shared)) == len(shared) < n  # share 0 (at least) here
-        small_here = (key_of(hier), 1) not in prefetcher.started  # if it was first to it
+        whole = (key_of(hier), 1)  # here if it was first to it, or raced the worker's
+        small_here = whole not in prefetcher.started or whole in prefetcher.raced
         assert designer.ran - ran == n - len(shared) + small_here  # each share searched once
         for layer, energy in zip((big, small), design.layer_energy_pj, strict=True):
             cold = search(layer, hier, PREC, table3_energy_pj).energy_pj
@@ -392,3 +401,86 @@ def test_designs_together_equal_the_designs_here(tmp_path) -> None:
     one = hierarchy_cli.run(str(net), "seed001_two_level", budget_kb=8)
     two = hierarchy_cli.run(str(net), "seed001_two_level", budget_kb=8, workers=1)
     assert json.dumps(two) == json.dumps(one)
+
+
+def test_the_cli_shares_the_given_hierarchy_with_its_workers(tmp_path, monkeypatch) -> None:
+    """`workbench hierarchy --workers 1` on a given three-level hierarchy: its sliced layer is
+    searched in shares by both processes, the plan searches nothing again, and each layer's
+    energy (the rows' sum by layer) equals a cold search here and the run without workers."""
+    from workbench.explore import hierarchy_plan as plan
+
+    net = tmp_path / "two.yaml"
+    net.write_text("name: two\nlayers:\n"
+                   "  - {name: big, type: conv, input: [12, 14, 12], maps: 16, kernel: 3}\n"
+                   "  - {name: small, type: conv, input: [16, 12, 12], maps: 4, kernel: 3}\n")
+    levels = tmp_path / "three.yaml"
+    levels.write_text("name: three\nmac_energy_pj: 1.0\nlevels:\n"
+                      "  - {name: DRAM, capacity: null, access_bits: 16, energy_pj: 320}\n"
+                      + "".join(f"  - {{name: L{i + 1}, capacity: {c}, access_bits: 64, "
+                                "energy_pj: null}\n" for i, c in enumerate((4096, 1024, 256))))
+    made, searched = [], []
+
+    class Recording(Prefetcher):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(hierarchy_cli, "Prefetcher", Recording)
+    monkeypatch.setattr(plan, "search", lambda *a, **k: searched.append(a[0].name) or
+                        search(*a, **k))
+    both = hierarchy_cli.run(str(net), str(levels), workers=1)
+    assert not searched  # the plan took the designer's results (no second search)
+    (prefetcher,) = made
+    shared = [k for k in prefetcher.started if len(k) == 3]
+    assert shared and all(k[1] == 0 for k in shared)  # the worker took shares of `big`
+    alone = hierarchy_cli.run(str(net), str(levels))
+    assert len(made) == 1 and not searched
+    hier = hierarchy_cli.target_of(str(levels), None, None, None)[0]
+    for doc in (both, alone):
+        by_layer: dict[str, float] = {}
+        for row in doc["rows"]:
+            by_layer[row["layer"]] = by_layer.get(row["layer"], 0.0) + row["energy_pj"]
+        for layer in layers.load_network(str(net)).tiled_layers():
+            cold = search(layer, hier, PREC, table3_energy_pj).energy_pj
+            assert by_layer[layer.name] == pytest.approx(cold, rel=1e-12)
+        assert doc["given"]["energy_pj"] == pytest.approx(sum(by_layer.values()), rel=1e-12)
+
+
+def test_a_layer_a_worker_has_is_searched_here_too_and_the_first_answer_wins() -> None:
+    """`design` reaching a layer the worker is searching searches it here as well: when the
+    worker answers first, the search here is interrupted and the worker's result taken; when
+    this process answers first, the worker drops its search. Either way the design's energy
+    equals a cold search here."""
+    if PREEMPT is None:
+        pytest.skip("no SIGUSR1 here: a worker's search is never dropped")
+    conv1 = next(lay for lay in layers.load_network("lenet5").tiled_layers()
+                 if lay.name == "conv1")
+    hier = _hier(4096, 1024, 256)
+    cold = search(conv1, hier, PREC, table3_energy_pj)
+    interrupted = []
+
+    def endless(*args, **kwargs):  # a search here that only ends when interrupted
+        for _ in range(12000):
+            try:
+                interrupt.check()
+            except interrupt.Cancelled:
+                interrupted.append(True)
+                raise
+            time.sleep(0.01)
+        raise AssertionError("the worker's answer did not interrupt the search here")
+
+    for search_here, worker_wins in ((endless, True), (lambda *a, **k: cold, False)):
+        interrupted.clear()
+        designer = Codesigner((conv1,), PREC, table3_energy_pj, search_fn=search_here)
+        prefetcher = Prefetcher(designer, workers=1)
+        try:
+            prefetcher.want([hier])
+            assert _until(lambda: prefetcher.started)  # noqa: B023
+            design = prefetcher.design(hier)
+            assert prefetcher.raced == [(key_of(hier), 0)]
+            assert design.energy_pj == pytest.approx(cold.energy_pj, rel=1e-12)
+            assert prefetcher.wait_idle(120) and not prefetcher.failed
+            assert interrupted == [True] * worker_wins
+            assert prefetcher.cancelled == ([] if worker_wins else [(key_of(hier), 0)])
+        finally:
+            prefetcher.close()

@@ -33,9 +33,8 @@ from workbench.hierarchy.codesign import (
     codesign,
     on_chip_bytes,
     space_around,
-    table3_energy_pj,
 )
-from workbench.hierarchy.prefetch import designs_together
+from workbench.hierarchy.prefetch import Prefetcher
 from workbench.hierarchy.search import NoFitError
 from workbench.viz import units
 
@@ -149,48 +148,86 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
         platform: str | None = None, workers: int = 0, progress: bool = False) -> dict:
     """The command's result as one document: rows (per layer and level), the design on the
     given hierarchy (--levels file or --platform's) and, with a budget, the co-designed one
-    and the Pareto front (the grid priced with `workers` worker processes beside this one,
-    with a bar on stderr if `progress`)."""
+    and the Pareto front. With `workers`, that many worker processes search beside this one:
+    the given hierarchy's layers from both ends (a layer of many slices in shares), then the
+    grid from its other end. Bars on stderr if `progress`."""
     sizes = codesign_sizes_kb(budget_kb, sizes_kb)  # checked before anything is priced
     net = layers.load_network(network, batch=batch)
     tiled = tuple(net.tiled_layers())
     hierarchy, precision = target_of(levels_file, platform, elem_bytes, psum_bytes)
+    designer = Codesigner(tiled, precision, plan.SIZE_ENERGY)
+    prefetcher = Prefetcher(designer, workers) if workers else None
     try:
-        frame = plan.hierarchy_plan(tiled, hierarchy, precision)
-    except NoFitError as exc:
-        raise WorkbenchError(f"some layer of {net.name!r} fits no blocking on "
-                             f"{hierarchy.name!r}: {exc}") from None
-    plans = plan.layer_plans(tiled, hierarchy, precision)
-    doc = {"network": net.name, "given": given_summary(frame, plans, hierarchy),
-           "rows": plan.hierarchy_traffic(tiled, hierarchy, precision)}
-    doc["given"]["padded"] = padded_layers(tiled, [p.found.blocking for p in plans])
-    if budget_kb is not None:
-        designer = Codesigner(tiled, precision, table3_energy_pj, search_fn=plan.memo_search)
-        space = space_around(hierarchy, [s * KB for s in sizes])
-        grid = list(space.gen_hierarchies())  # priced here (with workers: from both ends);
-        found = (designs_together(designer, grid, workers) if workers  # codesign then finds
-                 else (designer.design(h) for h in grid))               # every one memoized
+        price_given(designer, hierarchy, prefetcher, progress)
         try:
-            for _ in tqdm(found, total=len(grid), desc="hierarchies priced", file=sys.stderr,
-                          disable=not progress, leave=False):
-                pass
-        finally:
-            found.close()  # the workers stop, also on an error
-        result = codesign(tiled, space, budget=budget_kb * KB, designer=designer)
-        if result.best is None:
-            raise WorkbenchError(f"no hierarchy of the grid within {budget_kb:g} KB fits "
-                                 "every layer")
-        doc["codesign"] = {"budget_kb": budget_kb, "sizes_kb": sizes,
-                           "hierarchies": len(result.designs),
-                           "within_budget": sum(d.capacity_bytes <= budget_kb * KB
-                                                for d in result.designs),
-                           "best": {**design_summary(result.best),
-                                    **cycle_summary(plan.hierarchy_plan(  # searches memoized
-                                        tiled, result.best.hierarchy, precision)),
-                                    "padded": padded_layers(tiled, result.best.blockings)},
-                           "rows": designer.traffic_rows(result.best),
-                           "pareto": [design_summary(d) for d in result.pareto]}
+            frame = plan.hierarchy_plan(tiled, hierarchy, precision)
+        except NoFitError as exc:
+            raise WorkbenchError(f"some layer of {net.name!r} fits no blocking on "
+                                 f"{hierarchy.name!r}: {exc}") from None
+        plans = plan.layer_plans(tiled, hierarchy, precision)
+        doc = {"network": net.name, "given": given_summary(frame, plans, hierarchy),
+               "rows": plan.hierarchy_traffic(tiled, hierarchy, precision)}
+        doc["given"]["padded"] = padded_layers(tiled, [p.found.blocking for p in plans])
+        if budget_kb is not None:
+            doc["codesign"] = _codesign(designer, prefetcher, hierarchy, sizes, budget_kb,
+                                        progress)
+    finally:
+        if prefetcher is not None:
+            prefetcher.close()  # the workers stop, also on an error
     return doc
+
+
+def price_given(designer: Codesigner, hierarchy: Hierarchy, prefetcher: Prefetcher | None,
+                progress: bool = False) -> None:
+    """Search every layer of the designer on the hierarchy (with a prefetcher: together with
+    its workers, a layer of many slices in shares; a bar of layers on stderr if `progress`)
+    and hand the results to `hierarchy_plan` (`remember`): they are its own search's."""
+    with tqdm(total=len(designer.layers), desc="layers searched", file=sys.stderr,
+              disable=not progress, leave=False) as bar:
+        if prefetcher is None:
+            for layer in designer.layers:
+                designer.layer_result(layer, hierarchy)
+                bar.update()
+        else:
+            prefetcher.want([hierarchy], last_layer_first=True, shared=True)
+            prefetcher.design(hierarchy, done=lambda _: bar.update())
+    _remember(designer, hierarchy)
+
+
+def _remember(designer: Codesigner, hierarchy: Hierarchy) -> None:
+    for layer in designer.layers:
+        found = designer.layer_result(layer, hierarchy) \
+            if designer.known_layer(layer, hierarchy) else None
+        if found is not None:  # (a layer fitting nothing is searched again for its message)
+            plan.remember(layer, hierarchy, designer.precision, designer.size_energy, found)
+
+
+def _codesign(designer: Codesigner, prefetcher: Prefetcher | None, hierarchy: Hierarchy,
+              sizes: list[int], budget_kb: float, progress: bool) -> dict:
+    """The co-design part of `run`'s document: the grid of level sizes around the hierarchy
+    priced here (with a prefetcher: from both ends), then `codesign` on its memo."""
+    tiled, precision = designer.layers, designer.precision
+    space = space_around(hierarchy, [s * KB for s in sizes])
+    grid = list(space.gen_hierarchies())
+    found = prefetcher.designs(grid) if prefetcher is not None else \
+        (designer.design(h) for h in grid)  # codesign then finds every one memoized
+    for _ in tqdm(found, total=len(grid), desc="hierarchies priced", file=sys.stderr,
+                  disable=not progress, leave=False):
+        pass
+    result = codesign(tiled, space, budget=budget_kb * KB, designer=designer)
+    if result.best is None:
+        raise WorkbenchError(f"no hierarchy of the grid within {budget_kb:g} KB fits "
+                             "every layer")
+    _remember(designer, result.best.hierarchy)
+    return {"budget_kb": budget_kb, "sizes_kb": sizes,
+            "hierarchies": len(result.designs),
+            "within_budget": sum(d.capacity_bytes <= budget_kb * KB for d in result.designs),
+            "best": {**design_summary(result.best),
+                     **cycle_summary(plan.hierarchy_plan(tiled, result.best.hierarchy,
+                                                         precision)),
+                     "padded": padded_layers(tiled, result.best.blockings)},
+            "rows": designer.traffic_rows(result.best),
+            "pareto": [design_summary(d) for d in result.pareto]}
 
 
 def rows_table(rows: list[dict]) -> pd.DataFrame:
@@ -268,8 +305,8 @@ def register(subparsers: argparse._SubParsersAction,
     p.add_argument("--psum-bytes", type=positive_int, default=None,
                    help="bytes per partial sum (default 4, or the platform's acc_bits)")
     p.add_argument("--workers", type=non_negative_int, default=0,
-                   help="worker processes pricing the co-design grid beside this one "
-                        "(default 0: this process alone)")
+                   help="worker processes searching beside this one: the given hierarchy's "
+                        "layers, then the co-design grid (default 0: this process alone)")
     if common is None:
         p.add_argument("--json", action="store_true", help="one JSON document on stdout")
     p.set_defaults(func=cmd_hierarchy)

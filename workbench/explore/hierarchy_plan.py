@@ -9,7 +9,8 @@ its accumulator width) or is given directly (default widths 2 B data, 4 B partia
 `workbench hierarchy`). On-chip levels with `energy_pj: null` are priced by size through seed
 001 table 3 (`codesign.table3_energy_pj`). Energies in the table are `evaluate`'s (with the
 hierarchy's datapath when it has one). Each (layer, hierarchy, widths) is searched once per
-process (`layer_plan`, memoized), so the CLI, sweeps and notebooks share the work.
+process (`layer_plan`, memoized), so the CLI, sweeps and notebooks share the work; results
+searched elsewhere (the CLI's worker processes) are handed over by `remember`.
 """
 
 from __future__ import annotations
@@ -52,21 +53,29 @@ class LayerPlan:
         return getattr(self.result, "cycles", None)
 
 
+# results searched elsewhere (another process, a `Codesigner`), taken by `layer_plan` once
+_FOUND: dict[tuple, SearchResult] = {}
+
+
 @functools.lru_cache(maxsize=2048)
 def layer_plan(layer: ConvLayer, hierarchy: Hierarchy,
                precision: PrecisionLike = DEFAULT_PRECISION,
                size_energy: SizeEnergy | None = SIZE_ENERGY) -> LayerPlan:
     """The layer's minimum-energy blocking and its evaluation (memoized; NoFitError when no
-    blocking fits)."""
-    found = search(layer, hierarchy, precision, size_energy)
+    blocking fits); searched here unless `remember`ed."""
+    found = _FOUND.pop((layer, hierarchy, precision, size_energy), None)
+    if found is None:
+        found = search(layer, hierarchy, precision, size_energy)
     return LayerPlan(layer, found, evaluate_blocking(layer, found.blocking, hierarchy,
                                                      precision, size_energy))
 
 
-def memo_search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
-                size_energy: SizeEnergy | None) -> SearchResult:
-    """`search.search` through the `layer_plan` memo (a `codesign.Codesigner` search_fn)."""
-    return layer_plan(layer, hierarchy, precision, size_energy).found
+def remember(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
+             size_energy: SizeEnergy | None, found: SearchResult) -> None:
+    """Give `layer_plan` the layer's `search` result found elsewhere (e.g. by a
+    `Codesigner`, in worker processes), so that it is not searched again here; a plan
+    already memoized is kept."""
+    _FOUND[layer, hierarchy, precision, size_energy] = found
 
 
 def platform_precision(plat: Platform) -> ElementBytes:

@@ -124,7 +124,9 @@ class Prefetcher:
         self.failed: dict[ItemKey, str] = {}    # item -> the worker's error (searched here)
         self.started: list[ItemKey] = []        # in the order workers took them
         self.cancelled: list[ItemKey] = []      # dropped under way by `want(preempt=True)`
+        self.raced: list[ItemKey] = []          # searched here too while a worker had them
         self._cancelling: set[int] = set()      # workers asked to drop their item
+        self._racing: ItemKey | None = None     # item searched here while a worker has it
         self._closed = False
         self._workers = []
         self.alive = workers or default_workers()  # workers still answering
@@ -162,6 +164,8 @@ class Prefetcher:
                     self._cancelling.discard(worker)
                     if status == "ok" and len(item) == 2:
                         self._done[key] = (*item, payload)
+                        if key == self._racing:  # this process's search of it may stop
+                            interrupt.request()
                     elif status == "ok":
                         self._shares[key] = payload
                     elif status == "error":
@@ -223,12 +227,8 @@ class Prefetcher:
             self._wanted = wanted
             if preempt and PREEMPT is not None:
                 for key, worker in self._running.items():
-                    if key not in listed and worker not in self._cancelling:
-                        self._cancelling.add(worker)
-                        try:
-                            self._workers[worker][0].send_signal(PREEMPT)
-                        except OSError:  # it has just ended: its pump says so
-                            pass
+                    if key not in listed:
+                        self._preempt(worker)
             self._cond.notify_all()
 
     def take(self) -> int:
@@ -252,18 +252,85 @@ class Prefetcher:
         self.take()
         return self.designer.known_layer(self.designer.layers[index], hierarchy)
 
-    def design(self, hierarchy: Hierarchy) -> Design | None:
+    def design(self, hierarchy: Hierarchy,
+               done: Callable[[int], object] | None = None) -> Design | None:
         """`designer.design`, layer by layer from the first, taking what the workers found
         (`want(..., last_layer_first=True)` sets them on the other end); a layer wanted in
-        shares (`want(..., shared=True)`) is searched here in share 0, with the workers'."""
+        shares (`want(..., shared=True)`) is searched here in share 0, with the workers'. A
+        layer a worker is searching is left to the end, then searched here too (`_race`):
+        this process never waits while it has a search to do. `done(index)` is called as
+        each layer is known (a progress bar)."""
+        later = []
         for index, layer in enumerate(self.designer.layers):
             n = self._shared.pop((key_of(hierarchy), index), None)
             if n is not None and not self.designer.known_layer(layer, hierarchy):
                 self.designer.absorb_shares(layer, hierarchy, self._shares_of(hierarchy, index, n))
+            elif self._busy((key_of(hierarchy), index)):
+                later.append(index)
                 continue
-            self.claim(hierarchy, index)
-            self.designer.layer_result(layer, hierarchy)
+            else:
+                self.claim(hierarchy, index)
+                self.designer.layer_result(layer, hierarchy)
+            if done is not None:
+                done(index)
+        for index in later:
+            self._race(hierarchy, index)
+            if done is not None:
+                done(index)
         return self.designer.design(hierarchy)
+
+    def _busy(self, key: ItemKey) -> bool:
+        """Whether a worker is searching the item (and not dropping it)."""
+        with self._cond:
+            return key in self._running and self._running[key] not in self._cancelling
+
+    def _race(self, hierarchy: Hierarchy, index: int) -> None:
+        """Know the layer `index` on `hierarchy`, which a worker may be searching: search it
+        here as well; whichever ends first gives the result (the same optimum), the other
+        search is dropped (here: `interrupt.Cancelled` when the worker's result comes in;
+        there: `PREEMPT`)."""
+        layer, key = self.designer.layers[index], (key_of(hierarchy), index)
+        self.take()
+        while not self.designer.known_layer(layer, hierarchy):
+            with self._cond:
+                interrupt.clear()
+                self._racing = key if self._busy(key) else None
+                if self._racing:
+                    self.raced.append(key)
+            try:
+                self.designer.layer_result(layer, hierarchy)
+            except interrupt.Cancelled:  # the worker's result came in
+                pass
+            finally:
+                with self._cond:
+                    self._racing = None
+                    interrupt.clear()  # a request come after the search ended is void
+            self.take()
+        self._drop(key)
+
+    def _drop(self, key: ItemKey) -> None:
+        """Ask the worker searching the item, if any, to drop it."""
+        with self._cond:
+            if key in self._running:
+                self._preempt(self._running[key])
+
+    def _preempt(self, worker: int) -> None:
+        """Ask the worker to drop its item (the lock held)."""
+        if worker in self._cancelling or PREEMPT is None:
+            return
+        self._cancelling.add(worker)
+        try:
+            self._workers[worker][0].send_signal(PREEMPT)
+        except OSError:  # it has just ended: its pump says so
+            pass
+
+    def designs(self, hierarchies: Iterable[Hierarchy]) -> Iterator[Design | None]:
+        """`design` of each hierarchy in order, the list priced from both ends: this process
+        from its first hierarchy, the workers from its last (last layer first)."""
+        hierarchies = list(hierarchies)
+        self.want(hierarchies[::-1], last_layer_first=True)
+        for hierarchy in hierarchies:
+            yield self.design(hierarchy)
 
     def _shares_of(self, hierarchy: Hierarchy, index: int, n: int) -> list:
         """Every share's answer for the layer: share 0 here, then the last share no worker
@@ -331,12 +398,9 @@ def designs_together(designer: Codesigner, hierarchies: Iterable[Hierarchy],
     list priced from both ends: this process from its first hierarchy, `workers` worker
     processes from its last (last layer first), until they meet. The results are the
     designer's own searches' (exact), whichever process ran them."""
-    hierarchies = list(hierarchies)
     prefetcher = Prefetcher(designer, workers)
     try:
-        prefetcher.want(hierarchies[::-1], last_layer_first=True)
-        for hierarchy in hierarchies:
-            yield prefetcher.design(hierarchy)
+        yield from prefetcher.designs(hierarchies)
     finally:
         prefetcher.close()
 
