@@ -484,3 +484,31 @@ def test_a_layer_a_worker_has_is_searched_here_too_and_the_first_answer_wins() -
             assert prefetcher.cancelled == ([] if worker_wins else [(key_of(hier), 0)])
         finally:
             prefetcher.close()
+
+
+def test_shares_answered_for_an_abandoned_design_are_not_searched_again(tmp_path) -> None:
+    """A design abandoned after its shares were wanted (a kernel interrupt): the shares the
+    worker answered meanwhile are not wanted again by the next `want`, the next `design` takes
+    them (none is left over), and its energy equals a cold search."""
+    net = tmp_path / "one.yaml"
+    net.write_text("name: one\nlayers:\n"
+                   "  - {name: big, type: conv, input: [12, 14, 12], maps: 16, kernel: 3}\n")
+    (big,) = layers.load_network(str(net)).tiled_layers()
+    designer = Codesigner((big,), PREC, table3_energy_pj)
+    hier = _hier(4096, 1024, 256)
+    prefetcher = Prefetcher(designer, workers=1)
+    try:
+        prefetcher.want([hier], last_layer_first=True, shared=True)  # then no `design`
+        assert _until(lambda: prefetcher._shares, seconds=120)
+        with prefetcher._cond:  # what the worker answered so far, and the new list
+            answered = set(prefetcher._shares)
+            prefetcher.want([hier], last_layer_first=True, shared=True)
+        assert not answered & {(key_of(h), i, *share) for h, i, *share in prefetcher.pending}
+        design = prefetcher.design(hier)
+        assert prefetcher.wait_idle(120) and not prefetcher.failed
+        assert all(prefetcher.started.count(k) == 1 for k in answered)
+        assert prefetcher._shares == {}
+        cold = search(big, hier, PREC, table3_energy_pj).energy_pj
+        assert design.energy_pj == pytest.approx(cold, rel=1e-12)
+    finally:
+        prefetcher.close()

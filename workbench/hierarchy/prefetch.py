@@ -6,14 +6,15 @@ A worker runs the same exact `Codesigner.layer_result` on its own memo, one (hie
 item at a time; the app takes its results into its `Codesigner` (`take`) before searching
 anything itself, and waits for an item a worker is already searching rather than searching it
 twice (`claim`). A hierarchy the app needs now is priced from both ends (`design`): the app
-from its first layer, the workers from its last. Its layers of many slices (`search.sliced`)
-are searched in shares (`want(..., shared=True)`): every n-th slice each, the app taking share
-0 and then, like each worker, the next share nobody has started; the least answer is the
-optimum (`search`, "Shares"). A worker searching something else ahead may be made to drop it
-(`want(..., preempt=True)`: SIGUSR1, then `interrupt.Cancelled` at the search's next safe
-point, within about 0.4 s on three levels). Nothing is approximated: a taken result is the
-search's optimum, as the app's own search would give (equal energy; of several blockings with
-that energy, possibly another one).
+from its first layer, the workers from its last; a layer a worker still has when the app is
+done with the others is searched by both, the first answer kept (`_race`). Its layers of many
+slices (`search.sliced`) are searched in shares (`want(..., shared=True)`): every n-th slice
+each, the app taking share 0 and then, like each worker, the next share nobody has started; the
+least answer is the optimum (`search`, "Shares"). A worker searching something else ahead may
+be made to drop it (`want(..., preempt=True)`: SIGUSR1, then `interrupt.Cancelled` at the
+search's next safe point, within about 0.4 s on three levels). Nothing is approximated: a taken
+result is the search's optimum, as the app's own search would give (equal energy; of several
+blockings with that energy, possibly another one).
 
 Workers are `python -m` processes (no fork of a kernel's threads, no import of a script's
 main), each fed one hierarchy at a time through its stdin by a thread of the app's process
@@ -212,7 +213,10 @@ class Prefetcher:
                         listed.add(key)  # not wanted whole
                         for k in range(1, n):
                             listed.add((*key, (k, n)))
-                            if (*key, (k, n)) not in self._running:
+                            # a share answered for an abandoned `design` (a kernel
+                            # interrupt) is taken from `_shares` by the next one
+                            if (*key, (k, n)) not in self._running and \
+                                    (*key, (k, n)) not in self._shares:
                                 wanted.append((first, index, (k, n)))
             for hierarchy in hierarchies:
                 for index in order:
