@@ -179,16 +179,20 @@ def test_a_sliced_layer_needed_now_is_searched_in_shares(tmp_path) -> None:
         prefetcher.close()
 
 
-def test_shares_survive_their_worker_dying(tmp_path) -> None:
-    """The worker killed while it searches a share: this process searches what is left, and
-    the design's energies equal cold searches here."""
+def _one_sliced_layer(tmp_path) -> tuple[ConvLayer, Hierarchy]:
+    """A layer of many slices on three levels (searched in shares), and those levels."""
     net = tmp_path / "one.yaml"
     net.write_text("name: one\nlayers:\n"
                    "  - {name: big, type: conv, input: [12, 14, 12], maps: 16, kernel: 3}\n")
     (big,) = layers.load_network(str(net)).tiled_layers()
-    designer = Codesigner((big,), PREC, table3_energy_pj)
-    hier = _hier(4096, 1024, 256)
-    prefetcher = Prefetcher(designer, workers=1)
+    return big, _hier(4096, 1024, 256)
+
+
+def test_shares_survive_their_worker_dying(tmp_path) -> None:
+    """The worker killed while it searches a share: this process searches what is left, and
+    the design's energies equal cold searches here."""
+    big, hier = _one_sliced_layer(tmp_path)
+    prefetcher = Prefetcher(Codesigner((big,), PREC, table3_energy_pj), workers=1)
     try:
         prefetcher.want([_hier(64)])  # the worker is ready once this is done
         assert prefetcher.wait_idle(120)
@@ -490,13 +494,8 @@ def test_shares_answered_for_an_abandoned_design_are_not_searched_again(tmp_path
     """A design abandoned after its shares were wanted (a kernel interrupt): the shares the
     worker answered meanwhile are not wanted again by the next `want`, the next `design` takes
     them (none is left over), and its energy equals a cold search."""
-    net = tmp_path / "one.yaml"
-    net.write_text("name: one\nlayers:\n"
-                   "  - {name: big, type: conv, input: [12, 14, 12], maps: 16, kernel: 3}\n")
-    (big,) = layers.load_network(str(net)).tiled_layers()
-    designer = Codesigner((big,), PREC, table3_energy_pj)
-    hier = _hier(4096, 1024, 256)
-    prefetcher = Prefetcher(designer, workers=1)
+    big, hier = _one_sliced_layer(tmp_path)
+    prefetcher = Prefetcher(Codesigner((big,), PREC, table3_energy_pj), workers=1)
     try:
         prefetcher.want([hier], last_layer_first=True, shared=True)  # then no `design`
         assert _until(lambda: prefetcher._shares, seconds=120)
