@@ -14,9 +14,10 @@ divisor chains of tiles; exact).
 A second section searches seed 002 AlexNet's conv layers on the shipped seed001_3level
 platform with and without bypass. A third drives the notebook-08 app
 (`workbench.ui.hierarchy_view`) in Python on lenet5's conv layers and prints how long one
-budget-slider move and one level-size edit take, on two on-chip levels and on three.
+budget-slider move and one level-size edit take, on two on-chip levels and on three. A fourth
+times README's `workbench hierarchy` co-design example as a command, alone and with a worker.
 Run: .venv/bin/python benchmarks/bench_hierarchy.py [--layers conv1_1 conv5_3] [--ui-only]
-     [--platform-only]
+     [--platform-only] [--cli-only]
 """
 
 from __future__ import annotations
@@ -193,12 +194,37 @@ def _held(found, array: str) -> str:
     return "".join("-" if p is None else "x" for p in found.blocking.positions(array))
 
 
+def cli_section(runs: int = 3) -> None:
+    """Time README's co-design example, `workbench hierarchy lenet5 --levels seed001_two_level
+    --budget-kb 64`, as whole commands (fresh processes: cold memos and tables), alone and
+    with one worker (`--workers 1`), in turn; medians, and whether the outputs are equal."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "workbench.cli", "hierarchy", "lenet5", "--levels",
+               "seed001_two_level", "--budget-kb", "64"]
+    seconds, outputs = {0: [], 1: []}, {0: set(), 1: set()}
+    for _ in range(runs):
+        for workers in (0, 1):
+            start = time.perf_counter()
+            done = subprocess.run([*command, "--workers", str(workers)], capture_output=True,
+                                  text=True, check=True)
+            seconds[workers].append(time.perf_counter() - start)
+            outputs[workers].add(done.stdout)
+    same = len(outputs[0] | outputs[1]) == 1
+    print(f"README co-design example (lenet5, seed001_two_level, budget 64 KB; whole command, "
+          f"median of {runs}): alone {statistics.median(seconds[0]):.2f} s, with one worker "
+          f"{statistics.median(seconds[1]):.2f} s; outputs {'equal' if same else 'DIFFER'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", nargs="*", help="conv layer names (default: all)")
     parser.add_argument("--ui-only", action="store_true", help="only the app timing section")
     parser.add_argument("--platform-only", action="store_true",
                         help="only the seed001_3level section")
+    parser.add_argument("--cli-only", action="store_true",
+                        help="only the README co-design command's timing")
     args = parser.parse_args()
     if args.ui_only:
         ui_section()
@@ -208,6 +234,9 @@ def main() -> None:
         return
     if args.platform_only:
         platform_section()
+        return
+    if args.cli_only:
+        cli_section()
         return
     net = layers.load_network("vgg16")
     convs = [lay for lay in net.tiled_layers() if lay.kind == "conv"]
@@ -250,6 +279,7 @@ def main() -> None:
     ui_prefetch_section()
     ui_three_section()
     ui_three_section(prefetch=True)
+    cli_section()
 
 
 if __name__ == "__main__":
