@@ -80,7 +80,6 @@ def _serve(inbox, outbox) -> None:
             hierarchy, index, *share = pickle.load(inbox)
         except EOFError:  # the app closed the pipe or ended
             return
-        interrupt.clear()  # a request for the last item, come after its reply, is void
         layer = designer.layers[index]
         if share and shared[0] != (key_of(hierarchy), index):
             shared = ((key_of(hierarchy), index), [])
@@ -96,6 +95,11 @@ def _serve(inbox, outbox) -> None:
             reply = ("error", f"{type(exc).__name__}: {exc}")
         pickle.dump(reply, outbox)
         outbox.flush()
+        # a request for this item come after its reply is void; one come after this, for the
+        # next item (sent as soon as it is given, maybe before it is read here), is kept. (A
+        # request for this item sent before the app read its reply may still stop the next
+        # one: the app then wants that again, a stray.)
+        interrupt.clear()
 
 
 def _start(designer: Codesigner) -> subprocess.Popen:
