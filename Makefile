@@ -23,8 +23,11 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check workbench tests benchmarks data
 
+# one BLAS thread per process: pytest-xdist already runs a process per core, and OpenBLAS's
+# spinning threads beside another busy process made numpy-heavy tests up to 2x slower
 test: lint
-	$(PY) -m pytest -q -n auto --dist loadfile
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+		$(PY) -m pytest -q -n auto --dist loadfile
 
 # The long fuzzing profile: 2,000+ mutated files per format (network YAML, grid YAML, ONNX,
 # prototxt), each loaded under a 10 s bound; prints per format the files, clean errors, clean

@@ -266,6 +266,47 @@ def test_a_stray_interrupt_does_not_lose_the_item() -> None:
         prefetcher.close()
 
 
+def _blocked(pid: int) -> bool:
+    """Whether the process sleeps in a system call (Linux; elsewhere: after 0.5 s)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "S"
+    except OSError:
+        time.sleep(0.5)
+        return True
+
+
+def test_a_drop_request_sent_before_the_worker_reads_its_item_is_kept() -> None:
+    """A worker asked to drop an item it was given but has not read yet (stopped here until
+    the request is sent) drops it once it reads it: the item is reported cancelled, not
+    searched to its end (lenet5 conv2 on three levels, about 10 s), and known nowhere."""
+    signal = pytest.importorskip("signal")
+    if PREEMPT is None or not hasattr(signal, "SIGSTOP"):
+        pytest.skip("no SIGUSR1 or SIGSTOP here")
+    conv2 = next(lay for lay in layers.load_network("lenet5").tiled_layers()
+                 if lay.name == "conv2")
+    designer = Codesigner((conv2,), PREC, table3_energy_pj)
+    first, slow = _hier(32768), _hier(32768, 2048, 512)
+    prefetcher = Prefetcher(designer, workers=1)
+    process = prefetcher._workers[0][0]
+    try:
+        prefetcher.want([first])  # answered: the worker reads items, its handler in place
+        assert prefetcher.wait_idle(120) and not prefetcher.failed
+        assert _until(lambda: _blocked(process.pid))  # in its read of the next item
+        process.send_signal(signal.SIGSTOP)
+        try:
+            prefetcher.want([slow])
+            assert _until(lambda: len(prefetcher.started) == 2)
+            prefetcher.want([], preempt=True)  # before the stopped worker has read `slow`
+        finally:
+            process.send_signal(signal.SIGCONT)
+        assert prefetcher.wait_idle(120) and not prefetcher.failed
+        assert prefetcher.cancelled == [(key_of(slow), 0)]
+        assert prefetcher.take() == 1 and designer.known(first) and not designer.known(slow)
+    finally:
+        prefetcher.close()
+
+
 def test_nearest_first_ranks_by_slider_steps() -> None:
     """Positions by the sum of slider steps from the current one (itself left out), ties in
     lexicographic order, at most `limit`."""
