@@ -20,6 +20,7 @@ from workbench.hierarchy import (
     SplitCapacity,
     evaluate,
     interrupt,
+    prefetch,
 )
 from workbench.hierarchy.codesign import (
     Codesigner,
@@ -303,6 +304,27 @@ def test_a_drop_request_sent_before_the_worker_reads_its_item_is_kept() -> None:
         assert prefetcher.wait_idle(120) and not prefetcher.failed
         assert prefetcher.cancelled == [(key_of(slow), 0)]
         assert prefetcher.take() == 1 and designer.known(first) and not designer.known(slow)
+    finally:
+        prefetcher.close()
+
+
+def test_logs_keep_their_latest_entries_and_abandoned_shares_are_dropped(monkeypatch) -> None:
+    """A long-lived app's prefetcher stays bounded: each log keeps its latest `LOG` entries
+    (`started` here: the last three of ten items, in order), and wanting another hierarchy in
+    shares drops the share answers held for an abandoned one, keeping the wanted one's."""
+    monkeypatch.setattr(prefetch, "LOG", 3)
+    prefetcher = Prefetcher(Codesigner(LAYERS, PREC, table3_energy_pj), workers=1)
+    try:
+        prefetcher.want(HIERARCHIES)
+        assert prefetcher.wait_idle(120) and not prefetcher.failed
+        order = [(key_of(h), i) for h in HIERARCHIES for i in range(len(LAYERS))]
+        assert prefetcher.started == order[-3:]
+        gone, kept = (key_of(HIERARCHIES[0]), 0, (1, 4)), (key_of(HIERARCHIES[1]), 0, (1, 4))
+        with prefetcher._cond:  # as a kernel interrupt leaves them
+            prefetcher._shares.update({gone: None, kept: None})
+            prefetcher._shared.update({gone[:2]: 4, kept[:2]: 4})
+        prefetcher.want([HIERARCHIES[1]], shared=True)
+        assert set(prefetcher._shares) == {kept} and set(prefetcher._shared) == {kept[:2]}
     finally:
         prefetcher.close()
 

@@ -53,6 +53,15 @@ SHARES = 2
 # the signal asking a worker to drop its search (none where the platform has no SIGUSR1: a
 # search under way then runs to its end)
 PREEMPT = getattr(signal, "SIGUSR1", None)
+# entries kept in each of a prefetcher's logs (`started`, `cancelled`, `raced`): the latest
+LOG = 4096
+
+
+def _log(entries: list, key: ItemKey) -> None:
+    """Append to a log, keeping its latest `LOG` entries (an app's life is long)."""
+    entries.append(key)
+    if len(entries) > LOG:
+        del entries[:-LOG]
 
 
 def key_of(hierarchy: Hierarchy) -> Key:
@@ -127,9 +136,11 @@ class Prefetcher:
         self._shares: dict[ItemKey, object] = {}  # share item -> its answer
         self._shared: dict[ItemKey, int] = {}   # (Key, index) -> shares n, for `design`
         self.failed: dict[ItemKey, str] = {}    # item -> the worker's error (searched here)
-        self.started: list[ItemKey] = []        # in the order workers took them
-        self.cancelled: list[ItemKey] = []      # dropped under way by `want(preempt=True)`
-        self.raced: list[ItemKey] = []          # searched here too while a worker had them
+        # logs (the latest `LOG` entries): items in the order workers took them; dropped
+        # under way by `want(preempt=True)`; searched here too while a worker had them
+        self.started: list[ItemKey] = []
+        self.cancelled: list[ItemKey] = []
+        self.raced: list[ItemKey] = []
         self._cancelling: set[int] = set()      # workers asked to drop their item
         self._racing: ItemKey | None = None     # item searched here while a worker has it
         self._closed = False
@@ -158,7 +169,7 @@ class Prefetcher:
                     item = self._wanted.pop(0)
                     key = _item_key(item)
                     self._running[key] = worker
-                    self.started.append(key)
+                    _log(self.started, key)
                 pickle.dump(item, process.stdin)
                 process.stdin.flush()
                 status, payload = pickle.load(process.stdout)
@@ -176,7 +187,7 @@ class Prefetcher:
                     elif status == "error":
                         self.failed[key] = payload
                     elif asked:
-                        self.cancelled.append(key)
+                        _log(self.cancelled, key)
                     else:  # a stray request: the item is still wanted
                         self._wanted.insert(0, item)
                     key = None
@@ -199,7 +210,8 @@ class Prefetcher:
         the list drops it at its search's next safe point (`interrupt`) and takes the list's
         first (the item is wanted again by a later `want` that lists it). shared: the first
         hierarchy's layers that `Codesigner.shares` are wanted first as n − 1 shares (n: the
-        workers alive and this process), shares 1 … n − 1; `design` searches share 0 here."""
+        workers alive and this process), shares 1 … n − 1; `design` searches share 0 here
+        (answers held for another hierarchy's abandoned design are dropped)."""
         layers = self.designer.layers
         order = range(len(layers) - 1, -1, -1) if last_layer_first else range(len(layers))
         with self._cond:
@@ -207,6 +219,10 @@ class Prefetcher:
             seen = (set(self._running) - dropping) | set(self._done) | set(self.failed)
             wanted, listed = [], set()
             hierarchies = list(hierarchies)
+            if shared and hierarchies:  # another hierarchy's abandoned shares: dropped
+                keep = key_of(hierarchies[0])
+                self._shares = {k: v for k, v in self._shares.items() if k[0] == keep}
+                self._shared = {k: v for k, v in self._shared.items() if k[0] == keep}
             if shared and hierarchies and self.alive:
                 first, n = hierarchies[0], SHARES * (self.alive + 1)
                 for index, layer in enumerate(layers):
@@ -304,7 +320,7 @@ class Prefetcher:
                 interrupt.clear()
                 self._racing = key if self._busy(key) else None
                 if self._racing:
-                    self.raced.append(key)
+                    _log(self.raced, key)
             try:
                 self.designer.layer_result(layer, hierarchy)
             except interrupt.Cancelled:  # the worker's result came in
