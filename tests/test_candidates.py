@@ -196,6 +196,67 @@ def test_a_second_process_reuses_the_disk_cache(cache) -> None:
     assert out.stdout.strip() == str(len(built.tiles))
 
 
+def test_lookups_read_the_cache_folder_once_and_see_other_processes_files(
+        cache, monkeypatch) -> None:
+    """A folder of thousands of files is listed once, not per lookup (this process's writes
+    update the listing); a set another process writes later is still found on disk."""
+    from workbench.tiling import candidate_set
+
+    sets = [ConvLayer(name=f"s{i}", Ox=4 + i, Oy=3, Oc=2, Kx=3, Ky=3, Kc=2) for i in range(4)]
+    candidates.candidate_set(sets[0], "inter_kc")
+    folder = _cache_file(cache).parent
+    for i in range(3000):  # files of other sets
+        (folder / f"cost-inter_kc-{i:024x}.npz").touch()
+    real_scandir, scans = os.scandir, []
+    monkeypatch.setattr(candidate_set.os, "scandir",
+                        lambda path: scans.append(path) or real_scandir(path))
+    candidates.clear_memory_cache()
+    for layer in sets:  # one listing; the three sets built and written update it
+        candidates.candidate_set(layer, "intra")
+        candidates.candidate_set(layer, "inter_kc")
+    assert len(scans) == 1
+    code = ("from workbench.tiling import candidates\n"
+            "from workbench.layers import ConvLayer\n"
+            "candidates.candidate_set(ConvLayer(name='o', Ox=9, Oy=3, Oc=2, Kx=3, Ky=3, Kc=2),"
+            " 'inter_kc')\n")
+    subprocess.run([sys.executable, "-c", code], check=True,
+                   env=os.environ | {"WORKBENCH_CACHE_DIR": str(cache)})
+    candidates.clear_memory_cache()
+    monkeypatch.setattr(candidates, "build", lambda *a, **k: pytest.fail("built, not loaded"))
+    other = candidates.candidate_set(ConvLayer(name="p", Ox=9, Oy=3, Oc=2, Kx=3, Ky=3, Kc=2),
+                                     "inter_kc")
+    assert len(other.tiles) > 0
+
+
+def test_writes_under_the_limit_scan_the_cache_only_now_and_then(cache, monkeypatch) -> None:
+    """After a write, the cache's files are scanned (`prune`) only when this process's view
+    passes the limit or is PRUNE_RESCAN_S old."""
+    from workbench.tiling import candidate_set
+
+    real_prune, pruned = candidate_set.prune, []
+    monkeypatch.setattr(candidate_set, "prune",
+                        lambda *a, **k: pruned.append(1) or real_prune(*a, **k))
+    layers_ = [ConvLayer(name=f"s{i}", Ox=4 + i, Oy=3, Oc=2, Kx=3, Ky=3, Kc=2)
+               for i in range(6)]
+    for layer in layers_[:3]:
+        candidates.candidate_set(layer, "inter_kc")
+    assert len(pruned) == 1  # the first write: no view yet
+    monkeypatch.setattr(candidate_set, "PRUNE_RESCAN_S", 0.0)
+    candidates.candidate_set(layers_[3], "inter_kc")
+    assert len(pruned) == 2
+    monkeypatch.setattr(candidate_set, "PRUNE_RESCAN_S", 3600.0)
+    limit = sum(p.stat().st_size for p in _cache_files(cache))  # the four sets written
+    monkeypatch.setenv("WORKBENCH_CACHE_MAX_MB", str(limit / 2**20))
+    candidates.candidate_set(layers_[4], "inter_kc")  # a fifth passes the limit: scanned
+    assert len(pruned) == 3
+    assert sum(p.stat().st_size for p in _cache_files(cache)) <= limit
+    assert len(_cache_files(cache)) < 5
+
+
+def _cache_files(cache: Path) -> list[Path]:
+    return sorted(cache.rglob("cost-inter_kc-*.npz"))
+
+
 def _sized_sets(cache: Path) -> list[Path]:
     """Three small sets on disk (distinct shapes), their files oldest first (mtimes set 10 s
     apart)."""

@@ -6,8 +6,8 @@ source. A whole set is `{kind}-{schedule}-{hash of the shape}.npz` (the name and
 before caps: such files stay valid); a set capped at C elements of footprint adds `-capC` and
 records `cap` in its meta data (and checksum). A file that does not match its key, its
 checksum, its cap or the counts recomputed from its tiles is never used. The files are kept
-within $WORKBENCH_CACHE_MAX_MB (default 1 GB) after each write, least recently used deleted
-first (`prune`).
+within $WORKBENCH_CACHE_MAX_MB (default 1 GB), least recently used deleted first (`prune`,
+after a write that may pass the limit: `prune_after_write`).
 """
 
 from __future__ import annotations
@@ -137,19 +137,93 @@ def _file(key: tuple[int, ...], schedule: str, kind: str, cap: int | None = None
     return folder / f"{kind}-{schedule}-{name}{'' if cap is None else f'-cap{cap}'}.npz"
 
 
+# The cache folder's listing, per folder: {file stem of a whole set: its caps on disk (None:
+# the whole file)}, with the folder's mtime when listed. Looking a set up by globbing scanned
+# the whole folder every time, and thousands of files made each lookup cost milliseconds. The
+# listing is read again when the folder's mtime moves; this process's own writes and deletions
+# update it in place. It only guides lookups: a listed file that is gone fails to load, and a
+# file another process wrote in the same clock tick as the listing, or while this process
+# wrote, is missed and rebuilt (never a wrong count).
+_LISTINGS: dict[Path, tuple[int, dict[str, set[int | None]]]] = {}
+_LISTINGS_LOCK = threading.Lock()
+
+
+def _stamp(folder: Path) -> int | None:
+    try:
+        return folder.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def _listing(folder: Path) -> dict[str, set[int | None]]:
+    """The folder's {whole-set stem: caps on disk} (see _LISTINGS)."""
+    stamp = _stamp(folder)
+    if stamp is None:
+        return {}
+    with _LISTINGS_LOCK:
+        held = _LISTINGS.get(folder)
+    if held is not None and held[0] == stamp:
+        return held[1]
+    found: dict[str, set[int | None]] = {}
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(".npz"):
+                    head, cap = _stem_cap(entry.name[:-4])
+                    found.setdefault(head, set()).add(cap)
+    except OSError:
+        return {}
+    with _LISTINGS_LOCK:
+        _LISTINGS[folder] = (stamp, found)
+    return found
+
+
+def _stem_cap(stem: str) -> tuple[str, int | None]:
+    """A file stem's whole-set stem and cap (None: the whole set)."""
+    head, sep, tail = stem.rpartition("-cap")
+    return (head, int(tail)) if sep and tail.isdigit() else (stem, None)
+
+
+def _noted(path: Path, before: int | None, added: bool) -> None:
+    """Update the listing of `path`'s folder after this process wrote (`added`) or deleted
+    `path`, the folder's mtime having been `before` just ahead of it; a listing older than
+    that is dropped instead (read again at the next lookup)."""
+    after = _stamp(path.parent)
+    with _LISTINGS_LOCK:
+        held = _LISTINGS.pop(path.parent, None)
+        if held is None or before is None or after is None or held[0] != before:
+            return
+        head, cap = _stem_cap(path.stem)
+        caps = held[1].setdefault(head, set())
+        if added:
+            caps.add(cap)
+        else:
+            caps.discard(cap)
+        _LISTINGS[path.parent] = (after, held[1])
+
+
+def forget_listings() -> None:
+    """Read the cache folders again at the next lookup."""
+    with _LISTINGS_LOCK:
+        _LISTINGS.clear()
+
+
 def _disk_caps(key: tuple[int, ...], schedule: str, kind: str) -> list[int | None]:
     """Caps of the files on disk for a set, the best first: the smallest capped ones, then
     the whole set (None)."""
     whole = _file(key, schedule, kind)
-    caps: list[int | None] = []
+    caps = _listing(whole.parent).get(whole.stem, set())
+    return [*sorted(c for c in caps if c is not None), *([None] if None in caps else [])]
+
+
+def remove(path: Path) -> None:
+    """Delete a cache file if it is there."""
+    before = _stamp(path.parent)
     try:
-        for path in whole.parent.glob(whole.stem + "-cap*.npz"):
-            tail = path.stem[len(whole.stem) + 4:]
-            if tail.isdigit():
-                caps.append(int(tail))
+        path.unlink()
     except OSError:
         pass
-    return [*sorted(caps), *([None] if whole.exists() else [])]
+    _noted(path, before, added=False)
 
 
 def _on_disk(key: tuple[int, ...], schedule: str, kind: str, cap: int | None) -> bool:
@@ -207,6 +281,32 @@ def cache_limit_bytes() -> float:
     return mb * 2**20
 
 
+# Each process's view of the cache's size, per folder: (monotonic time of its last full scan
+# by `prune`, bytes found then plus what this process wrote since). A scan stats every file:
+# run after each write, it made a cache of thousands of files cost milliseconds per set.
+PRUNE_RESCAN_S = 10.0
+_SCANNED: dict[Path, tuple[float, float]] = {}
+
+
+def prune_after_write(path: Path) -> int:
+    """`prune` (keeping `path`, just written) when this process's view says the cache may be
+    over its limit: its last scan's total plus what it wrote since passes the limit, or that
+    scan is older than PRUNE_RESCAN_S (other processes write too: the cache may pass its limit
+    by what they wrote in that time). Returns the bytes deleted."""
+    limit = cache_limit_bytes()
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    with _LISTINGS_LOCK:
+        seen = _SCANNED.get(path.parent)
+        if seen is not None and time.monotonic() - seen[0] < PRUNE_RESCAN_S \
+                and seen[1] + size <= limit:
+            _SCANNED[path.parent] = (seen[0], seen[1] + size)
+            return 0
+    return prune(limit, keep=path)
+
+
 def prune(limit_bytes: float | None = None, keep: Path | None = None) -> int:
     """Delete candidate files, least recently used first (loading a file marks it used), until
     those left total at most `limit_bytes` (default `cache_limit_bytes()`); files of other
@@ -237,6 +337,10 @@ def prune(limit_bytes: float | None = None, keep: Path | None = None) -> int:
         except OSError:
             continue
         total, removed = total - size, removed + size
+    with _LISTINGS_LOCK:
+        _SCANNED[current] = (time.monotonic(), total)
+    if removed:
+        forget_listings()
     for folder in current.parent.glob("candidates-v*"):
         if folder != current:
             try:
@@ -255,10 +359,12 @@ def _store(path: Path, cs: CandidateSet) -> None:
     meta["checksum"] = _checksum(meta, cs.tiles, cs.vectors)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        before = _stamp(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as out:
             np.savez(out, meta=json.dumps(meta), tiles=cs.tiles, vectors=cs.vectors)
         os.replace(tmp, path)
+        _noted(path, before, added=True)
     except OSError:
         try:
             os.unlink(tmp)

@@ -108,7 +108,10 @@ from workbench.tiling.candidate_set import (  # noqa: F401  (re-exported: the pu
     cache_limit_bytes,
     cap_elems,
     count_vectors,
+    forget_listings,
     prune,
+    prune_after_write,
+    remove,
     shape_key,
 )
 from workbench.tiling.capped import capped_size, gen_capped_tiles
@@ -253,13 +256,10 @@ def _fetch(layer: ConvLayer, schedule: str, kind: str, cap: int | None,
     cs = build(layer, schedule, kind, cap)
     if use_disk:
         _store(_file(key, schedule, kind, cap), cs)
-        prune(keep=_file(key, schedule, kind, cap))
+        prune_after_write(_file(key, schedule, kind, cap))
         for have in _disk_caps(key, schedule, kind):
             if have is not None and (cap is None or have < cap):
-                try:
-                    _file(key, schedule, kind, have).unlink()
-                except OSError:
-                    pass
+                remove(_file(key, schedule, kind, have))
     return cs
 
 
@@ -346,8 +346,9 @@ def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
 
 
 def clear_memory_cache() -> None:
-    """Forget the in-memory sets (the disk cache stays)."""
+    """Forget the in-memory sets (the disk cache stays) and the cache folders' listings."""
     _MEMORY.clear()
+    forget_listings()
     with _HELD_LOCK:
         _HELD.clear()
 
