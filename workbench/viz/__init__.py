@@ -1,61 +1,43 @@
 """Bokeh figure factories (a new figure per call; BokehJS inline via OFFLINE). No model numbers
 are computed here: the factories draw what workbench.explore / quant return."""
 
-from workbench.viz import units
-from workbench.viz.common import OFFLINE, SCHEDULE_COLORS, source, standalone_html
-from workbench.viz.core_plots import (
-    SPLIT_COLORS,
-    chosen_data,
-    chosen_split,
-    comparison_cycles,
-    comparison_data,
-    comparison_factors,
-    comparison_plots,
-    comparison_traffic,
-    cores_overview,
-    ideal_data,
-    speedup_data,
-    speedup_figure,
-    speedup_plot,
-)
-from workbench.viz.design_plots import (
-    breakdown_data,
-    layer_breakdown,
-    layer_roofline,
-    memory_label,
-    memory_points_data,
-    memory_tradeoff,
-    selected_memory_data,
-)
-from workbench.viz.explore_plots import (
-    buffer_sweep,
-    cycle_breakdown,
-    roofline,
-    roofline_data,
-    roofs,
-    sweep_grid,
-    sweep_scatter,
-)
-from workbench.viz.network_plots import (
-    accuracy_vs_width,
-    memory_footprint,
-    network_breakdown,
-    network_roofline,
-    quant_space,
-    quant_spaces,
-)
-from workbench.viz.simd_plots import plan_overview, transfer_breakdown
-from workbench.viz.static_plots import bokeh_resources_html, embed_html, interactive_roofline
-from workbench.viz.traffic_plots import sweep_traffic_data, traffic_curve_data, traffic_curves
+import importlib
 
-__all__ = ["OFFLINE", "SCHEDULE_COLORS", "SPLIT_COLORS", "accuracy_vs_width",
-           "bokeh_resources_html", "breakdown_data", "buffer_sweep", "chosen_data", "chosen_split",
-           "comparison_cycles", "comparison_data", "comparison_factors", "comparison_plots",
-           "comparison_traffic", "cores_overview", "cycle_breakdown", "embed_html", "ideal_data",
-           "interactive_roofline", "layer_breakdown", "layer_roofline", "memory_footprint",
-           "memory_label", "memory_points_data", "memory_tradeoff", "network_breakdown",
-           "network_roofline",
-           "plan_overview", "quant_space", "quant_spaces", "roofline", "roofline_data", "roofs",
-           "selected_memory_data", "source", "speedup_data", "speedup_figure", "speedup_plot",
-           "standalone_html", "sweep_grid", "sweep_scatter", "sweep_traffic_data",
-           "traffic_curve_data", "traffic_curves", "transfer_breakdown", "units"]
+# Names and the submodule each comes from, imported on first use: `workbench.viz.units` (the
+# number formatting the CLI and reports print with) then costs no import of bokeh's plotting.
+_EXPORTS = {
+    "common": ("OFFLINE", "SCHEDULE_COLORS", "source", "standalone_html"),
+    "core_plots": ("SPLIT_COLORS", "chosen_data", "chosen_split", "comparison_cycles",
+                   "comparison_data", "comparison_factors", "comparison_plots",
+                   "comparison_traffic", "cores_overview", "ideal_data", "speedup_data",
+                   "speedup_figure", "speedup_plot"),
+    "design_plots": ("breakdown_data", "layer_breakdown", "layer_roofline", "memory_label",
+                     "memory_points_data", "memory_tradeoff", "selected_memory_data"),
+    "explore_plots": ("buffer_sweep", "cycle_breakdown", "roofline", "roofline_data", "roofs",
+                      "sweep_grid", "sweep_scatter"),
+    "network_plots": ("accuracy_vs_width", "memory_footprint", "network_breakdown",
+                      "network_roofline", "quant_space", "quant_spaces"),
+    "simd_plots": ("plan_overview", "transfer_breakdown"),
+    "static_plots": ("bokeh_resources_html", "embed_html", "interactive_roofline"),
+    "traffic_plots": ("sweep_traffic_data", "traffic_curve_data", "traffic_curves"),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = [*_WHERE, "units"]
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"workbench.viz.{_WHERE[name]}"), name)
+    else:
+        try:
+            value = importlib.import_module(f"workbench.viz.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"workbench.viz.{name}":
+                raise
+            raise AttributeError(f"module 'workbench.viz' has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

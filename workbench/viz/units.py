@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from bokeh.models import CategoricalAxis, CustomJSTickFormatter
 
 from workbench.platforms import Platform
+
+if TYPE_CHECKING:
+    from bokeh.models import CustomJSTickFormatter
 
 NA = "n/a"
 TILE_HEADER = "tile TOx×TOy×TOc×TOn×TKc"   # the one place a tile string is named
@@ -206,11 +209,15 @@ def network_table(net, elem_bytes: int = 2) -> pd.DataFrame:
 
 def number_ticks() -> CustomJSTickFormatter:
     """Axis ticks with thousands separators, never '2.500e+6'."""
+    from bokeh.models import CustomJSTickFormatter  # here: printing numbers needs no bokeh
+
     return CustomJSTickFormatter(code=NUMBER_TICKS_JS)
 
 
 def human_axes(fig) -> object:
     """Give every numeric axis of a figure `number_ticks` (categorical axes untouched)."""
+    from bokeh.models import CategoricalAxis
+
     for axis in [*fig.xaxis, *fig.yaxis]:
         if not isinstance(axis, CategoricalAxis):
             axis.formatter = number_ticks()
