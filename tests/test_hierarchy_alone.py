@@ -1,5 +1,6 @@
 """Alone floors priced per class of chains (`workbench.hierarchy.search_alone`): gathered at a
-slice they are the floors priced at the slice itself, element for element; a search sliced
+slice (or at lemma 5's (X, Y) chain pairs) they are the floors priced there, element for
+element; a search sliced
 into parts that uses them equals the brute force over S and the same search without them, and
 a second search keeping a level's size prices no table again."""
 
@@ -48,12 +49,16 @@ def table_case(draw: st.DrawFn):
     return layer, hier, draw(st.integers(0, 10 ** 6)), draw(st.integers(0, 10 ** 6))
 
 
+@pytest.mark.parametrize("paired", [False, True], ids=["slice", "chain pairs"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                              HealthCheck.function_scoped_fixture])
 @given(case=table_case())
-def test_gathered_tables_equal_the_floors_priced_at_the_slice(case, monkeypatch) -> None:
-    """Every (array, holder) floor `fill` gathers at a slice is the `alone_floor` priced on
-    that slice's own tiles (exactly, infinities included), at every level."""
+def test_gathered_tables_equal_the_floors_priced_at_the_slice(paired: bool, case,
+                                                              monkeypatch) -> None:
+    """Every (array, holder) floor `fill` gathers at a slice (one X chain, a run of Y
+    chains), or at random (X, Y) chain pairs along axis 0 (lemma 5's one-slice layout), is
+    the `alone_floor` priced on those tiles themselves (exactly, infinities included), at
+    every level."""
     layer, hier, x_pick, y_pick = case
     monkeypatch.setattr(alone_module, "SHARE", 0)  # every level's table, however small
     on_chip = len(hier.levels) - 1
@@ -61,17 +66,24 @@ def test_gathered_tables_equal_the_floors_priced_at_the_slice(case, monkeypatch)
     per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
     tables = alone_module.AloneTables(layer, hier, per_dim, extent, PREC)
     assert set(tables.ids) == set(range(1, on_chip + 1))
-    n_y = len(per_dim["Y"])
-    ox, y0 = x_pick % len(per_dim["X"]), y_pick % n_y
-    index = {"X": np.array([ox]), "Y": np.arange(y0, min(n_y, y0 + 1 + y_pick % 5)),
-             **{d: np.arange(len(per_dim[d])) for d in ("C", "M", "N")}}
-    grid = grid_of({d: per_dim[d][index[d]] for d in DIMS}, extent)
+    n_x, n_y = len(per_dim["X"]), len(per_dim["Y"])
+    if paired:
+        rng = np.random.default_rng(x_pick * 10 ** 6 + y_pick)
+        count = int(rng.integers(1, 9))
+        index = {"X": rng.integers(0, n_x, count), "Y": rng.integers(0, n_y, count)}
+        shape: tuple[int, ...] = (count, 1)
+    else:
+        ox, y0 = x_pick % n_x, y_pick % n_y
+        index = {"X": np.array([ox]), "Y": np.arange(y0, min(n_y, y0 + 1 + y_pick % 5))}
+        shape = (1, len(index["Y"]))
+    index.update({d: np.arange(len(per_dim[d])) for d in ("C", "M", "N")})
+    shape += tuple(len(index[d]) for d in ("C", "M", "N"))
+    grid = grid_of({d: per_dim[d][index[d]] for d in DIMS}, extent, paired)
     every = [tuple((k,) if a == array else () for a in ARRAYS)
              for array in ARRAYS for k in range(1, on_chip + 1)]
     unit: dict = {}
-    tables.fill(unit, every, index)
+    tables.fill(unit, every, index, paired)
     assert len(unit) == len(ARRAYS) * on_chip
-    shape = tuple(len(index[d]) for d in DIMS)
     for (array, holder), gathered in unit.items():
         blocks = LevelBlocks(layer, grid, on_chip + 1 - holder, on_chip, {array: 1.0}, PREC,
                              unrolled_dims(hier.datapath))

@@ -11,6 +11,8 @@ from test_hierarchy_incumbents import _s_blocking
 from test_hierarchy_search import _fits, brute_force_s
 
 import workbench.hierarchy.search as search_module
+import workbench.hierarchy.search_alone as alone_module
+import workbench.hierarchy.search_memory as search_memory
 from workbench.hierarchy import (
     DIMS,
     Blocking,
@@ -99,19 +101,25 @@ def test_the_lemma_needs_the_symmetry() -> None:
 def test_search_on_square_layers_equals_brute_force(small: int, case) -> None:
     """On layers alike along X and Y the search (half the tile points: one slice of (X, Y)
     chain pairs, or, small=1, one slice per X chain from its own Y chain on) still equals the
-    brute force over all of S."""
+    brute force over all of S, with the outer levels' alone floors priced at the points or
+    (SHARE = 0) taken from tables per class of chains, gathered at the pairs."""
     layer, hier = case
     assert search_module.mirrored(layer, hier)
-    saved = search_module.SMALL
-    search_module.SMALL = small
-    try:
-        found = search(layer, hier, PREC)
-    finally:
-        search_module.SMALL = saved
-    assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, PREC), rel=1e-9)
-    again = evaluate(layer, found.blocking, hier, PREC)
-    assert again.total_energy_pj == pytest.approx(found.energy_pj, rel=1e-9)
-    assert _fits(layer, found.blocking, hier, PREC)
+    expected = brute_force_s(layer, hier, PREC)
+    saved = search_module.SMALL, alone_module.SHARE
+    for share in (alone_module.SHARE, 0):
+        search_module.SMALL, alone_module.SHARE = small, share
+        search_memory.clear()  # nothing kept from the other search: each prices its floors
+        search_module._ALONE.clear()
+        alone_module._TABLES.clear()
+        try:
+            found = search(layer, hier, PREC)
+        finally:
+            search_module.SMALL, alone_module.SHARE = saved
+        assert found.energy_pj == pytest.approx(expected, rel=1e-9), f"SHARE={share}"
+        again = evaluate(layer, found.blocking, hier, PREC)
+        assert again.total_energy_pj == pytest.approx(found.energy_pj, rel=1e-9)
+        assert _fits(layer, found.blocking, hier, PREC)
 
 
 MID = [

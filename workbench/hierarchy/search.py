@@ -142,9 +142,10 @@ Shares (exact). A layer of many slices may be searched by n processes, each taki
 slice from its own start (`share`) below its own start energy: the optimum lies in some share,
 whose search finds it unless its start is no higher, so the least of the n answers is the
 optimum's energy.
-Shared work (no bound changes). A layer searched in many slices prices each level's alone
-floors once per class of its (t_{γ−1}, t_γ, P) over all chains, not once per slice, and keeps
-them for other searches keeping the level's size in the same role (`search_alone`).
+Shared work (no bound changes). A level's alone floors are priced once per class of its
+(t_{γ−1}, t_γ, P) over all chains, where those classes are few enough, not once per slice (or
+per point of a one-slice search), and kept for other searches keeping the level's size in the
+same role (`search_alone`).
 """
 
 from __future__ import annotations
@@ -268,9 +269,9 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
                      (precision.inputs, precision.weights, precision.outputs,
                       precision.partial_sums), unrolled_dims(hierarchy.datapath))
             for a in ARRAYS for k in range(1, on_chip + 1)}
-    memory, alone_tables = None, None
-    if len(slices) > 1:  # alone floors per class of chains, shared by the slices
-        alone_tables = AloneTables(layer, hierarchy, per_dim, extent, precision)
+    memory = None
+    # alone floors per class of chains: shared by the slices, or by one slice's points
+    alone_tables = AloneTables(layer, hierarchy, per_dim, extent, precision)
     if len(slices) == 1:  # unit alone floors: the role's capacity and lanes, not its energy
         alone.update({key: v for key, memo in kept.items()
                       if (v := _ALONE.get(memo)) is not None})

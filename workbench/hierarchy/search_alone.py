@@ -1,10 +1,11 @@
-"""Unit alone floors (`search_bounds.alone_floor`) of a search sliced into many parts, priced
-once per class of chains instead of once per slice: an on-chip level playing group γ sees of a
-dimension's chain only (t_{γ−1}, t_γ, P) (`LevelBlocks` reads nothing else), so its floor for
-an array is a function of the five dimensions' classes (`search_grid.chain_classes`). A table
-over every class combination is priced the first time a slice needs it and gathered at each
-slice's points: the same numbers as pricing the slice itself, element for element (the same
-operations on the same tiles)."""
+"""Unit alone floors (`search_bounds.alone_floor`) priced once per class of chains instead of
+once per slice of a search sliced into many parts, or per point of a one-slice search: an
+on-chip level playing group γ sees of a dimension's chain only (t_{γ−1}, t_γ, P)
+(`LevelBlocks` reads nothing else), so its floor for an array is a function of the five
+dimensions' classes (`search_grid.chain_classes`). A table over every class combination is
+priced the first time a slice needs it and gathered at each slice's points (or lemma 5's (X,
+Y) chain pairs): the same numbers as pricing there, element for element (the same operations
+on the same tiles)."""
 
 from __future__ import annotations
 
@@ -53,11 +54,14 @@ class AloneTables:
                 self.ids[gamma], self.first[gamma] = ids, first
         self._tables: dict[tuple[str, int], np.ndarray] = {}
 
-    def fill(self, unit: dict, patterns: list[Pattern], chains: dict[str, np.ndarray]) -> None:
+    def fill(self, unit: dict, patterns: list[Pattern], chains: dict[str, np.ndarray],
+             paired: bool = False) -> None:
         """Put in `unit` (`search_bounds.chain_terms`' dict) each tabled (array, holder) floor
         the patterns' chains need, at the slice whose chain indices per dimension (axes X, Y,
         C, M, N) are `chains`: the table taken along one axis at a time, those it shrinks
-        first (a slice has one X chain), axes it does not vary along left at length 1."""
+        first (a slice has one X chain), axes it does not vary along left at length 1.
+        paired: `chains` X and Y are (X, Y) chain pairs, laid along axis 0 (lemma 5's grid,
+        `search_grid.grid_of`); axis 1 is left at length 1."""
         for a_idx, array in enumerate(ARRAYS):
             for holder in {k for p in patterns for k in p[a_idx]}:
                 gamma = self.on_chip + 1 - holder
@@ -65,10 +69,19 @@ class AloneTables:
                     continue
                 interrupt.check()  # a safe point: a table is stored whole (`interrupt`)
                 out = self._table(array, holder)
+                ids = self.ids[gamma]
+                axes = list(enumerate(DIMS))
+                if paired:
+                    axes = axes[2:]
+                    if out.shape[0] > 1 or out.shape[1] > 1:
+                        at = [ids[d][chains[d]] if out.shape[axis] > 1 else
+                              np.zeros(len(chains[d]), dtype=np.intp)
+                              for axis, d in enumerate(("X", "Y"))]
+                        out = out[at[0], at[1]][:, None]
                 takes = sorted((len(chains[d]) / out.shape[axis], axis, d)
-                               for axis, d in enumerate(DIMS) if out.shape[axis] > 1)
+                               for axis, d in axes if out.shape[axis] > 1)
                 for _, axis, d in takes:
-                    out = np.take(out, self.ids[gamma][d][chains[d]], axis=axis)
+                    out = np.take(out, ids[d][chains[d]], axis=axis)
                 unit[array, holder] = out
 
     def _table(self, array: str, holder: int) -> np.ndarray:

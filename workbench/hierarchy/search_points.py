@@ -80,9 +80,12 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
     union, masks = np.zeros(shape, dtype=bool), {}
     for pattern in least_held(live, on_chip):
         union |= r_blocks_fit(hierarchy, feet, shape, pattern, masks)
-    if floors is not None and pairs is None:
-        floors.fill(alone, live + later, {d: np.arange(len(per_dim[d]))[
-            {"X": xs, "Y": ys}.get(d, slice(None))] for d in DIMS})
+    if floors is not None:
+        index = {d: np.arange(len(per_dim[d]))[{"X": xs, "Y": ys}.get(d, slice(None))]
+                 for d in DIMS}
+        if pairs is not None:
+            index["X"], index["Y"] = pairs
+        floors.fill(alone, live + later, index, pairs is not None)
     interrupt.check()
     mac, fetched, outputs = _datapath_side(layer, hierarchy, grid)
     fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS}
