@@ -16,20 +16,17 @@ search's next safe point, within about 0.4 s on three levels). Nothing is approx
 result is the search's optimum, as the app's own search would give (equal energy; of several
 blockings with that energy, possibly another one).
 
-Workers are `python -m` processes (no fork of a kernel's threads, no import of a script's
-main), each fed one hierarchy at a time through its stdin by a thread of the app's process
-that waits on its stdout, so that the wanted list can be reordered at every edit; `close`, the
-prefetcher's collection or the app's exit terminates them (an orphaned worker ends at its next
-read).
+Workers are `python -m` processes (`prefetch_worker`: no fork of a kernel's threads, no
+import of a script's main), each fed one hierarchy at a time through its stdin by a thread of
+the app's process that waits on its stdout, so that the wanted list can be reordered at every
+edit; `close`, the prefetcher's collection or the app's exit terminates them (an orphaned
+worker ends at its next read).
 """
 
 from __future__ import annotations
 
-import os
 import pickle
-import signal
 import subprocess
-import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -37,8 +34,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from workbench.hierarchy import interrupt
 from workbench.hierarchy.codesign import Codesigner, Design
 from workbench.hierarchy.levels import Hierarchy
+from workbench.hierarchy.prefetch_worker import (
+    PREEMPT,
+    default_workers,
+    key_of,
+    start_worker,
+    stop_workers,
+)
 
-Key = tuple  # (levels, mac_energy_pj, datapath): what a layer's search depends on
 Item = tuple  # (hierarchy, layer index): one search; (..., (k, n)): its share k of n
 ItemKey = tuple  # (Key, layer index) or (Key, layer index, (k, n))
 
@@ -50,9 +53,6 @@ def _item_key(item: Item) -> ItemKey:
 # shares per process of a sliced layer needed now: each process takes the next share not
 # started when it is done with one, so that they finish together
 SHARES = 2
-# the signal asking a worker to drop its search (none where the platform has no SIGUSR1: a
-# search under way then runs to its end)
-PREEMPT = getattr(signal, "SIGUSR1", None)
 # entries kept in each of a prefetcher's logs (`started`, `cancelled`, `raced`): the latest
 LOG = 4096
 
@@ -62,64 +62,6 @@ def _log(entries: list, key: ItemKey) -> None:
     entries.append(key)
     if len(entries) > LOG:
         del entries[:-LOG]
-
-
-def key_of(hierarchy: Hierarchy) -> Key:
-    """The part of a hierarchy a search reads (its name is not)."""
-    return hierarchy.levels, hierarchy.mac_energy_pj, hierarchy.datapath
-
-
-def default_workers() -> int:
-    """Cores left beside the app's own process, at most 2 (each worker keeps its own search
-    memos, up to about 1 GB on three on-chip levels)."""
-    return max(1, min(2, (os.cpu_count() or 2) - 1))
-
-
-def _serve(inbox, outbox) -> None:
-    """A worker: read the designer's (layers, precision, size energy), say it is ready, then
-    read (hierarchy, layer index[, share]) items; write back each one's result (None: no
-    blocking fits; a share's: `Codesigner.layer_share`), or that it was cancelled
-    (`interrupt.request`, on SIGUSR1)."""
-    designer = Codesigner(*pickle.load(inbox))
-    shared: tuple = ((), [])  # the layer searched in shares last, and its answers here
-    pickle.dump("ready", outbox)  # the signal handlers are in place: it may be interrupted
-    outbox.flush()
-    while True:
-        try:
-            hierarchy, index, *share = pickle.load(inbox)
-        except EOFError:  # the app closed the pipe or ended
-            return
-        layer = designer.layers[index]
-        if share and shared[0] != (key_of(hierarchy), index):
-            shared = ((key_of(hierarchy), index), [])
-        try:
-            if share:  # started from this layer's other shares here
-                shared[1].append(designer.layer_share(layer, hierarchy, share[0], shared[1]))
-                reply = ("ok", shared[1][-1])
-            else:
-                reply = ("ok", designer.layer_result(layer, hierarchy))
-        except interrupt.Cancelled:
-            reply = ("cancelled", None)
-        except Exception as exc:  # noqa: BLE001  (the app searches it itself and says why)
-            reply = ("error", f"{type(exc).__name__}: {exc}")
-        pickle.dump(reply, outbox)
-        outbox.flush()
-        # a request for this item come after its reply is void; one come after this, for the
-        # next item (sent as soon as it is given, maybe before it is read here), is kept. (A
-        # request for this item sent before the app read its reply may still stop the next
-        # one: the app then wants that again, a stray.)
-        interrupt.clear()
-
-
-def _start(designer: Codesigner) -> subprocess.Popen:
-    """A worker process (`python -m` this module: no fork of the app's threads, and no import
-    of the app's main script), its stdin/stdout the pipes."""
-    path = os.pathsep.join(p for p in (*sys.path, os.environ.get("PYTHONPATH", "")) if p)
-    process = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": path})
-    pickle.dump((designer.layers, designer.precision, designer.size_energy), process.stdin)
-    process.stdin.flush()
-    return process
 
 
 class Prefetcher:
@@ -147,12 +89,12 @@ class Prefetcher:
         self._workers = []
         self.alive = workers or default_workers()  # workers still answering
         for index in range(workers or default_workers()):
-            process = _start(designer)
+            process = start_worker(designer)
             pump = threading.Thread(target=self._pump, args=(index, process), daemon=True,
                                     name=f"workbench-prefetch-{index}")
             self._workers.append((process, pump))
             pump.start()
-        weakref.finalize(self, _stop, [p for p, _ in self._workers])
+        weakref.finalize(self, stop_workers, [p for p, _ in self._workers])
 
     def _pump(self, worker: int, process: subprocess.Popen) -> None:
         """Feed one worker, one item at a time, and keep what it sends back."""
@@ -400,20 +342,9 @@ class Prefetcher:
             self._closed = True
             self._wanted = []
             self._cond.notify_all()
-        _stop([process for process, _ in self._workers])
+        stop_workers([process for process, _ in self._workers])
         for _, pump in self._workers:
             pump.join(5)
-
-
-def _stop(processes: list[subprocess.Popen]) -> None:
-    for process in processes:
-        if process.poll() is None:
-            process.terminate()
-    for process in processes:
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def designs_together(designer: Codesigner, hierarchies: Iterable[Hierarchy],
@@ -436,11 +367,3 @@ def nearest_first(points: Sequence[tuple[int, ...]], at: tuple[int, ...],
     ranked = sorted((sum(abs(a - b) for a, b in zip(p, at, strict=True)), p)
                     for p in points if p != at)
     return [make(p) for _, p in ranked[:limit]]
-
-
-if __name__ == "__main__":
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a kernel interrupt is for the app's work
-    if PREEMPT:
-        signal.signal(PREEMPT, lambda *_: interrupt.request())
-    sys.stdout = sys.stderr  # the pipe to the app carries results only
-    _serve(sys.stdin.buffer, sys.__stdout__.buffer)
