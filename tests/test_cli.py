@@ -36,6 +36,22 @@ def test_show_json_totals() -> None:
     assert conv1["output_bytes"] == 28 * 28 * 32 * 8 * 2
 
 
+def test_show_header_of_a_file_without_title_or_source(tmp_path: Path) -> None:
+    """A network file of the README's form (no title, no source) heads its table with its
+    name and totals only, not an empty title and "[]"; a zoo network keeps both."""
+    (tmp_path / "mynet.yaml").write_text(
+        "name: mynet\ninput: [3, 32, 32]\nbatch: 1\nlayers:\n"
+        "  - {name: conv1, type: conv, maps: 32, kernel: 5, stride: 1, pad: 2}\n"
+        "  - {name: fc1, type: fc, outputs: 10}\n")
+    head = run("show", str(tmp_path / "mynet.yaml")).stdout.splitlines()[0]
+    params = 5 * 5 * 3 * 32 + 32 * 32 * 32 * 10  # conv1 kernels, then fc1 over 32×32×32
+    macs = 32 * 32 * 5 * 5 * 3 * 32 + 32 * 32 * 32 * 10
+    assert head == f"mynet:  batch 1, {macs / 1e6:.2f} M MACs, {params / 1e6:.3f} M params " \
+                   "(footprints at 2 B/element)"
+    assert run("show", "lenet5").stdout.startswith(
+        "lenet5: LeNet5-clone (MNIST) [seed 000 appendix A.1]  batch 1, 12.27 M MACs")
+
+
 def test_text_commands_never_load_bokeh() -> None:
     """Only plots and pages need bokeh: `show` and `explore` (as text or JSON) never import it
     (it used to be most of the CLI's start-up: 2.9 s against 1.2 s to build the parser)."""

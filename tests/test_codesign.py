@@ -339,6 +339,51 @@ def test_cli_errors_are_one_line(tmp_path, levels, budget, rule) -> None:
         cli.run(net_file, levels_file, budget_kb=budget)
 
 
+EXPLICIT_RF = LEVELS_YAML.replace("{name: RF, capacity: 256, access_bits: 64, energy_pj: null}",
+                                  "{name: RF, capacity: 256, access_bits: 24, energy_pj: 0.5}")
+
+
+def test_cli_codesign_a_grid_it_cannot_price_is_refused_first(tmp_path, monkeypatch) -> None:
+    """An RF with its own energy_pj at a width table 3 has no row for prices fine alone, but
+    the co-designed grid prices every level from its size: with a budget the command says
+    so, naming the level, before any layer is searched (nothing computed is thrown away)."""
+    from workbench.cli import hierarchy as cli
+    from workbench.hierarchy.codesign import Codesigner
+
+    net_file, levels_file = _files(tmp_path, EXPLICIT_RF)
+    assert cli.run(net_file, levels_file)["given"]["energy_pj"] > 0  # alone: priced
+    searched = []
+    real = Codesigner.layer_result
+    monkeypatch.setattr(Codesigner, "layer_result",
+                        lambda self, *a: searched.append(a) or real(self, *a))
+    with pytest.raises(WorkbenchError, match=r"^co-design prices every on-chip level from its "
+                       r"size \(its energy_pj is not kept\): level 'RF' at 24 bits cannot be "
+                       r"priced: memory width 24 bits not tabulated"):
+        cli.run(net_file, levels_file, budget_kb=4, sizes_kb=[1, 2, 4])
+    assert searched == []
+
+
+def test_cli_codesign_says_what_the_grid_does_not_keep(tmp_path, capsys) -> None:
+    """The given RF's own energy_pj (0.1 pJ, far below table 3's) is not the grid's: the
+    co-design output says so, and that the given hierarchy, within the budget, beats the
+    grid's best (by hand: its energy is below every priced design's)."""
+    net_file, levels_file = _files(tmp_path, EXPLICIT_RF.replace(
+        "access_bits: 24, energy_pj: 0.5", "access_bits: 64, energy_pj: 0.1").replace(
+        "capacity: 4096", "capacity: 1024"))
+    args = _parser().parse_args(["hierarchy", net_file, "--levels", levels_file,
+                                 "--budget-kb", "4", "--sizes-kb", "1", "2", "4"])
+    args.func(args)
+    out = capsys.readouterr().out
+    assert "(every co-designed level is priced from its size, seed 001 table 3: the given " \
+           "energy_pj of RF is not carried over)" in out
+    from workbench.cli import hierarchy as cli
+
+    doc = cli.run(net_file, levels_file, budget_kb=4, sizes_kb=[1, 2, 4])
+    assert doc["given"]["on_chip_kb"] <= 4
+    assert doc["given"]["energy_pj"] < min(d["energy_pj"] for d in doc["codesign"]["pareto"])
+    assert "is within the budget and below the grid's best" in out
+
+
 @pytest.mark.parametrize("argv, rule", [
     (["--budget-kb", "inf"], "argument --budget-kb: must be a finite number > 0, got 'inf'"),
     (["--budget-kb", "-5"], "argument --budget-kb: must be a finite number > 0, got '-5'"),

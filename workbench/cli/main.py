@@ -45,7 +45,9 @@ def cmd_networks(args: argparse.Namespace) -> None:
 def cmd_show(args: argparse.Namespace) -> None:
     net = layers.load_network(args.network, batch=args.batch, input_shape=args.input_shape)
     table = net.summary(elem_bytes=args.elem_bytes)
-    title = (f"{net.name}: {net.title} [{net.source}]  batch {net.batch}, "
+    about = " ".join(part for part in (net.title, f"[{net.source}]" if net.source else "")
+                     if part)
+    title = (f"{net.name}:{' ' + about if about else ''}  batch {net.batch}, "
              f"{net.macs / 1e6:.2f} M MACs, {net.params / 1e6:.3f} M params "
              f"(footprints at {args.elem_bytes} B/element)")
     _emit(args, table, title, {"network": net.name, "batch": net.batch, "macs": net.macs,

@@ -111,6 +111,28 @@ class DesignSpace:
         """Hierarchies in the grid."""
         return sum(1 for _ in self.gen_hierarchies())
 
+    def check_priced(self, size_energy: SizeEnergy | None) -> None:
+        """Raise, before anything is priced, if `size_energy` cannot price some slot's
+        memories (every on-chip level of the grid is priced from its size)."""
+        for slot in self.slots:
+            for cap in slot.capacities:
+                if cap is None:
+                    continue
+                level = Level(slot.name, cap, slot.access_bits, None, None)
+                for array in ("I", "W", "O"):
+                    if level.bytes_for(array) <= 0:
+                        continue
+                    if size_energy is None:
+                        raise WorkbenchError("co-design prices every on-chip level from its "
+                                             "size: it needs a size-to-energy rule")
+                    try:
+                        size_energy(int(level.bytes_for(array)), slot.access_bits)
+                    except WorkbenchError as exc:
+                        raise WorkbenchError(
+                            f"co-design prices every on-chip level from its size (its "
+                            f"energy_pj is not kept): level {slot.name!r} at "
+                            f"{slot.access_bits} bits cannot be priced: {exc}") from None
+
 
 def scaled_capacity(cap: int | SplitCapacity | None, size: int) -> int | SplitCapacity:
     """`size` bytes, split in the proportions of `cap` when it is split: parts rounded down,
@@ -382,6 +404,7 @@ def codesign(network_layers: Sequence[ConvLayer], space: DesignSpace,
     if designer is None:
         designer = Codesigner(tuple(network_layers),
                               ElementBytes() if precision is None else precision, size_energy)
+    space.check_priced(designer.size_energy)
     designs = tuple(designer.designs(space))
     if not designs:
         raise WorkbenchError("co-design: no hierarchy of the grid fits every layer")
