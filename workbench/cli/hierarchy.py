@@ -36,6 +36,7 @@ from workbench.hierarchy.codesign import (
 )
 from workbench.hierarchy.prefetch import Prefetcher
 from workbench.hierarchy.search import NoFitError
+from workbench.layers.spec import regular_connections
 from workbench.viz import units
 
 KB = 1024
@@ -170,6 +171,9 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
         doc = {"network": net.name, "given": given_summary(frame, plans, hierarchy),
                "rows": plan.hierarchy_traffic(tiled, hierarchy, precision)}
         doc["given"]["padded"] = padded_layers(tiled, [p.found.blocking for p in plans])
+        doc["dense_priced"] = {lay.name: [lay.macs, lay.Kx * lay.Ky * lay.Kc * lay.Oc *
+                                          lay.Ox * lay.Oy * lay.On]
+                               for lay in tiled if not regular_connections(lay)}
         if budget_kb is not None:
             doc["codesign"] = _codesign(designer, prefetcher, hierarchy, sizes, budget_kb,
                                         progress)
@@ -274,6 +278,11 @@ def cmd_hierarchy(args: argparse.Namespace) -> None:
         print(json.dumps(doc, indent=1))
         return
     _print_design(f"{doc['network']} on the given hierarchy", doc["given"], doc["rows"])
+    if doc["dense_priced"]:
+        print("sparse connection tables without groups, priced as the dense layer (an upper "
+              "bound; MACs real → priced): " + ", ".join(
+                  f"{name} {units.fmt_count(real)} → {units.fmt_count(dense)}"
+                  for name, (real, dense) in doc["dense_priced"].items()))
     if "codesign" in doc:
         co = doc["codesign"]
         print()

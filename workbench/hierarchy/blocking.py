@@ -50,7 +50,7 @@ import numpy as np
 
 from workbench.errors import SpecError, WorkbenchError
 from workbench.hierarchy.datapath import Datapath, fetches
-from workbench.layers.spec import ConvLayer
+from workbench.layers.spec import ConvLayer, as_grouped
 
 DIMS = ("X", "Y", "C", "M", "N")
 KERNEL_LOOPS = ("FX", "FY")
@@ -156,7 +156,9 @@ class Blocking:
 def extents(layer: ConvLayer) -> dict[str, int]:
     """Iteration extents of one group of the layer (tiling.dataflow.extents' rule, restated
     here so that this package does not import workbench.tiling): refuses dilation; padding
-    never enters (windows in padded coordinates)."""
+    never enters (windows in padded coordinates). A connection table that is a grouped
+    convolution counts as one (`as_grouped`), another as the dense layer."""
+    layer = as_grouped(layer)
     if layer.Dx != 1 or layer.Dy != 1:
         raise SpecError(f"layer {layer.name!r}: the blocking model does not cover dilation "
                         f"(Dx={layer.Dx}, Dy={layer.Dy}); use the seed 000 schedules")
@@ -336,6 +338,7 @@ def transfers(layer: ConvLayer, blocking: Blocking, n_levels: int | None = None,
     """Every (array, boundary) transfer of the blocking, per array outermost boundary first.
     n_levels: levels of the hierarchy (default: the blocking's on-chip levels + DRAM);
     datapath: the MAC array (None: one scalar MAC)."""
+    layer = as_grouped(layer)  # a connection table's groups, if it has them (`extents`)
     n_levels = blocking.on_chip_levels + 1 if n_levels is None else n_levels
     if n_levels != blocking.on_chip_levels + 1:
         raise WorkbenchError(f"blocking places buffers in {blocking.on_chip_levels} on-chip "

@@ -29,7 +29,7 @@ import numpy as np
 from workbench.errors import WorkbenchError
 from workbench.hierarchy.blocking import ARRAYS, DIMS, Blocking, holders, trip_counts
 from workbench.hierarchy.datapath import Datapath
-from workbench.layers.spec import ConvLayer
+from workbench.layers.spec import ConvLayer, as_grouped
 
 MAX_ITERATIONS = 300_000
 
@@ -105,6 +105,7 @@ def execute(layer: ConvLayer, blocking: Blocking, datapath: Datapath | None = No
     """Per (array, holder level) — level indices as in `blocking.transfers`, the datapath
     last — moved, partial_reads, final_writes (O; 0 for I and W), distinct (per layer) and
     live (elements, one group); the datapath's entries also give `steps` (per layer)."""
+    layer = as_grouped(layer)  # a connection table's groups, if it has them
     it, n = _iterations(layer, blocking)
     elements = _elements(layer, blocking, it)
     steps = len(it[0])

@@ -182,7 +182,7 @@ from workbench.hierarchy.search_roles import (
     to_memory,
 )
 from workbench.hierarchy.search_space import holder_patterns, unrolled_dims
-from workbench.layers.spec import ConvLayer
+from workbench.layers.spec import ConvLayer, as_grouped
 from workbench.memo import ByteLRU
 
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
@@ -206,6 +206,7 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     slices k, k + n, k + 2n, ... of a `sliced` layer (n processes searching one layer: the
     least of their answers is the optimum, each being its share's least or the start); None
     when the share has no blocking and there is no start."""
+    layer = as_grouped(layer)  # a connection table's groups, if it has them
     precision = ElementBytes() if precision is None else precision
     on_chip = len(hierarchy.levels) - 1
     extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}

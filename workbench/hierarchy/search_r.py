@@ -48,7 +48,7 @@ from workbench.hierarchy.accesses import ElementBytes, PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents
 from workbench.hierarchy.datapath import Datapath, fetches
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, SplitCapacity
-from workbench.layers.spec import ConvLayer
+from workbench.layers.spec import ConvLayer, as_grouped
 
 CHUNK = 1 << 21   # combinations priced per numpy pass (at most; one X chain at a time)
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
@@ -206,6 +206,7 @@ def search_r(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | 
              size_energy: SizeEnergy | None = None) -> SearchResult:
     """The minimum-energy blocking of the layer in R (see the module docstring); energy in pJ
     for the whole layer, ties to the first combination enumerated."""
+    layer = as_grouped(layer)  # a connection table's groups, if it has them
     precision = ElementBytes() if precision is None else precision
     on_chip = len(hierarchy.levels) - 1
     extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}

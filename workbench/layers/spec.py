@@ -8,6 +8,7 @@ convolution with Ox = Oy = Kx = Ky = 1 and Kc = input features.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -511,6 +512,36 @@ class ConcatLayer:
 
 Layer = (ConvLayer | PoolLayer | ActivationLayer | LRNLayer | SoftmaxLayer | EltwiseLayer
          | ConcatLayer)
+
+
+def as_grouped(layer: ConvLayer) -> ConvLayer:
+    """The layer with a connection table that is G disjoint complete blocks, each of the same
+    number of output maps reading the same k input maps (no map read by two blocks), as the
+    grouped convolution it is (G groups, Kc = k, maps renumbered: no count changes; input maps
+    no output reads are dropped, as they are never read); any other layer unchanged (an
+    irregular table is then priced as the dense layer, an upper bound)."""
+    if layer.connections is None:
+        return layer
+    return _as_grouped(layer)
+
+
+@functools.lru_cache(maxsize=1024)
+def _as_grouped(layer: ConvLayer) -> ConvLayer:
+    blocks: dict[frozenset[int], int] = {}
+    for row in layer.connections or ():
+        key = frozenset(row)
+        blocks[key] = blocks.get(key, 0) + 1
+    reads = {len(block) for block in blocks}
+    outputs = set(blocks.values())
+    if len(reads) != 1 or len(outputs) != 1 or \
+            sum(map(len, blocks)) != len(frozenset().union(*blocks)):
+        return layer
+    return dataclasses.replace(layer, Kc=reads.pop(), groups=len(blocks), connections=None)
+
+
+def regular_connections(layer: ConvLayer) -> bool:
+    """Whether the layer is dense or grouped, or its connection table is (`as_grouped`)."""
+    return as_grouped(layer).connections is None
 
 
 def conv_from_input(name: str, in_shape: Shape, maps: int, kernel: tuple[int, int],
