@@ -176,3 +176,23 @@ def test_the_sweep_page_offers_the_hierarchy_axis_and_metrics(tmp_path: Path) ->
         sp.table_columns(frame, axes))
     out = sweep_page.sweep_page(frame, [], tmp_path / "s.html", x="memory_to_compute")
     assert "seed001_diannao" in out.read_text()
+
+
+def test_the_printed_summary_tells_traffic_model_cases_apart() -> None:
+    """Cases differing only in their traffic model (a seed000 case with the engine's figures,
+    a dataflow one with traffic only) print as different rows, each with its model and
+    traffic; before, the dataflow row read as a copy with NaNs."""
+    import pandas as pd
+
+    frame = pd.DataFrame([
+        {"network": "lenet5", "platform": "idsp", "local_mem_kb": 64.0, "acc_bits": 16,
+         "objective": "cycles", "traffic_model": "seed000", "throughput_gops": 14.26,
+         "energy_uj": 975.8, "traffic_mb": 1.25, "case_id": "a"},
+        {"network": "lenet5", "platform": "idsp", "local_mem_kb": 64.0, "acc_bits": 16,
+         "objective": None, "traffic_model": "dataflow", "throughput_gops": None,
+         "energy_uj": None, "traffic_mb": 0.91, "case_id": "b"}])
+    printed = sweep.grid_summary(frame)
+    assert {"traffic_model", "traffic_mb"} <= set(printed.columns)
+    assert "case_id" not in printed.columns
+    assert not printed.astype(str).duplicated().any()
+    assert list(printed["traffic_model"]) == ["seed000", "dataflow"]

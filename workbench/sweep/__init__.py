@@ -10,9 +10,11 @@ from workbench.sweep.store import SweepStore
 
 
 def grid_summary(frame, columns=("network", "platform", "hierarchy", "local_mem_kb", "acc_bits",
-                                 "objective", "throughput_gops", "energy_uj", "accuracy",
-                                 "hierarchy_energy_uj", "memory_to_compute")):
-    """The columns of a results frame worth printing (those present)."""
+                                 "objective", "traffic_model", "throughput_gops", "energy_uj",
+                                 "traffic_mb", "accuracy", "hierarchy_energy_uj",
+                                 "memory_to_compute")):
+    """The columns of a results frame worth printing (those present): a traffic model's case
+    shows its model and traffic beside the others."""
     return frame[[c for c in columns if c in frame]]
 
 
