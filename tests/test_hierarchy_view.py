@@ -176,8 +176,36 @@ def test_three_levels_price_the_edited_hierarchy_but_no_grid(tmp_path) -> None:
     shown = html.unescape(app.summary.value)
     assert "prices its grid for 1 to 2 on-chip levels; the 10 3-level hierarchies" in shown
     assert app.status.value == ""
+    assert not app.front_figure.visible  # no empty plot with axes of nothing
     app.levels.value = 2
     assert len(app.every_source.data["capacity_kb"]) > 0 and app.best is not None
+    assert app.front_figure.visible
+
+
+def test_a_new_shape_says_its_grid_is_priced_until_the_summary_follows(tmp_path,
+                                                                         monkeypatch) -> None:
+    """A control that makes a new shape (split) prices that shape's co-design grid after the
+    bars: the status line says so while the summary and the front are stale, and clears when
+    they are done; a size edit within a priced shape shows nothing. The table shows counts
+    with separators and energies without exponents."""
+    net = tmp_path / "tiny.yaml"
+    net.write_text("name: tiny\nlayers:\n"
+                   "  - {name: c1, type: conv, input: [2, 6, 6], maps: 4, kernel: 3}\n")
+    app = hierarchy_view(network=str(net), sizes_kb=(16, 4), budget_kb=16, grid_kb=GRID_KB)
+    seen = []
+    real = type(app).update_budget
+    monkeypatch.setattr(type(app), "update_budget",
+                        lambda self: seen.append(html.unescape(self.status.value)) or real(self))
+    app.split.value = True
+    assert len(seen) == 1 and "pricing this shape's co-design grid" in seen[0]
+    assert app.status.value == ""
+    seen.clear()
+    app.sizes[1].value = 11  # 2 KB: the split shape's grid is priced already
+    assert seen == [""] and app.status.value == ""
+    rows = app.designer.traffic_rows(app.design)
+    assert "e+" not in app.traffic.value
+    big = max((r for r in rows), key=lambda r: r["energy_pj"])
+    assert f"{round(big['energy_pj']):,}" in app.traffic.value
 
 
 def test_an_edited_hierarchy_off_the_grid_that_beats_its_best_is_said() -> None:

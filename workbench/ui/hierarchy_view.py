@@ -53,6 +53,7 @@ from workbench.viz.hierarchy_plots import (
     relabel_levels,
     show_layers,
 )
+from workbench.viz.units import fmt_count, fmt_number
 
 KB = 1024
 STALE = "; the plots and summary still show the last hierarchy that worked"
@@ -216,8 +217,14 @@ class HierarchyView:
         show_layers(self.energy_figure, data)
         self.energy_source.data = data
         self.traffic.value = _traffic_html(rows)
+        if self._grid_space() is not None:  # a new shape: its co-design grid is priced now
+            with busy(self.status, "pricing this shape's co-design grid (the summary and the "
+                      "front follow)"):
+                self.update_budget()
+        else:
+            self.status.value = ""
+            self.update_budget()
         self.status.value = ""
-        self.update_budget()
         if self.prefetcher is not None:
             self.prefetcher.want(self._ahead())
 
@@ -289,6 +296,7 @@ class HierarchyView:
         relabel_front(self.front_figure, axis)
         self.every_source.data, self.front_source.data, self.best_source.data = \
             every, front, best
+        self.front_figure.visible = designs is not None  # no grid: no empty plot
         self.summary.value = self._summary_html(budget, designs is None)
 
     def _summary_html(self, budget: float, no_grid: bool = False) -> str:
@@ -357,8 +365,14 @@ def _kb_text(level: Level) -> str:
 
 
 def _traffic_html(rows: list[dict]) -> str:
+    """The per-layer, per-level table: counts with separators, energies without exponents."""
     table = pd.DataFrame(rows).rename(columns={"pj_per_mac": "pJ/MAC", "energy_pj": "pJ"})
-    return (table.to_html(index=False, float_format=lambda v: f"{v:,.4g}")
+    for col in table.columns:
+        if pd.api.types.is_integer_dtype(table[col]):
+            table[col] = table[col].map(fmt_count)
+        elif pd.api.types.is_float_dtype(table[col]):
+            table[col] = table[col].map(lambda v: fmt_number(v, 4))
+    return (table.to_html(index=False)
             + "<p><i>accesses in elements (reads + writes) per layer and level</i></p>")
 
 

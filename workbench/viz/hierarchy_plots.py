@@ -96,7 +96,7 @@ def relabel_front(fig: figure, axis: str) -> None:
 def front_plot(every: ColumnDataSource, front: ColumnDataSource, best: ColumnDataSource,
                title: str = "co-designed hierarchies: energy vs on-chip capacity") -> figure:
     """Every design (grey), the Pareto front (line) and the best within the budget (red)."""
-    fig = figure(title=title, x_axis_type="log", width=620, height=360, tools=TOOLS,
+    fig = figure(title=title, x_axis_type="log", width=760, height=360, tools=TOOLS,
                  x_axis_label="on-chip memory (KB)", y_axis_label="pJ per MAC")
     dots = fig.scatter("cost", "pj_per_mac", source=every, color="#999999", size=6,
                        legend_label="grid")
@@ -108,5 +108,5 @@ def front_plot(every: ColumnDataSource, front: ColumnDataSource, best: ColumnDat
                                        ("on chip", "@capacity_kb{0,0.[0]} KB"),
                                        ("area", "@area_mm2{0,0.000} mm²"),
                                        ("pJ/MAC", "@pj_per_mac{0,0.00}")]))
-    fig.legend.location = "top_right"
+    fig.add_layout(fig.legend[0], "right")  # beside the plot, never over a design
     return fig
