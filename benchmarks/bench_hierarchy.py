@@ -14,7 +14,8 @@ divisor chains of tiles; exact).
 A second section searches seed 002 AlexNet's conv layers on the shipped seed001_3level
 platform with and without bypass. A third drives the notebook-08 app
 (`workbench.ui.hierarchy_view`) in Python on lenet5's conv layers and prints how long one
-budget-slider move and one level-size edit take, on two on-chip levels and on three. A fourth
+budget-slider move and one level-size edit take, on two on-chip levels and on three, and
+four quick presses priced in turn against the background thread's newest-first. A fourth
 times README's `workbench hierarchy` co-design example as a command, alone and with a worker.
 Run: .venv/bin/python benchmarks/bench_hierarchy.py [--layers conv1_1 conv5_3] [--ui-only]
      [--platform-only] [--cli-only]
@@ -160,6 +161,48 @@ def ui_three_section(prefetch: bool = False) -> None:
           "conv layers, from L1 32 KB, L2 1 KB): " + "; ".join(steps))
 
 
+PRESSES = (("levels", None, 3), ("sizes", 2, 9), ("sizes", 0, 14), ("sizes", 1, 12))
+
+
+def ui_presses_section(gap_s: float = 0.5) -> None:
+    """Quick presses on three on-chip levels (lenet5's conv layers): the four edits of
+    `ui_three_section` made `gap_s` apart, timed from the first to the last one shown; priced
+    in turn (the callbacks on the kernel's thread: each waits for the one before), then in the
+    background thread (`background`: a newer edit supersedes the pricing under way). The
+    memos are emptied before each, so both start cold."""
+    from workbench.hierarchy import search as search_module
+    from workbench.hierarchy import search_alone, search_memory
+    from workbench.ui.hierarchy_view import hierarchy_view
+
+    figures = []
+    for background in (False, True):
+        search_memory.clear()
+        search_alone._TABLES.clear()
+        search_module._ALONE.clear()
+        app = hierarchy_view(network="lenet5", sizes_kb=(32, 1), budget_kb=64,
+                             grid_kb=(1, 4, 16, 64, 256), background=background)
+        try:
+            start = time.perf_counter()
+            for i, (name, index, value) in enumerate(PRESSES):
+                if i:
+                    time.sleep(max(0.0, start + i * gap_s - time.perf_counter()))
+                control = app.levels if index is None else getattr(app, name)[index]
+                control.value = value
+            app.wait()
+            seconds = time.perf_counter() - start
+            sizes = "/".join(f"{lvl.total_bytes / 1024:g}" for lvl in app.design.hierarchy.on_chip)
+            runs = (f", {app.background.runs} pricings started, {app.background.superseded} "
+                    "superseded" if background else "")
+            figures.append(f"{'in the background' if background else 'in turn'} "
+                           f"{seconds:.1f} s{runs} (shown: {sizes} KB, "
+                           f"{app.design.energy_pj / app.macs:.4f} pJ/MAC)")
+        finally:
+            app.close()
+    print(f"hierarchy app, four quick presses {gap_s:g} s apart on three on-chip levels (lenet5 "
+          "conv layers: 2 -> 3 levels, L3 512 B, L1 16 KB, L2 4 KB), first press to the last "
+          "one shown: " + "; ".join(figures))
+
+
 def platform_section() -> None:
     """Bypass on a shipped platform: seed 002 AlexNet's conv layers on seed001_3level (DRAM,
     256 KB SRAM, 1 KB register file, the 256-MAC datapath, table-3 energies), S against S
@@ -231,6 +274,7 @@ def main() -> None:
         ui_prefetch_section()
         ui_three_section()
         ui_three_section(prefetch=True)
+        ui_presses_section()
         return
     if args.platform_only:
         platform_section()
@@ -279,6 +323,7 @@ def main() -> None:
     ui_prefetch_section()
     ui_three_section()
     ui_three_section(prefetch=True)
+    ui_presses_section()
     cli_section()
 
 

@@ -270,6 +270,11 @@ def test_jupyterlab_notebook_07_slider_changes_totals(browser, jupyterlab: str,
     selected = POINTS_JS.replace("NAME", "'design_selected'").replace(
         "m.data.layer ?? m.data.footprint_kb", "m.data.memory_bytes")
     assert page.evaluate(selected) == [131072]
+    # the roof is in view: the y range reaches the platform's peak
+    roof = page.evaluate("""() => { for (const d of Bokeh.documents) {
+      const f = d.get_model_by_name('design_roofline'), r = d.get_model_by_name('design_roofs');
+      if (f && r) return [f.y_range.end, r.data.peak[0]]; } return null; }""")
+    assert roof is not None and roof[0] >= roof[1] > 0
     handle = _memory_slider(page).locator(".noUi-handle")
     handle.focus()
     for _ in range(4):
@@ -284,5 +289,41 @@ def test_jupyterlab_notebook_07_slider_changes_totals(browser, jupyterlab: str,
     assert re.search(r"\d ms · \d[\d.]* mJ", after)  # units chosen per value
     assert _memory_slider(page).inner_text() \
         .strip().endswith("8 KB")  # the slider reads in bytes, not 2^13
+    assert errors == []
+    page.close()
+
+
+
+
+def test_jupyterlab_notebook_08_quick_presses_show_the_last(browser, jupyterlab: str,
+                                                            tmp_path: Path) -> None:
+    """The hierarchy app prices edits in a thread of the kernel: three quick presses on a
+    size slider end with the last hierarchy in the summary and the bars, no status left."""
+    import papermill as pm
+
+    pm.execute_notebook(str(ROOT / "notebooks" / "08_memory_hierarchy.ipynb"),
+                        str(tmp_path / "08_memory_hierarchy.ipynb"), prepare_only=True,
+                        parameters={"network": "lenet5", "sizes_kb": [16, 1],
+                                    "grid_kb": [1, 4, 16], "budget_kb": 16,
+                                    "seed_layers": ["conv3"], "seed_outer_kb": [256],
+                                    "prefetch": False, "workers": 0},
+                        kernel_name="python3", progress_bar=False)
+    page, errors = _open_and_run(browser, jupyterlab, "08_memory_hierarchy.ipynb")
+    summary = page.locator(".widget-html", has_text="edited hierarchy").first
+    summary.wait_for(timeout=120000)
+    assert "L1 16 KB | L2 1 KB" in summary.inner_text()
+    bars = POINTS_JS.replace("NAME", "'level_energy'").replace(
+        "m.data.layer ?? m.data.footprint_kb", "m.data.level1")
+    before = page.evaluate(bars)
+    handle = page.locator(".widget-slider", has_text=re.compile(r"^L1 size")).first \
+        .locator(".noUi-handle")
+    handle.focus()
+    for _ in range(3):
+        handle.press("ArrowLeft")  # 16 KB -> 2 KB, each press an edit
+    page.wait_for_function("() => [...document.querySelectorAll('.widget-html')].some("
+                           "e => e.innerText.includes('L1 2 KB | L2 1 KB'))", timeout=120000)
+    page.wait_for_function("() => ![...document.querySelectorAll('.widget-html')].some("
+                           "e => e.innerText.includes('pricing'))", timeout=120000)
+    assert page.evaluate(bars) != before  # the bars came from the thread too
     assert errors == []
     page.close()

@@ -373,7 +373,7 @@ def test_app_jumps_and_toggles_to_what_was_searched_ahead_without_searching(tmp_
                    *(app._hierarchy_at((11, 9), (False, 64, d)) for d in DATAPATHS
                      if d != "1 MAC")]
         grids = [g for h in changed if len(h.levels) <= 3
-                 for g in space_around(h, app.grid_bytes).gen_hierarchies()]
+                 for g in app._space(h).gen_hierarchies()]
         assert set(toggles) == {key_of(h) for h in changed + grids}
         steps = [sum(abs(e - lvl.capacity_bytes.bit_length() + 1)
                      for e, lvl in zip((11, 9), k[0][1:], strict=True)) for k in shared]
@@ -389,7 +389,7 @@ def test_app_jumps_and_toggles_to_what_was_searched_ahead_without_searching(tmp_
         assert app.prefetcher.wait_idle(600)
         before = len(app.prefetcher.started)
         app.split.value = True  # searched ahead with its grid
-        grid = list(space_around(split, app.grid_bytes).gen_hierarchies())
+        grid = list(app._space(split).gen_hierarchies())
         assert app.designer.ran == ran and len(app.every_source.data["capacity_kb"]) == len(grid)
         want = sum(search(lay, split, PREC, table3_energy_pj).energy_pj for lay in tiny)
         assert app.design.energy_pj == pytest.approx(want, rel=1e-12)
@@ -418,14 +418,18 @@ def test_a_new_shapes_grid_is_shared_with_the_worker(tmp_path, monkeypatch) -> N
         ran, before = app.designer.ran, len(app.prefetcher.started)
         searched_here = app.designer.layer_result
 
-        def after_the_workers_first(layer, hierarchy):  # this process, warm, is quicker to
-            for _ in range(1000):                       # start than the worker's pump thread
-                if len(app.prefetcher.started) > before:
-                    break
+        def after_the_workers_turn(layer, hierarchy):
+            # this process, warm, is quicker than the worker (cold memo, its own pump thread):
+            # the edited hierarchy waits for the worker's first start, the grid for its second
+            # (on a slow machine this process could otherwise price the whole grid while the
+            # worker is still on its first search)
+            need = before + (1 if key_of(hierarchy) == key_of(app.hierarchy()) else 2)
+            deadline = time.monotonic() + 120
+            while len(app.prefetcher.started) < need and time.monotonic() < deadline:
                 time.sleep(0.01)
             return searched_here(layer, hierarchy)
 
-        app.designer.layer_result = after_the_workers_first
+        app.designer.layer_result = after_the_workers_turn
         app.width.value = 256
         grid = list(space_around(app.hierarchy(), app.grid_bytes).gen_hierarchies())
         energies = {h.name: sum(search(lay, h, PREC, table3_energy_pj).energy_pj

@@ -14,7 +14,8 @@ from workbench import layers
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
 from workbench.hierarchy.codesign import table3_energy_pj
 from workbench.hierarchy.search import search
-from workbench.ui.hierarchy_view import hierarchy_view
+from workbench.ui.hierarchy_view import area_steps, hierarchy_view
+from workbench.viz.hierarchy_plots import level_text
 
 KB = 1024
 PREC = ElementBytes(2, 2, 2, 4)
@@ -108,6 +109,13 @@ def test_levels_split_and_errors(app) -> None:
     cap = app.hierarchy().levels[1].capacity_bytes
     assert isinstance(cap, SplitCapacity) and (cap.I, cap.W, cap.O) == (910, 14564, 910)
     _assert_sources_equal(app, _hier(cap))
+    assert "(L1 910/14,564/910 B of 16 KB)" in app.summary.value  # exact, not 0.8887 KB
+    # the grid's 16 KB level is divided as the edited one is (1:16:1, not 910:14564:910)
+    grid = {d.hierarchy.levels[1].total_bytes: d.hierarchy.levels[1].capacity_bytes
+            for d in app._grids[(1, True, 64, "1 MAC")]}
+    assert (grid[16 * KB].I, grid[16 * KB].W, grid[16 * KB].O) == (910, 14564, 910)
+    assert "910/14,564/910 B" in app.every_source.data["name"][
+        app.every_source.data["capacity_kb"].index(16)]  # the hover's name, in bytes
     good = dict(app.energy_source.data)
     app.split.value = False
     app.levels.value = 2
@@ -138,6 +146,9 @@ def test_area_budget_picks_the_brute_force_best_on_the_area_front(app) -> None:
         assert f"{budget_mm2:.3g} mm²" in app.summary.value
     areas = sorted(app.every_source.data["cost"])
     assert areas == pytest.approx(sorted(sum(s) * density for s in grid))
+    app.area_budget.value = 0.001  # below the smallest grid hierarchy: the summary says so
+    least = min(sum(s) * density for s in grid)
+    assert f"fits every layer: the smallest takes {least:.3g} mm²" in app.summary.value
     app.axis.value = "capacity"
     assert app.front_figure.xaxis[0].axis_label == "on-chip memory (KB)"
     assert app.front_source.data["cost"] == app.front_source.data["capacity_kb"]
@@ -147,6 +158,7 @@ def test_bad_arguments_are_one_line_errors() -> None:
     from workbench.errors import WorkbenchError
 
     for kwargs, rule in (({"axis": "volume"}, "axis must be"),
+                         ({"area_budget_mm2": 0}, "area_budget_mm2 must be > 0 mm²"),
                          ({"datapath": "32 MACs"}, "datapath must be one of"),
                          ({"mm2_per_kb": 0}, "mm2_per_kb must be > 0"),
                          ({"sizes_kb": (0,)}, r"sizes_kb: each size must be a power of two "
@@ -177,9 +189,12 @@ def test_three_levels_price_the_edited_hierarchy_but_no_grid(tmp_path) -> None:
     assert "prices its grid for 1 to 2 on-chip levels; the 10 3-level hierarchies" in shown
     assert app.status.value == ""
     assert not app.front_figure.visible  # no empty plot with axes of nothing
+    budget_controls = (app.axis_row, app.budget, app.area_budget)
+    assert all(c.layout.display == "none" for c in budget_controls)  # nothing to budget
     app.levels.value = 2
     assert len(app.every_source.data["capacity_kb"]) > 0 and app.best is not None
     assert app.front_figure.visible
+    assert [c.layout.display for c in budget_controls] == [None, None, "none"]
 
 
 def test_a_new_shape_says_its_grid_is_priced_until_the_summary_follows(tmp_path,
@@ -204,8 +219,12 @@ def test_a_new_shape_says_its_grid_is_priced_until_the_summary_follows(tmp_path,
     assert seen == [""] and app.status.value == ""
     rows = app.designer.traffic_rows(app.design)
     assert "e+" not in app.traffic.value
-    big = max((r for r in rows), key=lambda r: r["energy_pj"])
-    assert f"{round(big['energy_pj']):,}" in app.traffic.value
+    scale = {"pJ": 1, "nJ": 1e3, "µJ": 1e6, "mJ": 1e9, "J": 1e12}
+    shown = [float(v) * scale[u] for v, u in
+             re.findall(r"<td>([\d.]+) (pJ|nJ|µJ|mJ|J)</td>", app.traffic.value)]
+    assert len(shown) == len(rows)  # one energy per row, in a unit that reads well
+    for row, pj in zip(rows, shown, strict=True):
+        assert pj == pytest.approx(row["energy_pj"], rel=6e-3)  # three digits
 
 
 def test_an_edited_hierarchy_off_the_grid_that_beats_its_best_is_said() -> None:
@@ -222,3 +241,24 @@ def test_an_edited_hierarchy_off_the_grid_that_beats_its_best_is_said() -> None:
     assert f"the edited hierarchy is within 64 KB too and {1 - edited / best:.1%} lower" in shown
     app.sizes[0].value = 14  # 16 KB | 1 KB: on the grid, nothing to say
     assert "the edited hierarchy is within" not in app.summary.value
+
+
+def test_split_sizes_read_in_whole_kb_or_exact_bytes() -> None:
+    """DianNao's 2/32/2 KB buffers read so; parts that are not whole KB are given in bytes."""
+    assert level_text(Level("L1", SplitCapacity(2 * KB, 32 * KB, 2 * KB), 64)) == "2/32/2 KB"
+    assert level_text(Level("L1", SplitCapacity(1821, 29127, 1820), 64)) == \
+        "1,821/29,127/1,820 B of 32 KB"
+    assert level_text(Level("L1", 512, 64)) == "512 B"  # as the size slider reads
+    assert level_text(Level("L1", 16 * KB, 64)) == "16 KB"
+
+
+def test_area_slider_steps_one_two_five_and_keeps_its_start() -> None:
+    """The area budget moves 1, 2, 5 per decade (0.001 to 100 mm²) from its exact start."""
+    assert area_steps(0.5) == [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5,
+                               10, 20, 50, 100]
+    assert 0.37 in area_steps(0.37) and len(area_steps(0.37)) == 17
+    app = hierarchy_view(network="lenet5", sizes_kb=(16, 1), budget_kb=16, grid_kb=GRID_KB,
+                         axis="area", area_budget_mm2=0.37)
+    assert app.area_budget.value == 0.37 and app.area_budget.label == "0.37 mm²"
+    assert "within 0.37 mm²" in app.summary.value
+

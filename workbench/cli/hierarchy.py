@@ -16,7 +16,9 @@ import dataclasses
 import json
 import math
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import pandas as pd
 from tqdm import tqdm
@@ -25,7 +27,7 @@ from workbench import layers, platforms
 from workbench.cli.args import non_negative_int, positive_int, positive_number
 from workbench.errors import UnknownNameError, WorkbenchError
 from workbench.explore import hierarchy_plan as plan
-from workbench.hierarchy import Blocking, ElementBytes, Hierarchy
+from workbench.hierarchy import Blocking, ElementBytes, Hierarchy, interrupt
 from workbench.hierarchy.blocking import padding
 from workbench.hierarchy.codesign import (
     Codesigner,
@@ -183,13 +185,38 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
     return doc
 
 
+SHOW_EVERY_S = 0.5  # a bar's "search under way" postfix is rewritten at most this often
+
+
+@contextmanager
+def _under_way(bar: tqdm) -> Iterator[None]:
+    """The bar's postfix says how far the search under way in this thread is (its fraction
+    of passes done: `interrupt.progress`)."""
+    if bar.disable:
+        yield
+        return
+    last = [time.perf_counter()]
+
+    def show(fraction: float) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= SHOW_EVERY_S:
+            last[0] = now
+            bar.set_postfix_str(f"search under way {fraction:.0%}")
+
+    interrupt.watch(show)
+    try:
+        yield
+    finally:
+        interrupt.watch(None)
+
+
 def price_given(designer: Codesigner, hierarchy: Hierarchy, prefetcher: Prefetcher | None,
                 progress: bool = False) -> None:
     """Search every layer of the designer on the hierarchy (with a prefetcher: together with
     its workers, a layer of many slices in shares; a bar of layers on stderr if `progress`)
     and hand the results to `hierarchy_plan` (`remember`): they are its own search's."""
     with tqdm(total=len(designer.layers), desc="layers searched", file=sys.stderr,
-              disable=not progress, leave=False) as bar:
+              disable=not progress, leave=False) as bar, _under_way(bar):
         if prefetcher is None:
             for layer in designer.layers:
                 designer.layer_result(layer, hierarchy)
@@ -217,9 +244,10 @@ def _codesign(designer: Codesigner, prefetcher: Prefetcher | None, hierarchy: Hi
     grid = list(space.gen_hierarchies())
     found = prefetcher.designs(grid) if prefetcher is not None else \
         (designer.design(h) for h in grid)  # codesign then finds every one memoized
-    for _ in tqdm(found, total=len(grid), desc="hierarchies priced", file=sys.stderr,
-                  disable=not progress, leave=False):
-        pass
+    with tqdm(found, total=len(grid), desc="hierarchies priced", file=sys.stderr,
+              disable=not progress, leave=False) as bar, _under_way(bar):
+        for _ in bar:
+            pass
     result = codesign(tiled, space, budget=budget_kb * KB, designer=designer)
     if result.best is None:
         raise WorkbenchError(f"no hierarchy of the grid within {budget_kb:g} KB fits "

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from workbench.errors import WorkbenchError
+from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import (
     KINDS,
     ElementBytes,
@@ -154,29 +155,38 @@ def scaled_capacity(cap: int | SplitCapacity | None, size: int) -> int | SplitCa
     return SplitCapacity(**parts)
 
 
-def space_around(hierarchy: Hierarchy, sizes_bytes: Sequence[int]) -> DesignSpace:
+def space_around(hierarchy: Hierarchy, sizes_bytes: Sequence[int],
+                 ratio: tuple[int, int, int] | None = None) -> DesignSpace:
     """A grid keeping the hierarchy's levels (names, widths, areas, shared or split in the
-    same proportions) and its datapath, with each on-chip level's total taken from
-    `sizes_bytes`."""
+    same proportions, or I:W:O in `ratio` when given: a level split from that ratio is then
+    split as at its own size, not in its rounded parts' proportions) and its datapath, with
+    each on-chip level's total taken from `sizes_bytes`."""
     if not sizes_bytes or min(sizes_bytes) < 1:
         raise WorkbenchError(f"co-design sizes must be positive byte counts, got "
                              f"{list(sizes_bytes)}")
+
+    def split(cap: int | SplitCapacity | None) -> int | SplitCapacity | None:
+        return SplitCapacity(*ratio) if ratio and isinstance(cap, SplitCapacity) else cap
+
     slots = tuple(LevelSlot(lvl.name, lvl.access_bits,
-                            tuple(scaled_capacity(lvl.capacity_bytes, int(s))
+                            tuple(scaled_capacity(split(lvl.capacity_bytes), int(s))
                                   for s in sorted(set(sizes_bytes))), lvl.area_mm2_per_kb)
                   for lvl in hierarchy.on_chip)
     return DesignSpace(hierarchy.levels[0], slots, hierarchy.mac_energy_pj, hierarchy.datapath)
 
 
-def _kb(cap: int | SplitCapacity) -> str:
-    if isinstance(cap, SplitCapacity):
-        return "/".join(f"{cap.of(a) / 1024:.4g}" for a in ("I", "W", "O")) + " KB"
-    return f"{cap / 1024:g} KB"
+def capacity_text(cap: int | SplitCapacity) -> str:
+    """'16 KB' or '512 B'; split I/W/O: '2/32/2 KB', or exact bytes when a part is not
+    whole KB ('910/14,564/910 B')."""
+    parts = [cap.of(a) for a in ("I", "W", "O")] if isinstance(cap, SplitCapacity) else [cap]
+    if all(p % 1024 == 0 for p in parts):
+        return "/".join(f"{p // 1024}" for p in parts) + " KB"
+    return "/".join(f"{p:,}" for p in parts) + " B"
 
 
 def describe(levels: Sequence[Level]) -> str:
-    """'DRAM | 1024 KB | 2/32/2 KB': the on-chip capacities, outermost first."""
-    return " | ".join(f"{lvl.name} {_kb(lvl.capacity_bytes)}" for lvl in levels
+    """'L1 1024 KB | L2 2/32/2 KB': the on-chip capacities, outermost first."""
+    return " | ".join(f"{lvl.name} {capacity_text(lvl.capacity_bytes)}" for lvl in levels
                       if lvl.capacity_bytes is not None)
 
 
@@ -285,6 +295,7 @@ class Codesigner:
         if key in self._infeasible:
             return None
         if key not in self._memo:
+            interrupt.check()  # a safe point before each search (`interrupt`)
             self.ran += 1
             try:
                 self._memo[key] = self.search_fn(layer, hierarchy, self.precision,

@@ -85,6 +85,7 @@ class Prefetcher:
         self.raced: list[ItemKey] = []
         self._cancelling: set[int] = set()      # workers asked to drop their item
         self._racing: ItemKey | None = None     # item searched here while a worker has it
+        self._racer: int | None = None          # the thread searching it (an ident)
         self._closed = False
         self._workers = []
         self.alive = workers or default_workers()  # workers still answering
@@ -123,7 +124,7 @@ class Prefetcher:
                     if status == "ok" and len(item) == 2:
                         self._done[key] = (*item, payload)
                         if key == self._racing:  # this process's search of it may stop
-                            interrupt.request()
+                            interrupt.request(self._racer)
                     elif status == "ok":
                         self._shares[key] = payload
                     elif status == "error":
@@ -261,12 +262,14 @@ class Prefetcher:
             with self._cond:
                 interrupt.clear()
                 self._racing = key if self._busy(key) else None
+                self._racer = threading.get_ident()
                 if self._racing:
                     _log(self.raced, key)
             try:
                 self.designer.layer_result(layer, hierarchy)
-            except interrupt.Cancelled:  # the worker's result came in
-                pass
+            except interrupt.Cancelled:  # the worker's result came in, or the design is
+                if interrupt.abandoned():  # no longer wanted (`interrupt.abandon`)
+                    raise
             finally:
                 with self._cond:
                     self._racing = None
@@ -314,7 +317,9 @@ class Prefetcher:
                 mine = next((i for i in reversed(self._wanted) if i in left), None) or \
                     next((i for i in left if _item_key(i) not in self._running), None)
                 if mine is None and left:
-                    self._cond.wait()
+                    self._cond.wait(0.1)
+                    if interrupt.abandoned():  # the design is no longer wanted
+                        raise interrupt.Cancelled("design abandoned")
                     continue
                 if mine in self._wanted:
                     self._wanted.remove(mine)

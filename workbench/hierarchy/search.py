@@ -213,11 +213,13 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
     start = incumbent(layer, hierarchy, precision, size_energy, bypass, incumbents)
     best, best_at = (math.inf, None) if start is None else (start[0], None)
-    for roles in role_orders(hierarchy, bypass):  # the identity first: R's holders
+    orders = list(role_orders(hierarchy, bypass))
+    for r, roles in enumerate(orders):  # the identity first: R's holders
         found = _search_roles(layer, in_roles(hierarchy, roles), roles, precision, size_energy,
-                              bypass, per_dim, extent, best, share)
+                              bypass, per_dim, extent, best, share, (r, len(orders)))
         if found is not None:
             best, best_at = found[0], (found[1], roles)
+    interrupt.progress(1.0)
     combos = math.prod(len(per_dim[d]) for d in DIMS)
     if best_at is None and start is not None:  # nothing below the incumbent: it is optimal
         return SearchResult(start[1], best, {d: len(per_dim[d]) for d in DIMS}, combos)
@@ -244,9 +246,11 @@ def sliced(layer: ConvLayer, hierarchy: Hierarchy) -> bool:
 
 def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: PrecisionLike,
                   size_energy: SizeEnergy | None, bypass: bool, per_dim: dict, extent: dict,
-                  best: float, share: tuple[int, int] = (0, 1)):
+                  best: float, share: tuple[int, int] = (0, 1),
+                  stage: tuple[int, int] = (0, 1)):
     """S's part under one role order (`hierarchy`: seen under it): (energy pJ, where) of its
-    least blocking below `best`, or None."""
+    least blocking below `best`, or None. `stage`: this role order's index and their count
+    (the progress reported at each slice: role orders, then passes, then slices done)."""
     on_chip = len(hierarchy.levels) - 1
     classes = {d: {g: chain_classes(per_dim[d], extent[d], g) for g in range(2, on_chip + 1)}
                for d in DIMS}  # role L−γ+1's view of each chain
@@ -286,8 +290,10 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
     # (a slice whose least floor for the other patterns, found in the first pass, reaches the
     # best energy found is skipped in the second)
     slice_floor = dict.fromkeys(range(len(slices)), -math.inf)
-    for batch, later in (([patterns[0]], patterns[1:]), (patterns[1:], [])):
+    for step, (batch, later) in enumerate((([patterns[0]], patterns[1:]),
+                                           (patterns[1:], []))):
         for i, (xs, ys) in enumerate(slices):
+            interrupt.progress((stage[0] + (step + i / len(slices)) / 2) / stage[1])
             # patterns whose floor reaches the best energy found cannot beat it
             live = [p for p in batch if floors[p] < best]
             if not live:

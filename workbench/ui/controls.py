@@ -1,10 +1,14 @@
-"""Shared controls: a local-memory slider that reads in bytes (128 B … 16 MB), not 2^k."""
+"""Shared controls: a local-memory slider that reads in bytes (128 B … 16 MB), not 2^k, its
+steps from sizes in KB, and an area slider's 1-2-5 steps."""
 
 from __future__ import annotations
 
 import ipywidgets as widgets
 
+from workbench.errors import WorkbenchError
 from workbench.viz.units import fmt_bytes
+
+KB = 1024
 
 
 def memory_slider(value_log2: int, lo_log2: int = 7, hi_log2: int = 24,
@@ -23,3 +27,27 @@ def range_slider(value_log2: tuple[int, int], lo_log2: int = 7, hi_log2: int = 2
     return widgets.SelectionRangeSlider(
         options=[(fmt_bytes(1 << k), k) for k in range(lo_log2, hi_log2 + 1)],
         index=(value_log2[0] - lo_log2, value_log2[1] - lo_log2), description=description)
+
+
+def area_steps(start_mm2: float) -> list[float]:
+    """The area slider's positions (mm²): 1, 2, 5 per decade from 0.001 to 100, and
+    `start_mm2` itself when it is not one of them."""
+    steps = {round(m * 10.0 ** e, 6) for e in range(-3, 3) for m in (1, 2, 5)}
+    return sorted({s for s in steps if s <= 100} | {float(start_mm2)})
+
+
+def size_exponent(kb: float, bounds: tuple[int, int], name: str) -> int:
+    """The slider step of `kb` (log2 of its bytes): a power of two within the slider's range."""
+    lo, hi = bounds
+    size = float(kb) * KB if isinstance(kb, int | float) and not isinstance(kb, bool) else -1
+    if not (size >= 1 and size.is_integer() and int(size) & (int(size) - 1) == 0
+            and lo <= int(size).bit_length() - 1 <= hi):
+        raise WorkbenchError(f"{name}: each size must be a power of two from "
+                             f"{(1 << lo) / KB:g} to {(1 << hi) / KB:g} KB (the slider's "
+                             f"steps), got {kb!r}")
+    return int(size).bit_length() - 1
+
+
+def kb_log2(kb: float) -> int:
+    """log2 of `kb` KB in bytes, rounded down (0 below 1 B)."""
+    return max(0, int(round(float(kb) * KB)).bit_length() - 1)

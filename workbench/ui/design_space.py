@@ -88,11 +88,13 @@ class DesignSpaceApp:
         """Empty sources and the four figures drawing them."""
         self.cycles_source = ColumnDataSource({"layer": []}, name="design_cycles")
         self.energy_source = ColumnDataSource({"layer": []}, name="design_energy")
-        self.points = ColumnDataSource(viz.roofline_data(pd.DataFrame()), name="design_points")
+        self.points = ColumnDataSource(dp.roofline_points_data(pd.DataFrame(), None),
+                                       name="design_points")
         self.roofs = ColumnDataSource(viz.roofs(self.platform), name="design_roofs")
         empty = dp.memory_points_data(pd.DataFrame())
         self.memory_points = ColumnDataSource(dict(empty), name="design_sizes")
-        self.front = ColumnDataSource(dict(empty), name="design_front")
+        self.front = ColumnDataSource(dp.front_points_data(pd.DataFrame(), pd.DataFrame()),
+                                      name="design_front")
         self.selected = ColumnDataSource(dict(empty), name="design_selected")
         for src, kind in ((self.cycles_source, "cycles"), (self.energy_source, "energy")):
             src.data = dp.breakdown_data(pd.DataFrame(), kind, [])
@@ -132,7 +134,7 @@ class DesignSpaceApp:
             src.data = {k: [] for k in src.data}
             fig.x_range.factors = names
             dp.fit_layer_labels(fig, names)
-        self.points.data = viz.roofline_data(pd.DataFrame())
+        self.points.data = dp.roofline_points_data(pd.DataFrame(), None)
 
     def _platform_changed(self) -> None:
         """A panel edit: recompute unless only local_mem_bytes moved (then select that size)."""
@@ -187,7 +189,7 @@ class DesignSpaceApp:
         key = (tiled, self.platform.replace(local_mem_bytes=SIZES[0]), objective)
         start = time.perf_counter()
         if key not in self._memo:
-            self.status.value = (f"<i>⏳ computing the best mappings of {len(tiled)} layers "
+            self.status.value = (f"<i>computing the best mappings of {len(tiled)} layers "
                                  f"for {len(SIZES)} memory sizes (a new network's candidate "
                                  "sets take a few seconds the first time)…</i>")
             try:
@@ -204,7 +206,7 @@ class DesignSpaceApp:
         self._rows = {int(s): i for s, i in self.best.groupby("buffer_bytes").indices.items()}
         self.sizes = self._size_totals()
         self.memory_points.data = dp.memory_points_data(self.sizes)
-        self.front.data = dp.memory_points_data(self.sizes[self.sizes["pareto"]])
+        self.front.data = dp.front_points_data(self.sizes[self.sizes["pareto"]], self.sizes)
         self.roofs.data = viz.roofs(self.platform, self.best["ctc"].tolist())
         self._summary = self._describe(time.perf_counter() - start)
         if select:
@@ -250,7 +252,7 @@ class DesignSpaceApp:
         self.per_layer = per_layer
         self.cycles_source.data = dp.breakdown_data(per_layer, "cycles", names)
         self.energy_source.data = dp.breakdown_data(per_layer, "energy", names)
-        self.points.data = viz.roofline_data(per_layer)
+        self.points.data = dp.roofline_points_data(per_layer, self.platform.peak_gops)
         self.selected.data = dp.selected_memory_data(self.sizes, size)
         fits = set(per_layer["layer"]) if len(per_layer) else set()
         missing = [name for name in names if name not in fits]

@@ -11,17 +11,20 @@ budget only re-selects. With `prefetch`, what the user may ask next (the size sl
 positions, the edited sizes after one other control's change with its grid) is searched ahead
 in worker processes (`workbench.hierarchy.prefetch`) and taken into the memo; an edit gives
 them the edited hierarchy from its last layer, and one with a layer of many slices makes them
-drop what they search ahead and search that layer in shares with this process.
+drop what they search ahead and search that layer in shares with this process. With
+`background` (the notebook's), edits are priced in a thread of the kernel and a newer edit
+supersedes the one being priced (`ui.background`): quick presses and drags are priced once,
+at the last position, and the controls stay live meanwhile.
 """
 
 from __future__ import annotations
 
 import html
 import itertools
+import math
 import re
 
 import ipywidgets as widgets
-import pandas as pd
 from bokeh.models import ColumnDataSource
 
 from workbench import layers
@@ -39,12 +42,14 @@ from workbench.hierarchy.codesign import (
 )
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.prefetch import Prefetcher, nearest_first
+from workbench.ui.background import Latest
 from workbench.ui.bokeh_widget import bokeh_widget
-from workbench.ui.controls import memory_slider
+from workbench.ui.controls import area_steps, kb_log2, memory_slider, size_exponent
 from workbench.ui.errors import error_html
-from workbench.ui.progress import busy
+from workbench.ui.progress import busy, searching
 from workbench.viz.hierarchy_plots import (
     MAX_LEVELS,
+    describe_design,
     energy_bars,
     front_data,
     front_plot,
@@ -52,8 +57,8 @@ from workbench.viz.hierarchy_plots import (
     relabel_front,
     relabel_levels,
     show_layers,
+    traffic_html,
 )
-from workbench.viz.units import fmt_count, fmt_number
 
 KB = 1024
 STALE = "; the plots and summary still show the last hierarchy that worked"
@@ -89,7 +94,8 @@ class HierarchyView:
                  elem_bytes: int = 2, psum_bytes: int = 4, mac_pj: float = 1.0,
                  dram_pj_per_16b: float = 320.0, datapath: str = "1 MAC",
                  axis: str = "capacity", area_budget_mm2: float = 0.5,
-                 mm2_per_kb: float = SEED001_MM2_PER_KB, prefetch: bool = False) -> None:
+                 mm2_per_kb: float = SEED001_MM2_PER_KB, prefetch: bool = False,
+                 background: bool = False) -> None:
         if not 1 <= len(sizes_kb) <= MAX_LEVELS - 1:
             raise WorkbenchError(f"sizes_kb: 1 to {MAX_LEVELS - 1} on-chip levels, got "
                                  f"{list(sizes_kb)}")
@@ -97,13 +103,15 @@ class HierarchyView:
             raise WorkbenchError(f"width_bits must be one of {WIDTHS_BITS}, got {width_bits}")
         if axis not in ("capacity", "area"):
             raise WorkbenchError(f"axis must be 'capacity' or 'area', got {axis!r}")
+        if not 0 < area_budget_mm2 < math.inf:
+            raise WorkbenchError(f"area_budget_mm2 must be > 0 mm², got {area_budget_mm2!r}")
         if not mm2_per_kb > 0:
             raise WorkbenchError(f"mm2_per_kb must be > 0, got {mm2_per_kb!r}")
         if datapath not in DATAPATHS:
             raise WorkbenchError(f"datapath must be one of {list(DATAPATHS)}, got {datapath!r}")
         for kb in sizes_kb:
-            _exponent(kb, SIZE_LOG2, "sizes_kb")
-        _exponent(budget_kb, BUDGET_LOG2, "budget_kb")
+            size_exponent(kb, SIZE_LOG2, "sizes_kb")
+        size_exponent(budget_kb, BUDGET_LOG2, "budget_kb")
         net = layers.load_network(network)
         picked = tuple(lay for lay in net.tiled_layers() if lay.kind == "conv" or include_fc)
         self.designer = Codesigner(picked, ElementBytes(elem_bytes, elem_bytes, elem_bytes,
@@ -116,19 +124,23 @@ class HierarchyView:
         self._grids: dict[tuple, list[Design]] = {}
         self.levels = widgets.IntSlider(value=len(sizes_kb), min=1, max=MAX_LEVELS - 1,
                                         description="on-chip levels", style=_STYLE)
-        self.sizes = [memory_slider(_log2(sizes_kb[min(i, len(sizes_kb) - 1)]), *SIZE_LOG2,
+        self.sizes = [memory_slider(kb_log2(sizes_kb[min(i, len(sizes_kb) - 1)]), *SIZE_LOG2,
                                     f"L{i + 1} size") for i in range(MAX_LEVELS - 1)]
         self.split = widgets.Checkbox(value=split, description=f"split I/W/O {ratio}")
         self.width = widgets.Dropdown(options=WIDTHS_BITS, value=width_bits,
                                       description="access bits", style=_STYLE)
         self.datapath = widgets.Dropdown(options=list(DATAPATHS), value=datapath,
                                          description="MAC array", style=_STYLE)
-        self.budget = memory_slider(_log2(budget_kb), *BUDGET_LOG2, "budget")
+        self.budget = memory_slider(kb_log2(budget_kb), *BUDGET_LOG2, "budget")
         self.axis = widgets.ToggleButtons(options=["capacity", "area"], value=axis,
-                                          description="budget by", style=_STYLE)
-        self.area_budget = widgets.FloatLogSlider(value=area_budget_mm2, base=10, min=-3,
-                                                  max=2, step=0.05,
-                                                  description="budget (mm²)", style=_STYLE)
+                                          style={"button_width": "80px"})
+        # its label beside it (a ToggleButtons' own description sits on a line of its own)
+        self.axis_row = widgets.HBox([widgets.HTML(
+            "<div style='text-align: right; padding-right: 8px'>budget by</div>",
+            layout=widgets.Layout(width="110px")), self.axis])
+        self.area_budget = widgets.SelectionSlider(
+            options=[(f"{mm2:g} mm²", mm2) for mm2 in area_steps(area_budget_mm2)],
+            value=area_budget_mm2, description="budget", style=_STYLE)
         self.status, self.summary, self.traffic = widgets.HTML(), widgets.HTML(), widgets.HTML()
         self.status.layout.width = "300px"  # a long error wraps: the plot beside stays put
         self.design: Design | None = None
@@ -142,11 +154,33 @@ class HierarchyView:
         self.every_source, self.front_source, self.best_source = (
             ColumnDataSource(d) for d in front_data([], [], None, 1))
         self.front_figure = front_plot(self.every_source, self.front_source, self.best_source)
+        # edits after the first pricing: in a thread, the newest superseding (`background`)
+        self.background = Latest(self._priced, self._failed, "workbench-hierarchy-app") \
+            if background else None
         for control in (self.levels, self.split, self.width, self.datapath, *self.sizes):
-            control.observe(lambda change: self.update(), names="value")
+            control.observe(lambda change: self._changed("edit"), names="value")
         for control in (self.budget, self.axis, self.area_budget):
-            control.observe(lambda change: self.update_budget(), names="value")
+            control.observe(lambda change: self._changed("budget"), names="value")
         self.update()
+
+    def _changed(self, kind: str) -> None:
+        """A control moved: reprice now, or ask the background thread (an edit supersedes
+        the pricing under way; a budget move waits for it)."""
+        if self.background is None:
+            self._priced(frozenset({kind}))
+        else:
+            self.background.ask(kind, supersede=kind == "edit")
+
+    def _priced(self, kinds: frozenset[str]) -> None:
+        (self.update if "edit" in kinds else self.update_budget)()
+
+    def _failed(self, exc: Exception) -> None:
+        self.status.value = error_html(WorkbenchError(f"{type(exc).__name__}: {exc}{STALE}"))
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the edits made so far are priced and shown (at most `timeout` s);
+        True if so (at once without `background`)."""
+        return self.background is None or self.background.wait(timeout)
 
     def hierarchy(self) -> Hierarchy:
         """The edited hierarchy: DRAM, then the first `levels` sliders' sizes (outermost
@@ -171,6 +205,10 @@ class HierarchyView:
         return Hierarchy((self.dram, *on_chip), name="edited", mac_energy_pj=self.mac_pj,
                          datapath=DATAPATHS[datapath])
 
+    def _space(self, hierarchy: Hierarchy) -> DesignSpace:
+        """The co-design grid around `hierarchy`, a split level divided in the app's ratio."""
+        return space_around(hierarchy, self.grid_bytes, self.ratio)
+
     def _check_order(self) -> None:
         """Refuse an inner slider above the one outside it, in the sliders' own units."""
         for i in range(1, self.levels.value):
@@ -186,7 +224,9 @@ class HierarchyView:
         try:
             self._check_order()
             hierarchy = self.hierarchy()
-            with busy(self.status, "pricing the edited hierarchy"):  # shown while it runs
+            with busy(self.status, "pricing the edited hierarchy"), \
+                    searching(self.status, "pricing the edited hierarchy",
+                              lambda: self._layers_done(hierarchy)):  # shown while it runs
                 if self.prefetcher is None:
                     design = self.designer.design(hierarchy)
                 else:  # the workers from its last layer, then a new shape's grid from its end
@@ -216,10 +256,10 @@ class HierarchyView:
         data = level_energy_data(rows, names)
         show_layers(self.energy_figure, data)
         self.energy_source.data = data
-        self.traffic.value = _traffic_html(rows)
+        self.traffic.value = traffic_html(rows)
         if self._grid_space() is not None:  # a new shape: its co-design grid is priced now
-            with busy(self.status, "pricing this shape's co-design grid (the summary and the "
-                      "front follow)"):
+            text = "pricing this shape's co-design grid (the summary and the front follow)"
+            with busy(self.status, text), searching(self.status, text, self._grid_done):
                 self.update_budget()
         else:
             self.status.value = ""
@@ -227,6 +267,14 @@ class HierarchyView:
         self.status.value = ""
         if self.prefetcher is not None:
             self.prefetcher.want(self._ahead())
+
+    def _layers_done(self, hierarchy: Hierarchy) -> str:
+        done = sum(self.designer.known_layer(lay, hierarchy) for lay in self.designer.layers)
+        return f"{done} of {len(self.designer.layers)} layers done"
+
+    def _grid_done(self) -> str:
+        grid = list(self._space(self.hierarchy()).gen_hierarchies())
+        return f"{sum(self.designer.known(h) for h in grid)} of {len(grid)} hierarchies done"
 
     def _ahead(self) -> list[Hierarchy]:
         """What to search ahead, most likely next first: the size sliders' positions one step
@@ -251,13 +299,15 @@ class HierarchyView:
             hierarchy = self._hierarchy_at(exponents, shape)
             toggles.append(hierarchy)
             if len(exponents) <= GRID_LEVELS:
-                toggles += space_around(hierarchy, self.grid_bytes).gen_hierarchies()
+                toggles += self._space(hierarchy).gen_hierarchies()
         return ([self._hierarchy_at(p) for p, n in zip(ranked, steps, strict=True) if n == 1]
                 + toggles
                 + [self._hierarchy_at(p) for p, n in zip(ranked, steps, strict=True) if n > 1])
 
     def close(self) -> None:
-        """Stop the searches done ahead (the widgets stay)."""
+        """Stop the pricing under way and the searches done ahead (the widgets stay)."""
+        if self.background is not None:
+            self.background.close()
         if self.prefetcher is not None:
             self.prefetcher.close()
 
@@ -280,15 +330,17 @@ class HierarchyView:
         key = (self.levels.value, *self._shape())
         if self.levels.value > GRID_LEVELS or key in self._grids:
             return None
-        return space_around(self.hierarchy(), self.grid_bytes)
+        return self._space(self.hierarchy())
 
     def update_budget(self) -> None:
         """The best grid design within the budget (capacity or area), the front on that axis,
         and the summary (no grid past GRID_LEVELS on-chip levels: the summary says why)."""
         designs = self._grid()
         axis = self.axis.value
-        self.budget.layout.display = None if axis == "capacity" else "none"
-        self.area_budget.layout.display = None if axis == "area" else "none"
+        shown = designs is not None  # no grid past GRID_LEVELS: no budget to move
+        self.axis_row.layout.display = None if shown else "none"
+        self.budget.layout.display = None if shown and axis == "capacity" else "none"
+        self.area_budget.layout.display = None if shown and axis == "area" else "none"
         budget = (1 << self.budget.value) if axis == "capacity" else self.area_budget.value
         self.best = None if designs is None else best_within(designs, budget, axis)
         every, front, best = front_data(designs or [], pareto_front(designs or [], axis),
@@ -297,29 +349,33 @@ class HierarchyView:
         self.every_source.data, self.front_source.data, self.best_source.data = \
             every, front, best
         self.front_figure.visible = designs is not None  # no grid: no empty plot
-        self.summary.value = self._summary_html(budget, designs is None)
+        self.summary.value = self._summary_html(budget, designs)
 
-    def _summary_html(self, budget: float, no_grid: bool = False) -> str:
+    def _summary_html(self, budget: float, designs: list[Design] | None) -> str:
         given = self.design
         lines = [f"<b>{html.escape(self.network_name)}</b>, {len(self.designer.layers)} "
-                 f"layers: edited hierarchy ({html.escape(_describe(given))}): "
+                 f"layers: edited hierarchy ({html.escape(describe_design(given))}): "
                  f"{given.energy_pj / self.macs:.2f} pJ/MAC, "
                  f"memory:compute {given.memory_to_compute:.2f}×"]
         within = (f"{budget / KB:g} KB" if self.axis.value == "capacity"
                   else f"{budget:.3g} mm²")
-        if no_grid:
-            size = space_around(self.hierarchy(), self.grid_bytes).size()
+        if designs is None:
+            size = self._space(self.hierarchy()).size()
             lines.append(f"co-design: the app prices its grid for 1 to {GRID_LEVELS} on-chip "
                          f"levels; the {size} {self.levels.value}-level hierarchies of this "
                          f"grid take minutes (<code>workbench hierarchy NETWORK --levels "
                          f"FILE --budget-kb N</code> prices them)")
         elif self.best is None:
-            lines.append(f"no grid hierarchy within {within} fits every layer")
+            least = min((d.cost(self.axis.value) for d in designs), default=None)
+            lines.append(f"no grid hierarchy within {within} fits every layer" + (
+                "" if least is None or least <= budget else
+                f": the smallest takes {least / KB:g} KB" if self.axis.value == "capacity"
+                else f": the smallest takes {least:.3g} mm²"))
         else:
             b = self.best
             sizes = ", ".join(f"{n / KB:g}" for n in self.grid_bytes)
             lines.append(f"co-designed within {within} (best of the grid: level sizes {sizes} "
-                         f"KB): {html.escape(_describe(b))}: {b.energy_pj / self.macs:.2f} "
+                         f"KB): {html.escape(describe_design(b))}: {b.energy_pj / self.macs:.2f} "
                          f"pJ/MAC, memory:compute {b.memory_to_compute:.2f}×, "
                          f"{b.capacity_bytes / KB:g} KB, {b.area_mm2:.3g} mm²")
             if given.cost(self.axis.value) <= budget and given.energy_pj < b.energy_pj:
@@ -331,49 +387,10 @@ class HierarchyView:
     @property
     def view(self) -> widgets.Widget:
         controls = widgets.VBox([self.levels, *self.sizes, self.split, self.width,
-                                 self.datapath, self.axis, self.budget, self.area_budget,
+                                 self.datapath, self.axis_row, self.budget, self.area_budget,
                                  self.status])
         return widgets.VBox([widgets.HBox([controls, bokeh_widget(self.energy_figure)]),
                              bokeh_widget(self.front_figure), self.summary, self.traffic])
-
-
-def _exponent(kb: float, bounds: tuple[int, int], name: str) -> int:
-    """The slider step of `kb` (log2 of its bytes): a power of two within the slider's range."""
-    lo, hi = bounds
-    size = float(kb) * KB if isinstance(kb, int | float) and not isinstance(kb, bool) else -1
-    if not (size >= 1 and size.is_integer() and int(size) & (int(size) - 1) == 0
-            and lo <= int(size).bit_length() - 1 <= hi):
-        raise WorkbenchError(f"{name}: each size must be a power of two from "
-                             f"{(1 << lo) / KB:g} to {(1 << hi) / KB:g} KB (the slider's "
-                             f"steps), got {kb!r}")
-    return int(size).bit_length() - 1
-
-
-def _log2(kb: float) -> int:
-    return max(0, int(round(float(kb) * KB)).bit_length() - 1)
-
-
-def _describe(design: Design) -> str:
-    return " | ".join(f"{lvl.name} {_kb_text(lvl)}" for lvl in design.hierarchy.on_chip)
-
-
-def _kb_text(level: Level) -> str:
-    cap = level.capacity_bytes
-    if isinstance(cap, SplitCapacity):
-        return "/".join(f"{cap.of(a) / KB:.4g}" for a in "IWO") + " KB"
-    return f"{level.total_bytes / KB:g} KB"
-
-
-def _traffic_html(rows: list[dict]) -> str:
-    """The per-layer, per-level table: counts with separators, energies without exponents."""
-    table = pd.DataFrame(rows).rename(columns={"pj_per_mac": "pJ/MAC", "energy_pj": "pJ"})
-    for col in table.columns:
-        if pd.api.types.is_integer_dtype(table[col]):
-            table[col] = table[col].map(fmt_count)
-        elif pd.api.types.is_float_dtype(table[col]):
-            table[col] = table[col].map(lambda v: fmt_number(v, 4))
-    return (table.to_html(index=False)
-            + "<p><i>accesses in elements (reads + writes) per layer and level</i></p>")
 
 
 def hierarchy_view(**kwargs) -> HierarchyView:

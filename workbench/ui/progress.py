@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 import ipywidgets as widgets
@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from workbench import explore, quant
+from workbench.hierarchy import interrupt
 from workbench.hierarchy.codesign import Codesigner, Design, DesignSpace
 from workbench.hierarchy.prefetch import designs_together
 from workbench.layers.network import Network
@@ -37,16 +38,39 @@ def busy(status: widgets.HTML, text: str) -> Iterator[dict]:
     `seconds` when it ends (the caller writes the result line). Interrupted (the kernel's
     interrupt), the line says so and that the plots show the last result."""
     timing: dict[str, float] = {}
-    status.value = f"<i>⏳ {html.escape(text)}…</i>"
+    status.value = f"<i>{html.escape(text)}…</i>"
     start = time.perf_counter()
     try:
         yield timing
     except KeyboardInterrupt:
-        status.value = (f"<i>⏹ {html.escape(text)}: interrupted; the plots and tables still "
+        status.value = (f"<i>{html.escape(text)}: interrupted; the plots and tables still "
                         "show the last result (change a control to try again)</i>")
         raise
     finally:
         timing["seconds"] = time.perf_counter() - start
+
+
+@contextmanager
+def searching(status: widgets.HTML, text: str, counts: Callable[[], str],
+              every_s: float = 0.5) -> Iterator[None]:
+    """While the block's searches run (in this thread), rewrite the status line at most every
+    `every_s` s (the first after `every_s`): `text`, `counts()` (what is done: '1 of 2 layers
+    done'), the search under way's fraction of passes done and the time since the start."""
+    start = time.perf_counter()
+    last = [start]
+
+    def watcher(fraction: float) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= every_s:
+            last[0] = now
+            status.value = (f"<i>{html.escape(text)}: {html.escape(counts())}; the search "
+                            f"under way {fraction:.0%} done; {fmt_seconds(now - start)}…</i>")
+
+    interrupt.watch(watcher)
+    try:
+        yield
+    finally:
+        interrupt.watch(None)
 
 
 def took(seconds: float) -> str:

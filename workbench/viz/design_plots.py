@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from bokeh.core.properties import field
 from bokeh.models import (
     ColorBar,
     ColumnDataSource,
@@ -17,6 +18,8 @@ from bokeh.models import (
     FactorRange,
     LabelSet,
     LinearColorMapper,
+    LogTicker,
+    TapTool,
 )
 from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
@@ -25,12 +28,26 @@ from bokeh.transform import factor_cmap
 from workbench.perf import CYCLE_PARTS, ENERGY_PARTS
 from workbench.tiling import SCHEDULES
 from workbench.viz.common import PART_COLORS, SCHEDULE_COLORS, TOOLS, apply_labels, hover
-from workbench.viz.explore_plots import data_ranges
-from workbench.viz.units import TILE_HEADER, human_axes
+from workbench.viz.explore_plots import data_ranges, roofline_data
+from workbench.viz.labels import place_labels
+from workbench.viz.units import TILE_HEADER, fmt_energy, fmt_ms, human_axes
 
 MEMORY_COLUMNS = ("memory_bytes", "memory", "log2", "time_ms", "energy_uj", "throughput_gops",
-                  "traffic_mb")
+                  "traffic_mb", "time_text", "energy_text")
+# plot areas (px) the labels are placed in: the figures' sizes less axes, title, colour bar
+ROOFLINE_FRAME = (414, 286)
+TRADEOFF_FRAME = (377, 286)
 _LOG2_RANGE = (7, 24)  # colour scale of memory sizes: 128 B .. 16 MB
+# a tick in the unit that reads best: UNITS lists (scale, suffix), largest first
+_UNIT_TICKS_JS = """
+const units = UNITS;
+for (const [scale, suffix] of units) {
+  if (Math.abs(tick) >= scale || scale === units[units.length - 1][0]) {
+    const v = Number((tick / scale).toPrecision(3));
+    return v.toLocaleString("en-US") + suffix;
+  }
+}
+"""
 _LOG2_TICKS_JS = """
 const b = Math.pow(2, tick);
 return b >= 1048576 ? (b / 1048576) + " MB" : b >= 1024 ? (b / 1024) + " KB" : b + " B";
@@ -78,7 +95,28 @@ def memory_points_data(sizes: pd.DataFrame) -> dict[str, list]:
             "time_ms": sizes["time_ms"].astype(float).tolist(),
             "energy_uj": (sizes["energy_pj"].to_numpy(dtype=float) / 1e6).tolist(),
             "throughput_gops": sizes["throughput_gops"].astype(float).tolist(),
-            "traffic_mb": sizes["traffic_mb"].astype(float).tolist()}
+            "traffic_mb": sizes["traffic_mb"].astype(float).tolist(),
+            "time_text": [fmt_ms(t) for t in sizes["time_ms"]],
+            "energy_text": [fmt_energy(e) for e in sizes["energy_pj"]]}
+
+
+def front_points_data(front: pd.DataFrame, sizes: pd.DataFrame) -> dict[str, list]:
+    """`memory_points_data` of the Pareto sizes with their labels placed (`place_labels`)
+    over the range of every size's point."""
+    data = memory_points_data(front)
+    others = memory_points_data(sizes)
+    return data | place_labels(data["time_ms"], data["energy_uj"], data["memory"],
+                               TRADEOFF_FRAME, others=(others["time_ms"], others["energy_uj"]),
+                               marker_px=16, padding=0.1)
+
+
+def roofline_points_data(per_layer: pd.DataFrame, peak_gops: float | None) -> dict[str, list]:
+    """`roofline_data` of each layer's mapping with its label placed (`place_labels`; the y
+    range reaches the roof, `peak_gops`)."""
+    data = roofline_data(per_layer)
+    roof = [] if peak_gops is None else [peak_gops]
+    return data | place_labels(data["ctc"], data["throughput_gops"], data["layer"],
+                               ROOFLINE_FRAME, extra_y=roof, lines_y=roof)
 
 
 def selected_memory_data(sizes: pd.DataFrame, memory_bytes: float) -> dict[str, list]:
@@ -123,21 +161,26 @@ def layer_roofline(points: ColumnDataSource, roofs: ColumnDataSource,
     by schedule and labelled with the layer; `roofs` holds `viz.roofs(platform, ctc)`."""
     p = figure(title=title, x_axis_type="log", y_axis_type="log", tools=TOOLS,
                x_axis_label="CTC (ops/byte)", y_axis_label="throughput (GOps/s)",
-               width=500, height=360, name="design_roofline")
+               width=600, height=360, name="design_roofline")
     p.line("x", "y", source=roofs, color="black", line_width=2, legend_label="roofs",
            name="roofs")
     cmap = factor_cmap("schedule", palette=[SCHEDULE_COLORS[s] for s in SCHEDULES],
                        factors=list(SCHEDULES))
     dots = p.scatter("ctc", "throughput_gops", source=points, color=cmap, size=10, alpha=0.8,
                      legend_field="schedule", name="layers")
-    p.add_layout(LabelSet(x="ctc", y="throughput_gops", text="layer", source=points,
-                          x_offset=5, y_offset=3, text_font_size="7pt"))
+    p.add_layout(LabelSet(x="ctc", y="throughput_gops", text="label", source=points,
+                          text_align=field("label_align"), x_offset=field("label_dx"),
+                          y_offset=field("label_dy"), text_font_size="7pt"))
+    peak = p.scatter("x", "peak", source=roofs, visible=False)  # the roof stays in view
     p.x_range, p.y_range = data_ranges([dots])
+    p.y_range.renderers = [dots, peak]
     p.add_tools(hover([dots], [
         ("layer", "@layer"), ("schedule", "@schedule"), (TILE_HEADER, "@tile"),
         ("GOps/s", "@throughput_gops{0,0.00}"), ("CTC", "@ctc{0,0.0} ops/B")]))
-    p.legend.location = "bottom_right"
     p.legend.label_text_font_size = "8pt"
+    p.add_layout(p.legend[0], "right")  # beside the plot, never over a layer
+    for axis in (p.xaxis[0], p.yaxis[0]):  # 1-2-5 ticks: a range under a decade is read
+        axis.ticker = LogTicker(mantissas=[1, 2, 5])
     return human_axes(p)
 
 
@@ -148,7 +191,7 @@ def memory_tradeoff(points: ColumnDataSource, front: ColumnDataSource,
     (`memory_points_data`) coloured by memory; the non-dominated sizes (memory, energy, time)
     ringed and labelled with their size; the selected size marked with a red cross."""
     p = figure(title=title, x_axis_type="log", y_axis_type="log", tools=TOOLS + ",tap",
-               x_axis_label="network time (ms)", y_axis_label="network energy (µJ)",
+               x_axis_label="network time", y_axis_label="network energy",
                width=560, height=360, name="design_tradeoff")
     mapper = LinearColorMapper(palette=Viridis256, low=_LOG2_RANGE[0], high=_LOG2_RANGE[1])
     p.line("time_ms", "energy_uj", source=points, color="#bbbbbb", line_width=1)
@@ -156,17 +199,24 @@ def memory_tradeoff(points: ColumnDataSource, front: ColumnDataSource,
                      color={"field": "log2", "transform": mapper}, name="sizes",
                      nonselection_alpha=0.8)
     p.scatter("time_ms", "energy_uj", source=front, size=16, fill_alpha=0, line_color="black",
-              line_width=2, legend_label="Pareto (memory, energy, time)", name="front")
+              line_width=2, legend_label="Pareto (memory, energy, time)", name="front",
+              nonselection_alpha=1.0)
     p.scatter("time_ms", "energy_uj", source=selected, size=22, marker="x", line_color="red",
               line_width=3, legend_label="selected", name="selected")
-    p.add_layout(LabelSet(x="time_ms", y="energy_uj", text="memory", source=front,
-                          x_offset=6, y_offset=4, text_font_size="7pt"))
+    p.add_layout(LabelSet(x="time_ms", y="energy_uj", text="label", source=front,
+                          text_align=field("label_align"), x_offset=field("label_dx"),
+                          y_offset=field("label_dy"), text_font_size="7pt"))
+    p.select_one(TapTool).renderers = [dots]  # a tap picks a size; rings do not fade
     p.add_tools(hover([dots], [
-        ("memory", "@memory"), ("time", "@time_ms{0,0.000} ms"),
-        ("energy", "@energy_uj{0,0.0} µJ"), ("GOps/s", "@throughput_gops{0,0.0}")]))
+        ("memory", "@memory"), ("time", "@time_text"), ("energy", "@energy_text"),
+        ("GOps/s", "@throughput_gops{0,0.0}")]))
     p.add_layout(ColorBar(color_mapper=mapper, title="local memory", width=8,
                           formatter=CustomJSTickFormatter(code=_LOG2_TICKS_JS)), "right")
     p.legend.location = "bottom_right"
     p.legend.label_text_font_size = "8pt"
-    return human_axes(p)
+    p.xaxis[0].formatter = CustomJSTickFormatter(code=_UNIT_TICKS_JS.replace(  # ms: µs, ms, s
+        "UNITS", '[[1e3, " s"], [1, " ms"], [1e-3, " µs"]]'))
+    p.yaxis[0].formatter = CustomJSTickFormatter(code=_UNIT_TICKS_JS.replace(  # µJ: nJ … J
+        "UNITS", '[[1e6, " J"], [1e3, " mJ"], [1, " µJ"], [1e-3, " nJ"]]'))
+    return p
 

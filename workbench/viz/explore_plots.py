@@ -35,12 +35,14 @@ def roofline_data(df: pd.DataFrame) -> dict[str, list]:
 
 def roofs(platform: Platform, ctc: list[float] | None = None) -> dict[str, list]:
     """Compute roof (peak GOps/s) and bandwidth roof (bus bytes/s × CTC) over a CTC range
-    covering the given CTC values and the ridge point, with a margin of 4× each side."""
+    covering the given CTC values and the ridge point, with a margin of 4× each side; `peak`
+    repeats the roof's height (a y range may span it)."""
     ridge = platform.peak_gops * 1e9 / platform.bus_bytes_per_s
     values = [ridge, *(ctc or [])]
     x = np.geomspace(min(values) / 4, max(values) * 4, 64)
     return {"x": x.tolist(), "y": np.minimum(platform.peak_gops,
-                                             platform.bus_bytes_per_s * x / 1e9).tolist()}
+                                             platform.bus_bytes_per_s * x / 1e9).tolist(),
+            "peak": [platform.peak_gops] * len(x)}
 
 
 def axis_type(values) -> str:

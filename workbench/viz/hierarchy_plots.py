@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pandas as pd
 from bokeh.models import ColumnDataSource, FactorRange
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
+from workbench.hierarchy import Level, SplitCapacity
+from workbench.hierarchy.codesign import Design, capacity_text
 from workbench.viz.common import TOOLS, hover
+from workbench.viz.units import fmt_bytes, fmt_count, fmt_energy, fmt_number
 
 MAX_LEVELS = 5                  # DRAM + up to 4 on-chip levels
 STACK = tuple(f"level{i}" for i in range(MAX_LEVELS)) + ("mac",)
@@ -110,3 +114,31 @@ def front_plot(every: ColumnDataSource, front: ColumnDataSource, best: ColumnDat
                                        ("pJ/MAC", "@pj_per_mac{0,0.00}")]))
     fig.add_layout(fig.legend[0], "right")  # beside the plot, never over a design
     return fig
+
+
+def traffic_html(rows: list[dict]) -> str:
+    """The per-layer, per-level table: counts with separators, energies in the unit that
+    reads best, pJ per MAC without exponents."""
+    table = pd.DataFrame(rows).rename(columns={"pj_per_mac": "pJ/MAC"})
+    table.insert(table.columns.get_loc("energy_pj"), "energy",
+                 table.pop("energy_pj").map(fmt_energy))  # in nJ, µJ, mJ as it reads best
+    for col in table.columns:
+        if pd.api.types.is_integer_dtype(table[col]):
+            table[col] = table[col].map(fmt_count)
+        elif pd.api.types.is_float_dtype(table[col]):
+            table[col] = table[col].map(lambda v: fmt_number(v, 4))
+    return (table.to_html(index=False)
+            + "<p><i>accesses in elements (reads + writes) per layer and level</i></p>")
+
+
+def describe_design(design: Design) -> str:
+    """'L1 16 KB | L2 1 KB': a design's on-chip levels, outermost first (`level_text`)."""
+    return " | ".join(f"{lvl.name} {level_text(lvl)}" for lvl in design.hierarchy.on_chip)
+
+
+def level_text(level: Level) -> str:
+    """`capacity_text`, a split level's total after it ('910/14,564/910 B of 16 KB')."""
+    text = capacity_text(level.capacity_bytes)
+    if isinstance(level.capacity_bytes, SplitCapacity) and text.endswith(" B"):
+        text += f" of {fmt_bytes(level.total_bytes)}"
+    return text

@@ -1,0 +1,108 @@
+"""Point labels that neither overprint nor leave the plot: points drawn within a few pixels of
+each other share one label ('conv3_2 +1'); each label goes right of its point, or left when
+that runs past the frame; one that fits neither way, or would cover a label placed before or
+another point, is left out (hover still names the point), and its points are counted in the
+nearest label placed within JOIN_PX ('conv1_2 +11' for a blob of 12 layers). Positions are
+estimated in pixels from the data range a `DataRange1d` with `range_padding` would show and
+an average glyph width."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+CHAR_PX = 0.58   # average glyph width per font pixel (sans-serif)
+NEAR_PX = 6.0    # points closer than this (both axes) share one label
+GAP_PX = 3.0     # label distance from its marker's edge
+JOIN_PX = 30.0   # an unlabelled point is counted in the nearest label this close
+
+
+def _pixels(values: Sequence[float], extra: Sequence[float], size_px: float, log: bool,
+            padding: float) -> list[float]:
+    """Each value's pixel along an axis of `size_px` whose range spans the values and
+    `extra`, padded as `DataRange1d(range_padding=padding)` pads it."""
+    def scale(v: float) -> float:
+        return math.log10(v) if log else v
+
+    seen = [scale(v) for v in [*values, *extra] if v is not None and (v > 0 or not log)]
+    if not seen:
+        return [0.0] * len(values)
+    lo, hi = min(seen), max(seen)
+    span = (hi - lo) or (1.0 if log else abs(hi) or 1.0)
+    start = lo - span * padding / 2
+    end = start + span * (1 + padding)
+    return [(scale(v) - start) / (end - start) * size_px if v is not None and (v > 0 or not log)
+            else math.nan for v in values]
+
+
+def place_labels(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str],
+                 frame_px: tuple[float, float], log: tuple[bool, bool] = (True, True),
+                 others: tuple[Sequence[float], Sequence[float]] = ((), ()),
+                 extra_y: Sequence[float] = (), lines_y: Sequence[float] = (),
+                 marker_px: float = 10.0, font_px: float = 9.33,
+                 padding: float = 0.2) -> dict[str, list]:
+    """Columns `label` (text, '' when left out), `label_align` ('left', 'right', 'center'),
+    `label_dx` and `label_dy` (px offsets, the text's bottom at y + dy) for a LabelSet over
+    the points, in their order; `frame_px` is the plot frame's (width, height); `others`
+    (x, y) are points also drawn (the ranges span them, labels avoid them), `extra_y` values
+    the y range also spans, `lines_y` horizontal lines labels avoid (a roof: give it in both);
+    `marker_px` the markers' size."""
+    px = _pixels([*xs, *others[0]], [], frame_px[0], log[0], padding)
+    py = _pixels([*ys, *others[1]], extra_y, frame_px[1], log[1], padding)
+    r = marker_px / 2
+    marks = [(x - r, y - r, x + r, y + r) for x, y in zip(px, py, strict=True)
+             if not (math.isnan(x) or math.isnan(y))]
+    n = len(texts)
+    px, py = px[:n], py[:n]
+    label, align, dx, dy = [""] * n, ["left"] * n, [r + GAP_PX] * n, [3.0] * n
+    groups: list[list[int]] = []
+    for i in range(n):
+        if math.isnan(px[i]) or math.isnan(py[i]):
+            continue
+        home = next((g for g in groups if abs(px[g[0]] - px[i]) < NEAR_PX
+                     and abs(py[g[0]] - py[i]) < NEAR_PX), None)
+        if home is None:
+            groups.append([i])
+        else:
+            home.append(i)
+    # obstacles: the other points' markers, and horizontal lines (a roof) 2 px thick
+    placed: list[tuple[float, float, float, float]] = [
+        (0.0, y - 1, frame_px[0], y + 1)
+        for y in _pixels([*ys, *others[1], *lines_y], extra_y, frame_px[1], log[1],
+                         padding)[n + len(others[1]):]]
+    gap = r + GAP_PX
+    owner: dict[int, list[int]] = {}  # a labelled point -> the points its label counts
+    for group in groups:
+        i = group[0]
+        text = str(texts[i]) + " +99"  # room for a count joined later
+        width, height = len(text) * CHAR_PX * font_px, font_px
+        own = {(px[k] - r, py[k] - r, px[k] + r, py[k] + r) for k in group}
+        # right of the point, left of it, above it, below it (text bottom at y + dy)
+        for side, x0, ddx, ddy in (("left", px[i] + gap, gap, 3.0),
+                                   ("right", px[i] - gap - width, -gap, 3.0),
+                                   ("center", px[i] - width / 2, 0.0, r + 2),
+                                   ("center", px[i] - width / 2, 0.0, -(r + 2 + height))):
+            box = (x0, py[i] + ddy, x0 + width, py[i] + ddy + height)
+            inside = box[0] >= 0 and box[1] >= 0 and box[2] <= frame_px[0] and \
+                box[3] <= frame_px[1]
+            if inside and not any(_overlap(box, b) for b in placed) and \
+                    not any(_overlap(box, m) for m in marks if m not in own):
+                placed.append(box)
+                owner[i], align[i], dx[i], dy[i] = list(group), side, ddx, ddy
+                break
+    for group in groups:  # the points left unlabelled: counted in the nearest label
+        if group[0] in owner or not owner:
+            continue
+        near = min(owner, key=lambda k: math.hypot(px[k] - px[group[0]], py[k] - py[group[0]]))
+        if math.hypot(px[near] - px[group[0]], py[near] - py[group[0]]) <= JOIN_PX:
+            owner[near] += group
+    for i, counted in owner.items():
+        label[i] = str(texts[i]) + (f" +{len(counted) - 1}" if len(counted) > 1 else "")
+    return {"label": label, "label_align": align, "label_dx": dx, "label_dy": dy}
+
+
+def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+__all__ = ["place_labels"]
