@@ -3,6 +3,7 @@ notebook 03 in JupyterLab with a slider that changes a plot."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -327,3 +328,61 @@ def test_jupyterlab_notebook_08_quick_presses_show_the_last(browser, jupyterlab:
     assert page.evaluate(bars) != before  # the bars came from the thread too
     assert errors == []
     page.close()
+
+
+LOG_TICKS_PAGE_JS = """(ranges) => {
+  const v = Bokeh.index.query_one((v) => v.model.name === 'design_roofline');
+  const ticker = v.model.below[0].ticker;
+  const axes = [...v.model.below, ...v.model.left].map(
+    (a) => Bokeh.index.query_one((x) => x.model === a).tick_coords.major);
+  return {drawn: [axes[0][0], axes[1][1]],
+          ticks: ranges.map(([lo, hi]) => ticker.get_ticks(lo, hi, v.model.x_range, 0).major)};
+}"""
+
+
+def test_log_axes_are_ticked_all_along(browser, tmp_path: Path) -> None:
+    """Log axes tick 1-2-5 per decade over up to two decades (BokehJS's own LogTicker turns
+    linear there: a roofline with CTC from 7.7 to 150 read 50, 100, 150 only): in Chromium, for
+    300 random ranges, every tick lies in its range and no stretch is left bare (consecutive
+    ticks and the ends at most 2.5x apart up to 2.2 decades, a power of ten per few decades
+    beyond, 2 to 9 ticks); the roofline drawn with CTC 7.7-150 has ticks at 10 and 20."""
+    import numpy as np
+    from bokeh.embed import file_html
+    from bokeh.models import ColumnDataSource
+    from bokeh.resources import INLINE
+
+    from workbench.viz import design_plots as dp
+
+    ctc = [7.7, 7.9, 60.0, 150.0]
+    points = ColumnDataSource(dict(
+        ctc=ctc, throughput_gops=[1.0, 1.2, 5.0, 9.0], schedule=["inter_kc"] * 4,
+        label=list("abcd"), label_align=["left"] * 4, label_dx=[5] * 4, label_dy=[0] * 4,
+        layer=list("abcd"), tile=["-"] * 4))
+    roofs = ColumnDataSource(dict(x=[7.0, 200.0], y=[3.0, 20.0], peak=[20.0, 20.0]))
+    page_file = tmp_path / "roofline.html"
+    page_file.write_text(file_html(dp.layer_roofline(points, roofs), INLINE, "roofline"))
+    rng = np.random.default_rng(7)
+    ranges = [(lo, lo * 10 ** span) for lo, span in zip(
+        10 ** rng.uniform(-4, 6, 300), rng.uniform(0.005, 12, 300), strict=True)]
+    ranges += [(7.7, 150.0), (0.5, 3.0), (1.0, 10.0), (100.0, 101.0), (1e-3, 1e12)]
+    page = browser.new_page()
+    page.goto(page_file.as_uri())
+    page.wait_for_function("() => window.Bokeh && Bokeh.index.query_one("
+                           "(v) => v.model.name === 'design_roofline') !== null", timeout=30000)
+    page.wait_for_timeout(300)
+    shown = page.evaluate(LOG_TICKS_PAGE_JS, [list(r) for r in ranges])
+    page.close()
+    xs, ys = shown["drawn"]
+    assert {10, 20} <= set(xs) and min(xs) <= 2 * min(ctc) and max(xs) >= max(ctc) / 2
+    assert len(ys) >= 3
+    for (lo, hi), ticks in zip(ranges, shown["ticks"], strict=True):
+        assert 2 <= len(ticks) <= 9 and ticks == sorted(ticks), (lo, hi, ticks)
+        assert all(lo <= t <= hi for t in ticks), (lo, hi, ticks)
+        bounds = [lo, *ticks, hi]
+        widest = max(b / a for a, b in zip(bounds, bounds[1:], strict=False))
+        decades = math.log10(hi / lo)
+        if decades <= 2.2:
+            assert widest <= 2.5 + 1e-9, (lo, hi, ticks)
+        else:  # powers of ten, the same number of decades apart
+            assert all(math.isclose(10 ** round(math.log10(t)), t) for t in ticks)
+            assert widest <= 10 ** math.ceil(decades / 8) * (1 + 1e-9), (lo, hi, ticks)

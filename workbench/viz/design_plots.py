@@ -18,7 +18,6 @@ from bokeh.models import (
     FactorRange,
     LabelSet,
     LinearColorMapper,
-    LogTicker,
     TapTool,
 )
 from bokeh.palettes import Viridis256
@@ -30,7 +29,7 @@ from workbench.tiling import SCHEDULES
 from workbench.viz.common import PART_COLORS, SCHEDULE_COLORS, TOOLS, apply_labels, hover
 from workbench.viz.explore_plots import data_ranges, roofline_data
 from workbench.viz.labels import place_labels
-from workbench.viz.units import TILE_HEADER, fmt_energy, fmt_ms, human_axes
+from workbench.viz.units import TILE_HEADER, fmt_energy, fmt_ms, human_axes, log_ticks
 
 MEMORY_COLUMNS = ("memory_bytes", "memory", "log2", "time_ms", "energy_uj", "throughput_gops",
                   "traffic_mb", "time_text", "energy_text")
@@ -179,9 +178,7 @@ def layer_roofline(points: ColumnDataSource, roofs: ColumnDataSource,
         ("GOps/s", "@throughput_gops{0,0.00}"), ("CTC", "@ctc{0,0.0} ops/B")]))
     p.legend.label_text_font_size = "8pt"
     p.add_layout(p.legend[0], "right")  # beside the plot, never over a layer
-    for axis in (p.xaxis[0], p.yaxis[0]):  # 1-2-5 ticks: a range under a decade is read
-        axis.ticker = LogTicker(mantissas=[1, 2, 5])
-    return human_axes(p)
+    return human_axes(p)  # 1-2-5 ticks: a range of a decade or two is read
 
 
 def memory_tradeoff(points: ColumnDataSource, front: ColumnDataSource,
@@ -218,5 +215,6 @@ def memory_tradeoff(points: ColumnDataSource, front: ColumnDataSource,
         "UNITS", '[[1e3, " s"], [1, " ms"], [1e-3, " µs"]]'))
     p.yaxis[0].formatter = CustomJSTickFormatter(code=_UNIT_TICKS_JS.replace(  # µJ: nJ … J
         "UNITS", '[[1e6, " J"], [1e3, " mJ"], [1, " µJ"], [1e-3, " nJ"]]'))
+    p.xaxis[0].ticker, p.yaxis[0].ticker = log_ticks(), log_ticks()
     return p
 

@@ -14,7 +14,7 @@ from bokeh.plotting import figure
 from workbench.hierarchy import Level, SplitCapacity
 from workbench.hierarchy.codesign import Design, capacity_text
 from workbench.viz.common import TOOLS, hover
-from workbench.viz.units import fmt_bytes, fmt_count, fmt_energy, fmt_number
+from workbench.viz.units import fmt_bytes, fmt_count, fmt_energy, fmt_number, human_axes
 
 MAX_LEVELS = 5                  # DRAM + up to 4 on-chip levels
 STACK = tuple(f"level{i}" for i in range(MAX_LEVELS)) + ("mac",)
@@ -113,7 +113,7 @@ def front_plot(every: ColumnDataSource, front: ColumnDataSource, best: ColumnDat
                                        ("area", "@area_mm2{0,0.000} mm²"),
                                        ("pJ/MAC", "@pj_per_mac{0,0.00}")]))
     fig.add_layout(fig.legend[0], "right")  # beside the plot, never over a design
-    return fig
+    return human_axes(fig)  # 1-2-5 ticks, separators, no exponents
 
 
 def traffic_html(rows: list[dict]) -> str:

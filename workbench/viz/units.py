@@ -20,7 +20,7 @@ import pandas as pd
 from workbench.platforms import Platform
 
 if TYPE_CHECKING:
-    from bokeh.models import CustomJSTickFormatter
+    from bokeh.models import CustomJSTicker, CustomJSTickFormatter
 
 NA = "n/a"
 TILE_HEADER = "tile TOx×TOy×TOc×TOn×TKc"   # the one place a tile string is named
@@ -214,11 +214,69 @@ def number_ticks() -> CustomJSTickFormatter:
     return CustomJSTickFormatter(code=NUMBER_TICKS_JS)
 
 
+# Log-axis ticks that never leave a stretch of the axis unmarked. BokehJS's LogTicker turns
+# linear when its range spans a decade or two (CTC 7.7 to 150 read 50, 100, 150 only). Here:
+# up to LOG_DECADES_125 decades, ticks at 1, 2 and 5 per decade (consecutive ticks at most
+# 2.5x apart), or at 1-9 when that gives fewer than 3; a range narrower than those gets linear
+# round ticks; wider ranges get powers of ten, every k-th so at most 8 show.
+LOG_DECADES_125 = 2.2
+LOG_TICKS_JS = """
+const lo = Math.min(cb_data.start, cb_data.end), hi = Math.max(cb_data.start, cb_data.end);
+if (!(lo > 0) || !isFinite(hi) || !(hi > lo)) return [];
+const e0 = Math.floor(Math.log10(lo)), e1 = Math.ceil(Math.log10(hi));
+const decades = Math.log10(hi / lo);
+const at = (ms, every) => {
+  const ticks = [];
+  for (let e = e0; e <= e1; e++) {
+    if ((e - e0) % every) continue;
+    for (const m of ms) {
+      const t = Number((m * Math.pow(10, e)).toPrecision(12));
+      if (t >= lo && t <= hi) ticks.push(t);
+    }
+  }
+  return ticks;
+};
+if (decades > DECADES) return at([1], Math.ceil(decades / 8));
+for (const [ms, least] of [[[1, 2, 5], 3], [[1, 2, 3, 4, 5, 6, 7, 8, 9], 2]]) {
+  const ticks = at(ms, 1);
+  if (ticks.length >= least) return ticks;
+}
+const span = hi - lo, unit = Math.pow(10, Math.floor(Math.log10(span / 4)));
+const step = [1, 2, 5, 10].map((k) => k * unit).find((s) => span / s <= 6);
+const ticks = [];
+for (let i = Math.ceil(lo / step); i * step <= hi; i++)
+  ticks.push(Number((i * step).toPrecision(12)));
+return ticks;
+""".replace("DECADES", str(LOG_DECADES_125))
+LOG_MINOR_TICKS_JS = """
+const lo = Math.min(cb_data.start, cb_data.end), hi = Math.max(cb_data.start, cb_data.end);
+if (!(lo > 0) || !isFinite(hi) || Math.log10(hi / lo) > 6) return [];
+const ticks = [];
+for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++)
+  for (let m = 1; m <= 9; m++) {
+    const t = Number((m * Math.pow(10, e)).toPrecision(12));
+    if (t >= lo && t <= hi) ticks.push(t);
+  }
+return ticks;
+"""
+
+
+def log_ticks() -> CustomJSTicker:
+    """Ticks for a log axis: 1-2-5 per decade over up to two decades, never a linear fallback
+    with one tick in its lower half (`LOG_TICKS_JS`)."""
+    from bokeh.models import CustomJSTicker
+
+    return CustomJSTicker(major_code=LOG_TICKS_JS, minor_code=LOG_MINOR_TICKS_JS)
+
+
 def human_axes(fig) -> object:
-    """Give every numeric axis of a figure `number_ticks` (categorical axes untouched)."""
-    from bokeh.models import CategoricalAxis
+    """Give every numeric axis of a figure `number_ticks`, and every log axis `log_ticks`
+    (categorical axes untouched)."""
+    from bokeh.models import CategoricalAxis, LogAxis
 
     for axis in [*fig.xaxis, *fig.yaxis]:
         if not isinstance(axis, CategoricalAxis):
             axis.formatter = number_ticks()
+        if isinstance(axis, LogAxis):
+            axis.ticker = log_ticks()
     return fig
