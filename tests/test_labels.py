@@ -1,6 +1,6 @@
-"""Point labels (`viz.labels.place_labels`): placed labels never overprint each other or another
-point and stay inside the plot frame; points drawn on one spot share a label that counts
-them; notebook 07's roofline keeps the roof in view."""
+"""Point labels (`viz.labels.place_labels`): placed labels never overprint each other, another
+point or a line drawn (a roof, a front) and stay inside the plot frame; points drawn on one
+spot share a label that counts them; notebook 07's roofline keeps the roof in view."""
 
 from __future__ import annotations
 
@@ -17,13 +17,26 @@ FRAME = (400.0, 280.0)
 FONT = 9.33
 
 
-def _px(values, size, padding=0.2):
-    """Pixels on a log axis over the values padded as DataRange1d pads (written here)."""
+def _px(values, size, padding=0.2, at=None):
+    """Pixels on a log axis over the values padded as DataRange1d pads (written here); of
+    the values `at`, when given, on that axis."""
     logs = [math.log10(v) for v in values]
     lo, hi = min(logs), max(logs)
     span = (hi - lo) or 1.0
     start = lo - span * padding / 2
-    return [(v - start) / (span * (1 + padding)) * size for v in logs]
+    return [(math.log10(v) - start) / (span * (1 + padding)) * size
+            for v in (values if at is None else at)]
+
+
+def _crossed(box, xs, ys, samples=400) -> bool:
+    """Whether the polyline through the pixels (xs, ys) runs through the box: sampled."""
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys, strict=True), zip(xs[1:], ys[1:], strict=True),
+                                  strict=False):
+        for k in range(samples + 1):
+            x, y = x0 + (x1 - x0) * k / samples, y0 + (y1 - y0) * k / samples
+            if box[0] < x < box[2] and box[1] < y < box[3]:
+                return True
+    return False
 
 
 def _box(x, y, text, align, dx, dy):
@@ -42,15 +55,20 @@ points = st.lists(st.tuples(st.floats(0.01, 1e4), st.floats(0.01, 1e4)), min_siz
 
 
 @settings(max_examples=200, deadline=None)
-@given(points, st.floats(0.01, 1e4))
-def test_labels_neither_overprint_nor_leave_the_frame(pts, roof) -> None:
+@given(points, st.floats(0.01, 1e4), st.lists(st.tuples(st.floats(1e-3, 1e5),
+                                                        st.floats(1e-3, 1e5)), max_size=8))
+def test_labels_neither_overprint_nor_leave_the_frame(pts, roof, path) -> None:
     """Placed labels: inside the frame, apart from each other, off every other point's
-    marker and off the roof line; each names its point and counts at most all points."""
+    marker, off the roof line and off a polyline drawn; each names its point and counts at
+    most all points."""
     xs, ys = [p[0] for p in pts], [p[1] for p in pts]
     names = [f"layer{i}" for i in range(len(pts))]
-    out = place_labels(xs, ys, names, FRAME, marker_px=10, extra_y=[roof], lines_y=[roof])
+    line_x, line_y = [p[0] for p in path], [p[1] for p in path]
+    out = place_labels(xs, ys, names, FRAME, marker_px=10, extra_y=[roof], lines_y=[roof],
+                       paths=[(line_x, line_y)])
     px = _px(xs, FRAME[0])
     py = _px([*ys, roof], FRAME[1])
+    path_px = _px(xs, FRAME[0], at=line_x), _px([*ys, roof], FRAME[1], at=line_y)
     line = (0, py[-1] - 1, FRAME[0], py[-1] + 1)
     boxes, counted = [], 0
     for i, text in enumerate(out["label"]):
@@ -63,6 +81,7 @@ def test_labels_neither_overprint_nor_leave_the_frame(pts, roof) -> None:
         assert -1e-9 <= box[0] and box[2] <= FRAME[0] + 1e-9
         assert -1e-9 <= box[1] and box[3] <= FRAME[1] + 1e-9
         assert _apart(box, line)
+        assert not _crossed(box, *path_px)
         for j in range(len(pts)):  # no other point's marker under it
             if abs(px[j] - px[i]) >= 6 or abs(py[j] - py[i]) >= 6:
                 assert _apart(box, (px[j] - 5, py[j] - 5, px[j] + 5, py[j] + 5))
@@ -102,10 +121,41 @@ def test_roofline_labels_and_the_roof_in_view() -> None:
                               "energy_pj": [1.0, 1.0]})
     low = dp.roofline_points_data(per_layer, None)
     assert low["label"] == ["a", "b"] and low["layer"] == ["a", "b"]
-    high = dp.roofline_points_data(per_layer, 1e6)  # the roof far above: both still placed
+    far = {"x": [0.25, 400.0], "y": [1e6, 1e6], "peak": [1e6, 1e6]}
+    high = dp.roofline_points_data(per_layer, far)  # the roof far above: both still placed
     assert high["label"] == ["a", "b"]
-    empty = dp.roofline_points_data(pd.DataFrame(), 10.0)
+    empty = dp.roofline_points_data(pd.DataFrame(), far)
     assert empty["label"] == [] and empty["label_dx"] == []
+
+
+def test_a_line_through_a_labels_place_sends_it_elsewhere() -> None:
+    """A sloped roof running just right of a point takes the label's first place (right of
+    it): the label goes left, above or below instead, and the roofline data passes the
+    roof's whole polyline, not only its peak (the slope crossed labels before)."""
+    xs, ys = [10.0, 1000.0, 30.0], [10.0, 1000.0, 5.0]
+    roof = ([9.0, 40.0, 100.0], [5.0, 40.0, 40.0])  # right of (10, 10), rising, then flat
+    free = place_labels(xs, ys, ["p", "q", "r"], FRAME)
+    assert free["label_align"][0] == "left"  # text to the right of its point
+    blocked = place_labels(xs, ys, ["p", "q", "r"], FRAME, paths=[roof])
+    assert blocked["label"][0] == "p" and blocked["label_align"][0] != "left"
+    px, py = _px(xs, FRAME[0]), _px(ys, FRAME[1])
+    roof_px = _px(xs, FRAME[0], at=roof[0]), _px(ys, FRAME[1], at=roof[1])
+    assert _crossed(_box(px[0], py[0], "p +99", "left", free["label_dx"][0],
+                         free["label_dy"][0]), *roof_px)  # where it went without the roof
+    # (a label keeps room for a count joined later: " +99")
+    for i, text in enumerate(blocked["label"]):
+        if text:
+            box = _box(px[i], py[i], text, blocked["label_align"][i], blocked["label_dx"][i],
+                       blocked["label_dy"][i])
+            assert not _crossed(box, *roof_px)
+    per_layer = pd.DataFrame({"layer": ["a", "b", "c"], "schedule": ["inter_kc"] * 3,
+                              "TOx": [1] * 3, "TOy": [1] * 3, "TOc": [1] * 3, "TOn": [1] * 3,
+                              "TKc": [1] * 3, "footprint_bytes": [1024] * 3,
+                              "cycles": [10] * 3, "throughput_gops": ys, "ctc": xs,
+                              "ext_accesses": [1] * 3, "energy_pj": [1.0] * 3})
+    data = dp.roofline_points_data(per_layer, {"x": roof[0], "y": roof[1], "peak": [40.0] * 3})
+    assert data["label_align"] == place_labels(xs, ys, ["a", "b", "c"], dp.ROOFLINE_FRAME,
+                                               extra_y=[40.0], paths=[roof])["label_align"]
 
 
 def test_tradeoff_hover_reads_in_units_that_fit() -> None:

@@ -252,7 +252,7 @@ class DesignSpaceApp:
         self.per_layer = per_layer
         self.cycles_source.data = dp.breakdown_data(per_layer, "cycles", names)
         self.energy_source.data = dp.breakdown_data(per_layer, "energy", names)
-        self.points.data = dp.roofline_points_data(per_layer, self.platform.peak_gops)
+        self.points.data = dp.roofline_points_data(per_layer, self.roofs.data)
         self.selected.data = dp.selected_memory_data(self.sizes, size)
         fits = set(per_layer["layer"]) if len(per_layer) else set()
         missing = [name for name in names if name not in fits]

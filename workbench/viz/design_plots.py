@@ -101,21 +101,23 @@ def memory_points_data(sizes: pd.DataFrame) -> dict[str, list]:
 
 def front_points_data(front: pd.DataFrame, sizes: pd.DataFrame) -> dict[str, list]:
     """`memory_points_data` of the Pareto sizes with their labels placed (`place_labels`)
-    over the range of every size's point."""
+    over the range of every size's point, off the grey line joining them in order."""
     data = memory_points_data(front)
     others = memory_points_data(sizes)
     return data | place_labels(data["time_ms"], data["energy_uj"], data["memory"],
                                TRADEOFF_FRAME, others=(others["time_ms"], others["energy_uj"]),
+                               paths=[(others["time_ms"], others["energy_uj"])],
                                marker_px=16, padding=0.1)
 
 
-def roofline_points_data(per_layer: pd.DataFrame, peak_gops: float | None) -> dict[str, list]:
-    """`roofline_data` of each layer's mapping with its label placed (`place_labels`; the y
-    range reaches the roof, `peak_gops`)."""
+def roofline_points_data(per_layer: pd.DataFrame, roofs: dict | None) -> dict[str, list]:
+    """`roofline_data` of each layer's mapping with its label placed (`place_labels`) off
+    the roof line, `roofs` (`viz.roofs`: x, y, peak), whose peak the y range reaches."""
     data = roofline_data(per_layer)
-    roof = [] if peak_gops is None else [peak_gops]
+    peak = [] if roofs is None else list(roofs["peak"][:1])
+    paths = [] if roofs is None else [(list(roofs["x"]), list(roofs["y"]))]
     return data | place_labels(data["ctc"], data["throughput_gops"], data["layer"],
-                               ROOFLINE_FRAME, extra_y=roof, lines_y=roof)
+                               ROOFLINE_FRAME, extra_y=peak, paths=paths)
 
 
 def selected_memory_data(sizes: pd.DataFrame, memory_bytes: float) -> dict[str, list]:

@@ -1,10 +1,10 @@
 """Point labels that neither overprint nor leave the plot: points drawn within a few pixels of
 each other share one label ('conv3_2 +1'); each label goes right of its point, or left when
-that runs past the frame; one that fits neither way, or would cover a label placed before or
-another point, is left out (hover still names the point), and its points are counted in the
-nearest label placed within JOIN_PX ('conv1_2 +11' for a blob of 12 layers). Positions are
-estimated in pixels from the data range a `DataRange1d` with `range_padding` would show and
-an average glyph width."""
+that runs past the frame, or above or below it; one that fits no way, or would cover a label
+placed before, another point or a line drawn (a roof, a front), is left out (hover still
+names the point), and its points are counted in the nearest label placed within JOIN_PX
+('conv1_2 +11' for a blob of 12 layers). Positions are estimated in pixels from the data
+range a `DataRange1d` with `range_padding` would show and an average glyph width."""
 
 from __future__ import annotations
 
@@ -17,28 +17,37 @@ GAP_PX = 3.0     # label distance from its marker's edge
 JOIN_PX = 30.0   # an unlabelled point is counted in the nearest label this close
 
 
-def _pixels(values: Sequence[float], extra: Sequence[float], size_px: float, log: bool,
-            padding: float) -> list[float]:
-    """Each value's pixel along an axis of `size_px` whose range spans the values and
-    `extra`, padded as `DataRange1d(range_padding=padding)` pads it."""
+def _axis(values: Sequence[float], size_px: float, log: bool, padding: float):
+    """The pixel of a value along an axis of `size_px` whose range spans `values`, padded as
+    `DataRange1d(range_padding=padding)` pads it (NaN for a value a log axis cannot show)."""
     def scale(v: float) -> float:
         return math.log10(v) if log else v
 
-    seen = [scale(v) for v in [*values, *extra] if v is not None and (v > 0 or not log)]
-    if not seen:
-        return [0.0] * len(values)
-    lo, hi = min(seen), max(seen)
+    def shown(v) -> bool:
+        return v is not None and (v > 0 or not log)
+
+    seen = [scale(v) for v in values if shown(v)]
+    lo, hi = (min(seen), max(seen)) if seen else (0.0, 1.0)
     span = (hi - lo) or (1.0 if log else abs(hi) or 1.0)
     start = lo - span * padding / 2
     end = start + span * (1 + padding)
-    return [(scale(v) - start) / (end - start) * size_px if v is not None and (v > 0 or not log)
-            else math.nan for v in values]
+    return lambda v: (scale(v) - start) / (end - start) * size_px if shown(v) else math.nan
+
+
+def _pixels(values: Sequence[float], extra: Sequence[float], size_px: float, log: bool,
+            padding: float) -> list[float]:
+    """Each value's pixel along an axis whose range spans the values and `extra` (`_axis`)."""
+    if not [v for v in [*values, *extra] if v is not None and (v > 0 or not log)]:
+        return [0.0] * len(values)
+    at = _axis([*values, *extra], size_px, log, padding)
+    return [at(v) for v in values]
 
 
 def place_labels(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str],
                  frame_px: tuple[float, float], log: tuple[bool, bool] = (True, True),
                  others: tuple[Sequence[float], Sequence[float]] = ((), ()),
                  extra_y: Sequence[float] = (), lines_y: Sequence[float] = (),
+                 paths: Sequence[tuple[Sequence[float], Sequence[float]]] = (),
                  marker_px: float = 10.0, font_px: float = 9.33,
                  padding: float = 0.2) -> dict[str, list]:
     """Columns `label` (text, '' when left out), `label_align` ('left', 'right', 'center'),
@@ -46,7 +55,8 @@ def place_labels(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str],
     the points, in their order; `frame_px` is the plot frame's (width, height); `others`
     (x, y) are points also drawn (the ranges span them, labels avoid them), `extra_y` values
     the y range also spans, `lines_y` horizontal lines labels avoid (a roof: give it in both);
-    `marker_px` the markers' size."""
+    `paths` polylines (x values, y values) drawn over the plot that labels do not cross (the
+    range does not span them), `marker_px` the markers' size."""
     px = _pixels([*xs, *others[0]], [], frame_px[0], log[0], padding)
     py = _pixels([*ys, *others[1]], extra_y, frame_px[1], log[1], padding)
     r = marker_px / 2
@@ -70,6 +80,8 @@ def place_labels(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str],
         (0.0, y - 1, frame_px[0], y + 1)
         for y in _pixels([*ys, *others[1], *lines_y], extra_y, frame_px[1], log[1],
                          padding)[n + len(others[1]):]]
+    segments = _segments(paths, [*xs, *others[0]], [*ys, *others[1], *extra_y], frame_px,
+                         log, padding)
     gap = r + GAP_PX
     owner: dict[int, list[int]] = {}  # a labelled point -> the points its label counts
     for group in groups:
@@ -86,7 +98,8 @@ def place_labels(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str],
             inside = box[0] >= 0 and box[1] >= 0 and box[2] <= frame_px[0] and \
                 box[3] <= frame_px[1]
             if inside and not any(_overlap(box, b) for b in placed) and \
-                    not any(_overlap(box, m) for m in marks if m not in own):
+                    not any(_overlap(box, m) for m in marks if m not in own) and \
+                    not any(_crosses(seg, box) for seg in segments):
                 placed.append(box)
                 owner[i], align[i], dx[i], dy[i] = list(group), side, ddx, ddy
                 break
@@ -103,6 +116,41 @@ def place_labels(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str],
 
 def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _segments(paths, xs, ys, frame_px, log, padding) -> list[tuple[float, ...]]:
+    """The paths' segments in pixels (x0, y0, x1, y1) on the axes the points span; a vertex a
+    log axis cannot show breaks its path, as bokeh's line does."""
+    if not paths:
+        return []
+    at_x = _axis(xs, frame_px[0], log[0], padding)
+    at_y = _axis(ys, frame_px[1], log[1], padding)
+    out = []
+    for path_x, path_y in paths:
+        pixels = [(at_x(x), at_y(y)) for x, y in zip(path_x, path_y, strict=True)]
+        out += [(*a, *b) for a, b in zip(pixels, pixels[1:], strict=False)
+                if not any(math.isnan(v) for v in (*a, *b))]
+    return out
+
+
+def _crosses(seg: tuple[float, ...], box: tuple[float, ...], pad: float = 1.0) -> bool:
+    """Whether a segment passes through the box grown by `pad` px (a line's half width):
+    Liang-Barsky clipping."""
+    x0, y0, x1, y1 = seg
+    dx, dy = x1 - x0, y1 - y0
+    lo, hi = 0.0, 1.0
+    for p, q in ((-dx, x0 - (box[0] - pad)), (dx, box[2] + pad - x0),
+                 (-dy, y0 - (box[1] - pad)), (dy, box[3] + pad - y0)):
+        if p == 0:
+            if q < 0:
+                return False
+        elif p < 0:
+            lo = max(lo, q / p)
+        else:
+            hi = min(hi, q / p)
+        if lo > hi:
+            return False
+    return True
 
 
 __all__ = ["place_labels"]
