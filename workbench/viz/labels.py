@@ -1,10 +1,11 @@
 """Point labels that neither overprint nor leave the plot: points drawn within a few pixels of
 each other share one label ('conv3_2 +1'); each label goes right of its point, or left when
-that runs past the frame, or above or below it; one that fits no way, or would cover a label
-placed before, another point or a line drawn (a roof, a front), is left out (hover still
-names the point), and its points are counted in the nearest label placed within JOIN_PX
-('conv1_2 +11' for a blob of 12 layers). Positions are estimated in pixels from the data
-range a `DataRange1d` with `range_padding` would show and an average glyph width."""
+that runs past the frame, or above, below or at a corner of it; one that fits no way, or
+would cover a label placed before, another point or a line drawn (a roof, a front), is left
+out (hover still names the point), and its points are counted in the nearest label placed
+within JOIN_PX ('conv1_2 +11' for a blob of 12 layers). Positions are estimated in pixels
+from the data range a `DataRange1d` with `range_padding` would show and an average glyph
+width."""
 
 from __future__ import annotations
 
@@ -89,11 +90,16 @@ def place_labels(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str],
         text = str(texts[i]) + " +99"  # room for a count joined later
         width, height = len(text) * CHAR_PX * font_px, font_px
         own = {(px[k] - r, py[k] - r, px[k] + r, py[k] + r) for k in group}
-        # right of the point, left of it, above it, below it (text bottom at y + dy)
+        # right of the point, left of it, above it, below it, then its four corners (text
+        # bottom at y + dy)
+        up, down = r + 2, -(r + 2 + height)
         for side, x0, ddx, ddy in (("left", px[i] + gap, gap, 3.0),
                                    ("right", px[i] - gap - width, -gap, 3.0),
-                                   ("center", px[i] - width / 2, 0.0, r + 2),
-                                   ("center", px[i] - width / 2, 0.0, -(r + 2 + height))):
+                                   ("center", px[i] - width / 2, 0.0, up),
+                                   ("center", px[i] - width / 2, 0.0, down),
+                                   ("left", px[i] + r, r, up), ("left", px[i] + r, r, down),
+                                   ("right", px[i] - r - width, -r, up),
+                                   ("right", px[i] - r - width, -r, down)):
             box = (x0, py[i] + ddy, x0 + width, py[i] + ddy + height)
             inside = box[0] >= 0 and box[1] >= 0 and box[2] <= frame_px[0] and \
                 box[3] <= frame_px[1]
