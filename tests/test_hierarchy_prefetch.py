@@ -147,7 +147,8 @@ def test_a_sliced_layer_needed_now_is_searched_in_shares(tmp_path) -> None:
     """`want(..., shared=True)` then `design`: the sliced layer is searched in 2 × SHARES
     shares, share 0 here, share 1 by the worker, each of the others once by whichever process
     is free first; then the layer of one slice whole; the design's energies equal cold
-    searches here."""
+    searches here. The progress this thread's watcher sees for the sliced layer is the
+    layer's, not a share's: it never goes back from one share to the next and reaches 1."""
     net = tmp_path / "two.yaml"
     net.write_text("name: two\nlayers:\n"
                    "  - {name: big, type: conv, input: [12, 14, 12], maps: 16, kernel: 3}\n"
@@ -165,13 +166,21 @@ def test_a_sliced_layer_needed_now_is_searched_in_shares(tmp_path) -> None:
         n = SHARES * 2
         assert [(i, *share) for _, i, *share in prefetcher.pending] == [
             *((0, (k, n)) for k in range(1, n)), (1,)]
-        design = prefetcher.design(hier)
+        seen = []  # (fraction, whether the sliced layer is known)
+        interrupt.watch(lambda f: seen.append((f, designer.known_layer(big, hier))))
+        try:
+            design = prefetcher.design(hier)
+        finally:
+            interrupt.watch(None)
         assert prefetcher.started[2] == (key_of(hier), 0, (1, n))
         shared = [k for k in prefetcher.started[2:] if len(k) == 3]
         assert len(set(shared)) == len(shared) < n  # share 0 (at least) here
         whole = (key_of(hier), 1)  # here if it was first to it, or raced the worker's
         small_here = whole not in prefetcher.started or whole in prefetcher.raced
         assert designer.ran - ran == n - len(shared) + small_here  # each share searched once
+        sliced = [f for f, known in seen if not known]
+        assert sliced == sorted(sliced) and sliced[-1] == pytest.approx(1.0)
+        assert any(0 < f < 1 / n for f in sliced)  # share 0's own steps, parts of the layer
         for layer, energy in zip((big, small), design.layer_energy_pj, strict=True):
             cold = search(layer, hier, PREC, table3_energy_pj).energy_pj
             assert energy == pytest.approx(cold, rel=1e-12)
@@ -578,3 +587,45 @@ def test_shares_answered_for_an_abandoned_design_are_not_searched_again(tmp_path
         assert design.energy_pj == pytest.approx(cold, rel=1e-12)
     finally:
         prefetcher.close()
+
+
+def test_progress_of_a_layer_in_shares_is_the_layers() -> None:
+    """`_shares_of` with no worker free: this thread searches all n = 3 shares; each share's
+    search reports 0, 1/2, 1 of itself, and the watcher sees the layer's fraction, 0 … 1
+    once (it started again at each share before), and answers a worker gave count too."""
+    class Shares:  # a designer whose share searches report half-way and done
+        layers = [None]
+
+        def layer_share(self, layer, hierarchy, share, found=None):
+            for fraction in (0.0, 0.5, 1.0):
+                interrupt.progress(fraction)
+            return share
+
+    def fractions(given: dict) -> list[float]:
+        prefetcher = Prefetcher.__new__(Prefetcher)  # its share loop alone: no processes
+        prefetcher.designer, prefetcher._cond = Shares(), threading.Condition()
+        prefetcher._shares, prefetcher._wanted, prefetcher._running = dict(given), [], {}
+        seen = []
+        interrupt.watch(seen.append)
+        try:
+            assert sorted(prefetcher._shares_of(HIERARCHIES[0], 0, 3)) == [(0, 3), (1, 3),
+                                                                            (2, 3)]
+        finally:
+            interrupt.watch(None)
+        return seen
+
+    assert fractions({}) == pytest.approx([0, 1 / 6, 1 / 3, 1 / 3, 1 / 2, 2 / 3, 2 / 3,
+                                           5 / 6, 1])
+    by_worker = {(key_of(HIERARCHIES[0]), 0, (2, 3)): (2, 3)}  # share 2 answered already
+    assert fractions(by_worker) == pytest.approx([0, 1 / 6, 1 / 3, 2 / 3, 2 / 3, 5 / 6, 1])
+    seen = []  # a part with no watcher reports nothing, and the watcher is back after it
+    with interrupt.part(1, 3):
+        interrupt.progress(0.5)
+    interrupt.watch(seen.append)
+    try:
+        with interrupt.part(1, 4):
+            interrupt.progress(2.0)  # clamped to the part
+        interrupt.progress(0.25)
+    finally:
+        interrupt.watch(None)
+    assert seen == [0.5, 0.25]

@@ -16,12 +16,14 @@ result only once the search returns, so what a cancelled search leaves behind is
 finished one would have, or less.
 
 Progress: a thread may `watch` its searches; each reports the fraction of its passes done
-(`progress`, at every slice) to the calling thread's watcher (an app's status line)."""
+(`progress`, at every slice) to the calling thread's watcher (an app's status line); a search
+that is one `part` of several (a share of a layer) reports its share of the whole."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 
 class Cancelled(Exception):
@@ -87,5 +89,23 @@ def progress(fraction: float) -> None:
         watcher(fraction)
 
 
-__all__ = ["Cancelled", "abandon", "abandoned", "check", "clear", "progress", "request",
-           "resume", "watch"]
+@contextmanager
+def part(done: float, of: float) -> Iterator[None]:
+    """Within: the calling thread's search reports its progress as part `done` … `done` + 1 of
+    `of` equal parts of a larger whole (a layer searched in shares), so its watcher sees the
+    whole's fraction (one share's 0 … 1 would start again at each share)."""
+    me = threading.get_ident()
+    outer = _watchers.get(me)
+    if outer is None:
+        yield
+        return
+    _watchers[me] = lambda fraction: outer((done + min(max(fraction, 0.0), 1.0)) / of)
+    try:
+        yield
+    finally:
+        if me in _watchers:  # not stopped meanwhile
+            _watchers[me] = outer
+
+
+__all__ = ["Cancelled", "abandon", "abandoned", "check", "clear", "part", "progress",
+           "request", "resume", "watch"]

@@ -306,7 +306,8 @@ class Prefetcher:
         has started (and any a worker failed, dropped or died with) until none is left, each
         started from the answers here; then the workers' (waiting for them)."""
         layer = self.designer.layers[index]
-        found = [self.designer.layer_share(layer, hierarchy, (0, n))]
+        with interrupt.part(0, n):  # the status line shows the layer's fraction, not a share's
+            found = [self.designer.layer_share(layer, hierarchy, (0, n))]
         left = {(hierarchy, index, (k, n)) for k in range(1, n)}
         while True:
             with self._cond:
@@ -314,6 +315,7 @@ class Prefetcher:
                     if _item_key(item) in self._shares:
                         found.append(self._shares.pop(_item_key(item)))
                         left.discard(item)
+                        interrupt.progress(len(found) / n)
                 mine = next((i for i in reversed(self._wanted) if i in left), None) or \
                     next((i for i in left if _item_key(i) not in self._running), None)
                 if mine is None and left:
@@ -326,7 +328,8 @@ class Prefetcher:
                 left.discard(mine)
             if mine is None:
                 return found
-            found.append(self.designer.layer_share(layer, hierarchy, mine[2], found))
+            with interrupt.part(len(found), n):  # its shares known (some the workers')
+                found.append(self.designer.layer_share(layer, hierarchy, mine[2], found))
 
     @property
     def pending(self) -> list[Item]:
