@@ -2,22 +2,21 @@
 hierarchy, from a stated grid of level sizes, that minimizes a network's total energy within
 an on-chip capacity or area budget, and the energy–cost Pareto curve.
 
-The space covered, exactly. A `DesignSpace` is DRAM (a fixed `Level`) plus on-chip level
-slots, outermost first; slot k offers a tuple of candidate capacities: bytes (shared by I, W,
-O), a `SplitCapacity` (fixed per-array parts, e.g. DianNao's 2/32/2 KB) or None (the slot is
-absent, so one space holds hierarchies of several depths). A hierarchy is one choice per slot
-whose totals do not increase inwards, with at least one on-chip level; every such hierarchy is
-evaluated (`gen_hierarchies`). Access energy of each on-chip memory is derived from its size
-by the caller's `size_energy` rule (e.g. seed 001 table 3). For one hierarchy, each layer's
-blocking is `search.search`'s exact optimum over its space S (every divisor chain of tiles;
-every choice of the levels holding each array; per level a loop order of its group and a
-buffering position per held array inside it, the innermost level's also inside group 0; the
-hierarchy's datapath included), or
-`search_fn`'s; since the hierarchy is shared by all layers
-and nothing couples the layers' blockings, the network's minimum energy on that hierarchy is
-the sum of the per-layer minima. Per-(layer, hierarchy) results are memoized, so a slider or a
-second budget reprices nothing. Not covered: sizes off the grid, a level's buffers in two
-roles' groups (see `search`), the seed's shifting register files.
+The space covered, exactly. A `DesignSpace` (`codesign_space`) is DRAM (a fixed `Level`) plus
+on-chip level slots, outermost first; slot k offers a tuple of candidate capacities: bytes
+(shared by I, W, O), a `SplitCapacity` (fixed per-array parts, e.g. DianNao's 2/32/2 KB) or
+None (the slot is absent, so one space holds hierarchies of several depths). A hierarchy is one
+choice per slot whose totals do not increase inwards, with at least one on-chip level; every
+such hierarchy is evaluated (`gen_hierarchies`). Access energy of each on-chip memory is
+derived from its size by the caller's `size_energy` rule (e.g. seed 001 table 3). For one
+hierarchy, each layer's blocking is `search.search`'s exact optimum over its space S (every
+divisor chain of tiles; every choice of the levels holding each array; per level a loop order
+of its group and a buffering position per held array inside it, the innermost level's also
+inside group 0; the hierarchy's datapath included), or `search_fn`'s; since the hierarchy is
+shared by all layers and nothing couples the layers' blockings, the network's minimum energy on
+that hierarchy is the sum of the per-layer minima. Per-(layer, hierarchy) results are memoized,
+so a slider or a second budget reprices nothing. Not covered: sizes off the grid, a level's
+buffers in two roles' groups (see `search`), the seed's shifting register files.
 
 This replaces seed 001's two-step method (each layer's 10 best design points, then common
 points) by enumeration: no design on the grid is missed.
@@ -25,9 +24,8 @@ points) by enumeration: no design on the grid is missed.
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from workbench.errors import WorkbenchError
@@ -40,13 +38,22 @@ from workbench.hierarchy.accesses import (
     evaluate,
 )
 from workbench.hierarchy.blocking import Blocking
-from workbench.hierarchy.datapath import Datapath
-from workbench.hierarchy.levels import Hierarchy, Level, SizeEnergy, SplitCapacity
+from workbench.hierarchy.codesign_space import (  # re-exported: callers import them here
+    Capacity,
+    DesignSpace,
+    LevelSlot,
+    capacity_text,
+    describe,
+    on_chip_area_mm2,
+    on_chip_bytes,
+    scaled_capacity,
+    space_around,
+)
+from workbench.hierarchy.levels import Hierarchy, SizeEnergy
 from workbench.hierarchy.search import NoFitError, SearchResult, search, sliced
 from workbench.layers.spec import ConvLayer
 
 AXES = ("capacity", "area")
-Capacity = int | SplitCapacity | None
 WARM = 12  # memoized optima of a layer offered to its next search as incumbents
 SearchFn = Callable[[ConvLayer, Hierarchy, PrecisionLike, SizeEnergy | None], SearchResult]
 
@@ -57,148 +64,6 @@ def table3_energy_pj(size_bytes: int, width_bits: int) -> float:
     from workbench.platforms import memory_energy_pj_per_16b
 
     return memory_energy_pj_per_16b(size_bytes, width_bits) * width_bits / 16
-
-
-@dataclass(frozen=True, slots=True)
-class LevelSlot:
-    """One on-chip level position: its name, access width (bits), candidate capacities
-    (bytes, SplitCapacity, or None: absent) and optional area (mm² per KB)."""
-
-    name: str
-    access_bits: int
-    capacities: tuple[Capacity, ...]
-    area_mm2_per_kb: float | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "capacities", tuple(self.capacities))
-        if not self.capacities:
-            raise WorkbenchError(f"level slot {self.name!r}: needs at least one candidate "
-                                 "capacity")
-        for cap in self.capacities:  # each candidate must make a valid Level
-            if cap is not None:
-                Level(self.name, cap, self.access_bits, None, None, self.area_mm2_per_kb)
-
-
-@dataclass(frozen=True, slots=True)
-class DesignSpace:
-    """DRAM (`outer`, energy_pj given) and on-chip slots outermost first; mac_energy_pj per
-    MAC; datapath: the MAC array every hierarchy of the grid feeds (None: one scalar MAC)."""
-
-    outer: Level
-    slots: tuple[LevelSlot, ...]
-    mac_energy_pj: float = 0.0
-    datapath: Datapath | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "slots", tuple(self.slots))
-        if not self.slots:
-            raise WorkbenchError("design space: needs at least one on-chip level slot")
-        if self.outer.energy_pj is None:
-            raise WorkbenchError(f"design space: the outermost level {self.outer.name!r} "
-                                 "needs energy_pj")
-
-    def gen_hierarchies(self) -> Iterator[Hierarchy]:
-        """Every hierarchy of the grid (see the module docstring), in product order."""
-        for choice in itertools.product(*(s.capacities for s in self.slots)):
-            levels = [Level(s.name, cap, s.access_bits, None, None, s.area_mm2_per_kb)
-                      for s, cap in zip(self.slots, choice, strict=True) if cap is not None]
-            totals = [lvl.total_bytes for lvl in levels]
-            if not levels or any(a < b for a, b in zip(totals, totals[1:], strict=False)):
-                continue
-            yield Hierarchy((self.outer, *levels), name=describe(levels),
-                            mac_energy_pj=self.mac_energy_pj, datapath=self.datapath)
-
-    def size(self) -> int:
-        """Hierarchies in the grid."""
-        return sum(1 for _ in self.gen_hierarchies())
-
-    def check_priced(self, size_energy: SizeEnergy | None) -> None:
-        """Raise, before anything is priced, if `size_energy` cannot price some slot's
-        memories (every on-chip level of the grid is priced from its size)."""
-        for slot in self.slots:
-            for cap in slot.capacities:
-                if cap is None:
-                    continue
-                level = Level(slot.name, cap, slot.access_bits, None, None)
-                for array in ("I", "W", "O"):
-                    if level.bytes_for(array) <= 0:
-                        continue
-                    if size_energy is None:
-                        raise WorkbenchError("co-design prices every on-chip level from its "
-                                             "size: it needs a size-to-energy rule")
-                    try:
-                        size_energy(int(level.bytes_for(array)), slot.access_bits)
-                    except WorkbenchError as exc:
-                        raise WorkbenchError(
-                            f"co-design prices every on-chip level from its size (its "
-                            f"energy_pj is not kept): level {slot.name!r} at "
-                            f"{slot.access_bits} bits cannot be priced: {exc}") from None
-
-
-def scaled_capacity(cap: int | SplitCapacity | None, size: int) -> int | SplitCapacity:
-    """`size` bytes, split in the proportions of `cap` when it is split: parts rounded down,
-    then the bytes left to the parts with the largest remainders, so that they sum to `size`
-    (levels of one grid size keep equal totals whatever their proportions); a part is 0 only
-    when it was, and then at least 1 B (taken from the largest part)."""
-    if not isinstance(cap, SplitCapacity):
-        return size
-    arrays = ("I", "W", "O")
-    shares = {a: divmod(cap.of(a) * size, cap.total) for a in arrays}
-    parts = {a: q for a, (q, _) in shares.items()}
-    by_remainder = sorted(arrays, key=lambda a: -shares[a][1])  # stable: I, W, O on ties
-    for a in by_remainder[:size - sum(parts.values())]:
-        parts[a] += 1
-    for a in arrays:
-        if cap.of(a) and not parts[a]:
-            parts[max(arrays, key=parts.__getitem__)] -= 1
-            parts[a] = 1
-    return SplitCapacity(**parts)
-
-
-def space_around(hierarchy: Hierarchy, sizes_bytes: Sequence[int],
-                 ratio: tuple[int, int, int] | None = None) -> DesignSpace:
-    """A grid keeping the hierarchy's levels (names, widths, areas, shared or split in the
-    same proportions, or I:W:O in `ratio` when given: a level split from that ratio is then
-    split as at its own size, not in its rounded parts' proportions) and its datapath, with
-    each on-chip level's total taken from `sizes_bytes`."""
-    if not sizes_bytes or min(sizes_bytes) < 1:
-        raise WorkbenchError(f"co-design sizes must be positive byte counts, got "
-                             f"{list(sizes_bytes)}")
-
-    def split(cap: int | SplitCapacity | None) -> int | SplitCapacity | None:
-        return SplitCapacity(*ratio) if ratio and isinstance(cap, SplitCapacity) else cap
-
-    slots = tuple(LevelSlot(lvl.name, lvl.access_bits,
-                            tuple(scaled_capacity(split(lvl.capacity_bytes), int(s))
-                                  for s in sorted(set(sizes_bytes))), lvl.area_mm2_per_kb)
-                  for lvl in hierarchy.on_chip)
-    return DesignSpace(hierarchy.levels[0], slots, hierarchy.mac_energy_pj, hierarchy.datapath)
-
-
-def capacity_text(cap: int | SplitCapacity) -> str:
-    """'16 KB' or '512 B'; split I/W/O: '2/32/2 KB', or exact bytes when a part is not
-    whole KB ('910/14,564/910 B')."""
-    parts = [cap.of(a) for a in ("I", "W", "O")] if isinstance(cap, SplitCapacity) else [cap]
-    if all(p % 1024 == 0 for p in parts):
-        return "/".join(f"{p // 1024}" for p in parts) + " KB"
-    return "/".join(f"{p:,}" for p in parts) + " B"
-
-
-def describe(levels: Sequence[Level]) -> str:
-    """'L1 1024 KB | L2 2/32/2 KB': the on-chip capacities, outermost first."""
-    return " | ".join(f"{lvl.name} {capacity_text(lvl.capacity_bytes)}" for lvl in levels
-                      if lvl.capacity_bytes is not None)
-
-
-def on_chip_bytes(hierarchy: Hierarchy) -> int:
-    """Total on-chip capacity (bytes)."""
-    return int(sum(lvl.total_bytes for lvl in hierarchy.on_chip))
-
-
-def on_chip_area_mm2(hierarchy: Hierarchy) -> float | None:
-    """Total on-chip memory area (mm²), None when a level has no area_mm2_per_kb."""
-    areas = [lvl.area_mm2 for lvl in hierarchy.on_chip]
-    return None if any(a is None for a in areas) else float(sum(areas))
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,3 +286,9 @@ def codesign(network_layers: Sequence[ConvLayer], space: DesignSpace,
         raise WorkbenchError("co-design: no hierarchy of the grid fits every layer")
     return CodesignResult(designs, tuple(pareto_front(designs, axis)),
                           best_within(designs, budget, axis), axis, budget)
+
+
+__all__ = ["AXES", "WARM", "Capacity", "CodesignResult", "Codesigner", "Design", "DesignSpace",
+           "LevelSlot", "SearchFn", "best_within", "capacity_text", "codesign", "describe",
+           "on_chip_area_mm2", "on_chip_bytes", "pareto_front", "scaled_capacity",
+           "space_around", "table3_energy_pj", "traffic_rows"]
