@@ -241,6 +241,8 @@ def test_an_edited_hierarchy_off_the_grid_that_beats_its_best_is_said() -> None:
     assert f"the edited hierarchy is within 64 KB too and {1 - edited / best:.1%} lower" in shown
     app.sizes[0].value = 14  # 16 KB | 1 KB: on the grid, nothing to say
     assert "the edited hierarchy is within" not in app.summary.value
+    app.budget.value = 20  # the budget reads as its slider does: 1 MB, not 1024 KB
+    assert app.budget.label == "1 MB" and "co-designed within 1 MB (" in app.summary.value
 
 
 def test_split_sizes_read_in_whole_kb_or_exact_bytes() -> None:

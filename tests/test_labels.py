@@ -46,6 +46,11 @@ def _box(x, y, text, align, dx, dy):
     return left, y + dy, left + width, y + dy + FONT
 
 
+def _to_box(x, y, box) -> float:
+    """Pixels from (x, y) to the box's nearest spot."""
+    return math.hypot(max(box[0] - x, 0, x - box[2]), max(box[1] - y, 0, y - box[3]))
+
+
 def _apart(a, b) -> bool:
     return a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
 
@@ -58,9 +63,9 @@ points = st.lists(st.tuples(st.floats(0.01, 1e4), st.floats(0.01, 1e4)), min_siz
 @given(points, st.floats(0.01, 1e4), st.lists(st.tuples(st.floats(1e-3, 1e5),
                                                         st.floats(1e-3, 1e5)), max_size=8))
 def test_labels_neither_overprint_nor_leave_the_frame(pts, roof, path) -> None:
-    """Placed labels: inside the frame, apart from each other, off every other point's
-    marker, off the roof line and off a polyline drawn; each names its point and counts at
-    most all points."""
+    """Placed labels: inside the frame, 4 px or more apart from each other, off every other
+    point's marker, off the roof line and off a polyline drawn, nearer their own point than
+    any other; each names its point and counts at most all points."""
     xs, ys = [p[0] for p in pts], [p[1] for p in pts]
     names = [f"layer{i}" for i in range(len(pts))]
     line_x, line_y = [p[0] for p in path], [p[1] for p in path]
@@ -82,14 +87,18 @@ def test_labels_neither_overprint_nor_leave_the_frame(pts, roof, path) -> None:
         assert -1e-9 <= box[1] and box[3] <= FRAME[1] + 1e-9
         assert _apart(box, line)
         assert not _crossed(box, *path_px)
-        for j in range(len(pts)):  # no other point's marker under it
-            if abs(px[j] - px[i]) >= 6 or abs(py[j] - py[i]) >= 6:
+        near = [j for j in range(len(pts)) if abs(px[j] - px[i]) < 6 and abs(py[j] - py[i]) < 6]
+        own = min(_to_box(px[j], py[j], box) for j in near)
+        for j in range(len(pts)):  # no other point's marker under it, none as near the text
+            if j not in near:
                 assert _apart(box, (px[j] - 5, py[j] - 5, px[j] + 5, py[j] + 5))
+                assert _to_box(px[j], py[j], box) > own
         boxes.append(box)
     assert counted <= len(pts)
-    for a in range(len(boxes)):
+    for a in range(len(boxes)):  # apart, with room between them not to read as one
         for b in range(a):
-            assert _apart(boxes[a], boxes[b])
+            assert _apart((boxes[a][0] - 4, boxes[a][1] - 4, boxes[a][2] + 4, boxes[a][3] + 4),
+                          boxes[b])
 
 
 def test_a_blob_of_points_is_counted_in_one_label() -> None:

@@ -49,6 +49,25 @@ def test_notebook_is_clean_and_parameterized(name: str) -> None:
     code = [c for c in book.cells if c.cell_type == "code"]
     assert all(not c.outputs and c.execution_count is None for c in code)  # stripped
     assert not any("def " in c.source for c in code)  # logic lives in workbench/
+    # no later cell rebinds a parameter: re-running a cell after "Run All" sees the parameters
+    # as set (notebook 08's seed cell once rebound `datapath`, failing the app cell re-run)
+    parameters = _bound(tagged[0].source)
+    for cell in code:
+        if cell is not tagged[0]:
+            assert not _bound(cell.source) & parameters, (name, _bound(cell.source) & parameters)
+
+
+def _bound(source: str) -> set[str]:
+    """The names a cell's code binds (assignments, for loops, imports, with ... as)."""
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+    return names
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))

@@ -59,6 +59,7 @@ from workbench.viz.hierarchy_plots import (
     show_layers,
     traffic_html,
 )
+from workbench.viz.units import fmt_bytes
 
 KB = 1024
 STALE = "; the plots and summary still show the last hierarchy that worked"
@@ -357,7 +358,7 @@ class HierarchyView:
                  f"layers: edited hierarchy ({html.escape(describe_design(given))}): "
                  f"{given.energy_pj / self.macs:.2f} pJ/MAC, "
                  f"memory:compute {given.memory_to_compute:.2f}×"]
-        within = (f"{budget / KB:g} KB" if self.axis.value == "capacity"
+        within = (fmt_bytes(budget) if self.axis.value == "capacity"  # as its slider reads
                   else f"{budget:.3g} mm²")
         if designs is None:
             size = self._space(self.hierarchy()).size()
@@ -369,7 +370,7 @@ class HierarchyView:
             least = min((d.cost(self.axis.value) for d in designs), default=None)
             lines.append(f"no grid hierarchy within {within} fits every layer" + (
                 "" if least is None or least <= budget else
-                f": the smallest takes {least / KB:g} KB" if self.axis.value == "capacity"
+                f": the smallest takes {fmt_bytes(least)}" if self.axis.value == "capacity"
                 else f": the smallest takes {least:.3g} mm²"))
         else:
             b = self.best

@@ -107,7 +107,7 @@ def front_points_data(front: pd.DataFrame, sizes: pd.DataFrame) -> dict[str, lis
     return data | place_labels(data["time_ms"], data["energy_uj"], data["memory"],
                                TRADEOFF_FRAME, others=(others["time_ms"], others["energy_uj"]),
                                paths=[(others["time_ms"], others["energy_uj"])],
-                               marker_px=16, padding=0.1)
+                               marker_px=22, padding=0.1)  # the selected size's cross
 
 
 def roofline_points_data(per_layer: pd.DataFrame, roofs: dict | None) -> dict[str, list]:

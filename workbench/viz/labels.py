@@ -1,11 +1,11 @@
 """Point labels that neither overprint nor leave the plot: points drawn within a few pixels of
 each other share one label ('conv3_2 +1'); each label goes right of its point, or left when
 that runs past the frame, or above, below or at a corner of it; one that fits no way, or
-would cover a label placed before, another point or a line drawn (a roof, a front), is left
-out (hover still names the point), and its points are counted in the nearest label placed
-within JOIN_PX ('conv1_2 +11' for a blob of 12 layers). Positions are estimated in pixels
-from the data range a `DataRange1d` with `range_padding` would show and an average glyph
-width."""
+would cover a label placed before (or come within LABEL_GAP_PX of it), another point or a
+line drawn (a roof, a front), or would lie nearer another point than its own, is left out
+(hover still names the point), and its points are counted in the nearest label placed within
+JOIN_PX ('conv1_2 +11' for a blob of 12 layers). Positions are estimated in pixels from the
+data range a `DataRange1d` with `range_padding` would show and an average glyph width."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ CHAR_PX = 0.58   # average glyph width per font pixel (sans-serif)
 NEAR_PX = 6.0    # points closer than this (both axes) share one label
 GAP_PX = 3.0     # label distance from its marker's edge
 JOIN_PX = 30.0   # an unlabelled point is counted in the nearest label this close
+LABEL_GAP_PX = 4.0  # labels keep this far from each other and from lines (not to read as one)
 
 
 def _axis(values: Sequence[float], size_px: float, log: bool, padding: float):
@@ -61,8 +62,9 @@ def place_labels(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str],
     px = _pixels([*xs, *others[0]], [], frame_px[0], log[0], padding)
     py = _pixels([*ys, *others[1]], extra_y, frame_px[1], log[1], padding)
     r = marker_px / 2
-    marks = [(x - r, y - r, x + r, y + r) for x, y in zip(px, py, strict=True)
-             if not (math.isnan(x) or math.isnan(y))]
+    centres = [(x, y) for x, y in zip(px, py, strict=True)
+               if not (math.isnan(x) or math.isnan(y))]
+    marks = [(x - r, y - r, x + r, y + r) for x, y in centres]
     n = len(texts)
     px, py = px[:n], py[:n]
     label, align, dx, dy = [""] * n, ["left"] * n, [r + GAP_PX] * n, [3.0] * n
@@ -90,11 +92,15 @@ def place_labels(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str],
         text = str(texts[i]) + " +99"  # room for a count joined later
         width, height = len(text) * CHAR_PX * font_px, font_px
         own = {(px[k] - r, py[k] - r, px[k] + r, py[k] + r) for k in group}
+        mine = [(px[k], py[k]) for k in group]
+        strangers = [c for c in centres if not any(abs(c[0] - a) < NEAR_PX and
+                                                   abs(c[1] - b) < NEAR_PX for a, b in mine)]
         # right of the point, left of it, above it, below it, then its four corners (text
         # bottom at y + dy)
         up, down = r + 2, -(r + 2 + height)
-        for side, x0, ddx, ddy in (("left", px[i] + gap, gap, 3.0),
-                                   ("right", px[i] - gap - width, -gap, 3.0),
+        mid = -height / 2  # the text level with its point
+        for side, x0, ddx, ddy in (("left", px[i] + gap, gap, mid),
+                                   ("right", px[i] - gap - width, -gap, mid),
                                    ("center", px[i] - width / 2, 0.0, up),
                                    ("center", px[i] - width / 2, 0.0, down),
                                    ("left", px[i] + r, r, up), ("left", px[i] + r, r, down),
@@ -103,9 +109,12 @@ def place_labels(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str],
             box = (x0, py[i] + ddy, x0 + width, py[i] + ddy + height)
             inside = box[0] >= 0 and box[1] >= 0 and box[2] <= frame_px[0] and \
                 box[3] <= frame_px[1]
-            if inside and not any(_overlap(box, b) for b in placed) and \
-                    not any(_overlap(box, m) for m in marks if m not in own) and \
-                    not any(_crosses(seg, box) for seg in segments):
+            # read as its point's: no other point is as near the text as its own
+            near = min(_distance(c, box) for c in mine)
+            if inside and not any(_overlap(_grown(box, LABEL_GAP_PX), b) for b in placed) \
+                    and not any(_overlap(box, m) for m in marks if m not in own) \
+                    and not any(_crosses(seg, box) for seg in segments) \
+                    and all(_distance(c, box) > near for c in strangers):
                 placed.append(box)
                 owner[i], align[i], dx[i], dy[i] = list(group), side, ddx, ddy
                 break
@@ -118,6 +127,16 @@ def place_labels(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str],
     for i, counted in owner.items():
         label[i] = str(texts[i]) + (f" +{len(counted) - 1}" if len(counted) > 1 else "")
     return {"label": label, "label_align": align, "label_dx": dx, "label_dy": dy}
+
+
+def _grown(box: tuple[float, ...], by: float) -> tuple[float, ...]:
+    return box[0] - by, box[1] - by, box[2] + by, box[3] + by
+
+
+def _distance(point: tuple[float, float], box: tuple[float, ...]) -> float:
+    """Pixels from the point to the nearest spot of the box (0 inside)."""
+    return math.hypot(max(box[0] - point[0], 0.0, point[0] - box[2]),
+                      max(box[1] - point[1], 0.0, point[1] - box[3]))
 
 
 def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:

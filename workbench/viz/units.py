@@ -218,8 +218,10 @@ def number_ticks() -> CustomJSTickFormatter:
 # linear when its range spans a decade or two (CTC 7.7 to 150 read 50, 100, 150 only). Here:
 # up to LOG_DECADES_125 decades, ticks at 1, 2 and 5 per decade (consecutive ticks at most
 # 2.5x apart), or at 1-9 when that gives fewer than 3; a range narrower than those gets linear
-# round ticks; wider ranges get powers of ten, every k-th so at most 8 show.
+# round ticks; up to LOG_DECADES_13, ticks at 1 and 3 (at most 3.33x apart); wider ranges get
+# powers of ten, every k-th so at most 8 show.
 LOG_DECADES_125 = 2.2
+LOG_DECADES_13 = 3.5
 LOG_TICKS_JS = """
 const lo = Math.min(cb_data.start, cb_data.end), hi = Math.max(cb_data.start, cb_data.end);
 if (!(lo > 0) || !isFinite(hi) || !(hi > lo)) return [];
@@ -236,7 +238,8 @@ const at = (ms, every) => {
   }
   return ticks;
 };
-if (decades > DECADES) return at([1], Math.ceil(decades / 8));
+if (decades > DECADES_13) return at([1], Math.ceil(decades / 8));
+if (decades > DECADES) return at([1, 3], 1);
 for (const [ms, least] of [[[1, 2, 5], 3], [[1, 2, 3, 4, 5, 6, 7, 8, 9], 2]]) {
   const ticks = at(ms, 1);
   if (ticks.length >= least) return ticks;
@@ -247,7 +250,7 @@ const ticks = [];
 for (let i = Math.ceil(lo / step); i * step <= hi; i++)
   ticks.push(Number((i * step).toPrecision(12)));
 return ticks;
-""".replace("DECADES", str(LOG_DECADES_125))
+""".replace("DECADES_13", str(LOG_DECADES_13)).replace("DECADES", str(LOG_DECADES_125))
 LOG_MINOR_TICKS_JS = """
 const lo = Math.min(cb_data.start, cb_data.end), hi = Math.max(cb_data.start, cb_data.end);
 if (!(lo > 0) || !isFinite(hi) || Math.log10(hi / lo) > 6) return [];
@@ -262,8 +265,8 @@ return ticks;
 
 
 def log_ticks() -> CustomJSTicker:
-    """Ticks for a log axis: 1-2-5 per decade over up to two decades, never a linear fallback
-    with one tick in its lower half (`LOG_TICKS_JS`)."""
+    """Ticks for a log axis: 1-2-5 per decade over up to two decades, 1-3 up to three and a
+    half, never a linear fallback with one tick in its lower half (`LOG_TICKS_JS`)."""
     from bokeh.models import CustomJSTicker
 
     return CustomJSTicker(major_code=LOG_TICKS_JS, minor_code=LOG_MINOR_TICKS_JS)
