@@ -291,3 +291,83 @@ def test_the_cli_bar_says_how_far_the_search_under_way_is(tmp_path, monkeypatch,
     shown = [int(p) for p in re.findall(r"search under way (\d+)%", err)]
     assert "layers searched" in err and len(shown) > 5 and shown == sorted(shown)
     assert interrupt._watchers == {}
+
+
+def _held_until_stopped(app, entered: threading.Event, which=lambda hierarchy: True):
+    """Make the app's searches of `which` hierarchies wait, once entered, until the thread's
+    pricing is abandoned (a search that only ends at a safe point)."""
+    real = app.designer.layer_result
+
+    def held(layer, hierarchy):
+        if which(hierarchy) and not app.designer.known_layer(layer, hierarchy):
+            entered.set()
+            for _ in range(6000):
+                interrupt.check()  # raises once the pricing is stopped
+                threading.Event().wait(0.01)
+            raise AssertionError("the stop never reached the search")
+        return real(layer, hierarchy)
+
+    app.designer.layer_result = held
+    return real
+
+
+def test_the_stop_button_ends_the_pricing_and_sets_the_controls_back(tmp_path) -> None:
+    """A pricing under way is ended by the stop button (enabled only while one runs): the
+    sliders go back to the hierarchy the plots show, its design and bars stay, the status
+    says so; nothing is counted as superseded, and the next edit is priced as usual (a cold
+    search's energy). With nothing under way the button does nothing."""
+    net = tmp_path / "tiny.yaml"
+    net.write_text(TINY_NET)
+    tiny = layers.load_network(str(net)).tiled_layers()
+    app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+                         background=True)
+    try:
+        assert app.stop.disabled and app.stop in app.view.children[0].children[0].children
+        shown, bars = app.design, dict(app.energy_source.data)
+        entered = threading.Event()
+        real = _held_until_stopped(app, entered)
+        app.sizes[0].value = 13  # 8 KB | 512 B: held
+        assert entered.wait(30) and not app.stop.disabled
+        app.stop.click()
+        assert [s.value for s in app.sizes[:2]] == [11, 9]  # back at 2 KB | 512 B
+        assert app.design is shown and dict(app.energy_source.data) == bars
+        assert "stopped: the controls are back at the hierarchy shown (L1 2 KB | L2 512 B)" \
+            in app.status.value
+        assert (app.background.stopped, app.background.superseded) == (1, 0)
+        assert app.stop.disabled and app.wait(1)  # the set-back sliders priced nothing
+        assert not app.designer.known(app._hierarchy_at((13, 9)))
+        app.stop.click()  # nothing under way: nothing happens
+        assert app.background.stopped == 1 and "stopped" in app.status.value
+        app.designer.layer_result = real
+        app.sizes[1].value = 10  # 2 KB | 1 KB
+        assert app.wait(120) and app.status.value == ""
+        want = sum(search(lay, app._hierarchy_at((11, 10)), PREC, table3_energy_pj).energy_pj
+                   for lay in tiny)
+        assert app.design.energy_pj == pytest.approx(want, rel=1e-12)
+    finally:
+        app.close()
+
+
+def test_a_stop_while_a_new_shapes_grid_is_priced_says_the_front_is_old(tmp_path) -> None:
+    """Stopped after the edited hierarchy of a new shape (split I/W/O) was shown, while its
+    grid was priced: the controls stay, the status says the front and summary are the
+    previous shape's."""
+    net = tmp_path / "tiny.yaml"
+    net.write_text(TINY_NET)
+    app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+                         background=True)
+    try:
+        front = dict(app.every_source.data)
+        entered = threading.Event()
+        _held_until_stopped(app, entered, lambda h: h.name != "edited")  # grid ones only
+        app.split.value = True
+        assert entered.wait(60)
+        app.stop.click()
+        assert app.split.value and app.design.hierarchy.name == "edited"
+        assert isinstance(app.design.hierarchy.levels[1].capacity_bytes, type(
+            app.hierarchy().levels[1].capacity_bytes))  # the split one is shown
+        assert "grid is not priced; the front and the summary show the previous shape's" \
+            in app.status.value
+        assert dict(app.every_source.data) == front
+    finally:
+        app.close()

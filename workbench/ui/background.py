@@ -7,7 +7,8 @@ searches for 10-30 s holds every later press until it returns, and then each is 
 turn. Here a callback only records what is asked (`ask`) and returns; a thread runs the app's
 work for everything asked since it last started. A request that supersedes (an edit) makes the
 work under way stop at its search's next safe point (`interrupt.abandon`: about 0.4 s on three
-levels), which keeps only whole results (a layer's blocking found before stays memoized)."""
+levels), which keeps only whole results (a layer's blocking found before stays memoized). So
+does `stop` (an app's stop button), which drops what is asked too."""
 
 from __future__ import annotations
 
@@ -25,8 +26,11 @@ class Latest:
     (`ask`); an error other than a superseded search goes to `failed(exc)` (a status line)."""
 
     def __init__(self, work: Callable[[frozenset[str]], None],
-                 failed: Callable[[Exception], None], name: str = "workbench-app") -> None:
+                 failed: Callable[[Exception], None], name: str = "workbench-app",
+                 busy: Callable[[bool], None] | None = None) -> None:
         self._work, self._failed, self._name = work, failed, name
+        self._busy = busy  # told True as a run starts, False as it ends (a stop button)
+        self._stopping = False
         self._cond = threading.Condition()
         self._asked: set[str] = set()
         self._running = False
@@ -34,6 +38,7 @@ class Latest:
         self._thread: threading.Thread | None = None
         self.runs = 0        # runs started
         self.superseded = 0  # runs stopped under way by a newer request
+        self.stopped = 0     # `stop`s made while a run was under way
 
     def ask(self, kind: str, supersede: bool = False) -> None:
         """Run the work for `kind` soon; `supersede`: stop the run under way first."""
@@ -68,17 +73,34 @@ class Latest:
             self._running = True
             self.runs += 1
         try:
+            if self._busy is not None:
+                self._busy(True)
             self._work(kinds)
-        except interrupt.Cancelled:  # a newer request is waiting
-            self.superseded += 1
+        except interrupt.Cancelled:  # a newer request is waiting, or `stop`
+            if not self._stopping:
+                self.superseded += 1
         except Exception as exc:  # noqa: BLE001 - shown on the app, the thread goes on
             _LOG.exception("%s failed", self._name)
             self._failed(exc)
         finally:
+            if self._busy is not None:
+                self._busy(False)
             with self._cond:
-                self._running = False
+                self._running = self._stopping = False
                 self._cond.notify_all()
         return True
+
+    def stop(self) -> bool:
+        """Stop the run under way at its search's next safe point and drop what is asked;
+        True if a run was under way."""
+        with self._cond:
+            self._asked.clear()
+            if not self._running or self._thread is None:
+                return False
+            self._stopping = True
+            self.stopped += 1
+            interrupt.abandon(self._thread.ident)
+            return True
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until nothing is asked or running (at most `timeout` s); True if so."""

@@ -57,9 +57,9 @@ from workbench.viz.hierarchy_plots import (
     relabel_front,
     relabel_levels,
     show_layers,
+    summary_html,
     traffic_html,
 )
-from workbench.viz.units import fmt_bytes
 
 KB = 1024
 STALE = "; the plots and summary still show the last hierarchy that worked"
@@ -155,10 +155,19 @@ class HierarchyView:
         self.every_source, self.front_source, self.best_source = (
             ColumnDataSource(d) for d in front_data([], [], None, 1))
         self.front_figure = front_plot(self.every_source, self.front_source, self.best_source)
-        # edits after the first pricing: in a thread, the newest superseding (`background`)
-        self.background = Latest(self._priced, self._failed, "workbench-hierarchy-app") \
+        # edits after the first pricing: in a thread, the newest superseding (`background`);
+        # a stop button ends a pricing under way, the controls going back to what is shown
+        self.stop = widgets.Button(description="stop pricing", disabled=True,
+                                   tooltip="end the pricing under way; the controls go back "
+                                           "to the hierarchy shown")
+        self.stop.on_click(lambda _: self._stop())
+        self.background = Latest(self._priced, self._failed, "workbench-hierarchy-app",
+                                 lambda on: setattr(self.stop, "disabled", not on)) \
             if background else None
-        for control in (self.levels, self.split, self.width, self.datapath, *self.sizes):
+        self._controls = (self.levels, *self.sizes, self.split, self.width, self.datapath)
+        self._shown: list | None = None  # the controls' values the plots show
+        self._quiet = False  # controls set back by `_stop`: nothing to price
+        for control in self._controls:
             control.observe(lambda change: self._changed("edit"), names="value")
         for control in (self.budget, self.axis, self.area_budget):
             control.observe(lambda change: self._changed("budget"), names="value")
@@ -167,6 +176,8 @@ class HierarchyView:
     def _changed(self, kind: str) -> None:
         """A control moved: reprice now, or ask the background thread (an edit supersedes
         the pricing under way; a budget move waits for it)."""
+        if self._quiet:
+            return
         if self.background is None:
             self._priced(frozenset({kind}))
         else:
@@ -174,6 +185,32 @@ class HierarchyView:
 
     def _priced(self, kinds: frozenset[str]) -> None:
         (self.update if "edit" in kinds else self.update_budget)()
+
+    def _stop(self) -> None:
+        """The stop button: the pricing under way ends at its search's next safe point (the
+        layers it finished stay memoized); the controls go back to the hierarchy shown, or,
+        stopped while a new shape's grid was priced, the status says the front is the
+        previous shape's."""
+        if self.background is None or not self.background.stop():
+            return
+        self.background.wait(60)
+        back = self._shown is not None and self._shown != [c.value for c in self._controls]
+        if back:
+            self._quiet = True
+            try:
+                for control, value in zip(self._controls, self._shown, strict=True):
+                    control.value = value
+            finally:
+                self._quiet = False
+            for i, slider in enumerate(self.sizes):
+                slider.layout.display = None if i < self.levels.value else "none"
+        if self.prefetcher is not None:
+            self.prefetcher.want(self._ahead())
+        self.status.value = (
+            f"<i>stopped: the controls are back at the hierarchy shown "
+            f"({html.escape(describe_design(self.design))})</i>" if back else
+            "<i>stopped: this shape's co-design grid is not priced; the front and the summary "
+            "show the previous shape's</i>" if self._grid_space() is not None else "")
 
     def _failed(self, exc: Exception) -> None:
         self.status.value = error_html(WorkbenchError(f"{type(exc).__name__}: {exc}{STALE}"))
@@ -250,7 +287,7 @@ class HierarchyView:
                 f"some layer fits no blocking: a level is too small for its smallest block"
                 f"{STALE}"))
             return
-        self.design = design
+        self.design, self._shown = design, [c.value for c in self._controls]
         rows = self.designer.traffic_rows(design)
         names = [lvl.name for lvl in hierarchy.levels]
         relabel_levels(self.energy_figure, names)
@@ -350,46 +387,20 @@ class HierarchyView:
         self.every_source.data, self.front_source.data, self.best_source.data = \
             every, front, best
         self.front_figure.visible = designs is not None  # no grid: no empty plot
-        self.summary.value = self._summary_html(budget, designs)
-
-    def _summary_html(self, budget: float, designs: list[Design] | None) -> str:
-        given = self.design
-        lines = [f"<b>{html.escape(self.network_name)}</b>, {len(self.designer.layers)} "
-                 f"layers: edited hierarchy ({html.escape(describe_design(given))}): "
-                 f"{given.energy_pj / self.macs:.2f} pJ/MAC, "
-                 f"memory:compute {given.memory_to_compute:.2f}×"]
-        within = (fmt_bytes(budget) if self.axis.value == "capacity"  # as its slider reads
-                  else f"{budget:.3g} mm²")
-        if designs is None:
-            size = self._space(self.hierarchy()).size()
-            lines.append(f"co-design: the app prices its grid for 1 to {GRID_LEVELS} on-chip "
-                         f"levels; the {size} {self.levels.value}-level hierarchies of this "
-                         f"grid take minutes (<code>workbench hierarchy NETWORK --levels "
-                         f"FILE --budget-kb N</code> prices them)")
-        elif self.best is None:
-            least = min((d.cost(self.axis.value) for d in designs), default=None)
-            lines.append(f"no grid hierarchy within {within} fits every layer" + (
-                "" if least is None or least <= budget else
-                f": the smallest takes {fmt_bytes(least)}" if self.axis.value == "capacity"
-                else f": the smallest takes {least:.3g} mm²"))
-        else:
-            b = self.best
-            sizes = ", ".join(f"{n / KB:g}" for n in self.grid_bytes)
-            lines.append(f"co-designed within {within} (best of the grid: level sizes {sizes} "
-                         f"KB): {html.escape(describe_design(b))}: {b.energy_pj / self.macs:.2f} "
-                         f"pJ/MAC, memory:compute {b.memory_to_compute:.2f}×, "
-                         f"{b.capacity_bytes / KB:g} KB, {b.area_mm2:.3g} mm²")
-            if given.cost(self.axis.value) <= budget and given.energy_pj < b.energy_pj:
-                lines.append(f"the edited hierarchy is within {within} too and "
-                             f"{1 - given.energy_pj / b.energy_pj:.1%} lower: its sizes are "
-                             f"off the grid (<code>grid_kb</code> sets it)")
-        return "<br>".join(lines)
+        grid_note = None if designs is not None else (  # past GRID_LEVELS: why no grid
+            f"co-design: the app prices its grid for 1 to {GRID_LEVELS} on-chip levels; the "
+            f"{self._space(self.hierarchy()).size()} {self.levels.value}-level hierarchies of "
+            f"this grid take minutes (<code>workbench hierarchy NETWORK --levels FILE "
+            f"--budget-kb N</code> prices them)")
+        self.summary.value = summary_html(
+            self.network_name, len(self.designer.layers), self.macs, self.design, self.best,
+            designs, budget, axis, self.grid_bytes, grid_note)
 
     @property
     def view(self) -> widgets.Widget:
         controls = widgets.VBox([self.levels, *self.sizes, self.split, self.width,
                                  self.datapath, self.axis_row, self.budget, self.area_budget,
-                                 self.status])
+                                 self.status, *([self.stop] if self.background else [])])
         return widgets.VBox([widgets.HBox([controls, bokeh_widget(self.energy_figure)]),
                              bokeh_widget(self.front_figure), self.summary, self.traffic])
 

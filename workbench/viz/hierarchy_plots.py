@@ -4,6 +4,7 @@ MAC, and the energy–capacity (or energy–area) front of co-designed hierarchi
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
 import pandas as pd
@@ -142,3 +143,34 @@ def level_text(level: Level) -> str:
     if isinstance(level.capacity_bytes, SplitCapacity) and text.endswith(" B"):
         text += f" of {fmt_bytes(level.total_bytes)}"
     return text
+
+
+def summary_html(network: str, n_layers: int, macs: int, given: Design, best: Design | None,
+                 designs: Sequence[Design] | None, budget: float, axis: str,
+                 grid_bytes: Sequence[int], grid_note: str | None = None) -> str:
+    """The hierarchy app's summary: the edited hierarchy's pJ/MAC and memory:compute ratio,
+    then the best grid design within the budget (bytes or mm² on `axis`), or why there is
+    none (`grid_note` when no grid is priced), and whether the edited one beats it."""
+    lines = [f"<b>{html.escape(network)}</b>, {n_layers} layers: edited hierarchy "
+             f"({html.escape(describe_design(given))}): {given.energy_pj / macs:.2f} pJ/MAC, "
+             f"memory:compute {given.memory_to_compute:.2f}×"]
+    within = fmt_bytes(budget) if axis == "capacity" else f"{budget:.3g} mm²"  # as its slider
+    if designs is None:
+        lines.append(grid_note or "co-design: no grid priced")
+    elif best is None:
+        least = min((d.cost(axis) for d in designs), default=None)
+        lines.append(f"no grid hierarchy within {within} fits every layer" + (
+            "" if least is None or least <= budget else
+            f": the smallest takes {fmt_bytes(least)}" if axis == "capacity"
+            else f": the smallest takes {least:.3g} mm²"))
+    else:
+        sizes = ", ".join(f"{n / 1024:g}" for n in grid_bytes)
+        lines.append(f"co-designed within {within} (best of the grid: level sizes {sizes} "
+                     f"KB): {html.escape(describe_design(best))}: {best.energy_pj / macs:.2f} "
+                     f"pJ/MAC, memory:compute {best.memory_to_compute:.2f}×, "
+                     f"{best.capacity_bytes / 1024:g} KB, {best.area_mm2:.3g} mm²")
+        if given.cost(axis) <= budget and given.energy_pj < best.energy_pj:
+            lines.append(f"the edited hierarchy is within {within} too and "
+                         f"{1 - given.energy_pj / best.energy_pj:.1%} lower: its sizes are "
+                         f"off the grid (<code>grid_kb</code> sets it)")
+    return "<br>".join(lines)
