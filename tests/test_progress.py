@@ -98,3 +98,27 @@ def test_designs_stepwise_equal_the_codesigners(capsys) -> None:
     assert [(d.hierarchy, d.energy_pj) for d in got] == [(d.hierarchy, d.energy_pj)
                                                           for d in want]
     assert len(got) == 3 and "hierarchies priced" in capsys.readouterr().err
+
+
+def test_the_status_line_keeps_time_between_a_searchs_reports() -> None:
+    """A search reports at every slice, which may take seconds: meanwhile the status line is
+    rewritten with the last fraction and the time going on (it looked hung, frozen at '17%
+    done; 2.47 s' for 6 s); nothing is written once the block has ended."""
+    import re
+    import time
+
+    from workbench.hierarchy import interrupt
+    from workbench.ui.progress import searching
+
+    status, seen = widgets.HTML(), []
+    status.observe(lambda change: seen.append(change["new"]), names="value")
+    with searching(status, "pricing", lambda: "0 of 2 layers done", every_s=0.05):
+        interrupt.progress(0.4)  # one report, then a long slice
+        time.sleep(0.5)
+    ended = len(seen)
+    time.sleep(0.2)
+    assert len(seen) == ended  # the timer has stopped
+    times = [float(m[1]) for m in (re.search(r"40% done; (\d+) ms…", s) for s in seen) if m]
+    assert len(times) >= 4 and times == sorted(times) and times[-1] - times[0] >= 200
+    assert all(s.startswith("<i>pricing: 0 of 2 layers done; the search under way 40% done")
+               for s in seen)

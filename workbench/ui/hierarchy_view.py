@@ -398,9 +398,10 @@ class HierarchyView:
 
     @property
     def view(self) -> widgets.Widget:
-        controls = widgets.VBox([self.levels, *self.sizes, self.split, self.width,
+        controls = widgets.VBox([*([self.stop] if self.background else []),  # where it
+                                 self.levels, *self.sizes, self.split, self.width,  # stays
                                  self.datapath, self.axis_row, self.budget, self.area_budget,
-                                 self.status, *([self.stop] if self.background else [])])
+                                 self.status])
         return widgets.VBox([widgets.HBox([controls, bokeh_widget(self.energy_figure)]),
                              bokeh_widget(self.front_figure), self.summary, self.traffic])
 

@@ -9,6 +9,7 @@ run it one step at a time so the bar can move.
 from __future__ import annotations
 
 import html
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -55,22 +56,45 @@ def searching(status: widgets.HTML, text: str, counts: Callable[[], str],
               every_s: float = 0.5) -> Iterator[None]:
     """While the block's searches run (in this thread), rewrite the status line at most every
     `every_s` s (the first after `every_s`): `text`, `counts()` (what is done: '1 of 2 layers
-    done'), the search under way's fraction of passes done and the time since the start."""
+    done'), the search under way's fraction of passes done and the time since the start. A
+    search reports at every slice, which may take seconds: a timer thread rewrites the line
+    meanwhile (the last fraction, the time going on), so that it never looks hung."""
     start = time.perf_counter()
-    last = [start]
+    last, fraction, lock = [start], [0.0], threading.Lock()
 
-    def watcher(fraction: float) -> None:
-        now = time.perf_counter()
-        if now - last[0] >= every_s:
-            last[0] = now
-            status.value = (f"<i>{html.escape(text)}: {html.escape(counts())}; the search "
-                            f"under way {fraction:.0%} done; {fmt_seconds(now - start)}…</i>")
+    def show(now: float) -> None:
+        last[0] = now
+        status.value = (f"<i>{html.escape(text)}: {html.escape(counts())}; the search under "
+                        f"way {fraction[0]:.0%} done; {fmt_seconds(now - start)}…</i>")
 
+    def watcher(reported: float) -> None:
+        with lock:
+            fraction[0] = reported
+            now = time.perf_counter()
+            if now - last[0] >= every_s:
+                show(now)
+
+    done = threading.Event()
+
+    def tick() -> None:  # the time goes on between reports
+        while not done.wait(every_s):
+            with lock:
+                now = time.perf_counter()
+                if not done.is_set() and now - last[0] >= every_s:
+                    show(now)
+
+    timer = threading.Thread(target=tick, daemon=True, name="workbench-status") \
+        if every_s > 0 else None
     interrupt.watch(watcher)
+    if timer is not None:
+        timer.start()
     try:
         yield
     finally:
         interrupt.watch(None)
+        done.set()
+        if timer is not None:
+            timer.join()
 
 
 def took(seconds: float) -> str:
