@@ -122,3 +122,24 @@ def test_the_status_line_keeps_time_between_a_searchs_reports() -> None:
     assert len(times) >= 4 and times == sorted(times) and times[-1] - times[0] >= 200
     assert all(s.startswith("<i>pricing: 0 of 2 layers done; the search under way 40% done")
                for s in seen)
+
+
+def test_the_cli_bar_keeps_time_between_a_searchs_reports(monkeypatch) -> None:
+    """`workbench hierarchy`'s bar is redrawn every SHOW_EVERY_S s while a search runs (its
+    elapsed time goes on between reports), and not after."""
+    import io
+    import time
+
+    from tqdm import tqdm
+
+    from workbench.cli import hierarchy as hierarchy_cli
+
+    monkeypatch.setattr(hierarchy_cli, "SHOW_EVERY_S", 0.05)
+    out = io.StringIO()
+    with tqdm(total=2, file=out, mininterval=0) as bar, hierarchy_cli._under_way(bar):
+        drawn = out.getvalue().count("\r")
+        time.sleep(0.5)  # a long slice: no report
+        redrawn = out.getvalue().count("\r")
+    time.sleep(0.2)
+    assert redrawn - drawn >= 4
+    assert out.getvalue().count("\r") <= redrawn + 1  # the closing draw only

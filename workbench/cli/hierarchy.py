@@ -16,6 +16,7 @@ import dataclasses
 import json
 import math
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -191,7 +192,8 @@ SHOW_EVERY_S = 0.5  # a bar's "search under way" postfix is rewritten at most th
 @contextmanager
 def _under_way(bar: tqdm) -> Iterator[None]:
     """The bar's postfix says how far the search under way in this thread is (its fraction
-    of passes done: `interrupt.progress`)."""
+    of passes done: `interrupt.progress`); its elapsed time is redrawn every SHOW_EVERY_S s
+    meanwhile."""
     if bar.disable:
         yield
         return
@@ -203,11 +205,23 @@ def _under_way(bar: tqdm) -> Iterator[None]:
             last[0] = now
             bar.set_postfix_str(f"search under way {fraction:.0%}")
 
+    done = threading.Event()
+
+    def tick() -> None:  # the bar's clock goes on between a search's reports (slices)
+        while not done.wait(SHOW_EVERY_S):
+            bar.refresh()
+
+    timer = threading.Thread(target=tick, daemon=True) if SHOW_EVERY_S > 0 else None
     interrupt.watch(show)
+    if timer is not None:
+        timer.start()
     try:
         yield
     finally:
         interrupt.watch(None)
+        done.set()
+        if timer is not None:
+            timer.join()
 
 
 def price_given(designer: Codesigner, hierarchy: Hierarchy, prefetcher: Prefetcher | None,
