@@ -134,8 +134,11 @@ a time; once that bound reaches the best energy found, the rest cannot beat it. 
 compiled `search_kernel.least_total` also skips a point whose total with the least sum of one
 alone code per held array (`alone_prefixes`; every code's footprint and energy are at least
 one of them) fitting a shared level together reaches it, and a placement whose total does.
-Kept bounds (exact skips across searches). On a layer of one slice, the lower bounds the
-kernel leaves on the innermost level's energy per point (and `lifted`'s exact ones) are kept;
+Lifted bounds (searches of many slices; on one slice they cost more than they prune, and
+skipping a bound is exact): where patterns share the innermost level's held arrays, its least
+energy under the least of their coefficients, priced once, bounds each pattern's there
+(`lifted`). Kept bounds (exact skips across searches). On a layer of one slice, the lower
+bounds the kernel leaves on the innermost level's energy per point are kept;
 another search of the layer (the app's next edit) raises that level's floor to them, carried
 to its own coefficients and taken only from capacities at least its own (`search_memory`).
 Shares (exact). A layer of many slices may be searched by n processes, each taking every n-th

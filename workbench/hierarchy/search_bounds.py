@@ -247,15 +247,13 @@ def _holds(level, feet: dict[str, float]) -> bool:
 
 
 def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: LazyPoints, pj_bit: np.ndarray,
-            precision: PrecisionLike, prepared: list, best: float, memory=None,
-            grid_at: np.ndarray | None = None) -> list:
+            precision: PrecisionLike, prepared: list, best: float) -> list:
     """The patterns' (pattern, points, energy outside the innermost level, picks, innermost
     lower bound), the bounds raised where patterns share the innermost level's held arrays H:
     with c_p the pJ/bit of each array's transfer into that level under pattern p and
     c = min_p c_p, the level's energy E_p = min over fitting placements of Σ_A c_p,A·u_A
     (u ≥ 0: the unit cost of A's transfer; fits do not depend on c) is at least ρ_p·E_c with
-    ρ_p = min_A c_p,A / c_A ≥ 1; E_c is priced once where some pattern could still win (and
-    noted in `memory`, a `search_memory.InnerMemory`, at the points' grid indices `grid_at`):
+    ρ_p = min_A c_p,A / c_A ≥ 1; E_c is priced once where some pattern could still win:
     exactly below the cap max_p (best / groups − outside_p) / ρ_p, where it prunes no pattern;
     a bound at least the cap above it (`floors_under`: the relaxations stop there)."""
     on_chip = len(hierarchy.levels) - 1
@@ -285,9 +283,6 @@ def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: LazyPoints, pj_bit: np.
             blocks = LevelBlocks(layer, flat.take(at), 1, on_chip, least, precision,
                                  unrolled_dims(hierarchy.datapath))
             reference[at] = floors_under(hierarchy, blocks, held, cap[at] * (1 + 1e-9))
-            if memory is not None:
-                memory.note(held, "least", np.array([least[a] for a in held]), grid_at[at],
-                            reference[at])
         for i, coef in zip(members, coefs, strict=True):
             pattern, sub, outside, picks, inner = prepared[i]
             rho = min(coef[a] / least[a] for a in held)

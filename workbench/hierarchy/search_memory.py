@@ -34,8 +34,7 @@ PER_KEY = 24          # entries kept per (layer, arrays held): sources and capac
 
 _LOCK = threading.Lock()
 # (layer, on-chip levels, lanes, widths, split, held) -> {(tag, capacities): (c, at, bounds)}:
-# tag: the held arrays' sources, or "least" (`lifted`'s least coefficients); at: sorted grid
-# indices, bounds: pJ at them
+# tag: the held arrays' sources; at: sorted grid indices, bounds: pJ at them
 _KEPT: OrderedDict[tuple, dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]]] = \
     OrderedDict()
 
