@@ -17,7 +17,10 @@ from bokeh.models import (
     CustomJSTickFormatter,
     DataRange1d,
     HoverTool,
+    Legend,
+    Line,
     LogAxis,
+    Scatter,
 )
 
 from workbench import explore, layers, platforms, report, simd, viz
@@ -190,6 +193,25 @@ def test_every_numeric_axis_avoids_scientific_notation_and_tooltips_show_one_poi
         hovers = [t for t in fig.tools if isinstance(t, HoverTool)]
         assert hovers, fig.title.text
         assert all(t.limit == 1 and t.renderers not in ("auto", None) for t in hovers)
+
+
+def test_legends_of_scattered_points_sit_beside_the_plot() -> None:
+    """A legend inside the frame covers whatever lies in its corner: figures whose points
+    scatter anywhere (layers on a roofline, arrays per layer) put it above or beside. The
+    buffer sweeps' lines fall from the upper left, so their legend may stay top right."""
+    for fig in _all_figures():
+        points = [r for r in fig.renderers if isinstance(r.glyph, Scatter)]
+        inside = [m for m in fig.center if isinstance(m, Legend)]
+        if not inside:
+            continue
+        lines = [r for r in fig.renderers if isinstance(r.glyph, Line)]
+        assert points and lines and len(points) == len(lines), fig.title.text
+        assert inside[0].location == "top_right", fig.title.text
+        for line in lines:  # falling: the upper right stays clear above every line
+            data = line.data_source.data
+            ys = [y for _, y in sorted(zip(data["x"], data["y"], strict=True))]
+            assert all(b <= a for a, b in zip(ys, ys[1:], strict=False)), fig.title.text
+            assert ys[-1] < ys[0], fig.title.text
 
 
 def test_tick_formatter_code_on_sample_ticks() -> None:

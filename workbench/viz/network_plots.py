@@ -77,7 +77,7 @@ def network_roofline(per_layer: pd.DataFrame, platform: Platform,
     cores = f"{platform.cores} core{'s' if platform.cores > 1 else ''}"
     p = figure(title=title or f"every layer on {platform.name} ({cores})",
                x_axis_type=axis_type(ctc), y_axis_type=axis_type(gops), tools=TOOLS,
-               width=640, height=400, x_axis_label="work per external byte (ops/byte)",
+               width=640, height=450, x_axis_label="work per external byte (ops/byte)",
                y_axis_label="throughput (GOps/s)", name="network_roofline")
     p.line(x, np.minimum(peak, platform.bus_bytes_per_s * x / 1e9), color="black",
            line_width=2, legend_label=f"MAC peak of {cores} and the shared bus")
@@ -93,7 +93,9 @@ def network_roofline(per_layer: pd.DataFrame, platform: Platform,
     p.add_tools(hover([dots], [
         ("layer", "@layer (@kind)"), ("cores", "@cores"), ("bound", "@bound"),
         ("GOps/s", "@gops{0,0.00}"), ("ops/byte", "@ctc{0,0.00}")]))
-    p.legend.location = "bottom_right"
+    p.legend.orientation = "horizontal"
+    p.legend.label_text_font_size = "8pt"
+    p.add_layout(p.legend[0], "above")  # never over a layer (it sat over the lower right)
     return human_axes(p)
 
 
