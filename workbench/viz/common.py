@@ -22,6 +22,19 @@ LABEL_PITCH_PX = 11  # a 7-8 pt label line: closer labels overlap
 CHAR_PX = 6          # width of one character of a 7-8 pt label
 
 
+MARKERS = ("circle", "square", "triangle", "diamond", "inverted_triangle", "hex")
+
+
+def stacked_styles(n: int, thinnest_px: float = 2.0, smallest_px: float = 6.0,
+                   step_px: float = 1.5) -> list[tuple[float, float, str]]:
+    """(line width px, marker size px, marker) for n series drawn in order over the same x
+    values: each earlier series is wider and larger, so a later one equal to it leaves its
+    colour showing along both edges and as a ring (equal models' lines would hide each
+    other), and each has its own marker."""
+    return [(thinnest_px + step_px * (n - 1 - i), smallest_px + 2 * step_px * (n - 1 - i),
+             MARKERS[i % len(MARKERS)]) for i in range(n)]
+
+
 def hover(renderers: list, tooltips: list, **kwargs) -> HoverTool:
     """A hover tool that shows ONE point (the nearest under the pointer), never a stack."""
     return HoverTool(renderers=renderers, tooltips=tooltips, limit=1, **kwargs)

@@ -10,7 +10,14 @@ from bokeh.transform import factor_cmap
 
 from workbench.platforms import Platform
 from workbench.tiling import SCHEDULES
-from workbench.viz.common import PART_COLORS, SCHEDULE_COLORS, TOOLS, apply_labels, hover
+from workbench.viz.common import (
+    PART_COLORS,
+    SCHEDULE_COLORS,
+    TOOLS,
+    apply_labels,
+    hover,
+    stacked_styles,
+)
 from workbench.viz.units import TILE_HEADER, fmt_bytes, fmt_tile, human_axes
 
 LOG_SPAN = 20.0  # data spanning at least this ratio gets a log axis
@@ -104,12 +111,16 @@ def buffer_sweep(summary: pd.DataFrame, column: str = "accesses_rel",
     p = figure(title=title or label, x_axis_type="log", y_axis_type="log", tools=TOOLS,
                x_axis_label="local memory (KB)", y_axis_label=label, width=560, height=360)
     dots = []
-    for schedule, rows in summary.groupby("schedule", sort=False):
-        color = SCHEDULE_COLORS.get(schedule, "black")
+    groups = list(summary.groupby("schedule", sort=False))
+    for (schedule, rows), (width, size, marker) in zip(groups, stacked_styles(len(groups), 1.5,
+                                                                               5.0, 1.0),
+                                                        strict=True):
+        color = SCHEDULE_COLORS.get(schedule, "black")  # earlier wider: equal ones show
         src = ColumnDataSource({"x": rows["buffer_bytes"] / 1024, "y": rows[column],
                                 "schedule": [schedule] * len(rows)})
-        p.line("x", "y", source=src, color=color, legend_label=schedule, line_width=2)
-        dots.append(p.scatter("x", "y", source=src, color=color, size=5))
+        p.line("x", "y", source=src, color=color, legend_label=schedule, line_width=width)
+        dots.append(p.scatter("x", "y", source=src, color=color, size=size, marker=marker,
+                              legend_label=schedule))
     p.add_tools(hover(dots, [("schedule", "@schedule"), ("memory", "@x{0,0.[00]} KB"),
                              (label, "@y{0,0.00}")]))
     p.legend.location = "top_right"

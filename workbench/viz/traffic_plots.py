@@ -7,7 +7,7 @@ import pandas as pd
 from bokeh.models import ColumnDataSource
 from bokeh.plotting import figure
 
-from workbench.viz.common import TOOLS, hover
+from workbench.viz.common import TOOLS, hover, stacked_styles
 from workbench.viz.units import human_axes
 
 MODEL_STYLE = {"seed000": ("#1f77b4", "solid"), "dataflow": ("#2ca02c", "solid"),
@@ -51,21 +51,27 @@ def sweep_traffic_data(results: pd.DataFrame) -> dict[str, list]:
 
 
 def traffic_curves(source: ColumnDataSource, title: str = "traffic vs local memory",
-                   width: int = 620, height: int = 380) -> figure:
-    """Log-log lines, one per model column of `source` (renderers named after the models)."""
+                   width: int = 720, height: int = 380) -> figure:
+    """Log-log lines, one per model column of `source` (renderers named after the models),
+    each with its points: a legend click hides both; a model drawn earlier is wider
+    (`stacked_styles`), so one equal to a later model still shows."""
     fig = figure(title=title, x_axis_type="log", y_axis_type="log", width=width, height=height,
                  tools=TOOLS, x_axis_label="local memory (KB)",
                  y_axis_label="off-accelerator traffic (MB)")
     dots = []
-    for model, (color, dash) in MODEL_STYLE.items():
-        fig.line("memory_kb", model, source=source, color=color, line_dash=dash, line_width=2,
-                 legend_label=model, name=model)
-        if model != "compulsory":
-            dots.append(fig.scatter("memory_kb", model, source=source, color=color, size=6,
-                                    name=f"{model}_points"))
+    models = [m for m in MODEL_STYLE if m != "compulsory"]
+    for model, (width, size, marker) in zip(models, stacked_styles(len(models)), strict=True):
+        color, dash = MODEL_STYLE[model]
+        fig.line("memory_kb", model, source=source, color=color, line_dash=dash,
+                 line_width=width, legend_label=model, name=model)
+        dots.append(fig.scatter("memory_kb", model, source=source, color=color, size=size,
+                                marker=marker, legend_label=model, name=f"{model}_points"))
+    color, dash = MODEL_STYLE["compulsory"]
+    fig.line("memory_kb", "compulsory", source=source, color=color, line_dash=dash,
+             line_width=2, legend_label="compulsory", name="compulsory")
     # one tooltip (the nearest point) lists every model at that memory size
     fig.add_tools(hover(dots, [("memory", "@memory_kb{0,0.[00]} KB")] + [
         (m, f"@{m}{{0,0.000}} MB") for m in MODEL_STYLE]))
-    fig.legend.location = "top_right"
     fig.legend.click_policy = "hide"
+    fig.add_layout(fig.legend[0], "right")  # beside: a model's right end ran under it
     return human_axes(fig)
