@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from workbench import explore, platforms, ui
+from workbench import explore, platforms, ui, viz
 from workbench.errors import WorkbenchError
 
 
@@ -40,6 +40,33 @@ def test_platform_panel_updates_sources_and_roofs() -> None:
     assert max(roofs.data["y"]) == pytest.approx(2 * peak)
     app.panel.preset.value = "nve"
     assert app.panel.platform().simd_lanes == 16 and app.panel.fields["acc_bits"].value == 32
+
+
+def test_roof_in_view_when_it_at_most_doubles_the_span() -> None:
+    assert viz.roof_in_view([25.2, 28.1], 28.8, "log")  # 1.02× above the top, span 1.12×
+    assert viz.roof_in_view([25.2, 28.1], 28.8, "linear")  # 0.7 above, span 2.9
+    assert not viz.roof_in_view([0.5, 1.0], 28.8, "log")  # 28.8× above, span 2×
+    assert viz.roof_in_view([1.0, 20.0], 28.8, "log")
+    assert not viz.roof_in_view([10.0, 12.0], 28.8, "linear")  # 16.8 above, span 2
+    assert viz.roof_in_view([27.0], 28.8, "linear")  # one point: a span of 10% of it
+    assert not viz.roof_in_view([20.0], 28.8, "log") and viz.roof_in_view([], 28.8)
+
+
+def test_the_roofline_spans_the_roof_just_above_the_points() -> None:
+    """conv2 at 32 KB on idsp runs at 25-28.1 GOps/s under a 28.8 GOps/s roof, which the view
+    zoomed to the points left out (it read as far below); on a bus of 0.25 elements per cycle
+    they run at 6-9 GOps/s, over 3× below the roof, and the view keeps their spread."""
+    app = _app()
+    app.memory_log2.value = 15
+    peak = app.roofline.select_one({"name": "peak"})
+    y_range = app.roofline.y_range
+    assert y_range.only_visible and peak in y_range.renderers
+    gops = app.points.data["throughput_gops"]
+    assert max(gops) < 28.8 < 1.1 * max(gops) and peak.visible
+    assert peak.glyph.fill_alpha == peak.glyph.line_alpha == 0  # spans the view, not drawn
+    app.panel.fields["bus_elems_per_cycle"].value = 0.25
+    gops = app.points.data["throughput_gops"]
+    assert 3 * max(gops) < 28.8 and max(gops) < 2 * min(gops) and not peak.visible
 
 
 def test_buffer_range_updates_the_sweep_figure() -> None:

@@ -12,7 +12,7 @@ import html
 
 import ipywidgets as widgets
 import pandas as pd
-from bokeh.models import ColumnDataSource
+from bokeh.models import ColumnDataSource, LogScale
 
 from workbench import explore, layers, perf, tiling, viz
 from workbench.errors import WorkbenchError
@@ -75,6 +75,7 @@ class TileExplorer:
         self.solutions = pd.DataFrame()
         self.points.selected.on_change("indices", self._on_select)
         self._roofs = self.roofline.select_one({"name": "roofs"}).data_source
+        self._peak = self.roofline.select_one({"name": "peak"})
         self._switching = False  # a network switch replaces the layer options
         for control in (self.layer, self.schedules):
             control.observe(lambda change: None if self._switching else self.update(),
@@ -140,6 +141,9 @@ class TileExplorer:
         self.points.data = viz.roofline_data(self.solutions)
         self.front.data = viz.roofline_data(front)
         self._roofs.data = viz.roofs(plat, list(self.solutions["ctc"]))
+        axis = "log" if isinstance(self.roofline.y_scale, LogScale) else "linear"
+        self._peak.visible = viz.roof_in_view(self.points.data["throughput_gops"],
+                                              plat.peak_gops, axis)
         objective = self.objective.value
         best = self.solutions.sort_values(list(explore.ranking(objective))).iloc[0]
         drawn = "" if total == len(df) else f" (drawn: the {len(df)} per-schedule Pareto points)"

@@ -21,6 +21,7 @@ from bokeh.models import (
     ColumnDataSource,
     FactorRange,
     LabelSet,
+    Range1d,
 )
 from bokeh.plotting import figure
 from bokeh.transform import factor_cmap
@@ -243,7 +244,8 @@ def chosen_split(source: ColumnDataSource, max_cores: int,
     `fig.x_range.factors` on a new network."""
     p = figure(x_range=FactorRange(factors=list(source.data.get("layer", []))), title=title,
                tools=TOOLS, width=560, height=330, y_axis_label="cores used",
-               name="chosen_split")
+               name="chosen_split",  # fixed: BokehJS keeps a DataRange1d's first end
+               y_range=Range1d(0, max_cores + 1.5))
     cmap = factor_cmap("bound", palette=list(BOUND_COLORS.values()),
                        factors=list(BOUND_COLORS))
     bars = p.vbar(x="layer", top="cores", width=0.8, source=source, color=cmap,
@@ -256,8 +258,6 @@ def chosen_split(source: ColumnDataSource, max_cores: int,
         ("bus traffic", "@traffic_m{0.000} M"), ("bound", "@bound"),
         ("schedule", "@schedule")]))
     apply_labels(p.xaxis[0], list(p.x_range.factors), p.width - 160)
-    p.y_range.start = 0
-    p.y_range.end = max_cores + 1.5
     p.legend.label_text_font_size = "8pt"
     p.add_layout(p.legend[0], "right")
     return human_axes(p)

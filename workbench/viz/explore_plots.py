@@ -60,6 +60,22 @@ def axis_type(values) -> str:
     return "log" if len(v) == 0 or v.max() >= LOG_SPAN * v.min() else "linear"
 
 
+def roof_in_view(throughputs, peak: float, axis: str = "linear") -> bool:
+    """Whether a roofline zoomed to these points (GOps/s) also spans the roof at `peak`: when
+    that at most doubles the span shown (on a log axis, in ratios), so points just under the
+    roof show it (conv2 at 25-28.1 GOps/s under idsp's 28.8 read as far below it) and points
+    far under it keep their spread. A span under 10% of the top (1.1× on a log axis) counts as
+    that much."""
+    v = np.asarray([x for x in throughputs if x is not None], dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not len(v):
+        return True
+    top, bottom = float(v.max()), float(v.min())
+    if axis == "log":
+        return peak / top <= max(top / bottom, 1.1)
+    return peak - top <= max(top - bottom, 0.1 * top)
+
+
 def data_ranges(renderers: list) -> tuple[DataRange1d, DataRange1d]:
     """x and y ranges that follow only the given renderers' data (not the roofs), padded 20%:
     the view is zoomed to the populated region and follows source updates."""
@@ -73,14 +89,16 @@ def roofline(points: ColumnDataSource, platform: Platform, front: ColumnDataSour
     """Seed 000 fig. 5.12/7.8: x = CTC (ops/byte), y = GOps/s, roofs, points by schedule,
     Pareto points outlined; hover shows one point's tile, schedule, footprint and cycles.
     Axes are log or linear from the data's span (`axes` forces them); the view is zoomed to
-    the points; the legend sits beside the plot, never over a point."""
+    the points, and spans the roof when `roof_in_view` (the renderer named "peak" is then
+    visible; set it again on new points); the legend sits beside the plot, never over a
+    point."""
     x_type, y_type = axes or (axis_type(points.data["ctc"]),
                               axis_type(points.data["throughput_gops"]))
     p = figure(title=title, x_axis_type=x_type, y_axis_type=y_type, tools=TOOLS + ",tap",
                x_axis_label="CTC (ops/byte)", y_axis_label="throughput (GOps/s)",
                width=640, height=400, name="roofline")
-    p.line("x", "y", source=ColumnDataSource(roofs(platform, list(points.data["ctc"]))),
-           color="black", line_width=2,
+    roof_source = ColumnDataSource(roofs(platform, list(points.data["ctc"])))
+    p.line("x", "y", source=roof_source, color="black", line_width=2,
            legend_label=f"{platform.name} roofs", name="roofs")
     cmap = factor_cmap("schedule", palette=[SCHEDULE_COLORS[s] for s in SCHEDULES],
                        factors=list(SCHEDULES))
@@ -91,7 +109,10 @@ def roofline(points: ColumnDataSource, platform: Platform, front: ColumnDataSour
         zoomed.append(p.scatter("ctc", "throughput_gops", source=front, size=12, fill_alpha=0,
                                 line_color="black", line_width=2, legend_label="Pareto",
                                 name="front"))
+    peak = p.scatter("x", "peak", source=roof_source, alpha=0, size=1, name="peak")
+    peak.visible = roof_in_view(points.data["throughput_gops"], platform.peak_gops, y_type)
     p.x_range, p.y_range = data_ranges(zoomed)
+    p.y_range.renderers, p.y_range.only_visible = [*zoomed, peak], True  # `roof_in_view`
     p.add_tools(hover([dots], [
         ("layer", "@layer"), ("schedule", "@schedule"), (TILE_HEADER, "@tile"),
         ("footprint", "@footprint_kb{0,0.0} KB"), ("cycles", "@cycles{0,0}"),
