@@ -8,6 +8,7 @@ import pytest
 
 from workbench import explore, platforms, ui, viz
 from workbench.errors import WorkbenchError
+from workbench.ui.controls import READOUT_CHARS
 
 
 def _app() -> ui.TileExplorer:
@@ -73,7 +74,10 @@ def test_buffer_range_updates_the_sweep_figure() -> None:
     app = _app()
     xs = app.sweep_figure.renderers[0].data_source.data["x"]
     assert list(xs) == [1, 2, 4, 8, 16]  # KB
-    assert app.buffer_range.label == ("1 KB", "16 KB")
+    assert app.buffer_range.label == ("1K", "16K")
+    labels = [label for label, _ in app.buffer_range.options]  # the readout shows 9 characters
+    assert labels[0] == "128B" and labels[-1] == "16M" and "512K" in labels
+    assert max(len(a) + 1 + len(b) for a in labels for b in labels) <= READOUT_CHARS
     app.buffer_range.value = (12, 18)
     xs = app.sweep_figure.renderers[0].data_source.data["x"]
     assert min(xs) == 4 and max(xs) == 256
@@ -85,6 +89,7 @@ def test_selecting_a_point_shows_its_loop_nest_and_breakdown() -> None:
     app.points.selected.indices = [index]
     schedule = app.points.data["schedule"][index]
     assert f"schedule {schedule}" in app.listing.value and "DMA get" in app.listing.value
+    assert "white-space: pre;" in app.listing.value  # lines never wrap mid-word
     assert "dma_setup" in app.breakdown.value and "external" in app.breakdown.value
 
 

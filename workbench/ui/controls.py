@@ -1,7 +1,9 @@
 """Shared controls: a local-memory slider that reads in bytes (128 B … 16 MB), not 2^k, its
-steps from sizes in KB, and an area slider's 1-2-5 steps."""
+steps from sizes in KB, an area slider's 1-2-5 steps, and a loop nest's readout."""
 
 from __future__ import annotations
+
+import html
 
 import ipywidgets as widgets
 
@@ -21,11 +23,20 @@ def memory_slider(value_log2: int, lo_log2: int = 7, hi_log2: int = 24,
         description=description)
 
 
+READOUT_CHARS = 9  # a slider's readout shows this many characters ("1 KB-512 K" was cut)
+
+
+def short_bytes(size: int) -> str:
+    """A power-of-two size in at most 4 characters: '128B', '64K', '16M'."""
+    return fmt_bytes(size).replace(" KB", "K").replace(" MB", "M").replace(" B", "B")
+
+
 def range_slider(value_log2: tuple[int, int], lo_log2: int = 7, hi_log2: int = 24,
                  description: str = "sweep") -> widgets.SelectionRangeSlider:
-    """A range of powers of two shown in bytes; `value` is the pair of exponents."""
+    """A range of powers of two shown in bytes, short ('1K-512K': a range readout longer than
+    READOUT_CHARS is cut); `value` is the pair of exponents."""
     return widgets.SelectionRangeSlider(
-        options=[(fmt_bytes(1 << k), k) for k in range(lo_log2, hi_log2 + 1)],
+        options=[(short_bytes(1 << k), k) for k in range(lo_log2, hi_log2 + 1)],
         index=(value_log2[0] - lo_log2, value_log2[1] - lo_log2), description=description)
 
 
@@ -51,3 +62,10 @@ def size_exponent(kb: float, bounds: tuple[int, int], name: str) -> int:
 def kb_log2(kb: float) -> int:
     """log2 of `kb` KB in bytes, rounded down (0 below 1 B)."""
     return max(0, int(round(float(kb) * KB)).bit_length() - 1)
+
+
+def listing_html(text: str) -> str:
+    """A loop nest as preformatted HTML whose lines never wrap (a wrapped line broke words:
+    '// 1024 el / ements'); a panel too narrow for it scrolls sideways."""
+    return ('<pre style="white-space: pre; overflow-x: auto; max-width: 100%">'
+            + html.escape(text) + "</pre>")

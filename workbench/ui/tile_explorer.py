@@ -8,8 +8,6 @@ cycle and energy breakdown.
 
 from __future__ import annotations
 
-import html
-
 import ipywidgets as widgets
 import pandas as pd
 from bokeh.models import ColumnDataSource, LogScale
@@ -17,7 +15,7 @@ from bokeh.models import ColumnDataSource, LogScale
 from workbench import explore, layers, perf, tiling, viz
 from workbench.errors import WorkbenchError
 from workbench.ui.bokeh_widget import bokeh_widget
-from workbench.ui.controls import memory_slider, range_slider
+from workbench.ui.controls import listing_html, memory_slider, range_slider
 from workbench.ui.errors import error_html
 from workbench.ui.platform_panel import PlatformPanel
 from workbench.ui.progress import busy, took
@@ -182,8 +180,7 @@ class TileExplorer:
         tile = tiling.Tile(*(int(row[d]) for d in tiling.TILE_DIMS))
         plat = self.panel.platform().replace(local_mem_bytes=1 << self.memory_log2.value)
         e = perf.estimate(layer, tile, row["schedule"], plat)
-        self.listing.value = ("<pre>" + html.escape(tiling.listing(layer, tile, row["schedule"]))
-                              + "</pre>")
+        self.listing.value = listing_html(tiling.listing(layer, tile, row["schedule"]))
         parts = "".join(f"<tr><td>{k}</td><td>{fmt_count(v)} cycles</td></tr>"
                         for k, v in e.breakdown.items())
         energy = "".join(f"<tr><td>{k}</td><td>{fmt_energy(v, has_energy(plat))}</td></tr>"

@@ -9,7 +9,6 @@ filters them.
 
 from __future__ import annotations
 
-import html
 import re
 
 import ipywidgets as widgets
@@ -21,6 +20,7 @@ from workbench.errors import WorkbenchError
 from workbench.tiling.dataflow import Precision
 from workbench.ui import progress
 from workbench.ui.bokeh_widget import bokeh_widget
+from workbench.ui.controls import listing_html
 from workbench.ui.errors import error_html
 from workbench.ui.progress import busy
 from workbench.viz.traffic_plots import traffic_curve_data, traffic_curves
@@ -179,8 +179,7 @@ class TrafficExplorer:
         if key not in self._schedules:
             self._schedules[key] = explore.best_dataflow_listing(
                 self.net[self.layer.value], self.memory.value * 1024, self._precision())
-        self.listing.value = ("<pre>" + html.escape(design_vocabulary(self._schedules[key]))
-                              + "</pre>")
+        self.listing.value = listing_html(design_vocabulary(self._schedules[key]))
 
     @property
     def view(self) -> widgets.Widget:
