@@ -253,6 +253,27 @@ def test_a_legend_click_hides_a_series_whole_and_equal_series_stay_visible() -> 
         assert min(widths) >= 1.5 and min(sizes) >= 5, fig.title.text
 
 
+def test_simd_plots_show_the_best_plans_and_the_lanes_text() -> None:
+    """conv1's plans take 17,920 to 1.45 M cycles: on a log axis from a power of ten below the
+    fewest, every bar is at least a tenth of the axis high (linear, the best were slivers); the
+    transfer breakdown leaves room above its highest bar for the lanes text (it was cut)."""
+    from workbench import tiling
+
+    net = layers.load_network("lenet5", batch=8)
+    plat = platforms.load_platform("idsp")
+    plans = simd.plan_table(net["conv1"], tiling.Tile(28, 28, 32, 1, 1), plat)
+    fig = viz.plan_overview(plans)
+    assert isinstance(fig.yaxis[0], LogAxis)
+    bottom = fig.renderers[0].glyph.bottom
+    assert bottom == fig.y_range.start and bottom <= plans["cycles"].min() < 10 * bottom
+    top = math.log10(plans["cycles"].max() * 1.1)
+    assert all(math.log10(c / bottom) >= 0.1 * (top - math.log10(bottom))
+               for c in plans["cycles"])
+    causes = explore.network_mapping(net, plat)
+    breakdown = viz.transfer_breakdown(causes)
+    assert breakdown.y_range.end >= 1.1 * causes["total"].max()
+
+
 def test_tick_formatter_code_on_sample_ticks() -> None:
     """The JavaScript of the tick formatter, run by node when present (else skipped)."""
     import shutil

@@ -76,8 +76,9 @@ def apply_labels(axis, names: list[str], length_px: float) -> LabelPlan:
 
 
 def source(frame) -> ColumnDataSource:
-    """A ColumnDataSource from a DataFrame, index dropped."""
-    return ColumnDataSource(frame.reset_index(drop=True))
+    """A ColumnDataSource from a DataFrame, index dropped (as columns: a frame makes bokeh
+    warn under pandas 3.1)."""
+    return ColumnDataSource(frame.reset_index(drop=True).to_dict("list"))
 
 
 # The only URLs in BokehJS a browser could fetch, each on demand for a feature the workbench

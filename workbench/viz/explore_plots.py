@@ -189,11 +189,11 @@ def sweep_scatter(results: pd.DataFrame, front: pd.DataFrame | None = None) -> f
     frame = results.assign(size=6 + 3 * np.log2(results["local_mem_kb"].clip(lower=1)))
     p = figure(title="sweep: energy vs throughput", tools=TOOLS, width=640, height=400,
                x_axis_label="throughput (GOps/s)", y_axis_label="energy per batch (µJ)")
-    src = ColumnDataSource(frame)
+    src = ColumnDataSource(frame.to_dict("list"))  # a frame makes bokeh warn (pandas 3.1)
     dots = p.scatter("throughput_gops", "energy_uj", source=src, size="size", alpha=0.5)
     if front is not None and len(front):
-        p.scatter("throughput_gops", "energy_uj", source=ColumnDataSource(front), size=16,
-                  fill_alpha=0, line_color="black", line_width=2, legend_label="Pareto")
+        p.scatter("throughput_gops", "energy_uj", source=ColumnDataSource(front.to_dict("list")),
+                  size=16, fill_alpha=0, line_color="black", line_width=2, legend_label="Pareto")
     numeric = {c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])
                and not pd.api.types.is_bool_dtype(frame[c])}
     tips = [(c, f"@{{{c}}}{{0,0.[000]}}" if c in numeric else f"@{{{c}}}")
