@@ -195,6 +195,42 @@ def test_plot_data_shapes() -> None:
 SHAVE = platforms.load_platform("shave")
 
 
+def test_tables_read_as_the_plots() -> None:
+    """Notebook 10's tables name splits and broadcast as its plots do ('K (output maps)',
+    'XY · bcast on'), give shares in words and the numbers the engine's rows hold."""
+    app = _app(cores=4)
+    table = viz.chosen_table(app.chosen)
+    assert table["layer"].tolist() == app.chosen["layer"].tolist()
+    assert set(table["split"]) <= {"K (output maps)", "XY (image rows)", "N (batch)",
+                                   "G (groups)"}
+    for shown, r in zip(table.itertuples(), app.chosen.itertuples(), strict=True):
+        parts = [f"{k} × {sched} {'×'.join(map(str, tile))}" for k, sched, tile in r.shares]
+        assert shown.shares == "; ".join(parts)
+        assert int(shown.cycles.replace(",", "")) == round(r.cycles)
+    assert viz.shares_text(((8, "inter_kc", (9, 27, 11, 1, 8)),
+                            (4, "inter_kc", (9, 27, 10, 1, 8)))) == \
+        "8 × inter_kc 9×27×11×1×8; 4 × inter_kc 9×27×10×1×8"
+    net = layers.load_network("lenet5")
+    comparison = ui.split_comparison(net.tiled_layers(), app.platform, "accesses")
+    wide = viz.comparison_table(comparison)
+    assert wide.index.tolist() == [lay.name for lay in net.tiled_layers()]
+    assert list(wide.columns)[:2] == ["bus traffic, K · bcast off", "bus traffic, XY · bcast off"]
+    assert not any("True" in c or "False" in c or "oc" in c for c in wide.columns)
+    for r in comparison.itertuples():
+        label = viz.core_plots.variant_label(r.split, bool(r.broadcast))
+        assert wide.loc[r.layer, f"cycles, {label}"].replace(",", "") == f"{r.cycles:.0f}"
+
+
+def test_the_speedup_legend_lists_only_the_splits_drawn() -> None:
+    """At batch 1 no layer has an N line: its legend entry is hidden (it stood with nothing
+    drawn), and shown again for a batch of 4."""
+    app = _app()
+    items = {item.label.value: item for item in app.speedup_figure.legend[0].items}
+    assert not items["N (batch)"].visible and items["K (output maps)"].visible
+    app.batch.value = 4
+    assert app.lines["on"].data["cores"] and items["N (batch)"].visible
+
+
 def test_seed004_conv_is_compute_bound_and_scales_near_linearly() -> None:
     conv = ConvLayer("seed004_conv", Ox=64, Oy=64, Oc=128, Kx=5, Ky=5, Kc=32, Px=2, Py=2)
     options = cores.split_options(conv, SHAVE)

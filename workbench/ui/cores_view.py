@@ -231,6 +231,7 @@ class CoresExplorer:
         self.options = self._layer_memo[key]
         for split, src in self.lines.items():
             src.data = cp.speedup_data(self.options, split)
+        cp.show_splits(self.speedup_figure, self.lines)
         self.ideal.data = cp.ideal_data(self.platform.cores)
         self.speedup_figure.title.text = (f"{layer.name}: speed-up over one core on "
                                           f"{self.platform.name} ({self.platform.cores} cores)")

@@ -7,10 +7,11 @@ import importlib
 # number formatting the CLI and reports print with) then costs no import of bokeh's plotting.
 _EXPORTS = {
     "common": ("OFFLINE", "SCHEDULE_COLORS", "source", "standalone_html"),
-    "core_plots": ("SPLIT_COLORS", "chosen_data", "chosen_split", "comparison_cycles",
-                   "comparison_data", "comparison_factors", "comparison_plots",
-                   "comparison_traffic", "cores_overview", "ideal_data", "speedup_data",
-                   "speedup_figure", "speedup_plot"),
+    "core_plots": ("SPLIT_COLORS", "chosen_data", "chosen_split", "chosen_table",
+                   "comparison_cycles", "comparison_data", "comparison_factors",
+                   "comparison_plots", "comparison_table", "comparison_traffic",
+                   "cores_overview", "ideal_data", "shares_text", "show_splits",
+                   "speedup_data", "speedup_figure", "speedup_plot"),
     "design_plots": ("breakdown_data", "layer_breakdown", "layer_roofline", "memory_label",
                      "memory_points_data", "memory_tradeoff", "selected_memory_data"),
     "explore_plots": ("buffer_sweep", "cycle_breakdown", "roof_in_view", "roofline",

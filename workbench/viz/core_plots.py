@@ -28,7 +28,7 @@ from bokeh.transform import factor_cmap
 
 from workbench.tiling.partition import SPLITS
 from workbench.viz.common import CHAR_PX, LABEL_PITCH_PX, TOOLS, apply_labels, hover
-from workbench.viz.units import human_axes
+from workbench.viz.units import fmt_tile, human_axes, readable
 
 SPLIT_COLORS = {"oc": "#1f77b4", "xy": "#ff7f0e", "on": "#2ca02c", "g": "#9467bd"}
 SPLIT_NAMES = {"oc": "K (output maps)", "xy": "XY (image rows)", "on": "N (batch)",
@@ -51,6 +51,37 @@ BAR_PX = LABEL_PITCH_PX + 3  # px a comparison bar keeps: its turned variant lab
 def variant_label(split: str, broadcast: bool) -> str:
     """'K · bcast off', 'XY · bcast on', …: one bar of the comparison."""
     return f"{SPLIT_SHORT[split]} · bcast {'on' if broadcast else 'off'}"
+
+
+def shares_text(shares) -> str:
+    """A split's shares in words: '8 × inter_kc 9×27×11×1×8; 4 × inter_kc 9×27×10×1×8'
+    (cores × schedule and tile TOx×TOy×TOc×TOn×TKc of each)."""
+    return "; ".join(f"{k} × {schedule} {fmt_tile(tile)}" for k, schedule, tile in shares)
+
+
+def chosen_table(chosen: pd.DataFrame) -> pd.DataFrame:
+    """`network_cores` rows as read: the split named as in the plots ('K (output maps)'),
+    the shares in words (`shares_text`), numbers in human units (`units.readable`)."""
+    frame = chosen[["layer", "split", "cores", "speedup", "cycles", "ext_accesses", "bound",
+                    "schedule", "shares"]].assign(
+        split=chosen["split"].map(SPLIT_NAMES), shares=chosen["shares"].map(shares_text))
+    return readable(frame.rename(columns={"ext_accesses": "bus traffic (elements)"}))
+
+
+def comparison_table(comparison: pd.DataFrame) -> pd.DataFrame:
+    """`split_comparison` as one row per layer: bus traffic (elements) and cycles per split and
+    broadcast, headed as the plots' bars ('K · bcast off'), in human units."""
+    frame = comparison.assign(variant=[variant_label(s, b) for s, b in
+                                       zip(comparison["split"], comparison["broadcast"],
+                                           strict=True)])
+    order = [variant_label(s, b) for b in (False, True) for s in SPLIT_SHORT
+             if variant_label(s, b) in set(frame["variant"])]
+    wide = frame.pivot_table(index="layer", columns="variant", values=["ext_accesses",
+                                                                        "cycles"], sort=False)
+    wide = wide.reindex(columns=[(v, o) for v in ("ext_accesses", "cycles") for o in order])
+    wide.columns = [f"{'bus traffic' if v == 'ext_accesses' else 'cycles'}, {o}"
+                    for v, o in wide.columns]
+    return readable(wide)
 
 
 # speed-up vs cores -------------------------------------------------------------------------
@@ -98,8 +129,18 @@ def speedup_figure(lines: Mapping[str, ColumnDataSource], ideal: ColumnDataSourc
     p.legend.location = "top_left"
     p.legend.label_text_font_size = "8pt"
     p.legend.click_policy = "hide"
+    show_splits(p, lines)
     p.x_range.start = p.y_range.start = 0
     return human_axes(p)
+
+
+def show_splits(fig: figure, lines: Mapping[str, ColumnDataSource]) -> None:
+    """List in the legend only the splits whose line has points (a layer with one image has
+    no N line: its entry stood with nothing drawn)."""
+    for item in fig.legend[0].items:
+        split = next((s for s in lines if item.label.value == SPLIT_NAMES[s]), None)
+        if split is not None:
+            item.visible = len(lines[split].data["cores"]) > 0
 
 
 def speedup_plot(options: pd.DataFrame, title: str,
