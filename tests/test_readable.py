@@ -85,6 +85,15 @@ def test_readable_table_converts_units_from_the_column_names() -> None:
     assert shown.iloc[1].tolist() == ["b", "1 MB", "3.00 mJ", "2.00 s", "1 MB", "8,693",
                                       "123", "n/a"]
     assert units.readable(frame, energy_known=False)["energy"].tolist() == ["n/a", "n/a"]
+    # traffic volumes in decimal MB as every traffic summary ("0.0741 MB" for conv2's
+    # 74,112 B read "72.4 KB" beside it); sizes stay binary
+    moved = units.readable(pd.DataFrame({"traffic_bytes": [74_112, 1_690_000],
+                                         "compulsory_bytes": [50_000, 1_000_000],
+                                         "buffer_bytes": [74_112, 1_690_000]}))
+    assert list(moved.columns) == ["traffic", "compulsory", "buffer"]
+    assert moved["traffic"].tolist() == ["0.0741 MB", "1.69 MB"]
+    assert moved["compulsory"].tolist() == ["0.0500 MB", "1.00 MB"]
+    assert moved["buffer"].tolist() == ["72.4 KB", "1.61 MB"]
 
 
 def test_platform_without_energy_figures() -> None:

@@ -138,13 +138,19 @@ def fmt_percent(share: float) -> str:
     return f"{100 * float(share):.0f}%" if _finite(share) else NA
 
 
+TRAFFIC_SUFFIXES = ("traffic_bytes", "compulsory_bytes")  # volumes moved, not sizes
+
+
 def _column(name: str, values: pd.Series, energy_known: bool) -> tuple[str, list[str]] | None:
     """Header and formatted values of one column whose name carries its unit."""
-    rules = (("_bytes", 1.0, fmt_bytes), ("_kb", 1024.0, fmt_bytes), ("_pj", 1.0, None),
+    rules = ((TRAFFIC_SUFFIXES, 1.0, fmt_traffic), ("_bytes", 1.0, fmt_bytes),
+             ("_kb", 1024.0, fmt_bytes), ("_pj", 1.0, None),
              ("_uj", 1e6, None), ("_ms", 1.0, fmt_ms), ("_gops", 1.0, fmt_gops))
-    for suffix, scale, fmt in rules:
-        if name.endswith(suffix):
-            head = name[: -len(suffix)] or name
+    for suffixes, scale, fmt in rules:
+        suffix = next((x for x in np.atleast_1d(suffixes) if name.endswith(x)), None)
+        if suffix is not None:
+            head = (name[: -len("_bytes")] if fmt is fmt_traffic else name[: -len(suffix)]) \
+                or name
             if fmt is None:
                 return head, [fmt_energy(v * scale, energy_known) for v in values]
             return head, [fmt(v * scale) for v in values]
@@ -155,8 +161,9 @@ def _column(name: str, values: pd.Series, energy_known: bool) -> tuple[str, list
 
 def readable(frame: pd.DataFrame, energy_known: bool = True) -> pd.DataFrame:
     """A display copy of a table: columns named `*_bytes`, `*_kb`, `*_pj`, `*_uj`, `*_ms`,
-    `*_mb`, `*_gops` in human units (header without the suffix), whole numbers with
-    separators, other floats to 3 significant digits; text columns unchanged."""
+    `*_mb`, `*_gops` in human units (header without the suffix; traffic volumes, TRAFFIC_SUFFIXES,
+    in decimal MB as `*_mb`, sizes in binary KB/MB), whole numbers with separators, other
+    floats to 3 significant digits; text columns unchanged."""
     out = {}
     for name in frame.columns:
         values = frame[name]
