@@ -333,6 +333,20 @@ def test_sixty_layer_breakdown_turns_horizontal_with_every_name_readable() -> No
     assert few.xaxis[0].major_label_orientation == pytest.approx(math.pi / 2)
 
 
+def test_a_long_network_s_footprint_runs_down_the_page() -> None:
+    """mobilenet_v2's 99 layers: one row each, every name shown, a KB scale above and below
+    (turned names under the plot left ~100 px of data); lenet5's 10 stay across."""
+    net = layers.load_network("mobilenet_v2")
+    fig = viz.memory_footprint(net)
+    names = net.summary(2)["layer"].tolist()
+    assert list(fig.y_range.factors) == names[::-1] and len(names) >= 99
+    assert fig.height >= 99 * common.LABEL_PITCH_PX + 100
+    assert len(fig.xaxis) == 2 and all(isinstance(a, LogAxis) for a in fig.xaxis)
+    assert all(r.glyph.y == "layer" for r in fig.renderers)
+    few = viz.memory_footprint(layers.load_network("lenet5"))
+    assert len(few.x_range.factors) == 10 and all(r.glyph.x == "layer" for r in few.renderers)
+
+
 def test_design_space_breakdown_thins_labels_for_vgg16() -> None:
     from workbench import ui
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from bokeh.layouts import gridplot
-from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper, NumeralTickFormatter
+from bokeh.models import (
+    ColorBar,
+    ColumnDataSource,
+    LinearColorMapper,
+    LogAxis,
+    NumeralTickFormatter,
+)
 from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 
@@ -100,23 +106,37 @@ def network_roofline(per_layer: pd.DataFrame, platform: Platform,
 
 
 def memory_footprint(net: Network, elem_bytes: int = 2) -> figure:
-    """Seed 000 fig. 3.5: KB of inputs, weights and outputs per layer (log scale)."""
+    """Seed 000 fig. 3.5: KB of inputs, weights and outputs per layer (log scale). From
+    HORIZONTAL_FROM layers on the layers run down the y axis, one BAR_PITCH_PX row each (every
+    name readable; mobilenet_v2's 99 turned names left its plot ~100 px of data)."""
     table = net.summary(elem_bytes)
     parts = ["input_bytes", "weight_bytes", "output_bytes"]
     names = table["layer"].tolist()
-    p = figure(x_range=names, y_axis_type="log", tools=TOOLS, width=640,
-               height=360, title=f"{net.name}: memory footprint per layer",
-               y_axis_label="KB", name="memory_footprint")
+    across = len(names) >= HORIZONTAL_FROM
+    title = f"{net.name}: memory footprint per layer"
+    if across:
+        p = figure(y_range=list(reversed(names)), x_axis_type="log", tools=TOOLS, width=640,
+                   height=BAR_PITCH_PX * len(names) + 120, title=title, x_axis_label="KB",
+                   name="memory_footprint")
+        p.yaxis.major_label_text_font_size = "8pt"
+        p.add_layout(LogAxis(), "above")  # a KB scale at both ends of a tall plot
+    else:
+        p = figure(x_range=names, y_axis_type="log", tools=TOOLS, width=640, height=360,
+                   title=title, y_axis_label="KB", name="memory_footprint")
     colors = ["#1f77b4", "#d62728", "#2ca02c"]
     dots = []
     for offset, (part, color) in enumerate(zip(parts, colors, strict=True)):
         kb = table[part].astype(float) / 1024
         src = ColumnDataSource({"layer": table["layer"], "part": [part[:-6]] * len(table),
                                 "value": kb.where(kb > 0)})  # no weights: no point
-        dots.append(p.scatter(x="layer", y="value", source=src, size=9, color=color,
+        at = {"x": "value", "y": "layer"} if across else {"x": "layer", "y": "value"}
+        dots.append(p.scatter(**at, source=src, size=9, color=color,
                               legend_label=part.replace("_bytes", ""),
                               marker=["circle", "square", "triangle"][offset]))
-    apply_labels(p.xaxis[0], names, p.width - 80)
+    values = p.x_range if across else p.y_range  # markers whole at the ends, not cut
+    values.range_padding = 0.15
+    if not across:
+        apply_labels(p.xaxis[0], names, p.width - 80)
     p.legend.orientation = "horizontal"
     p.add_layout(p.legend[0], "above")  # never over a point
     p.add_tools(hover(dots, [("layer", "@layer"), ("array", "@part"),
