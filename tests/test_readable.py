@@ -94,6 +94,13 @@ def test_readable_table_converts_units_from_the_column_names() -> None:
     assert moved["traffic"].tolist() == ["0.0741 MB", "1.69 MB"]
     assert moved["compulsory"].tolist() == ["0.0500 MB", "1.00 MB"]
     assert moved["buffer"].tolist() == ["72.4 KB", "1.61 MB"]
+    pivot = pd.DataFrame({"cache_mb": [8.3, 4.89]},  # a pivot's index read as its column
+                         index=pd.Index([16.0, 1024.0], name="local_mem_kb"))
+    shown = units.readable(pivot)
+    assert shown.index.name == "local_mem" and shown.index.tolist() == ["16 KB", "1 MB"]
+    counts = units.readable(pd.DataFrame({"x": [1.0, 2.0]},
+                                         index=pd.Index([1.0, 12000.0], name="cores")))
+    assert counts.index.tolist() == ["1", "12,000"]
 
 
 def test_platform_without_energy_figures() -> None:

@@ -187,7 +187,8 @@ def sweep_grid(sweep: pd.DataFrame, column: str = "cycles_rel", per_row: int = 2
 def sweep_scatter(results: pd.DataFrame, front: pd.DataFrame | None = None) -> figure:
     """Sweep results: energy vs throughput, size by local memory, Pareto cases outlined."""
     frame = results.assign(size=6 + 3 * np.log2(results["local_mem_kb"].clip(lower=1)))
-    p = figure(title="sweep: energy vs throughput", tools=TOOLS, width=640, height=400,
+    p = figure(title="sweep: energy vs throughput (marker size: local memory)", tools=TOOLS,
+               width=640, height=400,
                x_axis_label="throughput (GOps/s)", y_axis_label="energy per batch (µJ)")
     src = ColumnDataSource(frame.to_dict("list"))  # a frame makes bokeh warn (pandas 3.1)
     dots = p.scatter("throughput_gops", "energy_uj", source=src, size="size", alpha=0.5)

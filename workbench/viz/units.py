@@ -184,7 +184,15 @@ def readable(frame: pd.DataFrame, energy_known: bool = True) -> pd.DataFrame:
             out[name] = [fmt_count(v) if whole else fmt_number(v) for v in values]
         else:
             out[name] = list(values)
-    return pd.DataFrame(out, index=frame.index)
+    index = frame.index  # a named index by the same rules ('16 KB', not 16.0)
+    if index.name is not None and pd.api.types.is_numeric_dtype(index) and \
+            not pd.api.types.is_bool_dtype(index):
+        shown = _column(str(index.name), pd.Series(index), energy_known)
+        if shown is not None:
+            index = pd.Index(shown[1], name=shown[0])
+        elif bool(np.all(np.mod(index.to_numpy(dtype=float), 1) == 0)):
+            index = pd.Index([fmt_count(v) for v in index], name=index.name)
+    return pd.DataFrame(out, index=index)
 
 
 TILE_COLUMNS = ("TOx", "TOy", "TOc", "TOn", "TKc")
