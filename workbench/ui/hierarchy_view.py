@@ -20,7 +20,6 @@ at the last position, and the controls stay live meanwhile.
 from __future__ import annotations
 
 import html
-import itertools
 import math
 import re
 
@@ -29,23 +28,32 @@ from bokeh.models import ColumnDataSource
 
 from workbench import layers
 from workbench.errors import WorkbenchError
-from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity
+from workbench.hierarchy import ElementBytes, Hierarchy, Level
 from workbench.hierarchy.codesign import (
     Codesigner,
     Design,
     DesignSpace,
     best_within,
     pareto_front,
-    scaled_capacity,
     space_around,
     table3_energy_pj,
 )
-from workbench.hierarchy.datapath import Datapath
-from workbench.hierarchy.prefetch import Prefetcher, nearest_first
+from workbench.hierarchy.prefetch import Prefetcher
 from workbench.ui.background import Latest
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.controls import area_steps, kb_log2, memory_slider, size_exponent
 from workbench.ui.errors import error_html
+from workbench.ui.hierarchy_controls import (
+    BUDGET_LOG2,
+    DATAPATHS,
+    GRID_LEVELS,
+    SEED001_MM2_PER_KB,
+    SIZE_LOG2,
+    WIDTHS_BITS,
+    Shape,
+    ahead,
+    split_parts,
+)
 from workbench.ui.progress import busy, searching
 from workbench.viz.hierarchy_plots import (
     MAX_LEVELS,
@@ -63,26 +71,7 @@ from workbench.viz.hierarchy_plots import (
 
 KB = 1024
 STALE = "; the plots and summary still show the last hierarchy that worked"
-GRID_LEVELS = 2  # on-chip levels up to which the app prices its co-design grid (3: minutes)
-WIDTHS_BITS = (64, 128, 256, 512)   # table 3's widths
-SIZE_LOG2 = (8, 24)     # level-size sliders: 256 B … 16 MB (exponents of bytes)
-BUDGET_LOG2 = (10, 24)  # capacity-budget slider: 1 KB … 16 MB
-PREFETCH_LIMIT = 256    # slider positions searched ahead after an edit (2 levels: all 153)
-Shape = tuple[bool, int, str]  # split, access bits, MAC array (a DATAPATHS name)
-# SRAM area: seed 001 §5.2 gives 45 mm² for its 8 MB hierarchy (45 nm), the one published
-# density; every level is charged at it, so area is proportional to capacity (small register
-# files are denser per access but larger per KB; their areas are not published)
-SEED001_MM2_PER_KB = 45 / (8 * 1024)
-# MAC arrays to choose from: one scalar MAC, or seed 001 §4.2's 256 MACs (16 inputs × 16 kernels
-# per cycle, adder trees over C) and a 64-MAC one
-DATAPATHS = {"1 MAC": None, "16×16 C×M (256 MACs)": Datapath({"C": 16, "M": 16}),
-             "8×8 C×M (64 MACs)": Datapath({"C": 8, "M": 8})}
 _STYLE = {"description_width": "110px"}
-
-
-def split_parts(total_bytes: int, ratio: tuple[int, int, int]) -> SplitCapacity:
-    """`total_bytes` split I:W:O in `ratio`, the parts summing to it (`scaled_capacity`)."""
-    return scaled_capacity(SplitCapacity(*ratio), total_bytes)
 
 
 class HierarchyView:
@@ -315,32 +304,11 @@ class HierarchyView:
         return f"{sum(self.designer.known(h) for h in grid)} of {len(grid)} hierarchies done"
 
     def _ahead(self) -> list[Hierarchy]:
-        """What to search ahead, most likely next first: the size sliders' positions one step
-        away; the edited sizes after one other control's change (split, access width, MAC
-        array, one level fewer or more), each with its co-design grid; the other positions,
-        nearest first."""
-        at, (split, width, datapath) = self._exponents(), self._shape()
-        low, high = SIZE_LOG2
-        positions = [tuple(reversed(p)) for p in itertools.combinations_with_replacement(
-            range(low, high + 1), len(at))]
-        ranked = nearest_first(positions, at, lambda p: p, PREFETCH_LIMIT)
-        steps = [sum(abs(a - b) for a, b in zip(p, at, strict=True)) for p in ranked]
-        changed = [(at, (not split, width, datapath)),
-                   *((at, (split, w, datapath)) for w in WIDTHS_BITS if w != width),
-                   *((at, (split, width, d)) for d in DATAPATHS if d != datapath)]
-        if len(at) > 1:
-            changed.append((at[:-1], None))
-        if len(at) < MAX_LEVELS - 1 and self.sizes[len(at)].value <= at[-1]:
-            changed.append(((*at, self.sizes[len(at)].value), None))
-        toggles = []
-        for exponents, shape in changed:
-            hierarchy = self._hierarchy_at(exponents, shape)
-            toggles.append(hierarchy)
-            if len(exponents) <= GRID_LEVELS:
-                toggles += self._space(hierarchy).gen_hierarchies()
-        return ([self._hierarchy_at(p) for p, n in zip(ranked, steps, strict=True) if n == 1]
-                + toggles
-                + [self._hierarchy_at(p) for p, n in zip(ranked, steps, strict=True) if n > 1])
+        """What to search ahead, most likely next first (`hierarchy_ahead.ahead`)."""
+        at = self._exponents()
+        following = self.sizes[len(at)].value if len(at) < MAX_LEVELS - 1 else None
+        return ahead(at, self._shape(), following, self._hierarchy_at,
+                     lambda hierarchy: self._space(hierarchy).gen_hierarchies())
 
     def close(self) -> None:
         """Stop the pricing under way and the searches done ahead (the widgets stay)."""
