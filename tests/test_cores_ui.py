@@ -176,6 +176,13 @@ def test_plot_data_shapes() -> None:
     assert viz.speedup_data(options, "on")["cores"] == []  # batch 1: no N line
     assert viz.ideal_data(3) == {"cores": [1, 2, 3], "speedup": [1.0, 2.0, 3.0]}
     empty = viz.comparison_data(pd.DataFrame(), ["a"])
+    assert empty["missing"] == ["n/a"] * 4  # an empty slot says so, in both figures
+    for fig in viz.comparison_plots(pd.DataFrame(), ["a"]).children:
+        assert fig.select_one({"name": "missing"}).glyph.text == "missing"
+    data = _app().comparison_source.data
+    assert [m == "n/a" for m in data["missing"]] == [bool(np.isnan(t))
+                                                    for t in data["traffic_m"]]
+    assert "n/a" in data["missing"] and "" in data["missing"]
     assert empty["x"] == [("a", "K · bcast off"), ("a", "K · bcast on"),
                           ("a", "XY · bcast off"), ("a", "XY · bcast on")]
     assert all(np.isnan(v) for v in empty["traffic_m"])

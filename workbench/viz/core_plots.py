@@ -42,7 +42,7 @@ CHOSEN_COLUMNS = ("layer", "cores", "split", "split_name", "label", "bound", "cy
 COMPARISON_VARIANTS = (("oc", False), ("oc", True), ("xy", False), ("xy", True))
 COMPARISON_COLUMNS = ("x", "layer", "variant", "split", "broadcast", "cores", "cycles",
                       "traffic_m", "in", "w", "out", "cycles_rel", "traffic_rel", "in_rel",
-                      "w_rel", "out_rel", "bound", "color")
+                      "w_rel", "out_rel", "bound", "color", "missing")
 COMPARISON_WIDTH, COMPARISON_HEIGHT = 860, 330  # px: the comparison figures for a few layers
 COMPARISON_MARGIN_PX = 170  # px of a comparison figure besides its bars (axis, legend)
 BAR_PX = LABEL_PITCH_PX + 3  # px a comparison bar keeps: its turned variant label readable
@@ -163,7 +163,7 @@ def comparison_data(comparison: pd.DataFrame, layer_names: Sequence[str]) -> dic
     """One bar per (layer, split, broadcast) from a table with layer, split, broadcast,
     cores, cycles, ext_accesses, in/w/out_accesses and bound: traffic in M elements, and
     "_rel" columns scaled by the layer's largest bar (so every layer spans 0…1). A split that
-    cannot use that many cores (no row) gets NaN (no bar)."""
+    cannot use that many cores (no row) gets NaN (no bar) and "n/a" in `missing`."""
     variants = [v for _ in layer_names for v in COMPARISON_VARIANTS]
     index = {} if comparison.empty else {
         (r.layer, r.split, bool(r.broadcast)): r for r in comparison.itertuples(index=False)}
@@ -183,7 +183,8 @@ def comparison_data(comparison: pd.DataFrame, layer_names: Sequence[str]) -> dic
            "split": [s for s, _ in variants],
            "broadcast": ["on" if b else "off" for _, b in variants],
            "bound": ["—" if r is None else r.bound for r in rows],
-           "color": [SPLIT_COLORS[s] for s, _ in variants]}
+           "color": [SPLIT_COLORS[s] for s, _ in variants],
+           "missing": ["n/a" if r is None else "" for r in rows]}
     for j, key in enumerate(("cores", "cycles", "traffic_m", "in", "w", "out")):
         out[key] = values[:, j].tolist()
     for j, key in ((1, "cycles_rel"), (2, "traffic_rel"), (3, "in_rel"), (4, "w_rel"),
@@ -214,6 +215,9 @@ def _comparison_base(source: ColumnDataSource, title: str, label: str, name: str
     p.xaxis.major_label_text_font_size = "7pt"
     fit_comparison(p, list(dict.fromkeys(source.data.get("layer", []))))
     p.y_range.start = 0
+    # an empty slot says why: the split cannot use that many cores (XY on an fc layer)
+    p.text(x="x", y=0, text="missing", source=source, angle=math.pi / 2, y_offset=-4,
+           text_baseline="middle", text_font_size="8pt", text_color="#777777", name="missing")
     return human_axes(p)
 
 
