@@ -4,6 +4,7 @@ in shares (`search(..., share=(k, n))`) gives the optimum as the least of their 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from workbench import layers
@@ -17,6 +18,7 @@ from workbench.hierarchy import (
     search_memory,
 )
 from workbench.hierarchy import search as search_module
+from workbench.hierarchy import search_classes as classes_module
 from workbench.hierarchy.codesign import table3_energy_pj
 from workbench.hierarchy.search import search, sliced
 
@@ -105,25 +107,46 @@ def test_a_request_is_taken_once() -> None:
     interrupt.check()
 
 
+@pytest.mark.parametrize("by_class", [False, True], ids=["slices", "classes"])
 @pytest.mark.parametrize("spec, caps, n", [
     ("input: [12, 14, 12], maps: 16, kernel: 3", (4096, 1024, 256), 2),
     ("input: [12, 12, 12], maps: 16, kernel: 3", (2048, 512, 128), 3),
 ])
-def test_the_least_of_a_searchs_shares_is_its_optimum(tmp_path, spec, caps, n) -> None:
-    """A sliced layer searched in n shares (every n-th slice each): the least answer equals
-    the whole search's optimum, no share is below it, each share's blocking fits and costs its
-    energy by `evaluate`, and some share alone misses the optimum (these cases)."""
+def test_the_least_of_a_searchs_shares_is_its_optimum(tmp_path, monkeypatch, spec, caps, n,
+                                                      by_class) -> None:
+    """A sliced layer searched in n shares: the least answer equals the whole search's
+    optimum, no share is below it, and each share's blocking fits and costs its energy by
+    `evaluate`. Over slices (every n-th slice each; class floors off) some share alone misses
+    the optimum (these cases); over classes (three levels: `search_classes`) share k prices
+    only the class combinations k, k + n, … (flat index), and every share prices some."""
     layer, hier = _layer(tmp_path, spec), _hier(*caps)
     assert sliced(layer, hier)
+    priced: dict[int, list[np.ndarray]] = {}
+    if by_class:
+        real = classes_module._price_classes
+        monkeypatch.setattr(classes_module, "_price_classes", lambda *a: priced.setdefault(
+            current[0], []).append(a[12]) or real(*a))
+    else:
+        monkeypatch.setattr(classes_module, "CLASS_LIMIT", 0)
+    current = [-1]
     whole = search(layer, hier, PREC, table3_energy_pj).energy_pj
-    found = [search(layer, hier, PREC, table3_energy_pj, share=(k, n)) for k in range(n)]
+    found = []
+    for k in range(n):
+        current[0] = k
+        found.append(search(layer, hier, PREC, table3_energy_pj, share=(k, n)))
     assert all(r is not None for r in found)
     energies = [r.energy_pj for r in found]
     assert min(energies) == pytest.approx(whole, rel=1e-12)
-    assert all(e >= whole * (1 - 1e-12) for e in energies) and max(energies) > whole * 1.0001
+    assert all(e >= whole * (1 - 1e-12) for e in energies)
+    if by_class:
+        assert set(priced) >= set(range(n))
+        assert all(np.all(np.concatenate(priced[k]) % n == k) for k in range(n))
+    else:
+        assert max(energies) > whole * 1.0001
     for r in found:
-        priced = evaluate(layer, r.blocking, hier, PREC, table3_energy_pj)
-        assert priced.fits and priced.total_energy_pj == pytest.approx(r.energy_pj, rel=1e-12)
+        priced_again = evaluate(layer, r.blocking, hier, PREC, table3_energy_pj)
+        assert priced_again.fits
+        assert priced_again.total_energy_pj == pytest.approx(r.energy_pj, rel=1e-12)
 
 
 def test_a_layer_of_one_slice_is_all_in_share_zero(tmp_path) -> None:

@@ -149,6 +149,17 @@ Shared work (no bound changes). A level's alone floors are priced once per class
 (t_{γ−1}, t_γ, P) over all chains, where those classes are few enough, not once per slice (or
 per point of a one-slice search), and kept for other searches keeping the level's size in the
 same role (`search_alone`).
+Class floors (exact skips, three or more on-chip levels, every role's alone floors tabled).
+Every term of `relaxed_floor` is a function of one role's class (t_{γ−1}, t_γ, P) of each
+dimension's chain (MAC energy and the datapath's fetches: of the innermost role's (t_0, t_1,
+P)); every chain has one innermost class and one (t_1, P). Per innermost class combination c,
+take each term at its least over the chains whose (t_1, P) are c's (a superset of c's own
+chains: the least over a product of per-dimension sets, taken one axis at a time), and sum as
+`relaxed_floor` does, in its order (float sums and products of non-negative terms are
+monotone, so the result is at most the floor at each point of c, rounding included). Class
+combinations are priced lowest bound first (`search_classes`); once the next one's bound
+reaches the best energy found, every point left has a floor that does, so none can beat it.
+Shares there are class combinations k, k + n, … (flat index), a partition as slices are.
 """
 
 from __future__ import annotations
@@ -164,6 +175,7 @@ from workbench.hierarchy.blocking import ARRAYS, DIMS, Blocking, extents
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy
 from workbench.hierarchy.search_alone import AloneTables
 from workbench.hierarchy.search_bounds import incumbent, pattern_floor
+from workbench.hierarchy.search_classes import ClassFloors, search_classes
 from workbench.hierarchy.search_grid import chain_classes, mirrored
 from workbench.hierarchy.search_levels import _blocking
 from workbench.hierarchy.search_memory import InnerMemory
@@ -217,9 +229,10 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     start = incumbent(layer, hierarchy, precision, size_energy, bypass, incumbents)
     best, best_at = (math.inf, None) if start is None else (start[0], None)
     orders = list(role_orders(hierarchy, bypass))
+    shared: dict = {}  # the class floors' role-free part (`search_classes`), built once
     for r, roles in enumerate(orders):  # the identity first: R's holders
         found = _search_roles(layer, in_roles(hierarchy, roles), roles, precision, size_energy,
-                              bypass, per_dim, extent, best, share, (r, len(orders)))
+                              bypass, per_dim, extent, best, share, (r, len(orders)), shared)
         if found is not None:
             best, best_at = found[0], (found[1], roles)
     interrupt.progress(1.0)
@@ -250,7 +263,7 @@ def sliced(layer: ConvLayer, hierarchy: Hierarchy) -> bool:
 def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: PrecisionLike,
                   size_energy: SizeEnergy | None, bypass: bool, per_dim: dict, extent: dict,
                   best: float, share: tuple[int, int] = (0, 1),
-                  stage: tuple[int, int] = (0, 1)):
+                  stage: tuple[int, int] = (0, 1), shared: dict | None = None):
     """S's part under one role order (`hierarchy`: seen under it): (energy pJ, where) of its
     least blocking below `best`, or None. `stage`: this role order's index and their count
     (the progress reported at each slice: role orders, then passes, then slices done)."""
@@ -258,11 +271,23 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
     classes = {d: {g: chain_classes(per_dim[d], extent[d], g) for g in range(2, on_chip + 1)}
                for d in DIMS}  # role L−γ+1's view of each chain
     pj_bit = _pj_per_bit(hierarchy, size_energy)
+    mirror = mirrored(layer, hierarchy)
+    tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # outer levels' best placements
+    # alone floors per class of chains: shared by the slices, or by one slice's points
+    alone_tables = AloneTables(layer, hierarchy, per_dim, extent, precision)
+    patterns = role_patterns(hierarchy, roles) if bypass else holder_patterns(hierarchy)[:1]
+    floors = {p: pattern_floor(layer, hierarchy, pj_bit, precision, p) * layer.groups
+              for p in patterns}
+    if shared is not None and ClassFloors.applies(alone_tables):  # L ≥ 3: classes first
+        if "floors" not in shared and any(f < best for f in floors.values()):
+            shared["floors"] = ClassFloors(layer, hierarchy, per_dim, extent, precision)
+        return None if "floors" not in shared else search_classes(
+            layer, hierarchy, per_dim, extent, classes, tables, pj_bit, precision, floors, best,
+            shared["floors"], alone_tables, mirror, share, stage)
     per_y = max(1, CHUNK // 4 // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
     n_x = len(per_dim["X"])
     # a small layer is one slice, a large one an X chain and a slice of Y chains at a time
     # lemma 5: with X and Y alike only Y chains from the X chain's index on are searched
-    mirror = mirrored(layer, hierarchy)
     small = math.prod(len(c) for c in per_dim.values()) <= SMALL
     pairs = np.triu_indices(n_x) if small and mirror else None  # (X, Y) index pairs, X ≤ Y
     slices = [(slice(0, n_x), slice(0, len(per_dim["Y"])))] if small else \
@@ -271,23 +296,17 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
          if not mirror or y0 + per_y > ox]
     slices = slices[share[0]::share[1]]
     best_at = None
-    tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
     alone: dict[tuple, np.ndarray] = {}  # relaxed_floor's terms when one slice
     kept = {(a, k): (layer, on_chip, k, hierarchy.levels[k].bytes_for(a), a, pairs is not None,
                      (precision.inputs, precision.weights, precision.outputs,
                       precision.partial_sums), unrolled_dims(hierarchy.datapath))
             for a in ARRAYS for k in range(1, on_chip + 1)}
     memory = None
-    # alone floors per class of chains: shared by the slices, or by one slice's points
-    alone_tables = AloneTables(layer, hierarchy, per_dim, extent, precision)
     if len(slices) == 1:  # unit alone floors: the role's capacity and lanes, not its energy
         alone.update({key: v for key, memo in kept.items()
                       if (v := _ALONE.get(memo)) is not None})
         memory = InnerMemory(layer, hierarchy, tuple(len(per_dim[d]) for d in DIMS),
                              precision)
-    patterns = role_patterns(hierarchy, roles) if bypass else holder_patterns(hierarchy)[:1]
-    floors = {p: pattern_floor(layer, hierarchy, pj_bit, precision, p) * layer.groups
-              for p in patterns}
     # R's holders first (every level holds every array it can, as S did): its optimum is
     # usually close, so the other patterns are then priced against a low best energy
     # (a slice whose least floor for the other patterns, found in the first pass, reaches the

@@ -1,0 +1,172 @@
+"""Best-first search over the innermost role's chain classes (`workbench.hierarchy.search_classes`,
+three or more on-chip levels): the class floor is at most `relaxed_floor` at every tile point
+of its class (float for float), a class's points are listed once each, and the search over
+classes finds the energy of the search over slices (which `test_hierarchy_alone` and
+`test_hierarchy_search` tie to the brute force), for the whole layer and for shares of it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_hierarchy_search import _fits
+
+import workbench.hierarchy.search as search_module
+import workbench.hierarchy.search_alone as alone_module
+import workbench.hierarchy.search_classes as classes_module
+from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
+from workbench.hierarchy.blocking import ARRAYS, DIMS, extents
+from workbench.hierarchy.datapath import Datapath
+from workbench.hierarchy.search import search
+from workbench.hierarchy.search_alone import AloneTables
+from workbench.hierarchy.search_bounds import relaxed_floor
+from workbench.hierarchy.search_classes import ClassFloors
+from workbench.hierarchy.search_grid import grid_of
+from workbench.hierarchy.search_levels import _datapath_side
+from workbench.hierarchy.search_r import _pj_per_bit, nondominated_chains
+from workbench.hierarchy.search_roles import in_roles, role_orders, role_patterns
+from workbench.hierarchy.search_space import side_cost
+from workbench.layers import ConvLayer
+
+PREC = ElementBytes(1, 1, 1, 2)
+_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
+
+
+@st.composite
+def class_case(draw: st.DrawFn, most: int = 4):
+    """A layer of a few thousand tile points on 3 (or 4) on-chip levels, shared or split
+    capacities never growing inwards, a datapath or none, energies per level drawn."""
+    k = draw(st.integers(1, 3))
+    layer = ConvLayer(name="c", Ox=draw(st.integers(1, 8)), Oy=draw(st.integers(1, 8)),
+                      Kx=k, Ky=draw(st.integers(1, 3)), Sx=draw(st.integers(1, 3)),
+                      Sy=draw(st.integers(1, 2)), Kc=draw(st.integers(1, 6)),
+                      Oc=draw(st.integers(1, 8)), On=draw(st.integers(1, 2)))
+    levels, cap = [Level("DRAM", None, 64, draw(st.floats(50, 300)))], 8192
+    for i in range(draw(st.integers(3, most))):
+        cap = draw(st.integers(1, cap))
+        parts = [draw(st.integers(0, cap // 2)) for _ in ARRAYS]
+        split = draw(st.booleans()) and sum(parts) > 0
+        levels.append(Level(f"L{i + 1}", SplitCapacity(*parts) if split else cap,
+                            draw(st.sampled_from([16, 32, 64])), draw(st.floats(0.1, 10))))
+        cap = max(1, int(levels[-1].total_bytes))
+    unroll = draw(st.sampled_from([None, {"M": 2}, {"X": 2, "C": 2}]))
+    hier = Hierarchy(tuple(levels), mac_energy_pj=draw(st.floats(0, 2)),
+                     datapath=None if unroll is None else Datapath(unroll))
+    return layer, hier
+
+
+def _chains(layer: ConvLayer, hier: Hierarchy) -> tuple[dict, dict]:
+    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    return {d: nondominated_chains(extent[d], len(hier.levels) - 1) for d in DIMS}, extent
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                             HealthCheck.function_scoped_fixture])
+@given(case=class_case(), data=st.data())
+def test_class_floor_is_below_the_relaxed_floor_at_every_point(case, data,
+                                                               monkeypatch) -> None:
+    """Under a drawn role order and all its patterns (or a drawn subset), every tile point's
+    `relaxed_floor` (MAC energy included, as `search_points._points` adds it) is at least its
+    class's floor, exactly in floats; and some class's floor is finite wherever some point's
+    is."""
+    layer, hier = case
+    monkeypatch.setattr(alone_module, "SHARE", 0)  # every role's table, however small
+    per_dim, extent = _chains(layer, hier)
+    orders = role_orders(hier)
+    roles = orders[data.draw(st.integers(0, len(orders) - 1))]
+    view = in_roles(hier, roles)
+    patterns = role_patterns(view, roles)
+    patterns = data.draw(st.lists(st.sampled_from(patterns), min_size=1, max_size=6,
+                                  unique=True)) if data.draw(st.booleans()) else patterns
+    tables = AloneTables(layer, view, per_dim, extent, PREC)
+    floors = ClassFloors(layer, view, per_dim, extent, PREC)
+    pj_bit = _pj_per_bit(view, None)
+    bound = floors.floor(tables, pj_bit, patterns).reshape(floors.shape)
+    grid = grid_of(per_dim, extent)
+    mac, fetched, outputs = _datapath_side(layer, view, grid)
+    fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, PREC) for a in ARRAYS}
+    relaxed = mac + relaxed_floor(layer, view, grid, pj_bit, PREC, patterns, fetch_unit)
+    at = bound[np.ix_(*(floors.ids[d] for d in DIMS))]
+    relaxed = np.broadcast_to(relaxed, at.shape)
+    assert np.all(at <= relaxed), float(np.max(at - relaxed))
+    assert np.isfinite(bound).any() == np.isfinite(relaxed).any()
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=class_case(), pick=st.integers(0, 10 ** 6))
+def test_a_class_expands_to_each_of_its_points_once(case, pick) -> None:
+    """Expanding every class combination lists every tile point (chain combination) exactly
+    once, each in its own class; `points` counts them per class."""
+    layer, hier = case
+    per_dim, extent = _chains(layer, hier)
+    floors = ClassFloors(layer, hier, per_dim, extent, PREC)
+    every = np.arange(math.prod(floors.shape))
+    rng = np.random.default_rng(pick)
+    chosen = rng.permutation(every)[:max(1, len(every) // 3)]
+    at = floors.expand(chosen)
+    assert len(at["X"]) == int(floors.points(chosen).sum())
+    flat = np.ravel_multi_index(tuple(at[d] for d in DIMS),
+                                tuple(len(per_dim[d]) for d in DIMS))
+    assert len(np.unique(flat)) == len(flat)  # no point twice
+    owner = np.ravel_multi_index(tuple(floors.ids[d][at[d]] for d in DIMS), floors.shape)
+    assert set(owner.tolist()) <= set(chosen.tolist())
+    whole = floors.expand(every)
+    assert len(whole["X"]) == math.prod(len(per_dim[d]) for d in DIMS)
+
+
+@settings(max_examples=14, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                             HealthCheck.function_scoped_fixture])
+@given(case=class_case(most=3), n=st.integers(2, 3))
+def test_class_search_equals_slice_search(case, n, monkeypatch) -> None:
+    """The search over classes finds the least energy the search over slices finds (classes
+    off: CLASS_LIMIT 0), its blocking fits and costs what it says; the least of n shares'
+    answers is that energy too."""
+    layer, hier = case
+    monkeypatch.setattr(alone_module, "SHARE", 0)
+    monkeypatch.setattr(classes_module, "CLASS_LIMIT", 0)
+    try:
+        slices = search(layer, hier, PREC).energy_pj
+    except Exception as exc:  # nothing fits: the class search must say so too
+        monkeypatch.setattr(classes_module, "CLASS_LIMIT", 1 << 23)
+        with pytest.raises(type(exc)):
+            search(layer, hier, PREC)
+        return
+    monkeypatch.setattr(classes_module, "CLASS_LIMIT", 1 << 23)
+    ran = []
+    real = search_module.search_classes
+    monkeypatch.setattr(search_module, "search_classes", lambda *a: ran.append(1) or real(*a))
+    found = search(layer, hier, PREC)
+    assert ran  # the classes were searched
+    assert found.energy_pj == pytest.approx(slices, rel=1e-12)
+    again = evaluate(layer, found.blocking, hier, PREC)
+    assert again.total_energy_pj == pytest.approx(found.energy_pj, rel=1e-9)
+    assert _fits(layer, found.blocking, hier, PREC)
+    shares = [search(layer, hier, PREC, share=(k, n)) for k in range(n)]
+    assert min(s.energy_pj for s in shares if s is not None) == pytest.approx(slices,
+                                                                              rel=1e-12)
+
+
+def test_lenet5_conv2_on_three_levels_prices_few_points(monkeypatch) -> None:
+    """lenet5's conv2 on three on-chip levels: of its 4.3 × 10⁷ tile points, the search over
+    classes prices a few hundred thousand at most (a slice's points, by `search_points._price`)
+    and finds the energy of the search over slices."""
+    from workbench import layers
+
+    conv2 = next(lay for lay in layers.load_network("lenet5").tiled_layers()
+                 if lay.name == "conv2")
+    hier = Hierarchy((Level("DRAM", None, 16, 320.0), Level("L1", 32768, 64, 8.0),
+                      Level("L2", 2048, 64, 2.0), Level("L3", 256, 64, 0.6)),
+                     mac_energy_pj=1.0)
+    prec = ElementBytes(2, 2, 2, 4)
+    priced = []
+    real = classes_module._price
+    monkeypatch.setattr(classes_module, "_price", lambda *a, **k: priced.append(len(a[3][0]))
+                        or real(*a, **k))
+    found = search(conv2, hier, prec)
+    assert 0 < sum(priced) < 10 ** 6
+    assert found.combinations > 4 * 10 ** 7
+    monkeypatch.setattr(classes_module, "CLASS_LIMIT", 0)
+    assert search(conv2, hier, prec).energy_pj == pytest.approx(found.energy_pj, rel=1e-12)
