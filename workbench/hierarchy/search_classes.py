@@ -25,6 +25,7 @@ from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
 from workbench.hierarchy.search_alone import AloneTables
+from workbench.hierarchy.search_bounds import relaxed_floor
 from workbench.hierarchy.search_grid import chain_classes
 from workbench.hierarchy.search_levels import _datapath_side, _smallest
 from workbench.hierarchy.search_points import SEED, _price
@@ -270,33 +271,52 @@ def _price_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent
                    classes: dict, tables: dict, pj_bit: np.ndarray, precision: PrecisionLike,
                    live: list[Pattern], best: float, alone: AloneTables, mirror: bool,
                    batch: np.ndarray, floors: ClassFloors):
-    """Every point of the class combinations `batch` priced as a slice's
-    (`search_points._price`, with the unit alone floors gathered from the tables)."""
+    """Every point of the class combinations `batch` whose `relaxed_floor` (the unit alone
+    floors gathered from the tables) is below `best`, priced as a slice's points are
+    (`search_points._price`)."""
     interrupt.check()  # a safe point: nothing half-stored (`interrupt`)
     chain_at = floors.expand(batch)
     if mirror:
         keep = chain_at["X"] <= chain_at["Y"]
         chain_at = {d: v[keep] for d, v in chain_at.items()}
-    n = len(chain_at["X"])
-    if not n:
-        return None
     on_chip = len(hierarchy.levels) - 1
-    width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
-    grid = flat_grid(per_dim, extent, chain_at)
-    rows = (np.arange(n),) + (np.zeros(n, dtype=np.intp),) * (len(DIMS) - 1)
-    mac, fetched, outputs = _datapath_side(layer, hierarchy, grid)
-    side = (mac, {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS},
-            _smallest(layer, grid, on_chip, width))
-    alone_at = {}
+    unit = {}
     for a_idx, array in enumerate(ARRAYS):
         for holder in {k for p in live for k in p[a_idx]}:
             table = alone._table(array, holder)
             ids = alone.ids[on_chip + 1 - holder]
-            alone_at[array, holder] = np.broadcast_to(table[tuple(
+            unit[array, holder] = np.broadcast_to(table[tuple(
                 ids[d][chain_at[d]] if table.shape[axis] > 1 else 0
-                for axis, d in enumerate(DIMS))], (n,))
+                for axis, d in enumerate(DIMS))], (len(chain_at["X"]),))
+    grid, side = _points_side(layer, hierarchy, per_dim, extent, precision, chain_at)
+    if math.isfinite(best):  # the points' own floors first: most of them reach the best
+        n = len(chain_at["X"])
+        flat = {a: np.broadcast_to(v, (n,) + (1,) * (len(DIMS) - 1)).reshape(n)
+                for a, v in side[1].items()}
+        floor = np.broadcast_to(side[0], (n,) + (1,) * (len(DIMS) - 1)).reshape(n) + \
+            relaxed_floor(layer, hierarchy, grid, pj_bit, precision, live, flat, dict(unit))
+        keep = np.nonzero(floor * layer.groups < best)[0]
+        if len(keep) < len(floor):
+            chain_at = {d: v[keep] for d, v in chain_at.items()}
+            unit = {key: v[keep] for key, v in unit.items()}
+            grid, side = _points_side(layer, hierarchy, per_dim, extent, precision, chain_at)
+    n = len(chain_at["X"])
+    if not n:
+        return None
+    rows = (np.arange(n),) + (np.zeros(n, dtype=np.intp),) * (len(DIMS) - 1)
     return _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
-                  precision, live, slice(0, len(per_dim["X"])), chain_at, best, side, alone_at)
+                  precision, live, slice(0, len(per_dim["X"])), chain_at, best, side, unit)
+
+
+def _points_side(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
+                 precision: PrecisionLike, chain_at: dict) -> tuple[dict, tuple]:
+    """The flat grid of the points `chain_at` (all along axis 0) and, on it, their MAC energy,
+    datapath fetches at unit pJ/bit and smallest blocks (`search_points._price`'s `side`)."""
+    width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
+    grid = flat_grid(per_dim, extent, chain_at)
+    mac, fetched, outputs = _datapath_side(layer, hierarchy, grid)
+    return grid, (mac, {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS},
+                  _smallest(layer, grid, len(hierarchy.levels) - 1, width))
 
 
 __all__ = ["CLASS_LIMIT", "ClassFloors", "flat_grid", "search_classes"]
