@@ -405,13 +405,25 @@ def test_cli_budget_and_sizes_are_checked_before_anything_is_priced(argv, rule) 
     assert len(run.stderr.strip().splitlines()) == 1, run.stderr
 
 
-@pytest.mark.parametrize("extent, levels", [(12, 1), (30, 2), (24, 3), (97, 2)])
+@pytest.mark.parametrize("extent, levels", [(12, 1), (30, 2), (24, 3), (97, 2), (1, 3),
+                                            (36, 4), (60, 3), (128, 2), (45, 1), (50, 3)])
 def test_nondominated_chains_equal_the_quadratic_definition(extent: int, levels: int) -> None:
-    """The front-based filter search uses keeps exactly the vectors no other vector is ≤
-    (componentwise, and different), one chain per vector, in lexicographic order."""
+    """The filter search uses keeps exactly the vectors no other vector is ≤ (componentwise,
+    and different), one chain per vector, in lexicographic order; the chains it filters are
+    every tuple t_0 | t_1 | … | t_{L−1} ≤ extent (enumerated here by brute force)."""
+    import itertools
+
     import numpy as np
 
     from workbench.hierarchy.search import gen_chains, nondominated_chains
+
+    every = [c for c in itertools.product(range(1, extent + 1), repeat=levels)
+             if all(b % a == 0 for a, b in zip(c, c[1:], strict=False))] if levels < 4 else \
+        [c for last in range(1, extent + 1)
+         for c in itertools.product(*[[d for d in range(1, last + 1) if last % d == 0]] *
+                                    (levels - 1) + [[last]])
+         if all(b % a == 0 for a, b in zip(c, c[1:], strict=False))]
+    assert sorted(map(tuple, gen_chains(extent, levels).tolist())) == sorted(every)
 
     def vector(chain):
         padded = -(-extent // chain[-1]) * chain[-1]

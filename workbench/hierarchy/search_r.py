@@ -41,6 +41,7 @@ import functools
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from workbench.errors import WorkbenchError
@@ -70,38 +71,86 @@ class SearchResult:
 
 
 def gen_chains(extent: int, levels: int) -> np.ndarray:
-    """Every divisor chain t_0 | … | t_{levels−1} ≤ extent, one per row."""
+    """Every divisor chain t_0 | … | t_{levels−1} ≤ extent, one per row (each tile's divisors
+    in rising order, as the rows below it)."""
+    divisors: list[list[int]] = [[] for _ in range(extent + 1)]
+    for d in range(1, extent + 1):
+        for multiple in range(d, extent + 1, d):
+            divisors[multiple].append(d)
     chains = [(t,) for t in range(1, extent + 1)]
     for _ in range(levels - 1):
-        chains = [(d,) + c for c in chains for d in range(1, c[0] + 1) if c[0] % d == 0]
+        chains = [(d,) + c for c in chains for d in divisors[c[0]]]
     return np.array(chains, dtype=np.int64).reshape(-1, levels)
 
 
 @functools.lru_cache(maxsize=256)
 def nondominated_chains(extent: int, levels: int) -> np.ndarray:
     """The chains whose vector (t…, P/t…, P) no other chain's is ≤ componentwise (one per
-    distinct vector, in lexicographic order); see the module docstring. Vectors are visited by
-    rising component sum (a dominator has a smaller sum) and compared with the front kept so
-    far (dominance is transitive, so a dominated vector is never needed as a dominator).
-    Cached: callers must not modify the array."""
+    distinct vector, in lexicographic order); see the module docstring. Cached: callers must
+    not modify the array.
+
+    Only chains of the same n = P/t_{L−1} can dominate one another: ⌈E/t⌉ never grows with t,
+    so t_a ≤ t_b (last tiles) with n_a ≤ n_b forces n_a = n_b, and then P_a = n·t_a ≤ P_b. Within
+    such a group, with r_i = t_{L−1}/t_i, a ≤ b exactly when t_i^a ≤ t_i^b and r_i^a ≤ r_i^b for
+    every i < L−1 (P/t_i = n·r_i; t_{L−1} = t_0·r_0 follows), and one level keeps the least
+    t_{L−1} of each n. Each group's skyline: by a sort over (t_0, r_0) with two levels, else its
+    vectors by rising component sum (a dominator has a smaller sum) against the front kept so
+    far (dominance is transitive, so a dominated vector is never needed as a dominator)."""
     chains = gen_chains(extent, levels)
     padded = -(-extent // chains[:, -1:]) * chains[:, -1:]
     vec = np.unique(np.hstack([chains, padded // chains, padded]), axis=0)
-    order = np.argsort(vec.sum(axis=1), kind="stable")
-    front = np.empty((0, vec.shape[1]), dtype=vec.dtype)
-    kept: list[np.ndarray] = []
-    for start in range(0, len(order), 512):
-        idx = order[start:start + 512]
-        block = vec[idx]
-        out = np.any(np.all(front[None, :, :] <= block[:, None, :], axis=2), axis=1)
-        le = np.all(block[None, :, :] <= block[:, None, :], axis=2)
-        lt = np.any(block[None, :, :] < block[:, None, :], axis=2)
-        out |= np.any(le & lt, axis=1)
-        front = np.vstack([front, block[~out]])
-        kept.append(idx[~out])
-    result = vec[np.sort(np.concatenate(kept))][:, :levels]
+    last, n = vec[:, levels - 1], vec[:, 2 * levels - 1]
+    keep = np.zeros(len(vec), dtype=bool)
+    order = np.lexsort((last, n))
+    starts = np.nonzero(np.diff(n[order], prepend=-1))[0]
+    for group in np.split(order, starts[1:]):
+        if levels == 1:
+            keep[group[0]] = True  # the least t of this n
+            continue
+        feats = np.hstack([vec[group, :levels - 1],
+                           vec[group, levels - 1:levels] // vec[group, :levels - 1]])
+        keep[group[_skyline(feats)]] = True
+    result = vec[keep][:, :levels]
     result.setflags(write=False)
     return result
+
+
+def _skyline(feats: np.ndarray) -> np.ndarray:
+    """Indices of the rows (distinct) that no other row is ≤ componentwise."""
+    if feats.shape[1] == 2:  # by t_0, then r_0: a row is kept when its r_0 is below all before
+        order = np.lexsort((feats[:, 1], feats[:, 0]))
+        r = feats[order, 1]
+        before = np.concatenate(([np.iinfo(np.int64).max], np.minimum.accumulate(r)[:-1]))
+        return order[r < before]
+    order = np.argsort(feats.sum(axis=1), kind="stable")
+    return order[_front(np.ascontiguousarray(feats[order]))]
+
+
+@numba.njit(cache=True, nogil=True)
+def _front(rows: np.ndarray) -> np.ndarray:
+    """Mask of the rows (by rising component sum, distinct) that no row before them is ≤
+    componentwise: rows of equal sum cannot dominate one another, and a row dominated by a
+    dropped one is dominated by what dropped it, so comparing with the kept rows suffices."""
+    kept = np.empty(rows.shape[0], dtype=np.int64)
+    mask = np.zeros(rows.shape[0], dtype=np.bool_)
+    count = 0
+    for i in range(rows.shape[0]):
+        dominated = False
+        for j in range(count):
+            row = kept[j]
+            below = True
+            for k in range(rows.shape[1]):
+                if rows[row, k] > rows[i, k]:
+                    below = False
+                    break
+            if below:
+                dominated = True
+                break
+        if not dominated:
+            kept[count] = i
+            count += 1
+            mask[i] = True
+    return mask
 
 
 def _pj_per_bit(hierarchy: Hierarchy, size_energy: SizeEnergy | None) -> np.ndarray:
