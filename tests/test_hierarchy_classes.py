@@ -1,8 +1,9 @@
-"""Best-first search over the innermost role's chain classes (`workbench.hierarchy.search_classes`,
-three or more on-chip levels): the class floor is at most `relaxed_floor` at every tile point
-of its class (float for float), a class's points are listed once each, and the search over
-classes finds the energy of the search over slices (which `test_hierarchy_alone` and
-`test_hierarchy_search` tie to the brute force), for the whole layer and for shares of it."""
+"""Best-first search over classes of chains (`workbench.hierarchy.search_classes`; two or more
+on-chip levels): the class floor is at most `relaxed_floor` at every tile point of its class
+(float for float; with two levels the innermost role's part a bound over t_0), a class's points
+are listed once each, and the search over classes finds the energy of the search over slices
+(which `test_hierarchy_alone` and `test_hierarchy_search` tie to the brute force), for the
+whole layer and for shares of it."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 
 @st.composite
 def class_case(draw: st.DrawFn, most: int = 4):
-    """A layer of a few thousand tile points on 3 (or 4) on-chip levels, shared or split
+    """A layer of a few thousand tile points on 2 to `most` on-chip levels, shared or split
     capacities never growing inwards, a datapath or none, energies per level drawn."""
     k = draw(st.integers(1, 3))
     layer = ConvLayer(name="c", Ox=draw(st.integers(1, 8)), Oy=draw(st.integers(1, 8)),
@@ -45,7 +46,7 @@ def class_case(draw: st.DrawFn, most: int = 4):
                       Sy=draw(st.integers(1, 2)), Kc=draw(st.integers(1, 6)),
                       Oc=draw(st.integers(1, 8)), On=draw(st.integers(1, 2)))
     levels, cap = [Level("DRAM", None, 64, draw(st.floats(50, 300)))], 8192
-    for i in range(draw(st.integers(3, most))):
+    for i in range(draw(st.integers(2, most))):
         cap = draw(st.integers(1, cap))
         parts = [draw(st.integers(0, cap // 2)) for _ in ARRAYS]
         split = draw(st.booleans()) and sum(parts) > 0

@@ -20,6 +20,7 @@ from test_hierarchy_search import (
 )
 
 import workbench.hierarchy.search as search_module
+import workbench.hierarchy.search_classes as classes_module
 from workbench.hierarchy import (
     ARRAYS,
     DIMS,
@@ -211,11 +212,12 @@ def test_codesign_from_incumbents_equals_cold_searches() -> None:
             assert energy == pytest.approx(cold.energy_pj, rel=1e-12)
 
 
-def test_alone_floors_kept_across_hierarchies_change_no_optimum() -> None:
-    """A one-slice search keeps its unit alone floors per level capacity (search._ALONE) for
-    the next hierarchy keeping that capacity: searches one after the other, each level's size
-    edited in turn (as in the app), all equal the search from an empty memo (itself equal to
-    the brute force: test_hierarchy_search)."""
+def test_alone_floors_kept_across_hierarchies_change_no_optimum(monkeypatch) -> None:
+    """A one-slice search over slices (class floors off) keeps its unit alone floors per
+    level capacity (search._ALONE) for the next hierarchy keeping that capacity: searches one
+    after the other, each level's size edited in turn (as in the app), all equal the search
+    from an empty memo (itself equal to the brute force: test_hierarchy_search)."""
+    monkeypatch.setattr(classes_module, "CLASS_LIMIT", 0)
     layer = ConvLayer(name="mid", Ox=7, Oy=5, Oc=12, Kx=3, Ky=3, Kc=6)
     search_module._ALONE.clear()
     warm = []
@@ -235,11 +237,12 @@ def _two_levels(sram: int, rf: int) -> Hierarchy:
 
 
 def test_a_weak_incumbent_still_prices_the_seed_points_first(monkeypatch) -> None:
-    """An incumbent far above the optimum (more than WEAK × SEED tile points below it) is
-    followed by the SEED points of lowest floor, priced first as with no incumbent, then the
-    rest: lenet5's conv2 on a 32 KB SRAM and a 512 B register file, from its optimum on a
-    512 B SRAM and a 64 B register file (2.25× the optimum here); the answer equals the search
-    without an incumbent."""
+    """Over slices (class floors off), an incumbent far above the optimum (more than WEAK ×
+    SEED tile points below it) is followed by the SEED points of lowest floor, priced first as
+    with no incumbent, then the rest: lenet5's conv2 on a 32 KB SRAM and a 512 B register
+    file, from its optimum on a 512 B SRAM and a 64 B register file (2.25× the optimum here);
+    the answer equals the search without an incumbent."""
+    monkeypatch.setattr(classes_module, "CLASS_LIMIT", 0)
     import workbench.hierarchy.search_points as points
     from workbench import layers
 

@@ -149,17 +149,21 @@ Shared work (no bound changes). A level's alone floors are priced once per class
 (t_{γ−1}, t_γ, P) over all chains, where those classes are few enough, not once per slice (or
 per point of a one-slice search), and kept for other searches keeping the level's size in the
 same role (`search_alone`).
-Class floors (exact skips, three or more on-chip levels, every role's alone floors tabled).
-Every term of `relaxed_floor` is a function of one role's class (t_{γ−1}, t_γ, P) of each
-dimension's chain (MAC energy and the datapath's fetches: of the innermost role's (t_0, t_1,
-P)); every chain has one innermost class and one (t_1, P). Per innermost class combination c,
-take each term at its least over the chains whose (t_1, P) are c's (a superset of c's own
-chains: the least over a product of per-dimension sets, taken one axis at a time), and sum as
-`relaxed_floor` does, in its order (float sums and products of non-negative terms are
-monotone, so the result is at most the floor at each point of c, rounding included). Class
-combinations are priced lowest bound first (`search_classes`); once the next one's bound
-reaches the best energy found, every point left has a floor that does, so none can beat it.
-Shares there are class combinations k, k + n, … (flat index), a partition as slices are.
+Class floors (exact skips; two or more on-chip levels, the roles' alone floors tabled). Every
+term of `relaxed_floor` is a function of one role's class (t_{γ−1}, t_γ, P) of each dimension's
+chain (MAC energy of P, the datapath's fetches of (t_0, P)). Classes: with three or more levels
+the innermost role's (t_0, t_1, P), with two the outer role's (t_1, P). Per class combination
+c, each term at most its least over c's chains: an outer role's at its least over the chains
+with c's (t_1, P) (a superset of c's chains; the least over a product of per-dimension sets,
+taken one axis at a time); with two levels, the innermost role's alone floor bounded over every
+t_0 | t_1 by each alone code's energy with its t_0 extents at t_1 (moved never grows with a
+block's extent) where its footprint with them at 1 fits, and the fetches at t_0 = t_1 (along
+each dimension ⌈(t_1/t)·t/u⌉ ≤ (t_1/t)·⌈t/u⌉: the fewest steps). Summed as `relaxed_floor`
+sums (float sums and products of non-negative terms are monotone, so the bound is at most the
+floor of each point of c, rounding included). Class combinations are priced lowest bound first
+(`search_classes`); once the next one's bound reaches the best energy found, every point left
+has a floor that does, so none can beat it. A sliced layer's shares are then class combinations
+k, k + n, … (flat index), a partition as slices are.
 """
 
 from __future__ import annotations
@@ -278,17 +282,26 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
     patterns = role_patterns(hierarchy, roles) if bypass else holder_patterns(hierarchy)[:1]
     floors = {p: pattern_floor(layer, hierarchy, pj_bit, precision, p) * layer.groups
               for p in patterns}
-    if shared is not None and ClassFloors.applies(alone_tables):  # L ≥ 3: classes first
+    small = math.prod(len(c) for c in per_dim.values()) <= SMALL
+    if shared is not None and ClassFloors.applies(alone_tables):  # classes first
         if "floors" not in shared and any(f < best for f in floors.values()):
             shared["floors"] = ClassFloors(layer, hierarchy, per_dim, extent, precision)
-        return None if "floors" not in shared else search_classes(
-            layer, hierarchy, per_dim, extent, classes, tables, pj_bit, precision, floors, best,
-            shared["floors"], alone_tables, mirror, share, stage)
+        if "floors" not in shared:
+            return None
+        if small and share[0]:  # one slice: all of it in share 0, as over slices
+            return None
+        memory = InnerMemory(layer, hierarchy, tuple(len(per_dim[d]) for d in DIMS),
+                             precision) if small else None
+        found = search_classes(layer, hierarchy, per_dim, extent, classes, tables, pj_bit,
+                               precision, floors, best, shared["floors"], alone_tables, mirror,
+                               (0, 1) if small else share, stage, memory)
+        if memory is not None:
+            memory.keep()
+        return found
     per_y = max(1, CHUNK // 4 // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
     n_x = len(per_dim["X"])
     # a small layer is one slice, a large one an X chain and a slice of Y chains at a time
     # lemma 5: with X and Y alike only Y chains from the X chain's index on are searched
-    small = math.prod(len(c) for c in per_dim.values()) <= SMALL
     pairs = np.triu_indices(n_x) if small and mirror else None  # (X, Y) index pairs, X ≤ Y
     slices = [(slice(0, n_x), slice(0, len(per_dim["Y"])))] if small else \
         [(slice(ox, ox + 1), slice(max(y0, ox) if mirror else y0, y0 + per_y))

@@ -1,14 +1,13 @@
-"""Best-first search over the innermost role's chain classes, for three or more on-chip levels
-(proof in `workbench.hierarchy.search`'s docstring, "Class floors").
+"""Best-first search over classes of tile chains, for two or more on-chip levels (proof in
+`workbench.hierarchy.search`'s docstring, "Class floors").
 
-With L ≥ 3 on-chip levels a dimension has far more tile chains (t_0, …, t_{L−1}) than classes
-(t_0, t_1, P), the values the innermost role sees (lenet5's conv2 on three levels: 4.2 × 10⁶
-class combinations for 4.3 × 10⁷ tile points). Every term of `relaxed_floor` is a function of
-one role's class (t_{γ−1}, t_γ, P) (the datapath's and MAC's of the innermost one's), so its
-least over the chains of one innermost class is a lower bound there; summed as
-`relaxed_floor` sums them, they bound every point of the class. The classes are taken
-lowest bound first, a batch at a time, their points priced as a slice's are
-(`search_points._price`); once the next class's bound reaches the best energy found, no point
+A dimension has far more tile chains than classes of what one role sees: with three or more
+levels the innermost role's (t_0, t_1, P) (lenet5's conv2 on three levels: 4.2 × 10⁶ class
+combinations for 4.3 × 10⁷ tile points), with two the outer role's (t_1, P) (on two: 3.5 × 10⁴
+for 1.25 × 10⁶). A lower bound per class combination on `relaxed_floor` at every point of it
+(`ClassFloors`, summed by a compiled kernel) orders them; they are taken lowest bound first, a
+batch at a time, their points' own floors next, and the points left priced as a slice's are
+(`search_points._price`). Once the next class's bound reaches the best energy found, no point
 left can beat it.
 """
 
@@ -28,8 +27,16 @@ from workbench.hierarchy.search_alone import AloneTables
 from workbench.hierarchy.search_bounds import relaxed_floor
 from workbench.hierarchy.search_grid import chain_classes
 from workbench.hierarchy.search_levels import _datapath_side, _smallest
+from workbench.hierarchy.search_memory import InnerMemory
+from workbench.hierarchy.search_placements import alone_prefixes
 from workbench.hierarchy.search_points import SEED, _price
-from workbench.hierarchy.search_space import BATCH, Pattern, side_cost
+from workbench.hierarchy.search_space import (
+    BATCH,
+    LevelBlocks,
+    Pattern,
+    side_cost,
+    unrolled_dims,
+)
 from workbench.layers.spec import ConvLayer
 
 CLASS_LIMIT = 1 << 23  # class combinations up to which the bound is tabled (64 MB a table)
@@ -85,18 +92,23 @@ def _class_floor(shape, mac, fetch, flat, offs, count, fpj, hold, coef, out):
 
 
 class ClassFloors:
-    """The innermost role's classes of a search's chains and the bound over them: per
+    """The classes of a search's chains that its bound is taken over and the bound: per
     dimension chain → class (`ids`), the chains of each class (`members`), the MAC energy and
-    datapath fetches per class (exact: they see only (t_0, P)), and per (array, role, capacity)
-    the unit alone floor's least over each class's chains (`unit`)."""
+    datapath fetches per class, and per (array, role, capacity) the unit alone floor's least
+    over each class's chains (`unit`). With three or more on-chip levels a class is the
+    innermost role's (t_0, t_1, P) (MAC and fetches exact); with two, the outer role's
+    (t_1, P), whose own floors are exact and the innermost role's bounded over t_0 | t_1
+    (`_inner_bound`; fetches at the fewest datapath steps)."""
 
     def __init__(self, layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
                  precision: PrecisionLike) -> None:
         self.layer, self.precision = layer, precision
         self.per_dim, self.extent = per_dim, extent
-        self.ids = {d: chain_classes(per_dim[d], extent[d], 1) for d in DIMS}
+        self.on_chip = len(hierarchy.levels) - 1
+        self.gamma = 1 if self.on_chip >= 3 else 2  # the role whose class is the key
+        self.ids = {d: chain_classes(per_dim[d], extent[d], self.gamma) for d in DIMS}
         self.shape = tuple(int(self.ids[d].max()) + 1 for d in DIMS)
-        # per chain, an id of its (t_1, P); per innermost class, that id (one per class)
+        # per chain, an id of its (t_1, P); per class, that id (one per class)
         self.outer = {d: np.unique(np.stack(
             [per_dim[d][:, 1], -(-extent[d] // per_dim[d][:, -1]) * per_dim[d][:, -1]],
             axis=1), axis=0, return_inverse=True)[1].reshape(-1) for d in DIMS}
@@ -111,37 +123,74 @@ class ClassFloors:
                             counts[d]) for d in DIMS}
         first = {d: order[d][self.members[d][1]] for d in DIMS}  # a chain of each class
         self.mult = functools.reduce(np.multiply.outer, [counts[d] for d in DIMS]).ravel()
-        grid = {d: ([t.reshape(_along(axis)) for t in tiles], p.reshape(_along(axis)))
-                for axis, (d, (tiles, p)) in enumerate(flat_grid(per_dim, extent, first).items())}
+        self.grid = {d: ([t.reshape(_along(axis)) for t in tiles], p.reshape(_along(axis)))
+                     for axis, (d, (tiles, p)) in
+                     enumerate(flat_grid(per_dim, extent, first).items())}
+        # two levels: fetches at t_0 = t_1, the fewest steps along each dimension (t | t_1:
+        # ⌈(t_1/t)·t/u⌉ ≤ (t_1/t)·⌈t/u⌉), so the least fetches over the class's chains
+        grid = self.grid if self.gamma == 1 else self._at_t0({d: self.grid[d][0][1] for d in DIMS})
         mac, fetched, outputs = _datapath_side(layer, hierarchy, grid)
         self.mac = np.broadcast_to(mac, self.shape).ravel()
         self.fetch = np.stack([np.broadcast_to(side_cost(a, fetched[a], 1.0, outputs, precision),
                                                self.shape).ravel() for a in ARRAYS])
         self._unit: dict[tuple, tuple[np.ndarray, list[np.ndarray]]] = {}
 
+    def _at_t0(self, t0: dict[str, np.ndarray]) -> dict:
+        """The class grid with t_0 replaced per dimension (t_1 and P kept)."""
+        return {d: ([t0[d].reshape(_along(axis)).astype(float)] + tiles[1:], p)
+                for axis, (d, (tiles, p)) in enumerate(self.grid.items())}
+
     @staticmethod
     def applies(tables: AloneTables) -> bool:
-        """Three or more on-chip levels, every role's floors tabled, and few enough classes."""
-        if tables.on_chip < 3 or any(g not in tables.ids for g in range(1, tables.on_chip + 1)):
+        """Two or more on-chip levels, the floors of every role taken over classes tabled
+        (two levels: the outer role's, whose classes are the key), and few enough classes."""
+        if tables.on_chip < 2:
             return False
-        return math.prod(len(np.unique(tables.ids[1][d])) for d in DIMS) <= CLASS_LIMIT
+        key = 1 if tables.on_chip >= 3 else 2
+        if any(g not in tables.ids for g in range(key, tables.on_chip + 1)):
+            return False
+        return math.prod(len(np.unique(tables.ids[key][d])) for d in DIMS) <= CLASS_LIMIT
+
+    def _inner_bound(self, tables: AloneTables, array: str, holder: int) -> np.ndarray:
+        """Two levels: per class (t_1, P), a lower bound on the innermost level's unit alone
+        floor at every t_0 | t_1: each alone code's energy with its t_0 extents at t_1 (moved
+        never grows with a block's extent) where its footprint with them at 1 (never larger)
+        fits."""
+        hi = LevelBlocks(self.layer, self._at_t0({d: self.grid[d][0][1] for d in DIMS}), 1,
+                         self.on_chip, {array: 1.0}, self.precision,
+                         unrolled_dims(tables.hierarchy.datapath))
+        lo = LevelBlocks(self.layer, self._at_t0({d: np.ones(self.shape[a], dtype=np.int64)
+                                                  for a, d in enumerate(DIMS)}), 1,
+                         self.on_chip, {array: 1.0}, self.precision,
+                         unrolled_dims(tables.hierarchy.datapath))
+        capacity = tables.hierarchy.levels[holder].bytes_for(array)
+        best = np.inf
+        for prefix in alone_prefixes(array, True, lo.lanes):
+            interrupt.check()
+            best = np.where(lo.block(array, prefix)[1] <= capacity,
+                            np.minimum(best, hi.block(array, prefix)[0]), best)
+        return np.broadcast_to(best, self.shape)
 
     def unit(self, tables: AloneTables, array: str, holder: int
              ) -> tuple[np.ndarray, list[np.ndarray]]:
-        """The unit alone floor of `array` at `holder` (`tables`: its role order's), least over
-        each class's chains, and per axis the index of each class in it. The innermost role's
-        table is per class already; an outer role's (per class of its (t_{γ−1}, t_γ, P)) is
-        taken to its least per (t_1, P) of the chains, one axis at a time (each innermost
-        class has one (t_1, P))."""
+        """The unit alone floor of `array` at `holder` (`tables`: its role order's), at most
+        its least over each class's chains, and per axis the index of each class in it. The
+        key role's table is per class already; an outer role's (per class of its (t_{γ−1},
+        t_γ, P)) is taken to its least per (t_1, P) of the chains, one axis at a time (each
+        class has one (t_1, P)); two levels' innermost role's is `_inner_bound`."""
         gamma = tables.on_chip + 1 - holder
         key = (gamma, tables.hierarchy.levels[holder].bytes_for(array), array)
         if key not in self._unit:
+            if gamma < self.gamma:
+                table = np.ascontiguousarray(self._inner_bound(tables, array, holder))
+                self._unit[key] = table, [np.arange(n, dtype=np.int64) for n in self.shape]
+                return self._unit[key]
             table = tables._table(array, holder)
             maps = []
             for axis, d in enumerate(DIMS):
                 if table.shape[axis] == 1:
                     maps.append(np.zeros(self.shape[axis], dtype=np.int64))
-                elif gamma == 1:
+                elif gamma == self.gamma:
                     maps.append(np.arange(self.shape[axis], dtype=np.int64))
                 else:
                     pairs = np.unique(np.stack([self.outer[d], tables.ids[gamma][d]], axis=1),
@@ -214,7 +263,7 @@ def search_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent
                    classes: dict, tables: dict, pj_bit: np.ndarray, precision: PrecisionLike,
                    patterns: dict[Pattern, float], best: float, floors: ClassFloors,
                    alone: AloneTables, mirror: bool, share: tuple[int, int],
-                   stage: tuple[int, int]):
+                   stage: tuple[int, int], memory: InnerMemory | None = None):
     """S's part under one role order, class combinations lowest bound first (`ClassFloors`):
     (energy pJ, where) of its least blocking below `best`, or None. `patterns`: each holder
     pattern's floor (pJ, `pattern_floor`); those below the best energy found are searched, and
@@ -222,7 +271,9 @@ def search_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent
     again over those (a least over fewer holder chains: higher). With no best energy yet, the
     classes of lowest bound holding about SEED points are priced first (found by a partition,
     not a sort of all). `share` (k, n): only the class combinations k, k + n, … (flat
-    index); mirror: only points whose X chain index is at most their Y chain index (lemma 5)."""
+    index); mirror: only points whose X chain index is at most their Y chain index (lemma 5);
+    `memory`: the innermost level's bounds kept from other searches of the layer (one slice:
+    `search_memory`), raising its floor and noted here as `search_points._price` does."""
     live = [p for p, f in patterns.items() if f < best]
     if not live:
         return None
@@ -232,14 +283,15 @@ def search_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent
     todo = np.nonzero(bound < best)[0]
     todo = todo[todo % share[1] == share[0]]
     found, total = None, max(1, len(todo))
-    if len(todo) and not math.isfinite(best):
+    if len(todo) and not math.isfinite(best):  # a start: the first pattern (R's holders
+        # under the identity) at the classes of lowest bound holding about SEED points
         m = max(1, min(len(todo), SEED * len(todo) // max(1, int(floors.points(todo).sum()))))
         first = np.argpartition(bound[todo], m - 1)[:m] if m < len(todo) else \
             np.arange(len(todo))
         found = _price_classes(layer, hierarchy, per_dim, extent, classes, tables, pj_bit,
-                               precision, live, best, alone, mirror, todo[first], floors)
+                               precision, live[:1], best, alone, mirror, todo[first], floors,
+                               memory)
         best = best if found is None else found[0]
-        todo = np.delete(todo, first)
     ends, i = None, 0
     while True:
         live = [p for p in live if patterns[p] < best]
@@ -261,7 +313,7 @@ def search_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent
         i = j
         priced = _price_classes(layer, hierarchy, per_dim, extent, classes, tables, pj_bit,
                                 precision, live, best, alone, mirror,
-                                batch[bound[batch] < best], floors)
+                                batch[bound[batch] < best], floors, memory)
         if priced is not None:
             found, best = priced, priced[0]
     return found
@@ -270,7 +322,7 @@ def search_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent
 def _price_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
                    classes: dict, tables: dict, pj_bit: np.ndarray, precision: PrecisionLike,
                    live: list[Pattern], best: float, alone: AloneTables, mirror: bool,
-                   batch: np.ndarray, floors: ClassFloors):
+                   batch: np.ndarray, floors: ClassFloors, memory: InnerMemory | None = None):
     """Every point of the class combinations `batch` whose `relaxed_floor` (the unit alone
     floors gathered from the tables) is below `best`, priced as a slice's points are
     (`search_points._price`)."""
@@ -280,32 +332,36 @@ def _price_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent
         keep = chain_at["X"] <= chain_at["Y"]
         chain_at = {d: v[keep] for d, v in chain_at.items()}
     on_chip = len(hierarchy.levels) - 1
-    unit = {}
+    n = len(chain_at["X"])
+    unit = {}  # unit alone floors per (array, holder) at the points: tabled ones gathered
     for a_idx, array in enumerate(ARRAYS):
         for holder in {k for p in live for k in p[a_idx]}:
+            ids = alone.ids.get(on_chip + 1 - holder)
+            if ids is None:
+                continue
             table = alone._table(array, holder)
-            ids = alone.ids[on_chip + 1 - holder]
             unit[array, holder] = np.broadcast_to(table[tuple(
                 ids[d][chain_at[d]] if table.shape[axis] > 1 else 0
-                for axis, d in enumerate(DIMS))], (len(chain_at["X"]),))
+                for axis, d in enumerate(DIMS))], (n,))
     grid, side = _points_side(layer, hierarchy, per_dim, extent, precision, chain_at)
-    if math.isfinite(best):  # the points' own floors first: most of them reach the best
-        n = len(chain_at["X"])
-        flat = {a: np.broadcast_to(v, (n,) + (1,) * (len(DIMS) - 1)).reshape(n)
-                for a, v in side[1].items()}
-        floor = np.broadcast_to(side[0], (n,) + (1,) * (len(DIMS) - 1)).reshape(n) + \
-            relaxed_floor(layer, hierarchy, grid, pj_bit, precision, live, flat, dict(unit))
+    if math.isfinite(best) and n:  # the points' own floors first: most of them reach the best
+        points = {d: ([t.reshape(n) for t in tiles], p.reshape(n))
+                  for d, (tiles, p) in grid.items()}  # one axis, as the gathered floors
+        flat = {a: np.broadcast_to(v, grid["X"][1].shape).reshape(n) for a, v in side[1].items()}
+        floor = np.broadcast_to(side[0], grid["X"][1].shape).reshape(n) + \
+            relaxed_floor(layer, hierarchy, points, pj_bit, precision, live, flat, unit)
         keep = np.nonzero(floor * layer.groups < best)[0]
-        if len(keep) < len(floor):
+        if len(keep) < n:  # the floors priced here are kept for the points left
             chain_at = {d: v[keep] for d, v in chain_at.items()}
-            unit = {key: v[keep] for key, v in unit.items()}
+            unit = {key: np.broadcast_to(v, (n,))[keep] for key, v in unit.items()}
             grid, side = _points_side(layer, hierarchy, per_dim, extent, precision, chain_at)
     n = len(chain_at["X"])
     if not n:
         return None
     rows = (np.arange(n),) + (np.zeros(n, dtype=np.intp),) * (len(DIMS) - 1)
     return _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
-                  precision, live, slice(0, len(per_dim["X"])), chain_at, best, side, unit)
+                  precision, live, slice(0, len(per_dim["X"])), chain_at, best, side, unit,
+                  memory, lift=False)
 
 
 def _points_side(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,

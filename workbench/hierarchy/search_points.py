@@ -127,7 +127,7 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
            tables: dict, per_dim: dict, extent: dict, pj_bit: np.ndarray,
            precision: PrecisionLike, live: list[Pattern], xs: slice, chain_at: dict,
            best: float, side: tuple, alone_at: dict | None = None,
-           memory: InnerMemory | None = None):
+           memory: InnerMemory | None = None, lift: bool = True):
     """`_points` at the grid points `rows` (index arrays over the axes X … N of the slice;
     `chain_at`: their chain index per dimension; `side`: the grid's MAC energy, datapath
     fetches at unit pJ/bit and smallest blocks, `_points`').
@@ -135,7 +135,8 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
     class when the slice has one X chain). With a best energy, a pattern is priced only at
     the points where its own relaxed floor (`chain_terms` of its chains; `alone_at`: their alone
     floors at these points, when known) is below it. The innermost level's floor is raised
-    to the bounds `memory` keeps, and the kernel's bounds are noted in it."""
+    to the bounds `memory` keeps, and the kernel's bounds are noted in it. `lift`: whether
+    to take the lifted bounds (`search_bounds.lifted`) when there is no `memory`."""
     on_chip = len(hierarchy.levels) - 1
     one_x = xs.stop - xs.start == 1
     flat = LazyPoints(grid, rows)  # gathered only where a count needs the tiles themselves
@@ -203,7 +204,7 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
     # jumps 152-169 ms median with them, 135-141 without, 4 runs each); on many slices the
     # difference is within run-to-run noise (VGG16's 13 conv layers on 3 levels: 301.7 and
     # 306.7 s with, 305.0 s without), so they are kept there; a bound skipped is exact
-    if memory is None:
+    if memory is None and lift:
         prepared = lifted(layer, hierarchy, flat, pj_bit, precision, prepared, best)
     for pattern, sub, outside, picks, inner in prepared:
         # lowest bounds first, a batch at a time (the first small: its best usually stops the
