@@ -138,9 +138,9 @@ def ui_prefetch_section() -> None:
 
 def ui_three_section(prefetch: bool = False) -> None:
     """Time the app's edits on three on-chip levels (lenet5's conv layers): each searches both
-    layers anew, conv2 over 4.3 × 10⁷ tile points, in many slices (prefetch: with a worker
-    searching ahead, which at each edit drops that and searches shares of conv2's slices, this
-    process the others and conv1)."""
+    layers anew, conv2 over 4.3 × 10⁷ tile points in 4.2 × 10⁶ classes (`search_classes`;
+    prefetch: with a worker searching ahead, which at each edit drops that and searches
+    shares of conv2's classes, this process the others and conv1)."""
     from workbench.ui.hierarchy_view import hierarchy_view
 
     app = hierarchy_view(network="lenet5", sizes_kb=(32, 1), budget_kb=64,
