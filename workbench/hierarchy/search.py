@@ -222,9 +222,10 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     to start from (e.g. the layer's optima on other hierarchies): the least-energy one in S
     that fits (`search_bounds.incumbent`) is an energy the optimum is at most, so only
     blockings below it are priced; it is the answer when none is. `share` (k, n): only the
-    slices k, k + n, k + 2n, ... of a `sliced` layer (n processes searching one layer: the
-    least of their answers is the optimum, each being its share's least or the start); None
-    when the share has no blocking and there is no start."""
+    slices (or class combinations: `search_classes`) k, k + n, k + 2n, ... of a `sliced`
+    layer (n processes searching one layer: the least of their answers is the optimum, each
+    being its share's least or the start); None when the share has no blocking and there is
+    no start."""
     layer = as_grouped(layer)  # a connection table's groups, if it has them
     precision = ElementBytes() if precision is None else precision
     on_chip = len(hierarchy.levels) - 1
@@ -266,11 +267,12 @@ def sliced(layer: ConvLayer, hierarchy: Hierarchy) -> bool:
 
 def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: PrecisionLike,
                   size_energy: SizeEnergy | None, bypass: bool, per_dim: dict, extent: dict,
-                  best: float, share: tuple[int, int] = (0, 1),
-                  stage: tuple[int, int] = (0, 1), shared: dict | None = None):
+                  best: float, share: tuple[int, int], stage: tuple[int, int],
+                  shared: dict):
     """S's part under one role order (`hierarchy`: seen under it): (energy pJ, where) of its
     least blocking below `best`, or None. `stage`: this role order's index and their count
-    (the progress reported at each slice: role orders, then passes, then slices done)."""
+    (the progress reported at each slice: role orders, then passes, then slices done);
+    `shared`: what the role orders of one search share (the class floors' role-free part)."""
     on_chip = len(hierarchy.levels) - 1
     classes = {d: {g: chain_classes(per_dim[d], extent[d], g) for g in range(2, on_chip + 1)}
                for d in DIMS}  # role L−γ+1's view of each chain
@@ -283,7 +285,7 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
     floors = {p: pattern_floor(layer, hierarchy, pj_bit, precision, p) * layer.groups
               for p in patterns}
     small = math.prod(len(c) for c in per_dim.values()) <= SMALL
-    if shared is not None and ClassFloors.applies(alone_tables):  # classes first
+    if ClassFloors.applies(alone_tables):  # classes lowest bound first
         if "floors" not in shared and any(f < best for f in floors.values()):
             shared["floors"] = ClassFloors(layer, hierarchy, per_dim, extent, precision)
         if "floors" not in shared:

@@ -269,9 +269,10 @@ def search_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent
     pattern's floor (pJ, `pattern_floor`); those below the best energy found are searched, and
     once a lower best leaves at most 3/4 of the patterns the bound was taken over, it is taken
     again over those (a least over fewer holder chains: higher). With no best energy yet, the
-    classes of lowest bound holding about SEED points are priced first (found by a partition,
-    not a sort of all). `share` (k, n): only the class combinations k, k + n, … (flat
-    index); mirror: only points whose X chain index is at most their Y chain index (lemma 5);
+    first pattern alone is priced first, at the classes of lowest bound holding about SEED
+    points (found by a partition, not a sort of all), for a start. `share` (k, n): only the
+    class combinations k, k + n, … (flat index); mirror: only points whose X chain index is
+    at most their Y chain index (lemma 5);
     `memory`: the innermost level's bounds kept from other searches of the layer (one slice:
     `search_memory`), raising its floor and noted here as `search_points._price` does."""
     live = [p for p, f in patterns.items() if f < best]
