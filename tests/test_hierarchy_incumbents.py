@@ -175,6 +175,43 @@ def test_blockings_outside_s_are_not_taken_as_incumbents() -> None:
     assert incumbent(layer, hier, ONE, None, True, [written]) is None
 
 
+def _rolling_window() -> tuple[ConvLayer, Hierarchy, Blocking]:
+    """One 5 B level, 1 B elements, a 3-tap kernel over two outputs, every loop in group 0:
+    the inputs' buffer encloses the output loop X and, outside it, the kernel loop FX. Each FX
+    step reuses all but one of the two inputs the last one read, so eq. 2's buffer holds 2 of
+    the window's 4 inputs (it rolls along the kernel): the buffers need 2 + 1 + 2 = 5 B and
+    fit, the footprints 4 + 1 + 2 = 7 B."""
+    layer = ConvLayer(name="w", Ox=2, Oy=1, Oc=1, Kx=3, Ky=1, Kc=1)
+    hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 5, 16, 2.0)),
+                     mac_energy_pj=1.0)
+    tile = {"X": 2, "Y": 1, "C": 1, "M": 1, "N": 1}
+    blocking = Blocking.of([("X", "FX", "FY", "Y", "C", "M", "N"), DIMS], [tile],
+                           {"I": [1], "W": [0], "O": [1]})
+    return layer, hier, blocking
+
+
+def test_buffers_smaller_than_their_footprints_are_outside_s() -> None:
+    """S fits a level by its buffers' footprints, not by eq. 2's buffers that `evaluate`
+    checks. `_rolling_window` fits by `evaluate` and costs 487 pJ, the least over every
+    blocking with its positions anywhere by that rule (brute force over R+, each array held);
+    by footprints it does not fit, and S's optimum (its brute force, bypass included) is
+    577 pJ, 18% above: the search returns that and refuses the window as an incumbent."""
+    layer, hier, window = _rolling_window()
+    priced = evaluate(layer, window, hier, ONE)
+    assert priced.fits and not _fits(layer, window, hier, ONE)
+    assert [priced.buffer_bytes[1][a] for a in ARRAYS] == [2, 1, 2]
+    assert priced.total_energy_pj == pytest.approx(487)
+    by_buffers = [r.total_energy_pj for b in _r_plus_blockings(layer, hier)
+                  if (r := evaluate(layer, b, hier, ONE)).fits]
+    assert min(by_buffers) == pytest.approx(487)
+    assert brute_force_s(layer, hier, ONE) == pytest.approx(577)
+    assert in_s(layer, window, hier, True)  # its positions are S's; its fit is not
+    assert incumbent(layer, hier, ONE, None, True, [window]) is None
+    found = search(layer, hier, ONE, incumbents=[window])
+    assert found.energy_pj == pytest.approx(577)
+    assert _fits(layer, found.blocking, hier, ONE)
+
+
 def test_in_s_is_s() -> None:
     """Every blocking `_s_blockings` enumerates is in S; with one on-chip level so is every
     blocking with its positions anywhere (`_r_plus_blockings`) with bypass, and without bypass

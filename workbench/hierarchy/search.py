@@ -33,18 +33,27 @@ over the orders, the identity first (its best energy bounds the others'). Per ro
   required to be the innermost loops"); m_A encloses the loops of the dimensions the datapath
   unrolls among A's operands (`step_bits`), so that the block holds a step's operands;
 - a blocking fits when Σ_A footprint_A × width_A ≤ capacity (split: each within its part).
-  Footprints (eq. 1) bound eq. 2's buffers, so the result fits by `accesses.evaluate` too.
+  Footprints (eq. 1) bound eq. 2's buffers, so the result fits by `accesses.evaluate` too;
+  not conversely (below).
 S ⊇ R (all S_A = ∅, every level holding every array it can; `search_r`); `bypass=False`
 searches only R's holders (faster), under the identity. Not in S (so not claimed optimal
-against them): a level's buffers in the groups of two roles (e.g. an SRAM holding inputs
-outside the register file's partial sums and weights inside them: 17% below S's optimum on a
-tiny layer, `tests/test_hierarchy_incumbents.py`), the innermost role's outside
-groups 0 and 1, its buffers inside group 0 that do not hold a datapath step's operands, and,
-under an order other than the identity, the padded blockings whose innermost role holds
-nothing. With one on-chip level S therefore holds every position anywhere in the nest whose
-buffer holds a step. With nothing held anywhere a blocking always fits, so S is never empty.
-Objective: `accesses.energy_pj` summed, MAC energy
-Kx·Ky·ΠP × mac_energy_pj included; the datapath's operand fetches are `datapath.fetches` over
+against them):
+- a level's buffers in the groups of two roles (e.g. an SRAM holding inputs outside the
+  register file's partial sums and weights inside them: 17% below S's optimum on a tiny
+  layer, `tests/test_hierarchy_incumbents.py`);
+- the blockings that fit only by eq. 2's buffers (`evaluate`'s rule), which are smaller than
+  their footprints where a buffer's outermost enclosed loops carry none of its reuse: a
+  window rolling along a kernel loop or a halo, a streamed block. On one level, 487 pJ
+  against S's 577 (same test file); on lenet5 and VGG16 layers, moving one or two buffer
+  positions of S's optimum gains up to 1.7% (`benchmarks/bench_hierarchy_reach.py`);
+- the innermost role's buffers outside groups 0 and 1, and those inside group 0 that do not
+  hold a datapath step's operands;
+- under an order other than the identity, the padded blockings whose innermost role holds
+  nothing.
+With one on-chip level S therefore holds every position anywhere in the nest whose buffer
+holds a step (fitting by footprints). With nothing held anywhere a blocking always fits, so
+S is never empty. Objective: `accesses.energy_pj` summed, MAC energy Kx·Ky·ΠP ×
+mac_energy_pj included; the datapath's operand fetches are `datapath.fetches` over
 the inner block t_0.
 
 Counts at a position in a group ≥ 1 (the kernel loops, in group 0, are inside): for a block c,
