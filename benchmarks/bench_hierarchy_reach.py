@@ -9,6 +9,11 @@ windows, streamed blocks), each as % below the optimum. Local moves only: a lowe
 what each restriction of S costs on that layer, not its size.
 Layers: lenet5's conv layers on three two-level hierarchies of the notebook-08 app (its
 size-derived energies), and VGG16 conv layers on the shipped seed001_3level platform.
+A second section compares two exact searches on one on-chip level, DRAM traffic only (1 pJ
+per byte, nothing else priced): S's optimum against seed 002's search
+(`tiling.dataflow_search`: eq. 2's buffers, canonical and HWC element orders), whose schedule
+is checked to fit by `evaluate` and to move what that search says. The ratio is a lower bound
+on what S's fit rule costs in traffic there.
 Run: .venv/bin/python benchmarks/bench_hierarchy_reach.py [--quick]
 """
 
@@ -19,7 +24,15 @@ import itertools
 import time
 
 from workbench import layers
-from workbench.hierarchy import ARRAYS, Blocking, Hierarchy, SplitCapacity, evaluate
+from workbench.hierarchy import (
+    ARRAYS,
+    Blocking,
+    ElementBytes,
+    Hierarchy,
+    Level,
+    SplitCapacity,
+    evaluate,
+)
 from workbench.hierarchy.search import search
 from workbench.hierarchy.search_bounds import in_s
 from workbench.layers import ConvLayer
@@ -88,6 +101,34 @@ def report(layer: ConvLayer, hierarchy: Hierarchy, precision, size_energy) -> No
           f"lower ({priced} moves priced)", flush=True)
 
 
+def traffic_section(network: str = "seed002_alexnet",
+                    sizes_kb: tuple[int, ...] = (1, 4, 16, 64)) -> None:
+    """S against seed 002's search on one level, DRAM bytes only."""
+    from workbench.hierarchy.convert import from_dataflow
+    from workbench.tiling.dataflow import DataflowSchedule, Precision
+    from workbench.tiling.dataflow_search import search as dataflow_search
+
+    widths = ElementBytes(1, 1, 1, 4)  # Precision()'s bytes per element
+    print(f"{network} conv layers on one level, DRAM bytes only: S (footprints) against seed "
+          "002's search (eq. 2's buffers, canonical and HWC orders)")
+    for layer in layers.load_network(network).tiled_layers():
+        if layer.kind != "conv":
+            continue
+        frame = dataflow_search(layer, [k * 1024 for k in sizes_kb], precision=Precision())
+        cells = []
+        for kb, row in zip(sizes_kb, frame.itertuples(), strict=True):
+            hier = Hierarchy((Level("DRAM", None, 8, 1.0), Level("L1", kb * 1024, 8, 0.0)),
+                             mac_energy_pj=0.0)
+            (order, levels), tiles = row.schedule
+            priced = evaluate(layer, from_dataflow(DataflowSchedule(order, tiles, levels)),
+                              hier, widths)
+            if not priced.fits or abs(priced.total_energy_pj - row.traffic_bytes) > 1e-6:
+                raise SystemExit(f"{layer.name}: seed 002's schedule re-priced differently")
+            found = search(layer, hier, widths)
+            cells.append(f"{kb} KB {found.energy_pj / row.traffic_bytes:5.3f}")
+        print(f"  {layer.name:9} S / seed 002 traffic: " + ", ".join(cells), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="lenet5 only")
@@ -99,6 +140,7 @@ def main() -> None:
         print(f"lenet5 conv layers, app hierarchy {sizes[0]:g} KB + {sizes[1]:g} KB:")
         for layer in app.designer.layers:
             report(layer, app.hierarchy(), app.designer.precision, app.designer.size_energy)
+    traffic_section()
     if args.quick:
         return
     from workbench.explore.hierarchy_plan import (

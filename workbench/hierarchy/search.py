@@ -44,8 +44,10 @@ against them):
 - the blockings that fit only by eq. 2's buffers (`evaluate`'s rule), which are smaller than
   their footprints where a buffer's outermost enclosed loops carry none of its reuse: a
   window rolling along a kernel loop or a halo, a streamed block. On one level, 487 pJ
-  against S's 577 (same test file); on lenet5 and VGG16 layers, moving one or two buffer
-  positions of S's optimum gains up to 1.7% (`benchmarks/bench_hierarchy_reach.py`);
+  against S's 577 (same test file); S's optimum moves 11.8% more DRAM bytes than seed 002's
+  search on AlexNet's first layer at 16 KB (same file). `benchmarks/bench_hierarchy_reach.py`:
+  2.6-11.8% more at 1-64 KB; up to 1.7% gained on lenet5 and VGG16 layers by moving one or
+  two buffer positions of S's optimum;
 - the innermost role's buffers outside groups 0 and 1, and those inside group 0 that do not
   hold a datapath step's operands;
 - under an order other than the identity, the padded blockings whose innermost role holds
