@@ -30,25 +30,11 @@ from workbench.hierarchy import (
     ElementBytes,
     Hierarchy,
     Level,
-    SplitCapacity,
     evaluate,
 )
 from workbench.hierarchy.search import search
-from workbench.hierarchy.search_bounds import in_s
+from workbench.hierarchy.search_bounds import fits_by_footprints, in_s
 from workbench.layers import ConvLayer
-
-
-def fits_by_footprints(result, hierarchy: Hierarchy, precision) -> bool:
-    """Every on-chip level holds its buffers' footprints (the search's rule)."""
-    width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
-    for k, level in enumerate(hierarchy.levels[1:], start=1):
-        used = {t.array: t.footprint * width[t.array] for t in result.transfers if t.level == k}
-        if isinstance(level.capacity_bytes, SplitCapacity):
-            if any(used.get(a, 0) > level.bytes_for(a) for a in ARRAYS):
-                return False
-        elif sum(used.values()) > level.total_bytes:
-            return False
-    return True
 
 
 def moves(layer: ConvLayer, hierarchy: Hierarchy, precision, size_energy,
@@ -80,7 +66,7 @@ def moves(layer: ConvLayer, hierarchy: Hierarchy, precision, size_energy,
             energy = result.total_energy_pj
             if not result.fits or energy >= base * (1 - 1e-12):
                 continue
-            if fits_by_footprints(result, hierarchy, precision):
+            if fits_by_footprints(result.transfers, hierarchy, precision):
                 if in_s(layer, moved, hierarchy, True):
                     raise SystemExit(f"{layer.name}: a blocking of S below the search's "
                                      f"optimum: {moved}")

@@ -211,7 +211,6 @@ def incumbent(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
     """The least-energy candidate blocking (pJ, whole layer; e.g. the layer's optima on other
     hierarchies) that is in S (`in_s`, any role order) and fits as the search fits
     (footprints), or None: an energy S's optimum is at most, so the search may start from it."""
-    width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
     if size_energy is not None:  # a pure rule, asked once per (size, width) here
         size_energy = functools.lru_cache(maxsize=None)(size_energy)
     best = None
@@ -219,17 +218,25 @@ def incumbent(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
         if not in_s(layer, blocking, hierarchy, bypass):
             continue
         moved = _transfers(layer, blocking, len(hierarchy.levels), hierarchy.datapath)
-        used: dict[int, dict[str, float]] = {}
-        for t in moved:
-            if 0 < t.level < len(hierarchy.levels):
-                used.setdefault(t.level, {})[t.array] = t.footprint * width[t.array]
-        if not all(_holds(hierarchy.levels[k], feet) for k, feet in used.items()):
+        if not fits_by_footprints(moved, hierarchy, precision):
             continue
         energy = sum(energy_pj(moved, hierarchy, precision, size_energy).values())
         if best is None or energy < best[0]:
             best = energy, blocking
     return best
 
+
+
+def fits_by_footprints(moved, hierarchy: Hierarchy, precision: PrecisionLike) -> bool:
+    """Whether every on-chip level holds the footprints (bytes) of the buffers in `moved` (a
+    blocking's transfers): the search's fit rule, stricter than eq. 2's buffers that
+    `accesses.evaluate` checks."""
+    width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
+    used: dict[int, dict[str, float]] = {}
+    for t in moved:
+        if 0 < t.level < len(hierarchy.levels):
+            used.setdefault(t.level, {})[t.array] = t.footprint * width[t.array]
+    return all(_holds(hierarchy.levels[k], feet) for k, feet in used.items())
 
 
 @functools.lru_cache(maxsize=1024)
@@ -292,5 +299,6 @@ def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: LazyPoints, pj_bit: np.
     return out
 
 
-__all__ = ["alone_floor", "alone_prefixes", "chain_terms", "in_s", "incumbent", "least_held",
-           "lifted", "pattern_floor", "r_blocks_fit", "relaxed_floor"]
+__all__ = ["alone_floor", "alone_prefixes", "chain_terms", "fits_by_footprints", "in_s",
+           "incumbent", "least_held", "lifted", "pattern_floor", "r_blocks_fit",
+           "relaxed_floor"]
