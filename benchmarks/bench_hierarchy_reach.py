@@ -3,17 +3,19 @@
 search error). From each layer's optimum (`workbench.hierarchy.search`), every change of one
 or two buffer positions (any array and level, to any loop index, -1 or bypass; tiles and loop
 orders kept) is priced by `evaluate`. Printed per layer: the least energy found by moves that
-fit by footprints (S's rule; a gain here is a blocking outside S, e.g. a level's buffers in
-two roles' groups) and by moves that fit only by eq. 2's buffers (`evaluate`'s rule: rolling
-windows, streamed blocks), each as % below the optimum. Local moves only: a lower bound on
-what each restriction of S costs on that layer, not its size.
+fit by footprints (within S's rule; a gain here is a blocking outside S, e.g. a level's
+buffers in two roles' groups) and by moves that fit only by eq. 2's buffers (`evaluate`'s
+rule: S takes it for the innermost level's inputs only, so a gain here is an outer level's
+rolling halo or streamed block, or a buffer smaller than a datapath step), each as % below
+the optimum. Local moves only: a lower bound on what each restriction of S costs on that
+layer, not its size.
 Layers: lenet5's conv layers on three two-level hierarchies of the notebook-08 app (its
 size-derived energies), and VGG16 conv layers on the shipped seed001_3level platform.
 A second section compares two exact searches on one on-chip level, DRAM traffic only (1 pJ
 per byte, nothing else priced): S's optimum against seed 002's search
 (`tiling.dataflow_search`: eq. 2's buffers, canonical and HWC element orders), whose schedule
-is checked to fit by `evaluate` and to move what that search says. The ratio is a lower bound
-on what S's fit rule costs in traffic there.
+is checked to fit by `evaluate` and to move what that search says. A ratio above 1 is a lower
+bound on what S's restrictions cost in traffic there.
 Run: .venv/bin/python benchmarks/bench_hierarchy_reach.py [--quick]
 """
 
@@ -95,8 +97,8 @@ def traffic_section(network: str = "seed002_alexnet",
     from workbench.tiling.dataflow_search import search as dataflow_search
 
     widths = ElementBytes(1, 1, 1, 4)  # Precision()'s bytes per element
-    print(f"{network} conv layers on one level, DRAM bytes only: S (footprints) against seed "
-          "002's search (eq. 2's buffers, canonical and HWC orders)")
+    print(f"{network} conv layers on one level, DRAM bytes only: S against seed 002's search "
+          "(eq. 2's buffers, canonical and HWC orders)")
     for layer in layers.load_network(network).tiled_layers():
         if layer.kind != "conv":
             continue

@@ -1,5 +1,6 @@
 """The innermost level's buffers inside group 0 (search_space, lemma 2' of the search): each
-code's block moves and holds what the model's `transfers` count for that position; the
+code's block moves and holds what the model's `transfers` count for that position (a rolling
+window: eq. 2's buffer when its loop carries the reuse, never more than the footprint); the
 compiled pricing of a level's placements equals pricing block by block; the alone prefixes
 reach every code's least energy fitting a capacity; and the undominated placements lose no
 optimum: their best fitting placement costs what the best of every realizable tuple of
@@ -28,16 +29,20 @@ from workbench.hierarchy import (
     evaluate,
     transfers,
 )
+from workbench.hierarchy.blocking import carries, trip_counts
 from workbench.hierarchy.search_bounds import alone_floor, alone_prefixes
+from workbench.hierarchy.search_placements import rolling
 from workbench.hierarchy.search_space import (
     BIT,
     G0BIT,
     INNER,
+    ROLL,
     LevelBlocks,
     best_placements,
     inner_placements,
     least_total_at,
     level_placements,
+    moved_code,
     side_cost,
     step_bits,
 )
@@ -46,8 +51,30 @@ from workbench.layers import ConvLayer
 PREC = ElementBytes(1, 2, 1, 4)
 WIDTH = {"I": PREC.inputs, "W": PREC.weights, "O": PREC.partial_sums}
 EXTENT = {"X": "Ox", "Y": "Oy", "C": "Kc", "M": "Oc", "N": "On"}
-# every innermost-level code: group 0 prefixes (not all seven loops) and group 1 prefixes
-CODES = [INNER + m for m in range(2 ** len(GROUP0) - 1)] + list(range(2 ** len(DIMS)))
+# every innermost-level code: group 0 prefixes (not all seven loops) and group 1 prefixes,
+# and I's rolling windows: a group-0 set whose last loop is X, Y (its kernel loop inside) or
+# FX, FY (its output loop inside), the end of group 0 after such a loop (code 0), or a group-1
+# set whose last loop is X or Y
+PLAIN = [INNER + m for m in range(2 ** len(GROUP0) - 1)] + list(range(2 ** len(DIMS)))
+PARTNER = {"X": "FX", "FX": "X", "Y": "FY", "FY": "Y"}
+ROLLING = [rolling(INNER + m if m < 2 ** len(GROUP0) - 1 else 0, q)
+           for m in range(2 ** len(GROUP0)) for q in PARTNER
+           if m & G0BIT[q] and m & G0BIT[PARTNER[q]]] + \
+    [rolling(m, q) for m in range(2 ** len(DIMS)) for q in "XY" if m & BIT[q]]
+CODES = PLAIN + ROLLING
+
+
+def codes_of(array: str) -> list[int]:
+    """The codes an array's buffer may have (only inputs' windows roll)."""
+    return CODES if array == "I" else PLAIN
+
+
+def _last(code: int) -> tuple[str, int] | None:
+    """A rolling code's last loop (loop, group), else None."""
+    if not code & ROLL:
+        return None
+    q = ("X", "Y", "FX", "FY")[(code >> 10) & 3]
+    return q, 0 if moved_code(code) == 0 or moved_code(code) >= INNER else 1
 
 
 def _priced(blocks: LevelBlocks, array: str, code: int) -> tuple[np.ndarray, np.ndarray]:
@@ -57,7 +84,8 @@ def _priced(blocks: LevelBlocks, array: str, code: int) -> tuple[np.ndarray, np.
 
 
 def _loops(code: int) -> frozenset[tuple[str, int]]:
-    """The (loop, group) pairs inside a code's buffer."""
+    """The (loop, group) pairs inside a code's buffer (a rolling one: its moved block's)."""
+    code = moved_code(code)
     if code >= INNER:
         return frozenset((n, 0) for n in GROUP0 if code & G0BIT[n])
     return frozenset([(n, 0) for n in GROUP0] + [(d, 1) for d in DIMS if code & BIT[d]])
@@ -93,10 +121,12 @@ def _grid(layer: ConvLayer, points: list[tuple[dict, dict]]) -> dict:
 def _blocking(code: int, t0: dict, t1: dict, array: str) -> Blocking:
     """Two on-chip levels, `array` held only by the inner one, its buffer around the loops of
     `code` (orders: those loops first)."""
-    inside = _loops(code)
-    first = tuple(n for n in GROUP0 if (n, 0) in inside) + \
+    inside, last = _loops(code), _last(code)
+    first = tuple(n for n in GROUP0 if (n, 0) in inside and (n, 0) != last) + \
+        tuple(n for n in GROUP0 if (n, 0) == last) + \
         tuple(n for n in GROUP0 if (n, 0) not in inside)
-    second = tuple(d for d in DIMS if (d, 1) in inside) + \
+    second = tuple(d for d in DIMS if (d, 1) in inside and (d, 1) != last) + \
+        tuple(d for d in DIMS if (d, 1) == last) + \
         tuple(d for d in DIMS if (d, 1) not in inside)
     position = len([lp for lp in inside if lp[1] == 0]) - 1 + \
         len([lp for lp in inside if lp[1] == 1])
@@ -108,19 +138,30 @@ def _blocking(code: int, t0: dict, t1: dict, array: str) -> Blocking:
 @settings(max_examples=25, deadline=None)
 @given(point(), st.sampled_from(ARRAYS))
 def test_block_counts_equal_the_model(case, array) -> None:
-    """Every code's (energy at 1 pJ/bit, footprint bytes) from `LevelBlocks` equals the
-    model's transfer into the innermost level with the buffer at that position."""
+    """Every code's (energy at 1 pJ/bit, buffer bytes) from `LevelBlocks` equals the model's
+    transfer into the innermost level with the buffer at that position (orders: a rolling
+    code's last loop last): a plain code holds the footprint; a rolling one at most that and
+    at least eq. 2's buffer, exactly it when its last loop carries the reuse (seed 002 table
+    II, `carries`) and runs more than once."""
     layer, t0, t1 = case
     blocks = LevelBlocks(layer, _grid(layer, [(t0, t1)]), 1, 2, {array: 1.0}, PREC)
     outputs = float(blocks.outputs[0])
-    for code in CODES:
+    for code in codes_of(array):
         blocking = _blocking(code, t0, t1, array)
         moved = next(t for t in transfers(layer, blocking, 3) if t.level == 2 and
                      t.array == array)
         energy, foot = _priced(blocks, array, code)
-        assert foot[0] == pytest.approx(moved.footprint * WIDTH[array], rel=1e-12)
         assert energy[0] == pytest.approx(
             side_cost(array, moved.moved, 1.0, outputs, PREC), rel=1e-12)
+        if not code & ROLL:
+            assert foot[0] == pytest.approx(moved.footprint * WIDTH[array], rel=1e-12)
+            continue
+        assert moved.buffer * WIDTH[array] <= foot[0] <= moved.footprint * WIDTH[array]
+        loops = blocking.loops
+        q = loops.index(_last(code))
+        trips = trip_counts(layer, blocking)
+        if trips[q] > 1 and carries(layer, "I", loops[q], set(loops[:q])):
+            assert foot[0] == pytest.approx(moved.buffer * WIDTH[array], rel=1e-12)
 
 
 @settings(max_examples=15, deadline=None)
@@ -210,7 +251,7 @@ def _allowed(array: str, lanes: frozenset) -> list[int]:
     """The codes of `array` whose block holds a datapath step: inside group 0 only around
     the loops of the unrolled dimensions among its operands."""
     dims = {"I": "NCYX", "W": "MC", "O": "NMYX"}[array]
-    return [c for c in CODES if c < INNER or
+    return [c for c in codes_of(array) if moved_code(c) < INNER or
             all((d, 0) in _loops(c) for d in dims if d in lanes)]
 
 
@@ -234,17 +275,23 @@ def test_alone_prefixes_reach_every_codes_alone_minimum(case, array, capacity, l
 def _realizable(held: tuple[str, ...], lanes: frozenset) -> np.ndarray:
     """Every tuple of codes (one per held array) whose sets of loops are nested: realized by
     orders listing the smallest set's loops first, then each next set's new ones (a code
-    reaching into group 1 holds all of group 0), each allowed for its array (`_allowed`).
-    Rows of CODES indices."""
+    reaching into group 1 holds all of group 0; a rolling code's last loop last among its
+    set's: another set holds all of it or none of it and not that loop), each allowed for its
+    array (`_allowed`). Rows of CODES indices."""
     keys = [_loops(c) for c in CODES]
-    assert len(set(keys)) == len(CODES)
+    last = [_last(c) for c in CODES]
+    assert len(set(zip(keys, last, strict=True))) == len(CODES)
+
+    def fits(a: int, b: int) -> bool:  # b's set against a's, a's last loop last
+        return last[a] is None or keys[a] <= keys[b] or keys[b] <= keys[a] - {last[a]}
+
     sub = np.array([[a <= b for b in keys] for a in keys])
-    nested = sub | sub.T
-    index = np.arange(len(CODES))
-    rows = np.stack(np.meshgrid(*[index] * len(held), indexing="ij"), -1).reshape(-1, len(held))
+    ok_roll = np.array([[fits(i, j) and fits(j, i) for j in range(len(CODES))]
+                        for i in range(len(CODES))])
+    nested = (sub | sub.T) & ok_roll
+    index = [np.array([CODES.index(c) for c in _allowed(a, lanes)]) for a in held]
+    rows = np.stack(np.meshgrid(*index, indexing="ij"), -1).reshape(-1, len(held))
     ok = np.ones(len(rows), dtype=bool)
-    for i, array in enumerate(held):
-        ok &= np.isin(rows[:, i], [CODES.index(c) for c in _allowed(array, lanes)])
     for i, j in itertools.combinations(range(len(held)), 2):
         ok &= nested[rows[:, i], rows[:, j]]
     return rows[ok]
@@ -305,7 +352,7 @@ def test_buffers_inside_group_0_hold_a_step() -> None:
     lanes = frozenset("CM")
     for codes, _ in inner_placements(("I", "W", "O"), lanes):
         for array, code in zip(("I", "W", "O"), codes, strict=True):
-            if code >= INNER:
+            if moved_code(code) >= INNER:
                 need = step_bits(array, lanes)
                 assert code & need == need
     assert step_bits("W", lanes) == G0BIT["C"] | G0BIT["M"]

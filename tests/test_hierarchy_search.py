@@ -60,15 +60,27 @@ def _extent(layer: ConvLayer, dim: str) -> int:
             "N": layer.On}[dim]
 
 
+def _innermost_role(blocking: Blocking) -> int | None:
+    """The on-chip level (1 = outermost) playing the innermost role: the one holding a
+    buffer at the smallest position, inputs' holder first among ties (None: none holds)."""
+    held = [(p, a != "I", k + 1) for a, positions in zip(ARRAYS, blocking.buffers, strict=True)
+            for k, p in enumerate(positions) if p is not None]
+    return min(held)[2] if held else None
+
+
 def _fits(layer: ConvLayer, blocking: Blocking, hier: Hierarchy, prec,
-          moved: tuple | None = None) -> bool:
-    """Every on-chip level holds the footprints of its buffers (the search's rule); `moved`:
-    the blocking's transfers when known."""
+          moved: tuple | None = None, inner: int | None = None) -> bool:
+    """Every on-chip level holds its buffers by the search's rule: footprints, but the inputs'
+    buffer at the level playing the innermost role (`inner`, default `_innermost_role`) by eq.
+    2 (`transfers`' buffer: a window rolling along its outermost loop); `moved`: the
+    blocking's transfers when known."""
     width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}
     if moved is None:
         moved = transfers(layer, blocking, len(hier.levels), hier.datapath)
+    inner = _innermost_role(blocking) if inner is None else inner
     for k in range(1, len(hier.levels)):
-        used = {t.array: t.footprint * width[t.array] for t in moved if t.level == k}
+        used = {t.array: (t.buffer if t.array == "I" and k == inner else t.footprint) *
+                width[t.array] for t in moved if t.level == k}
         level = hier.levels[k]
         if isinstance(level.capacity_bytes, SplitCapacity):
             if any(used.get(a, 0) > level.bytes_for(a) for a in ARRAYS):
@@ -86,13 +98,17 @@ def _held(hier: Hierarchy, k: int) -> list[str]:
     return [a for a in ARRAYS if hier.levels[k].bytes_for(a) > 0]
 
 
-def _cheapest(layer: ConvLayer, hier: Hierarchy, prec, size_energy, candidates) -> float:
+def _cheapest(layer: ConvLayer, hier: Hierarchy, prec, size_energy, candidates,
+              inner: int | None = None) -> float:
     """Least energy (`accesses.energy_pj` of the blocking's `transfers`, as `evaluate` prices
-    it) over the candidate blockings that fit (inf if none)."""
+    it) over the candidate blockings that fit (`_fits`; a candidate may come with the level
+    playing its innermost role: (blocking, level); else `inner`, 0: footprints everywhere)
+    (inf if none)."""
     best = math.inf
-    for blocking in candidates:
+    for candidate in candidates:
+        blocking, role = candidate if isinstance(candidate, tuple) else (candidate, inner)
         moved = transfers(layer, blocking, len(hier.levels), hier.datapath)
-        if _fits(layer, blocking, hier, prec, moved):
+        if _fits(layer, blocking, hier, prec, moved, role):
             best = min(best, sum(energy_pj(moved, hier, prec, size_energy).values()))
     return best
 
@@ -149,15 +165,22 @@ def _level_options(held, gamma: int, real: set, start: list[int], datapath=None)
         chain = sorted(set(key), key=len)
         if any(not a <= b for a, b in zip(chain, chain[1:], strict=False)):
             continue
-        seq: list = []
-        for part in chain + [frozenset((n, 0) for n in real0) | {(d, 1) for d in real1}]:
-            seq += sorted(part - set(seq), key=lambda lp: (lp[1], GROUP0.index(lp[0])))
-        first = tuple(n for n, g in seq if g == 0) + tuple(n for n in GROUP0
-                                                             if n not in real0)
-        order = tuple(d for d, g in seq if g == 1) + tuple(d for d in DIMS if d not in real1)
-        loops = [(n, 0) for n in first] + [(d, 1) for d in order]
-        positions = tuple(max((loops.index(lp) for lp in part), default=-1) for part in key)
-        seen[key] = ({0: first, 1: order}, positions)
+        # the inputs' buffer holds less by eq. 2 when its window rolls along its outermost
+        # loop: every loop new to its set may be that one
+        mine = key[held.index("I")] if "I" in held else frozenset()
+        below = max((c for c in chain if c < mine), key=len, default=frozenset())
+        for last in sorted(mine - below, key=str) or [None]:
+            seq: list = []
+            for part in chain + [frozenset((n, 0) for n in real0) | {(d, 1) for d in real1}]:
+                seq += sorted(part - set(seq),
+                              key=lambda lp: (lp == last, lp[1], GROUP0.index(lp[0])))
+            first = tuple(n for n, g in seq if g == 0) + tuple(n for n in GROUP0
+                                                                 if n not in real0)
+            order = tuple(d for d, g in seq if g == 1) + tuple(d for d in DIMS
+                                                               if d not in real1)
+            loops = [(n, 0) for n in first] + [(d, 1) for d in order]
+            positions = tuple(max((loops.index(lp) for lp in part), default=-1) for part in key)
+            seen[key, last] = ({0: first, 1: order}, positions)
     return list(seen.values())
 
 
@@ -180,14 +203,16 @@ def _holds_a_step(layer: ConvLayer, blocking: Blocking, hier: Hierarchy) -> bool
     return True
 
 
-def _s_blockings(layer: ConvLayer, hier: Hierarchy, bypass: bool = True):
+def _s_blockings(layer: ConvLayer, hier: Hierarchy, bypass: bool = True,
+                 with_inner: bool = False):
     """Every blocking of S: under every role order of the on-chip levels (only the identity
     when not `bypass`), every divisor chain, every choice of holders (only R's, every level
     holding every array it can, when not `bypass`) whose holders of each array play roles in
     memory order (under another order than the identity: with the innermost role holding some
     array), every order of each role's group, every position of each held array inside it (0 …
     5 loops of the group inside; the innermost role's also inside group 0, in any order of it:
-    `_level_options`); positions listed per memory level."""
+    `_level_options`); positions listed per memory level (with_inner: pairs (blocking, the
+    level playing the innermost role))."""
     levels = len(hier.levels) - 1
     own = tuple(range(1, levels + 1))
     for roles in itertools.permutations(own) if bypass else [own]:
@@ -206,13 +231,16 @@ def _s_blockings(layer: ConvLayer, hier: Hierarchy, bypass: bool = True):
             for r, k in enumerate(roles):
                 for a in ARRAYS:
                     buffers[a][k - 1] = blocking.positions(a)[r]
-            yield Blocking(blocking.orders, blocking.tiles,
+            out = Blocking(blocking.orders, blocking.tiles,
                            tuple(tuple(buffers[a]) for a in ARRAYS))
+            yield (out, roles[-1]) if with_inner else out
 
 
-def _s_part(layer: ConvLayer, hier, bypass: bool = True, keep=lambda pattern: True):
+def _s_part(layer: ConvLayer, hier, bypass: bool = True, keep=lambda pattern: True,
+            with_inner: bool = False):
     """`_s_blockings` under one role order, `hier` its levels in role order (positions per
-    role), the holder patterns `keep` accepts only."""
+    role), the holder patterns `keep` accepts only (with_inner: pairs (blocking, the last
+    level, playing the innermost role))."""
     levels = len(hier.levels) - 1
     start = [len(GROUP0) + len(DIMS) * (g - 1) for g in range(levels + 1)]
     patterns = [p for p in _patterns(hier) if keep(p)] if bypass else \
@@ -239,14 +267,16 @@ def _s_part(layer: ConvLayer, hier, bypass: bool = True, keep=lambda pattern: Tr
                         orders[g] = order
                     for array, p in zip(pattern[k], positions, strict=True):
                         buffers[array][k - 1] = p
-                yield Blocking.of(orders, tiles, buffers)
+                out = Blocking.of(orders, tiles, buffers)
+                yield (out, levels) if with_inner else out
 
 
 def _r_plus_blockings(layer: ConvLayer, hier: Hierarchy):
     """Every blocking with one on-chip level and its positions anywhere in the nest: every
     chain, every order of each group's loops of trip count > 1 (trip-1 loops after them: where
-    they sit changes nothing), every position −1 … last loop per held array (priced once per
-    set of enclosed loops of trip count > 1)."""
+    they sit changes no count and, not carrying reuse, no eq. 2 buffer but by making a kernel
+    loop's partner carry by name, which never shrinks it), every position −1 … last loop per
+    held array (priced once per set of enclosed loops of trip count > 1 and outermost one)."""
     assert len(hier.levels) == 2
     held = _held(hier, 1)
     for combo in itertools.product(*(gen_chains(_extent(layer, d), 1) for d in DIMS)):
@@ -262,8 +292,9 @@ def _r_plus_blockings(layer: ConvLayer, hier: Hierarchy):
                       for g, (o, names) in enumerate(zip((o0, o1), groups, strict=True))]
             loops = Blocking.of(orders, tiles, {a: [None] for a in ARRAYS}).loops
             for positions in itertools.product(range(-1, len(loops)), repeat=len(held)):
-                key = tuple(frozenset(lp for lp in loops[:p + 1] if lp in real)
-                            for p in positions)
+                key = tuple((frozenset(lp for lp in loops[:p + 1] if lp in real),
+                             max((j for j in range(p + 1) if loops[j] in real), default=-1))
+                            for p in positions)  # eq. 2's buffer: which loop is outermost
                 if key in seen:
                     continue
                 seen.add(key)
@@ -277,7 +308,8 @@ def brute_force_s(layer: ConvLayer, hier: Hierarchy, prec, size_energy=None,
                   bypass: bool = True) -> float:
     """The least `evaluate` energy over every fitting blocking of S (only R's holders when not
     `bypass`; tiny layers only)."""
-    return _cheapest(layer, hier, prec, size_energy, _s_blockings(layer, hier, bypass))
+    return _cheapest(layer, hier, prec, size_energy,
+                     _s_blockings(layer, hier, bypass, with_inner=True))
 
 
 def _r_optimum(layer, hier, prec, size_energy, bypass: bool = False) -> float:
@@ -409,26 +441,37 @@ def test_one_level_searches_every_position(unroll) -> None:
 
 def test_buffers_inside_group_0_are_searched() -> None:
     """Buffers inside the innermost loops pay, and are found: one level of 8 B, 1 B elements.
-    Every blocking keeping its buffers at or outside the end of group 0 costs at least
-    1,963 pJ (brute force, bypass included); the search's optimum, 1,482 pJ, equals the brute
-    force over every position anywhere, and its weights' buffer sits inside group 0 (seed 001:
-    "Fw, Fh are not required to be the innermost loops")."""
+    Fitting every buffer by its footprint, every blocking keeping its buffers at or outside
+    the end of group 0 costs at least 1,963 pJ, and one with buffers anywhere 1,482 pJ (brute
+    forces, bypass included). The inputs' window rolling along its outermost loop (eq. 2)
+    beats both: the search's 1,381 pJ is the least over every position anywhere fitting by
+    `evaluate`'s own rule. With the level split into 2 B of weights and 6 B of outputs (no
+    inputs), buffers at or outside the end of group 0 cost at least 2,848 pJ; the search's
+    1,963 pJ is the least anywhere, its weights' buffer inside group 0 (seed 001: "Fw, Fh are
+    not required to be the innermost loops")."""
     layer = ConvLayer(name="b", Ox=4, Oy=1, Oc=2, Kx=3, Ky=1, Kc=1)
-    hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", 8, 16, 1.0)),
-                     mac_energy_pj=1.0)
-    every = list(_r_plus_blockings(layer, hier))
 
     def whole_group_0(b: Blocking, p: int | None) -> bool:  # every real loop of group 0 inside
         real = {lp for lp in _nontrivial(layer, b) if lp[1] == 0}
         return p is None or real <= set(b.loops[:p + 1])
 
-    outside = [b for b in _s_blockings(layer, hier)  # bypass included
-               if all(whole_group_0(b, p) for ps in b.buffers for p in ps)]
-    assert _cheapest(layer, hier, ONE, None, outside) == pytest.approx(1963)
-    assert _cheapest(layer, hier, ONE, None, every) == pytest.approx(1482)
-    found = search(layer, hier, ONE)
-    assert found.energy_pj == pytest.approx(1482)
-    assert evaluate(layer, found.blocking, hier, ONE).total_energy_pj == pytest.approx(1482)
+    for capacity, outside_pj, anywhere_pj, found_pj in ((8, 1963, 1482, 1381),
+                                                        (SplitCapacity(0, 2, 6), 2848, 1963,
+                                                         1963)):
+        hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", capacity, 16, 1.0)),
+                         mac_energy_pj=1.0)
+        every = list(_r_plus_blockings(layer, hier))
+        outside = [b for b in _s_blockings(layer, hier)  # bypass included
+                   if all(whole_group_0(b, p) for ps in b.buffers for p in ps)]
+        assert _cheapest(layer, hier, ONE, None, outside, inner=0) == pytest.approx(outside_pj)
+        assert _cheapest(layer, hier, ONE, None, every, inner=0) == pytest.approx(anywhere_pj)
+        found = search(layer, hier, ONE)
+        assert found.energy_pj == pytest.approx(found_pj)
+        assert evaluate(layer, found.blocking, hier, ONE).total_energy_pj == \
+            pytest.approx(found_pj)
+        by_eq_2 = [r.total_energy_pj for r in (evaluate(layer, b, hier, ONE) for b in every)
+                   if r.fits]
+        assert min(by_eq_2) == pytest.approx(found_pj)
     assert found.blocking.positions("W")[0] < len(GROUP0) - 1
 
 

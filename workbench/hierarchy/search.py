@@ -32,28 +32,38 @@ over the orders, the identity first (its best energy bounds the others'). Per ro
   others, and the kernel window k = K (FX, FY in m_A) or 1 (seed 001 §3: "Fw, Fh are not
   required to be the innermost loops"); m_A encloses the loops of the dimensions the datapath
   unrolls among A's operands (`step_bits`), so that the block holds a step's operands;
-- a blocking fits when Σ_A footprint_A × width_A ≤ capacity (split: each within its part).
-  Footprints (eq. 1) bound eq. 2's buffers, so the result fits by `accesses.evaluate` too;
-  not conversely (below).
+- the innermost level's inputs may also take eq. 2's buffer where their window rolls
+  along the outermost loop q of their position (`search_placements.rolling`: q = X, Y of
+  group 1, or X, Y after their kernel loop, FX, FY after their output loop in group 0): the
+  loops inside q (FX, FY: a stride's worth, min(S, K)), never more than eq. 2's buffer there
+  when q runs more than once, and never more than the footprint;
+- a blocking fits when Σ_A buffer_A × width_A ≤ capacity (split: each within its part),
+  buffer_A the footprint (eq. 1) but for those rolling inputs. Both bound eq. 2's buffers, so
+  the result fits by `accesses.evaluate` too; not conversely (below).
 S ⊇ R (all S_A = ∅, every level holding every array it can; `search_r`); `bypass=False`
 searches only R's holders (faster), under the identity. Not in S (so not claimed optimal
 against them):
 - a level's buffers in the groups of two roles (e.g. an SRAM holding inputs outside the
   register file's partial sums and weights inside them: 17% below S's optimum on a tiny
   layer, `tests/test_hierarchy_incumbents.py`);
-- the blockings that fit only by eq. 2's buffers (`evaluate`'s rule), which are smaller than
-  their footprints where a buffer's outermost enclosed loops carry none of its reuse: a
-  window rolling along a kernel loop or a halo, a streamed block. On one level, 487 pJ
-  against S's 577 (same test file); S's optimum moves 11.8% more DRAM bytes than seed 002's
-  search on AlexNet's first layer at 16 KB (same file). `benchmarks/bench_hierarchy_reach.py`:
-  2.6-11.8% more at 1-64 KB; up to 1.7% gained on lenet5 and VGG16 layers by moving one or
-  two buffer positions of S's optimum;
+- the blockings that fit only by eq. 2's buffers (`evaluate`'s rule) at an outer level,
+  where they are smaller than their footprints when a buffer's outermost enclosed loops
+  carry none of its reuse: a window rolling along a halo, a streamed block. At the innermost
+  level eq. 2 adds nothing else with a scalar datapath: a position whose outermost
+  reuse-carrying loop q (running more than once) lies inside it moves and holds what the
+  position just after q does (the loops between are relevant to the array and carry none of
+  its reuse: they scale footprint and refills inversely), which is in S (W, O: q irrelevant
+  to them, its buffer its footprint; I: rolling along q). With an unrolled datapath that
+  position may hold less than a step's operands, which S refuses. On one level, counting DRAM
+  bytes, S's optimum moves what seed 002's search moves on AlexNet's first layer at 1-64 KB
+  (`benchmarks/bench_hierarchy_reach.py`; with footprints only, 2.6-11.8% more);
 - the innermost role's buffers outside groups 0 and 1, and those inside group 0 that do not
   hold a datapath step's operands;
 - under an order other than the identity, the padded blockings whose innermost role holds
   nothing.
-With one on-chip level S therefore holds every position anywhere in the nest whose buffer
-holds a step (fitting by footprints). With nothing held anywhere a blocking always fits, so
+With one on-chip level and a scalar datapath S therefore holds every blocking fitting by
+`evaluate`'s own rule (eq. 2), up to equivalent ones (tests/test_hierarchy_search.py: brute
+force over every position anywhere). With nothing held anywhere a blocking always fits, so
 S is never empty. Objective: `accesses.energy_pj` summed, MAC energy Kx·Ky·ΠP ×
 mac_energy_pj included; the datapath's operand fetches are `datapath.fetches` over
 the inner block t_0.
@@ -90,13 +100,16 @@ reaches along it (`grades`: 0 outside, 1 inside group 0 (c = t_0, kernel K), 2 g
 too (c = t_1); 1 ≤ t_0 ≤ t_1). Footprint-only loops (I: C, N; W: FX, FY, M, C; O: X, Y, M, N)
 raise the footprint with their grade and leave moved unchanged, refill-only loops (the
 irrelevant ones above) lower moved and leave the footprint, I's (X, FX) and (Y, FY) pairs move
-both; of a pair's states (1, 1), (t_0, 1), (1, K), (t_0, K), (t_1, K) (window extent c and
-kernel k inside), the second and third move what the first moves (W(c, 1)·K/c = K = W(1,
-K)·K/K per output, times P) with a larger footprint (c or K, not 1). A tuple with, per held
-array, no higher grade on footprint-only loops, no lower on refill-only loops, and each I pair
-equal or (1, 1) against (t_0, 1) or (1, K), is never worse: dropped (`inner_placements`: 514
-remain for I, W, O, each array inside group 0 or group 1; exact bit-set subset tests,
-`search_space._features`).
+both. Footprint-only loops are graded by the buffer's loops, refill-only ones by the moved
+block's. Each I pair has two features: how much it moves per output column (row), K·P in the
+states (c, k) = (1, 1), (t_0, 1), (1, K) (W(c, 1)·K/c = K = W(1, K)·K/K), then W(t_0, K)/t_0
+(both inside group 0), then W(t_1, K)/t_1 (group 1's too), a chain; and how much its buffer
+holds: 1, t_0, K, t_0·min(S, K) (rolling along FX: a stride's worth), W(t_0, K), W(t_1, K), with
+1 ≤ t_0 ≤ t_0·min(S, K) ≤ W(t_0, K) ≤ W(t_1, K) and 1 ≤ K ≤ W(t_0, K) for all t_0 ≤ t_1, K,
+S ≥ 1 (`search_placements._features`). A tuple with, per held array, every feature at most
+the other's is never worse: dropped (`inner_placements`: 782 remain for I, W, O, 646 of them
+with the inputs' window rolling, each array inside group 0 or group 1; exact bit-set subset
+tests).
 Lemma 3 (levels are independent given the tiles and the holders). Under one holder pattern
 the levels exchanging data are fixed; level k's energy and capacity involve only its own placement
 and (t_{γ−1}, t_γ, P): each level takes its best fitting placement independently, exactly.

@@ -49,32 +49,50 @@ def _tiles_at(tiles, p, j, c, ratio):
             ratio[d, w] = p[d, j] / c[d, w]
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _elements(kind, cx, cy, cc, cm, cn, kx, ky, sx, sy):
+    """Elements of a block (eq. 1): W: c_M·c_C·kx·ky; O: c_N·c_M·c_Y·c_X; I: with windows."""
+    if kind == W:
+        return cm * cc * (kx * ky)
+    if kind == O:
+        return cn * cm * cy * cx
+    return cn * cc * _window(cy, sy, ky) * _window(cx, sx, kx)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _kernel(mode, full, stride):
+    """A window's extent along a kernel loop: 1, K, or a stride's worth min(S, K)."""
+    if mode == 0:
+        return 1.0
+    return full if mode == 1 else min(stride, full)
+
+
 @numba.njit(cache=True, nogil=True)
 def _price(codes, which, kfull, kind, coef, width, bits, layer, c, ratio, outputs, energy,
            foot):
-    """Energy (pJ) and footprint (bytes) of each code in `codes` at the point of c, ratio
-    (`LevelBlocks.block`), into energy[q], foot[q]."""
+    """Energy (pJ) and buffer (bytes) of each code in `codes` at the point of c, ratio
+    (`LevelBlocks.block`), into energy[q], foot[q]: which[q, :5] the moved block's tiles,
+    which[q, 5:] the buffer's, kfull[q] (moved FX, FY windows; rolls; buffer's windows)."""
     kx_full, ky_full, sx, sy = layer[0], layer[1], layer[2], layer[3]
     out_bytes, psum_bytes = layer[4], layer[5]
     for q in codes:
         kx = kx_full if kfull[q, 0] else 1.0
         ky = ky_full if kfull[q, 1] else 1.0
-        cx, cy, cc = c[0, which[q, 0]], c[1, which[q, 1]], c[2, which[q, 2]]
-        cm, cn = c[3, which[q, 3]], c[4, which[q, 4]]
         refills = ratio[0, which[q, 0]] * ratio[1, which[q, 1]] * \
             ratio[2, which[q, 2]] * ratio[3, which[q, 3]] * ratio[4, which[q, 4]]
-        if kind[q] == W:
-            elements = cm * cc * (kx * ky)
-        elif kind[q] == O:
-            elements = cn * cm * cy * cx
-        else:
-            elements = cn * cc * _window(cy, sy, ky) * _window(cx, sx, kx)
+        elements = _elements(kind[q], c[0, which[q, 0]], c[1, which[q, 1]], c[2, which[q, 2]],
+                             c[3, which[q, 3]], c[4, which[q, 4]], kx, ky, sx, sy)
         moved = elements * refills * ((kx_full / kx) * (ky_full / ky))
         if kind[q] == O:
             energy[q] = coef[q] * (outputs * 8 * out_bytes +
                                    2 * (moved - outputs) * 8 * psum_bytes)
         else:
             energy[q] = coef[q] * moved * bits[q]
+        if kfull[q, 2]:  # a rolling window: the buffer holds fewer loops
+            elements = _elements(kind[q], c[0, which[q, 5]], c[1, which[q, 6]],
+                                 c[2, which[q, 7]], c[3, which[q, 8]], c[4, which[q, 9]],
+                                 _kernel(kfull[q, 3], kx_full, sx),
+                                 _kernel(kfull[q, 4], ky_full, sy), sx, sy)
         foot[q] = elements * width[q]
 
 

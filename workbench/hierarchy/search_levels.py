@@ -19,6 +19,7 @@ from workbench.hierarchy.search_space import (
     Pattern,
     best_placements,
     level_placements,
+    moved_code,
     unrolled_dims,
     variant,
 )
@@ -109,7 +110,8 @@ def _blocking(hierarchy: Hierarchy, tiles: list[dict], picks: dict[int, int],
             orders[0], order = order
         orders[gamma] = order
         start = len(GROUP0) + len(DIMS) * (gamma - 1)
-        for array, prefix in zip(held, prefixes, strict=True):
+        for array, code in zip(held, prefixes, strict=True):
+            prefix = moved_code(code)  # a rolling window's position: after its last loop
             buffers[array][k - 1] = bin(prefix - INNER).count("1") - 1 if prefix >= INNER \
                 else start - 1 + bin(prefix).count("1")
     return Blocking.of(orders, tiles, buffers)

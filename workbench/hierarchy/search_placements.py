@@ -13,6 +13,14 @@ FY = 2, X = 4, …, N = 64) of the group-0 loops inside it (m ≠ all seven: tha
 ∅). Its block has c_d = t_0 along the dimensions in m and 1 along the others, and the kernel
 window K or 1 along FX, FY (seed 001 §3: "Fw, Fh are not required to be the innermost loops");
 it encloses the loops a datapath step of its array needs (`step_bits`).
+
+Rolling windows (the innermost level's inputs only). A buffer whose outermost loop q carries
+its array's reuse holds, by eq. 2, only the loops inside q (`blocking.buffer_size`); for W and
+O such a q is irrelevant to the array and adds nothing to the footprint, but I's X, Y (group
+1, halo) and X, FX, Y, FY (group 0, its partner inside) are relevant: the window rolls along q.
+Code ROLL | q << 10 | m: the loops m inside the buffer (m's last loop q, which moves the
+counts of m) and a buffer of `buffer_spec(code)`: the loops of m but q (q = FX, FY: a stride's
+worth of it, min(S, K)). m = 0 with a rolling q is group 0's last loop (the end of group 0).
 """
 
 from __future__ import annotations
@@ -42,6 +50,32 @@ G0BIT = {name: 1 << i for i, name in enumerate(GROUP0)}
 INNER = 1 << len(GROUP0)
 G0_REFILL = {"I": ("M",), "W": ("X", "Y", "N"), "O": ("FX", "FY", "C")}
 G0_FOOT = {"I": ("C", "N"), "W": ("FX", "FY", "M", "C"), "O": ("X", "Y", "M", "N")}
+ROLL = 1 << 9  # a rolling window (module docstring): the loop q in bits 10-11
+_ROLLING = ("X", "Y", "FX", "FY")
+_PARTNER = {"X": "FX", "FX": "X", "Y": "FY", "FY": "Y"}
+
+
+def rolling(code: int, q: str) -> int:
+    """The code of loops `code` (moved) with a window rolling along its last loop q."""
+    return code | ROLL | _ROLLING.index(q) << 10
+
+
+def moved_code(code: int) -> int:
+    """The loops inside the buffer (what its counts move): the code without a rolling q."""
+    return code & (ROLL - 1)
+
+
+def buffer_spec(code: int) -> tuple[int, bool, bool]:
+    """(code of the loops the buffer holds, stride window along FX, along FY): the code itself
+    unless it rolls; rolling along q: its loops but q (FX, FY: all, min(S, K) of the kernel)."""
+    if not code & ROLL:
+        return code, False, False
+    q, m = _ROLLING[(code >> 10) & 3], moved_code(code)
+    if m == 0:  # the end of group 0, group 0's last loop q
+        m = INNER + (1 << len(GROUP0)) - 1
+    if q in ("FX", "FY"):
+        return m, q == "FX", q == "FY"
+    return (m & ~G0BIT[q] if m >= INNER else m & ~BIT[q]), False, False
 
 
 def unrolled_dims(datapath) -> frozenset[str]:
@@ -60,21 +94,26 @@ def mask(loops) -> int:
     return sum(BIT[d] for d in loops)
 
 
-def canonical_prefixes(order: tuple[str, ...], array: str) -> list[int]:
+def canonical_prefixes(order: tuple[str, ...], array: str, roll: bool = False) -> list[int]:
     """Prefixes of `order` directly followed by a loop relevant to `array`, and the whole
-    group (the only positions that can be optimal: see the search docstring, lemma 1)."""
+    group (the only positions that can be optimal: see the search docstring, lemma 1); roll
+    (the innermost level's I): also every prefix ending in X or Y, its window rolling there."""
     out = [mask(order[:i]) for i, d in enumerate(order) if BIT[d] & RELEVANT[array]]
+    if roll and array == "I":
+        out += [rolling(mask(order[:i + 1]), d) for i, d in enumerate(order) if d in "XY"]
     return out + [FULL]
 
 
 @functools.lru_cache(maxsize=16)
-def placements(held: tuple[str, ...]) -> tuple[tuple[tuple[int, ...], tuple[str, ...]], ...]:
+def placements(held: tuple[str, ...], roll: bool = False
+               ) -> tuple[tuple[tuple[int, ...], tuple[str, ...]], ...]:
     """Non-dominated placements of the arrays `held` (ARRAYS order) in one group: (one prefix
     bitmask per held array, an order of DIMS realizing them), every order's canonical prefixes
-    considered, one per distinct tuple, dominated tuples dropped (lemma 2)."""
+    considered, one per distinct tuple, dominated tuples dropped (lemma 2; roll: with I's
+    rolling windows, which lemma 2 neither drops nor uses: `inner_placements` does)."""
     found: dict[tuple[int, ...], tuple[str, ...]] = {}
     for order in itertools.permutations(DIMS):
-        for combo in itertools.product(*(canonical_prefixes(order, a) for a in held)):
+        for combo in itertools.product(*(canonical_prefixes(order, a, roll) for a in held)):
             found.setdefault(combo, order)
     keys = sorted(found)
     if not held:
@@ -89,16 +128,25 @@ def placements(held: tuple[str, ...]) -> tuple[tuple[tuple[int, ...], tuple[str,
             ok &= ((a & both) == (b & both)) & ((a & _FOOT_ONLY[array] & ~b) == 0) \
                 & ((b & _REFILL_ONLY[array] & ~a) == 0)
         ok[i] = False
-        dominated[i] = ok.any()
+        plain = (sets & ROLL) == 0
+        dominated[i] = plain[i].all() and (ok & plain.all(axis=1)).any()
     kept = [k for k, out in zip(keys, dominated, strict=True) if not out]
     return tuple((k, found[k]) for k in sorted(kept))
 
 
-def inner_prefixes(order0: tuple[str, ...], array: str) -> list[int]:
+@functools.cache
+def inner_prefixes(order0: tuple[str, ...], array: str) -> tuple[int, ...]:
     """Codes of the prefixes of group 0's order `order0` directly followed by a loop relevant
-    to `array` (lemma 1 in group 0; the whole group 0 is group 1's prefix ∅)."""
-    return [INNER + sum(G0BIT[n] for n in order0[:i]) for i, name in enumerate(order0)
-            if name not in G0_REFILL[array]]
+    to `array` (lemma 1 in group 0; the whole group 0 is group 1's prefix ∅), and for I every
+    prefix whose last loop carries its window (X after FX, FX after X, …: rolling there)."""
+    heads = list(itertools.accumulate((G0BIT[n] for n in order0), initial=0))
+    out = [INNER + heads[i] for i, name in enumerate(order0) if name not in G0_REFILL[array]]
+    if array == "I":
+        for i in range(2, len(order0) + 1):
+            q = order0[i - 1]
+            if q in _PARTNER and _PARTNER[q] in order0[:i - 1]:
+                out.append(rolling(0 if i == len(order0) else INNER + heads[i], q))
+    return tuple(out)
 
 
 def _group0_tuples(held: tuple[str, ...],
@@ -108,7 +156,8 @@ def _group0_tuples(held: tuple[str, ...],
     need = [step_bits(a, lanes) for a in held]
     found: dict[tuple[int, ...], tuple[str, ...]] = {}
     for order0 in itertools.permutations(GROUP0):
-        options = [[c for c in inner_prefixes(order0, a) if c & n == n]
+        options = [[c for c in inner_prefixes(order0, a) if moved_code(c) < INNER or
+                    c & n == n]
                    for a, n in zip(held, need, strict=True)]
         for combo in itertools.product(*options):
             found.setdefault(combo, order0)
@@ -125,27 +174,51 @@ def grades(code: int) -> tuple[int, ...]:
     return (1, 1) + tuple(2 if code & BIT[d] else 1 for d in DIMS)
 
 
-# I's (output, kernel) loop pairs: the pair's grades (output 0-2, kernel 0-1) as bit sets, a
-# pair dominating another iff its bits are a subset: one loop of the pair inside group 0 alone,
-# (t_0, 1) or (1, K), moves what neither inside (1, 1) moves (c·K·P/c, K·P) with a larger
-# footprint (c, K), so (1, 1) dominates both; other pairs must be equal
-_PAIR_BITS = {(0, 0): 0b00001, (1, 0): 0b00011, (0, 1): 0b00101, (1, 1): 0b01000,
-              (2, 1): 0b10000}
+# I's (output, kernel) loop pairs, per pair two features (lemma 2'): how much it moves, from
+# the grades of the loops inside the buffer's counts, and how much it holds, from those of its
+# buffer (`buffer_spec`). Moved per output column (row): K·P with neither, one or the other
+# inside group 0 (grades (0, 0), (1, 0), (0, 1)), W(t_0, K)·P/t_0 with both (1, 1), W(t_1,
+# K)·P/t_1 with group 1's too (2, 1): a chain (W(c, K)/c never grows). Held: 1, t_0, K,
+# t_0·min(S, K) (both, a stride's worth of the kernel: "s"), W(t_0, K), W(t_1, K): 1 ≤ t_0 ≤
+# t_0·min(S, K) ≤ W(t_0, K) ≤ W(t_1, K) and 1 ≤ K ≤ W(t_0, K), for every t_0 ≤ t_1, K, S ≥ 1;
+# each state's bits are those of the states it is at least (a bit-set subset test)
+_MOVED_LEVEL = {(0, 0): 0, (1, 0): 0, (0, 1): 0, (1, 1): 1, (2, 1): 2}
+_HELD_BITS = {(0, 0): 0b000001, (1, 0): 0b000011, (0, 1): 0b000101, "s": 0b001011,
+              (1, 1): 0b011111, (2, 1): 0b111111}
 _PAIRS = (("X", "FX"), ("Y", "FY"))
 
 
-def _features(array: str, g: tuple[int, ...]) -> list[tuple[int, int]]:
-    """(bits, width) per feature of one array's grades (`grades`): a tuple dominates another
-    iff, array by array, each of its features' bits is a subset of the other's (lemma 2')."""
+def _thermometer(v: int) -> int:
+    """Bits of a grade −2 … 2, lower better: v ≤ w iff bits(v) ⊆ bits(w)."""
+    return (1 << (v + 2)) - 1
+
+
+@functools.cache
+def _packed(array: str, code: int) -> tuple[int, int]:
+    """`_features` packed: (bits, total width ≤ 32)."""
+    bits, shift = 0, 0
+    for value, width in _features(array, code):
+        bits |= value << shift
+        shift += width
+    return bits, shift
+
+
+def _features(array: str, code: int) -> list[tuple[int, int]]:
+    """(bits, width) per feature of one array's code: a tuple dominates another iff, array by
+    array, each of its features' bits is a subset of the other's (lemma 2'): footprint-only
+    loops graded by the buffer's loops, refill-only ones by the moved ones, I's pairs above."""
+    held, sx, sy = buffer_spec(code)
+    g, h = grades(moved_code(code)), grades(held)
     out = []
     for loop, name in enumerate(GROUP0):
         if array == "I" and name in ("X", "Y", "FX", "FY"):
             continue
-        v = g[loop] if name in G0_FOOT[array] else -g[loop]  # lower is better
-        out.append(((1 << (v + 2)) - 1, 4))  # thermometer: v ≤ w iff bits ⊆
+        out.append((_thermometer(h[loop] if name in G0_FOOT[array] else -g[loop]), 4))
     if array == "I":
-        for a, b in _PAIRS:
-            out.append((_PAIR_BITS[g[GROUP0.index(a)], g[GROUP0.index(b)]], 5))
+        for (a, b), stride in zip(_PAIRS, (sx, sy), strict=True):
+            i, j = GROUP0.index(a), GROUP0.index(b)
+            out.append((_thermometer(-_MOVED_LEVEL[g[i], g[j]]), 4))
+            out.append((_HELD_BITS["s" if stride else (h[i], h[j])], 6))
     return out
 
 
@@ -155,24 +228,19 @@ def _undominated(held: tuple[str, ...], found: dict) -> dict:
     tuple is dominated iff an undominated tuple with fewer bits dominates it: tuples are
     checked by rising bit count, a chunk at a time, against those kept and the chunk."""
     keys = list(found)
-    packed = []
-    for key in keys:
-        bits, shift = 0, 0
-        for array, code in zip(held, key, strict=True):
-            for value, width in _features(array, grades(code)):
-                bits |= value << shift
-                shift += width
-        packed.append(bits)
-    n_words = max(1, -(-max(b.bit_length() for b in packed) // 64)) if packed else 1
-    words = np.array([[(b >> (64 * w)) & (2**64 - 1) for w in range(n_words)] for b in packed],
-                     dtype=np.uint64).reshape(len(keys), n_words)
-    rank = np.argsort([b.bit_count() for b in packed], kind="stable")
+    # one 64-bit word per held array (its features take at most 32 bits)
+    words = np.array([[_packed(a, c)[0] for a, c in zip(held, key, strict=True)]
+                      for key in keys], dtype=np.uint64).reshape(len(keys), len(held))
+    counts = [sum(_packed(a, c)[0].bit_count() for a, c in zip(held, key, strict=True))
+              for key in keys]
+    rank = np.argsort(counts, kind="stable")
     kept: list[int] = []
     for start in range(0, len(rank), 512):
         chunk = rank[start:start + 512]
         against = np.concatenate([np.array(kept, dtype=np.int64), chunk])
-        beats = ((words[against][None, :, :] & ~words[chunk][:, None, :]) == 0).all(axis=2) \
-            & (against[None, :] != chunk[:, None])
+        beats = against[None, :] != chunk[:, None]
+        for k in range(len(held)):
+            beats &= (words[against, k][None, :] & ~words[chunk, k][:, None]) == 0
         kept += [int(i) for i, out in zip(chunk, beats.any(axis=1), strict=True) if not out]
     return {keys[i]: found[keys[i]] for i in kept}
 
@@ -190,7 +258,7 @@ def inner_placements(held: tuple[str, ...], lanes: frozenset[str] = frozenset()
         g1 = tuple(a for a, i in zip(held, inside, strict=True) if not i)
         part0 = _undominated(g0, _group0_tuples(g0, lanes)) if g0 else {(): GROUP0}
         for codes0, order0 in part0.items():
-            for codes1, order1 in placements(g1):
+            for codes1, order1 in placements(g1, True):
                 it0, it1 = iter(codes0), iter(codes1)
                 combo = tuple(next(it0) if i else next(it1) for i in inside)
                 found.setdefault(combo, (order0, order1))
@@ -214,27 +282,21 @@ def realizes(order: tuple[str, ...], prefixes: tuple[int, ...]) -> bool:
 
 def alone_prefixes(array: str, inner: bool = False,
                    lanes: frozenset[str] = frozenset()) -> list[int]:
-    """The prefixes that can be best for `array` alone in a buffer: every refill-only loop
-    inside, no footprint-only loop, any subset of the loops moving both (I's X, Y; in group
-    0 I's (X, FX) and (Y, FY) pairs, each both inside or both outside: one alone moves as
-    much as neither, with a larger footprint). Any other prefix S is no better: S ∪
-    refill-only ∖ footprint-only fits wherever S does (footprint never larger) and moves no
-    more (refills never more). inner: the innermost level's, whose buffers may also lie
-    inside group 0 (codes INNER + mask), enclosing the loops a datapath step with `lanes`
-    needs (`step_bits`: added to every such code, the least allowed)."""
+    """The prefixes that can be best for `array` alone in a buffer. Outer levels: every
+    refill-only loop inside, no footprint-only loop, any subset of the loops moving both (I's
+    X, Y): any other prefix S is no better, S ∪ refill-only ∖ footprint-only fits wherever S
+    does (footprint never larger) and moves no more (refills never more). inner: the
+    innermost level's undominated codes of the array alone (`inner_placements`, lemma 2': every
+    code's energy and buffer are at least one of theirs at every point), inside group 0 only
+    around a step of the datapath unrolling `lanes`."""
+    if inner:
+        return [codes[0] for codes, _ in inner_placements((array,), lanes)]
     both = FULL & ~(_FOOT_ONLY[array] | _REFILL_ONLY[array])
-    out = [_REFILL_ONLY[array] | s for s in range(FULL + 1) if not s & ~both]
-    if inner:  # I's (output, kernel) pairs both inside or both outside (search_space._PAIRS)
-        refill = sum(G0BIT[n] for n in G0_REFILL[array])
-        pairs = [G0BIT[a] | G0BIT[b] for a, b in _PAIRS] if array == "I" else []
-        need = step_bits(array, lanes)
-        codes = {INNER | refill | need | functools.reduce(int.__or__, chosen, 0)
-                 for r in range(len(pairs) + 1) for chosen in itertools.combinations(pairs, r)}
-        out += sorted(c for c in codes if c != INNER + (1 << len(GROUP0)) - 1)
-    return out
+    return [_REFILL_ONLY[array] | s for s in range(FULL + 1) if not s & ~both]
 
 
 __all__ = ["BIT", "FULL", "G0BIT", "G0_FOOT", "G0_REFILL", "INNER", "OPERANDS", "RELEVANT",
+           "ROLL", "buffer_spec", "moved_code", "rolling",
            "alone_prefixes", "canonical_prefixes", "grades", "inner_placements", "inner_prefixes",
            "level_placements", "mask", "placements", "realizes", "step_bits",
            "unrolled_dims"]

@@ -33,13 +33,16 @@ from workbench.hierarchy.search_placements import (
     INNER,
     OPERANDS,
     RELEVANT,
+    ROLL,
     alone_prefixes,
+    buffer_spec,
     canonical_prefixes,
     grades,
     inner_placements,
     inner_prefixes,
     level_placements,
     mask,
+    moved_code,
     placements,
     realizes,
     step_bits,
@@ -79,39 +82,55 @@ class LevelBlocks:
         self._memo: dict[tuple[str, int], tuple] = {}
 
     def block(self, array: str, prefix: int) -> tuple:
-        """(energy pJ, footprint bytes) of `array` with the loops `prefix` inside its buffer
-        (a code ≥ INNER: the innermost level's buffer inside group 0). moved = footprint ×
-        (Kx/kx)(Ky/ky)·Π_d P_d/c_d, every factor an integer, so the products are exact in any
-        order and shared between codes (`_product`)."""
+        """(energy pJ, buffer bytes) of `array` with the loops `prefix` inside its buffer
+        (a code ≥ INNER: the innermost level's buffer inside group 0; rolling: it holds
+        `buffer_spec`'s loops). moved = footprint × (Kx/kx)(Ky/ky)·Π_d P_d/c_d, every factor
+        an integer, so the products are exact in any order and shared between codes
+        (`_product`)."""
         key = (array, prefix)
         if key not in self._memo:
             lay, prec = self.layer, self.precision
-            inside = prefix >= INNER
-            if inside and self.gamma != 1:
-                raise ValueError("only the innermost level's buffers lie inside group 0")
-            if inside:
-                which = {d: "lo" if prefix & G0BIT[d] else "one" for d in DIMS}
-                kx = lay.Kx if prefix & G0BIT["FX"] else 1
-                ky = lay.Ky if prefix & G0BIT["FY"] else 1
-            else:
-                which = {d: "hi" if prefix & BIT[d] else "lo" for d in DIMS}
-                kx, ky = lay.Kx, lay.Ky
+            code = moved_code(prefix)
+            if (code >= INNER or prefix & ROLL) and self.gamma != 1:
+                raise ValueError("only the innermost level's buffers lie inside group 0 or "
+                                 "roll")
+            which, kx, ky = self._which(code)
             refills = self._product(tuple(("r", d, which[d]) for d in DIMS))
-            if array == "W":
-                foot = self._product((("c", "M", which["M"]), ("c", "C", which["C"]))) * \
-                    (kx * ky)
-            elif array == "O":
-                foot = self._product(tuple(("c", d, which[d]) for d in ("N", "M", "Y", "X")))
-            else:
-                foot = self._product((("c", "N", which["N"]), ("c", "C", which["C"]),
-                                      ("w", "Y", which["Y"], ky), ("w", "X", which["X"], kx)))
-            moved = foot * refills
+            elements = self._elements(array, which, kx, ky)
+            moved = elements * refills
             if (lay.Kx // kx) * (lay.Ky // ky) != 1:
                 moved = moved * ((lay.Kx // kx) * (lay.Ky // ky))
+            foot = self._held(array, prefix) if prefix & ROLL else elements
             width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}[array]
             self._memo[key] = (side_cost(array, moved, self.coef[array], self.outputs, prec),
                                foot * width)
         return self._memo[key]
+
+    def _which(self, code: int) -> tuple[dict, int, int]:
+        """Which tile per dimension ('lo', 'hi', 'one') and the kernel windows of a code."""
+        lay = self.layer
+        if code >= INNER:
+            return ({d: "lo" if code & G0BIT[d] else "one" for d in DIMS},
+                    lay.Kx if code & G0BIT["FX"] else 1, lay.Ky if code & G0BIT["FY"] else 1)
+        return {d: "hi" if code & BIT[d] else "lo" for d in DIMS}, lay.Kx, lay.Ky
+
+    def _elements(self, array: str, which: dict, kx: int, ky: int):
+        """Elements of the array's block with those tiles and windows (eq. 1)."""
+        if array == "W":
+            return self._product((("c", "M", which["M"]), ("c", "C", which["C"]))) * (kx * ky)
+        if array == "O":
+            return self._product(tuple(("c", d, which[d]) for d in ("N", "M", "Y", "X")))
+        return self._product((("c", "N", which["N"]), ("c", "C", which["C"]),
+                              ("w", "Y", which["Y"], ky), ("w", "X", which["X"], kx)))
+
+    def _held(self, array: str, code: int):
+        """Elements a rolling code's buffer holds (`buffer_spec`: a stride's worth of a
+        kernel loop it rolls along)."""
+        held, sx, sy = buffer_spec(code)
+        which, kx, ky = self._which(held)
+        lay = self.layer
+        return self._elements(array, which, min(lay.Sx, kx) if sx else kx,
+                              min(lay.Sy, ky) if sy else ky)
 
     def _product(self, keys: tuple):
         """The product of the factors `keys` (kind, dimension, which tile, [kernel window]):
@@ -170,17 +189,31 @@ def _codes(held: tuple[str, ...], inner: bool, lanes: frozenset[str],
         priced |= need
     stages.append(sorted(set(range(len(index))) - priced))
     codes = list(index)
-    which = np.array([[(LO if code & G0BIT[d] else ONE) if code >= INNER else
-                       (HI if code & BIT[d] else LO) for d in DIMS] for _, code in codes],
-                     dtype=np.int8).reshape(-1, len(DIMS))
-    kfull = np.array([[code < INNER or bool(code & G0BIT[f]) for f in ("FX", "FY")]
-                      for _, code in codes], dtype=np.bool_).reshape(-1, 2)
+    which = np.array([_which(moved_code(code)) + _which(buffer_spec(code)[0])
+                      for _, code in codes], dtype=np.int8).reshape(-1, 2 * len(DIMS))
+    kfull = np.array([_windows(code) for _, code in codes], dtype=np.int8).reshape(-1, 5)
     kind = np.array([ARRAYS.index(a) for a, _ in codes], dtype=np.int8)
     relaxed = np.concatenate(tables) if tables else np.zeros((0, len(held)), dtype=np.int64)
     return (tuple(a for a, _ in codes), rows, which, kfull, kind,
             (alone, relaxed, np.cumsum([0] + [len(t) for t in tables]),
              np.array([q for stage in stages for q in stage], dtype=np.int64),
              np.cumsum([0] + [len(st) for st in stages[:-1]])))
+
+
+def _which(code: int) -> list[int]:
+    """Per dimension, which tile a plain code's block has (LO, HI or ONE)."""
+    return [(LO if code & G0BIT[d] else ONE) if code >= INNER else (HI if code & BIT[d] else LO)
+            for d in DIMS]
+
+
+def _windows(code: int) -> list[int]:
+    """The kernel's table of a code's windows: moved along FX, FY (1: K, 0: 1), whether it
+    rolls, and its buffer's along FX, FY (0: 1, 1: K, 2: min(S, K))."""
+    moved, (held, sx, sy) = moved_code(code), buffer_spec(code)
+    full = [moved < INNER or bool(moved & G0BIT[f]) for f in ("FX", "FY")]
+    kept = [2 if stride else int(held < INNER or bool(held & G0BIT[f]))
+            for f, stride in (("FX", sx), ("FY", sy))]
+    return [int(full[0]), int(full[1]), int(bool(code & ROLL)), *kept]
 
 
 def _kernel_args(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
@@ -284,7 +317,8 @@ def take(flat: dict, idx) -> dict:
 
 
 __all__ = ["ARRAYS", "BIT", "FULL", "G0BIT", "G0_FOOT", "G0_REFILL", "INNER", "OPERANDS",
-           "RELEVANT", "_FOOT_ONLY", "_PAIRS", "_REFILL_ONLY", "step_bits", "unrolled_dims",
+           "RELEVANT", "ROLL", "_FOOT_ONLY", "_PAIRS", "_REFILL_ONLY", "buffer_spec",
+           "moved_code", "step_bits", "unrolled_dims",
            "LevelBlocks", "Pattern", "alone_prefixes", "best_placements", "canonical_prefixes",
            "floors_under", "least_total_at", "grades", "inner_placements",
            "inner_prefixes", "level_placements", "holder_patterns", "mask", "placements",
