@@ -53,6 +53,24 @@ SELECTED_JS = f"""() => {{ for (const d of {LIVE_DOCS_JS}) {{
   const m = d.get_model_by_name('sweep_dots'); if (m) return m.data_source.selected.indices; }}
   return null; }}"""
 
+# JupyterLab may render a widget's output twice while a page loads and drop the first view
+# before BokehJS has built it: SlickGrid then throws building that detached view's table (its
+# stylesheet is in no document), while the view drawn is built. Seen about once in 30 reloads.
+# That one error is let through only when every case table on the page was built: its grid made
+# and its rows drawn.
+DETACHED_GRID_ERROR = "SlickGrid Cannot find stylesheet."
+TABLES_BUILT_JS = """() => { const tables = [...Bokeh.index.all_views()].filter((v) =>
+  v.model.type === 'DataTable' && v.el && v.el.isConnected);
+  return tables.length > 0 && tables.every((v) => v.grid !== undefined
+    && v.shadow_el.querySelectorAll('.slick-row').length > 0); }"""
+
+
+def _real_errors(page, errors: list[str]) -> list[str]:
+    """The page's errors, less a dropped view's table error when the drawn tables are built."""
+    if DETACHED_GRID_ERROR in errors and page.evaluate(TABLES_BUILT_JS):
+        return [e for e in errors if e != DETACHED_GRID_ERROR]
+    return errors
+
 
 @pytest.fixture(scope="module")
 def browser():
@@ -268,7 +286,7 @@ def test_jupyterlab_notebook_09_filters_and_selects(browser, jupyterlab: str, tm
         f"{page.locator('.jp-InputArea-prompt').all_inner_texts()}; case line: "
         f"{page.locator('.wb-sweep-case').first.inner_text()!r}; page errors: {errors}; "
         f"the lab's log (kernel errors): {(tmp_path / 'lab.log').read_text()[-3000:]}")
-    assert errors == [] and requested == []
+    assert _real_errors(page, errors) == [] and requested == []
     page.close()
 
 
@@ -302,5 +320,8 @@ def test_jupyterlab_reload_draws_the_browser_as_it_is(browser, jupyterlab: str, 
     page.wait_for_function(f"() => ({SOURCE_JS})('sweep_points') !== null", timeout=60000)
     after = page.evaluate(SOURCE_JS, "sweep_points")
     assert "energy" not in after["objective"] and list(after["case_id"]) == list(cases)
-    assert errors == []
+    page.wait_for_selector(".slick-row", timeout=60000)  # and the table draws them too
+    rows = _table_ids(page)
+    assert rows and rows <= set(cases)
+    assert _real_errors(page, errors) == []
     page.close()
