@@ -388,11 +388,11 @@ def test_bypass_by_choice_beats_r_holders() -> None:
 
 
 @st.composite
-def search_case(draw: st.DrawFn, on_chip: int | None = None, lanes: bool = True):
+def search_case(draw: st.DrawFn):
     """A tiny layer (few loops of trip count > 1: the register level orders groups 0 and 1),
-    1 or 2 on-chip levels (or `on_chip`), shared or split capacities, with or without an
-    unrolled datapath (without, unless `lanes`)."""
-    on_chip = draw(st.integers(1, 2)) if on_chip is None else on_chip
+    1 or 2 on-chip levels, shared or split capacities, with or without an unrolled
+    datapath."""
+    on_chip = draw(st.integers(1, 2))
     k = draw(st.integers(1, 3))
     if on_chip == 1:  # at most four dimensions above 1, the kernel's included
         big = draw(st.sampled_from(["Oy", "On", "Ky", "Kc"]))
@@ -415,8 +415,7 @@ def search_case(draw: st.DrawFn, on_chip: int | None = None, lanes: bool = True)
         levels.append(Level(f"L{i + 1}", SplitCapacity(*parts) if split else cap, 16,
                             draw(st.floats(0.1, 10))))
         cap = int(levels[-1].total_bytes)
-    unroll = draw(st.sampled_from([None, {"M": 2}, {"X": 2, "C": 2}, {"Y": 3, "N": 2}])) \
-        if lanes else None
+    unroll = draw(st.sampled_from([None, {"M": 2}, {"X": 2, "C": 2}, {"Y": 3, "N": 2}]))
     hier = Hierarchy(tuple(levels), mac_energy_pj=draw(st.floats(0, 2)),
                      datapath=None if unroll is None else Datapath(unroll))
     return layer, hier
