@@ -371,3 +371,55 @@ def test_buffers_inside_group_0_hold_a_step() -> None:
     found = search(layer, hier, PREC)
     assert _holds_a_step(layer, found.blocking, hier)
     assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, PREC), rel=1e-9)
+
+
+@st.composite
+def relaxation(draw):
+    """A relaxation table: per held array (1-3) its alone codes (-1 padded), rows of codes or
+    -1 (any alone code of that array), energies and footprints per code, the capacity."""
+    held, codes = draw(st.integers(1, 3)), draw(st.integers(1, 12))
+    alone = np.full((held, 5), -1, dtype=np.int64)
+    for k in range(held):
+        mine = draw(st.lists(st.integers(0, codes - 1), min_size=0, max_size=5, unique=True))
+        alone[k, :len(mine)] = mine
+    rows = np.array(draw(st.lists(st.lists(st.integers(-1, codes - 1), min_size=held,
+                                           max_size=held), min_size=1, max_size=6)),
+                    dtype=np.int64)
+    values = st.floats(0, 100, allow_nan=False)
+    energy = np.array(draw(st.lists(values, min_size=codes, max_size=codes)))
+    foot = np.array(draw(st.lists(values, min_size=codes, max_size=codes)))
+    shared = draw(st.booleans())
+    caps = np.array(draw(st.lists(st.floats(0, 200), min_size=1 if shared else held,
+                                  max_size=1 if shared else held)))
+    return rows, alone, energy, foot, caps, shared
+
+
+@settings(max_examples=300, deadline=None)
+@given(relaxation(), st.floats(0, 50), st.sampled_from([1.0, 3.0]),
+       st.one_of(st.just(-np.inf), st.floats(0, 600)))
+def test_relaxation_least_is_the_brute_force_least_or_says_one_is_below_the_limit(
+        case, add, mul, limit) -> None:
+    """`search_kernel._least_relaxed` (nested loops pruned by partial sums, stopping at a sum
+    below the limit) returns, against every combination summed in held order: −inf when some
+    fitting sum e has (add + e) × mul < limit, else the least fitting sum (inf: none)."""
+    from workbench.hierarchy.search_kernel import _least_relaxed
+
+    rows, alone, energy, foot, caps, shared = case
+    sums = []
+    for row in rows:
+        options = [[int(q)] if q >= 0 else [int(a) for a in alone[k] if a >= 0]
+                   for k, q in enumerate(row)]
+        for combo in itertools.product(*options):
+            e, used = energy[combo[0]], foot[combo[0]]
+            for q in combo[1:]:
+                e, used = e + energy[q], used + foot[q]
+            fits = used <= caps[0] if shared else all(
+                foot[q] <= caps[k] for k, q in enumerate(combo))
+            if fits:
+                sums.append(e)
+    got = _least_relaxed(rows, 0, len(rows), alone, energy, foot, caps, shared, add, mul,
+                         limit)
+    if any((add + e) * mul < limit for e in sums):
+        assert got == -np.inf
+    else:
+        assert got == min(sums, default=np.inf)
