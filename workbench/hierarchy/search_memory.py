@@ -80,6 +80,7 @@ class InnerMemory:
                       precision.partial_sums), self.split)
         self.shape = shape
         self._noted: dict[tuple, tuple[np.ndarray, list, list]] = {}
+        self._looked: tuple[np.ndarray, dict] | None = None  # `raise_floor`'s lookups
 
     def _caps(self, held: tuple[str, ...]) -> tuple[float, ...]:
         return tuple(self.level.bytes_for(a) for a in held) if self.split else \
@@ -89,11 +90,11 @@ class InnerMemory:
         """The points' indices in the layer's grid of chain combinations."""
         return np.ravel_multi_index(tuple(chain_at[d] for d in DIMS), self.shape)
 
-    def known(self, held: tuple[str, ...], coef: np.ndarray,
-              points: np.ndarray) -> np.ndarray:
-        """The kept bounds that hold here at grid indices `points` (pJ, one group; NaN:
-        none), carried to the coefficients `coef`: per tag, from the smallest capacity at
-        least ours (the largest energies: E does not grow with the capacity)."""
+    def _chosen(self, held: tuple[str, ...]) -> list[tuple[np.ndarray, np.ndarray,
+                                                             np.ndarray]]:
+        """The kept entries (coefficients, grid indices, bounds) that hold here: per tag, the
+        one of the smallest capacity at least ours (the largest energies: E does not grow
+        with the capacity)."""
         caps = self._caps(held)
         chosen: dict = {}
         with _LOCK:
@@ -101,17 +102,36 @@ class InnerMemory:
                 if all(x >= y for x, y in zip(at, caps, strict=True)) and \
                         (tag not in chosen or sum(at) < sum(chosen[tag][0])):
                     chosen[tag] = at, v
+        return [v for _, v in chosen.values()]
+
+    def known(self, held: tuple[str, ...], coef: np.ndarray,
+              points: np.ndarray) -> np.ndarray:
+        """The kept bounds that hold here at grid indices `points` (pJ, one group; NaN:
+        none), carried to the coefficients `coef` (`_chosen`'s entries)."""
         out = np.full(len(points), np.nan)
-        for _, (kept_coef, at, bounds) in chosen.values():
+        for kept_coef, at, bounds in self._chosen(held):
             rho = _scale(coef, kept_coef)
             if rho > 0:
                 out = np.fmax(out, rho * _at(at, bounds, points))  # NaN: unknown there
         return out
 
     def raise_floor(self, held: tuple[str, ...], coef: np.ndarray, points: np.ndarray,
-                    floor: np.ndarray) -> np.ndarray:
-        """`floor` (pJ, one group, at grid indices `points`) raised to the `known` bounds."""
-        return np.fmax(floor, self.known(held, coef, points))
+                    sub: np.ndarray, floor: np.ndarray) -> np.ndarray:
+        """`floor` (pJ, one group, at grid indices points[sub]) raised to the `known` bounds
+        there. The entries are looked up at all of `points` once per held arrays (the
+        patterns of one batch of points share them), then taken at `sub`: the same values."""
+        if self._looked is None or self._looked[0] is not points:
+            self._looked = (points, {})  # holds `points`: identity is then a safe key
+        found = self._looked[1]
+        if held not in found:
+            found[held] = [(kept_coef, _at(at, bounds, points))
+                           for kept_coef, at, bounds in self._chosen(held)]
+        out = floor
+        for kept_coef, values in found[held]:
+            rho = _scale(coef, kept_coef)
+            if rho > 0:
+                out = np.fmax(out, rho * values[sub])
+        return out
 
     def note(self, held: tuple[str, ...], tag, coef: np.ndarray, points: np.ndarray,
              lower: np.ndarray) -> None:

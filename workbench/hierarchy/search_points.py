@@ -196,7 +196,7 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
                 floor_in[array][sub]
         if memory is not None:
             inner = memory.raise_floor(variant(pattern, on_chip)[0],
-                                       _into_inner(pj_bit, pattern, on_chip), points[sub], inner)
+                                       _into_inner(pj_bit, pattern, on_chip), points, sub, inner)
         prepared.append((pattern, sub, bound, picks, inner))
     found = None
     interrupt.check()
