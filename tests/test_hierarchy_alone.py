@@ -20,7 +20,7 @@ from workbench.hierarchy.blocking import ARRAYS, DIMS, extents
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.search import search
 from workbench.hierarchy.search_bounds import alone_floor
-from workbench.hierarchy.search_grid import grid_of
+from workbench.hierarchy.search_grid import chain_classes, grid_of
 from workbench.hierarchy.search_r import nondominated_chains
 from workbench.hierarchy.search_space import LevelBlocks, unrolled_dims
 from workbench.layers import ConvLayer
@@ -93,6 +93,37 @@ def test_gathered_tables_equal_the_floors_priced_at_the_slice(paired: bool, case
                                       np.broadcast_to(own, shape), err_msg=f"{array}@{holder}")
 
 
+@pytest.mark.parametrize("layer", [
+    ConvLayer(name="conv2", Ox=14, Oy=14, Oc=64, Kx=5, Ky=5, Kc=32, Px=2, Py=2),
+    ConvLayer(name="strided", Ox=13, Oy=9, Oc=12, On=2, Kx=3, Ky=2, Kc=6, Sx=2),
+    ConvLayer(name="wide", Ox=7, Oy=7, Oc=6, Kx=11, Ky=11, Kc=3, Sx=4, Sy=4)],
+    ids=lambda lay: lay.name)
+def test_compiled_class_grid_floors_equal_alone_floor(layer) -> None:
+    """`unit_alone_grid` (compiled, over a whole grid of classes) equals `alone_floor` on the
+    same tiles (numpy, block by block) bit for bit, every point: each array, role and level
+    count, capacities from 16 B to unbounded, element widths 1/2/1/4 B, with and without an
+    unrolled datapath (AlexNet-like 11x11 windows at stride 4 among the layers)."""
+    prec = ElementBytes(1, 2, 1, 4)
+    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    for on_chip in (2, 3):
+        per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
+        for gamma in range(1, on_chip + 1):
+            chains = {d: per_dim[d][np.unique(chain_classes(per_dim[d], extent[d], gamma),
+                                              return_index=True)[1]] for d in DIMS}
+            shape = tuple(len(chains[d]) for d in DIMS)
+            for array in ARRAYS:
+                for cap in (16.0, 300.0, 5000.0, 1e12):
+                    for lanes in (frozenset(), frozenset("CM")):
+                        blocks = LevelBlocks(layer, grid_of(chains, extent), gamma, on_chip,
+                                             {array: 1.0}, prec, lanes)
+                        own = alone_floor(cap, blocks, array)
+                        got = alone_module.unit_alone_grid(layer, chains, extent, gamma,
+                                                           on_chip, cap, array, prec, lanes)
+                        assert got.shape == shape
+                        np.testing.assert_array_equal(got, np.broadcast_to(own, shape),
+                                                      err_msg=f"{array} γ={gamma} {cap} B")
+
+
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                              HealthCheck.function_scoped_fixture])
 @given(case=search_case())
@@ -128,13 +159,13 @@ def test_tables_change_no_search_and_are_kept(monkeypatch) -> None:
     monkeypatch.setattr(alone_module, "SHARE", 0)
     alone_module._TABLES.clear()
     priced = []
-    real = alone_module.alone_floor
+    real = alone_module.unit_alone_grid
 
-    def counted(level_bytes, blocks, array):
+    def counted(layer, chains, extent, gamma, on_chip, level_bytes, *rest):
         priced.append(level_bytes)
-        return real(level_bytes, blocks, array)
+        return real(layer, chains, extent, gamma, on_chip, level_bytes, *rest)
 
-    monkeypatch.setattr(alone_module, "alone_floor", counted)
+    monkeypatch.setattr(alone_module, "unit_alone_grid", counted)
     with_tables = search(layer, THREE, PREC)
     assert with_tables.energy_pj == without.energy_pj
     assert with_tables.blocking == without.blocking

@@ -216,6 +216,17 @@ def _windows(code: int) -> list[int]:
     return [int(full[0]), int(full[1]), int(bool(code & ROLL)), *kept]
 
 
+@functools.lru_cache(maxsize=64)
+def alone_tables(array: str, inner: bool, lanes: frozenset[str]) -> tuple:
+    """The compiled kernels' tables (which tile per dimension, kernel windows, array kind) of
+    `array`'s alone codes (`alone_prefixes`), as `_codes` lays out a placement's."""
+    codes = alone_prefixes(array, inner, lanes)
+    which = np.array([_which(moved_code(c)) + _which(buffer_spec(c)[0]) for c in codes],
+                     dtype=np.int8).reshape(-1, 2 * len(DIMS))
+    kfull = np.array([_windows(c) for c in codes], dtype=np.int8).reshape(-1, 5)
+    return which, kfull, np.full(len(codes), ARRAYS.index(array), dtype=np.int8)
+
+
 def _kernel_args(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
                  held: tuple[str, ...], relax: bool = False) -> tuple:
     """`search_kernel`'s arguments for the level's placements holding `held` at the blocks'
@@ -319,7 +330,8 @@ def take(flat: dict, idx) -> dict:
 __all__ = ["ARRAYS", "BIT", "FULL", "G0BIT", "G0_FOOT", "G0_REFILL", "INNER", "OPERANDS",
            "RELEVANT", "ROLL", "_FOOT_ONLY", "_PAIRS", "_REFILL_ONLY", "buffer_spec",
            "moved_code", "step_bits", "unrolled_dims",
-           "LevelBlocks", "Pattern", "alone_prefixes", "best_placements", "canonical_prefixes",
+           "LevelBlocks", "Pattern", "alone_prefixes", "alone_tables", "best_placements",
+           "canonical_prefixes",
            "floors_under", "least_total_at", "grades", "inner_placements",
            "inner_prefixes", "level_placements", "holder_patterns", "mask", "placements",
            "realizes", "side_cost", "take", "variant"]
