@@ -65,31 +65,61 @@ def flat_grid(per_dim: dict, extent: dict, chain_at: dict[str, np.ndarray]) -> d
 def _class_floor(shape, mac, fetch, flat, offs, count, fpj, hold, coef, out):
     """out[q] = mac[q] + Σ_A min over A's chains h of (fpj[A, h]·fetch[A, q]
     + Σ_j coef[A, h, j]·table_{hold[A, h, j]}[q]), in `relaxed_floor`'s order of operations;
-    table t's value at class (i0 … i4) is flat[Σ_axis offs[t, axis, i_axis]]."""
-    vals = np.empty(offs.shape[0])
-    q = 0
-    for i0 in range(shape[0]):
-        for i1 in range(shape[1]):
-            for i2 in range(shape[2]):
-                for i3 in range(shape[3]):
-                    for i4 in range(shape[4]):
-                        for t in range(offs.shape[0]):
-                            vals[t] = flat[offs[t, 0, i0] + offs[t, 1, i1] + offs[t, 2, i2]
-                                           + offs[t, 3, i3] + offs[t, 4, i4]]
-                        total = 0.0
-                        for a in range(3):
-                            least = np.inf
-                            for h in range(count[a]):
-                                term = fpj[a, h] * fetch[a, q]
-                                for j in range(hold.shape[2]):
-                                    if hold[a, h, j] < 0:
-                                        break
-                                    term = term + coef[a, h, j] * vals[hold[a, h, j]]
-                                least = min(least, term)
-                            total = total + least
-                        out[q] = mac[q] + total
-                        q += 1
-
+    table t's value at class (i0 … i4) is flat[Σ_axis offs[t, axis, i_axis]]. The largest
+    axis is innermost, its points priced a row at a time (the same operations per point, so
+    the same numbers: lenet5's conv2 on 3 levels, 29 x 29 x 50 x 100 classes, 80-128 ms
+    against 236-326 ms nested point by point, equal bit for bit)."""
+    inner = 0
+    for axis in range(5):
+        if shape[axis] > shape[inner]:
+            inner = axis
+    n = shape[inner]
+    strides = np.empty(5, dtype=np.int64)
+    step = 1
+    for axis in range(4, -1, -1):
+        strides[axis] = step
+        step *= shape[axis]
+    tables = offs.shape[0]
+    vals = np.empty((tables, n))
+    term, least, total = np.empty(n), np.empty(n), np.empty(n)
+    at = np.empty(n, dtype=np.int64)
+    for o in range(step // n):
+        rest, qbase = o, 0
+        base = np.zeros(tables, dtype=np.int64)
+        for axis in range(4, -1, -1):
+            if axis == inner:
+                continue
+            i = rest % shape[axis]
+            rest //= shape[axis]
+            qbase += i * strides[axis]
+            for t in range(tables):
+                base[t] += offs[t, axis, i]
+        for t in range(tables):
+            for i in range(n):
+                vals[t, i] = flat[base[t] + offs[t, inner, i]]
+        for i in range(n):
+            at[i] = qbase + i * strides[inner]
+            total[i] = 0.0
+        for a in range(3):
+            for i in range(n):
+                least[i] = np.inf
+            for h in range(count[a]):
+                f = fpj[a, h]
+                for i in range(n):
+                    term[i] = f * fetch[a, at[i]]
+                for j in range(hold.shape[2]):
+                    t = hold[a, h, j]
+                    if t < 0:
+                        break
+                    c = coef[a, h, j]
+                    for i in range(n):
+                        term[i] = term[i] + c * vals[t, i]
+                for i in range(n):
+                    least[i] = min(least[i], term[i])
+            for i in range(n):
+                total[i] = total[i] + least[i]
+        for i in range(n):
+            out[at[i]] = mac[at[i]] + total[i]
 
 class ClassFloors:
     """The classes of a search's chains that its bound is taken over and the bound: per
