@@ -110,7 +110,7 @@ def test_a_request_is_taken_once() -> None:
 @pytest.mark.parametrize("by_class", [False, True], ids=["slices", "classes"])
 @pytest.mark.parametrize("spec, caps, n", [
     ("input: [12, 14, 12], maps: 16, kernel: 3", (4096, 1024, 256), 2),
-    ("input: [12, 12, 12], maps: 16, kernel: 3", (2048, 1024, 128), 3),
+    ("input: [12, 14, 12], maps: 16, kernel: 3", (2048, 1024, 128), 3),
 ])
 def test_the_least_of_a_searchs_shares_is_its_optimum(tmp_path, monkeypatch, spec, caps, n,
                                                       by_class) -> None:

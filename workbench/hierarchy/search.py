@@ -32,11 +32,12 @@ over the orders, the identity first (its best energy bounds the others'). Per ro
   others, and the kernel window k = K (FX, FY in m_A) or 1 (seed 001 §3: "Fw, Fh are not
   required to be the innermost loops"); m_A encloses the loops of the dimensions the datapath
   unrolls among A's operands (`step_bits`), so that the block holds a step's operands;
-- the innermost level's inputs may also take eq. 2's buffer where their window rolls
-  along the outermost loop q of their position (`search_placements.rolling`: q = X, Y of
-  group 1, or X, Y after their kernel loop, FX, FY after their output loop in group 0): the
-  loops inside q (FX, FY: a stride's worth, min(S, K)), never more than eq. 2's buffer there
-  when q runs more than once, and never more than the footprint;
+- every level's inputs may also take eq. 2's buffer where their window rolls along the
+  outermost loop q of their position (`search_placements.rolling`: q = X, Y of the level's
+  group, or, at the innermost level, X, Y after their kernel loop, FX, FY after their output
+  loop in group 0): the loops inside q (FX, FY: a stride's worth, min(S, K)), never more than
+  eq. 2's buffer there when q runs more than once (every loop carrying reuse lies inside q),
+  and never more than the footprint;
 - a blocking fits when Σ_A buffer_A × width_A ≤ capacity (split: each within its part),
   buffer_A the footprint (eq. 1) but for those rolling inputs. Both bound eq. 2's buffers, so
   the result fits by `accesses.evaluate` too; not conversely (below).
@@ -46,17 +47,21 @@ against them):
 - a level's buffers in the groups of two roles (e.g. an SRAM holding inputs outside the
   register file's partial sums and weights inside them: 17% below S's optimum on a tiny
   layer, `tests/test_hierarchy_incumbents.py`);
-- the blockings that fit only by eq. 2's buffers (`evaluate`'s rule) at an outer level,
-  where they are smaller than their footprints when a buffer's outermost enclosed loops
-  carry none of its reuse: a window rolling along a halo, a streamed block. At the innermost
-  level eq. 2 adds nothing else with a scalar datapath: a position whose outermost
-  reuse-carrying loop q (running more than once) lies inside it moves and holds what the
-  position just after q does (the loops between are relevant to the array and carry none of
-  its reuse: they scale footprint and refills inversely), which is in S (W, O: q irrelevant
-  to them, its buffer its footprint; I: rolling along q). With an unrolled datapath that
+- the blockings that fit only by eq. 2's buffers (`evaluate`'s rule) at an outer level
+  whose own group's loops inside a buffer carry none of its reuse (or run once): its
+  outermost reuse-carrying loop then lies in an inner group, whose order is another level's
+  choice, and the buffer streams that group's blocks (lemma 3's independence would not hold).
+  Where that loop q lies in the level's own group (and at the innermost level, with a scalar
+  datapath, anywhere), eq. 2 adds nothing else: a position whose outermost reuse-carrying
+  loop q (running more than once) lies inside it moves and holds what the position just after
+  q does (the loops between are relevant to the array and carry none of its reuse: they
+  scale footprint and refills inversely), which is in S (W, O: q irrelevant to them, its
+  buffer its footprint; I: rolling along q). With an unrolled datapath that innermost
   position may hold less than a step's operands, which S refuses. On one level, counting DRAM
   bytes, S's optimum moves what seed 002's search moves on AlexNet's first layer at 1-64 KB
-  (`benchmarks/bench_hierarchy_reach.py`; with footprints only, 2.6-11.8% more);
+  (`benchmarks/bench_hierarchy_reach.py`; with footprints only, 2.6-11.8% more); on two
+  levels, a 3-wide kernel's row on a 6 B SRAM costs 12.7% more with the SRAM's inputs held
+  by their footprints (`tests/test_hierarchy_search.py`);
 - the innermost role's buffers outside groups 0 and 1, and those inside group 0 that do not
   hold a datapath step's operands;
 - under an order other than the identity, the padded blockings whose innermost role holds
@@ -92,9 +97,12 @@ level's group-0 positions are the prefixes of π_0 directly followed by any othe
 (`search_space.inner_prefixes`), over all 5,040 orders.
 Lemma 2 (dominated placements). Per array, each dimension of S_A either only grows the
 footprint (W: M, C; O: X, Y, M, N; I: C, N), only shrinks refills (W: X, Y, N; O: C; I: M) or
-both (I: X, Y, the halo). A placement whose sets have, per held array, the same "both" part,
-no more "footprint" bits and no fewer "refill" bits than another's is never worse for any
-tiles: it is dropped (`search_space.placements`: 96 of 3,326 tuples remain for I, W, O).
+both (I: X, Y, the halo). A code's block moves with the loops M inside it at t_γ and holds
+those of H (H = M, but H = M ∖ {q} rolling along q). A placement whose arrays each have, of
+another's, every M bit among the loops its moved falls with (refill, both) and no H bit more
+among those its footprint grows with (footprint, both) moves and holds no more for any tiles:
+the other is dropped (`outer_placements`: 101 of 3,749 tuples remain for I, W, O; without
+rolling codes this keeps the same "both" part, 96 of 3,326).
 Lemma 2' (the innermost level). Grade each loop of GROUP0 per array by how far its buffer
 reaches along it (`grades`: 0 outside, 1 inside group 0 (c = t_0, kernel K), 2 group 1's loop
 too (c = t_1); 1 ≤ t_0 ≤ t_1). Footprint-only loops (I: C, N; W: FX, FY, M, C; O: X, Y, M, N)

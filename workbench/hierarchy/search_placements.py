@@ -14,13 +14,15 @@ FY = 2, X = 4, …, N = 64) of the group-0 loops inside it (m ≠ all seven: tha
 window K or 1 along FX, FY (seed 001 §3: "Fw, Fh are not required to be the innermost loops");
 it encloses the loops a datapath step of its array needs (`step_bits`).
 
-Rolling windows (the innermost level's inputs only). A buffer whose outermost loop q carries
-its array's reuse holds, by eq. 2, only the loops inside q (`blocking.buffer_size`); for W and
-O such a q is irrelevant to the array and adds nothing to the footprint, but I's X, Y (group
-1, halo) and X, FX, Y, FY (group 0, its partner inside) are relevant: the window rolls along q.
-Code ROLL | q << 10 | m: the loops m inside the buffer (m's last loop q, which moves the
-counts of m) and a buffer of `buffer_spec(code)`: the loops of m but q (q = FX, FY: a stride's
-worth of it, min(S, K)). m = 0 with a rolling q is group 0's last loop (the end of group 0).
+Rolling windows (the inputs only). A buffer whose outermost loop q carries its array's reuse
+holds, by eq. 2, only the loops inside q (`blocking.buffer_size`; every loop carrying reuse lies
+inside q, so eq. 2's buffer is never more than that); for W and O such a q is irrelevant to the
+array and adds nothing to the footprint, but I's X, Y (the level's own group, halo) and, at the
+innermost level, X, FX, Y, FY (group 0, its partner inside) are relevant: the window rolls
+along q. Code ROLL | q << 10 | m: the loops m inside the buffer (m's last loop q, which moves
+the counts of m) and a buffer of `buffer_spec(code)`: the loops of m but q (q = FX, FY: a
+stride's worth of it, min(S, K)). m = 0 with a rolling q is group 0's last loop (the end of
+group 0).
 """
 
 from __future__ import annotations
@@ -222,16 +224,18 @@ def _features(array: str, code: int) -> list[tuple[int, int]]:
     return out
 
 
-def _undominated(held: tuple[str, ...], found: dict) -> dict:
-    """`found`'s tuples (of innermost-level codes) no other one dominates (lemma 2'), with
-    their orders. A dominating tuple has fewer feature bits, and dominance is transitive, so a
-    tuple is dominated iff an undominated tuple with fewer bits dominates it: tuples are
-    checked by rising bit count, a chunk at a time, against those kept and the chunk."""
+def _undominated(held: tuple[str, ...], found: dict, packed=None) -> dict:
+    """`found`'s tuples (of innermost-level codes) no other one dominates (lemma 2'; `packed`:
+    another level's features, `_outer_packed`), with their orders. A dominating tuple has
+    fewer feature bits, and dominance is transitive, so a tuple is dominated iff an
+    undominated tuple with fewer bits dominates it: tuples are checked by rising bit count,
+    a chunk at a time, against those kept and the chunk."""
     keys = list(found)
+    packed = _packed if packed is None else packed
     # one 64-bit word per held array (its features take at most 32 bits)
-    words = np.array([[_packed(a, c)[0] for a, c in zip(held, key, strict=True)]
+    words = np.array([[packed(a, c)[0] for a, c in zip(held, key, strict=True)]
                       for key in keys], dtype=np.uint64).reshape(len(keys), len(held))
-    counts = [sum(_packed(a, c)[0].bit_count() for a, c in zip(held, key, strict=True))
+    counts = [sum(packed(a, c)[0].bit_count() for a, c in zip(held, key, strict=True))
               for key in keys]
     rank = np.argsort(counts, kind="stable")
     kept: list[int] = []
@@ -266,12 +270,38 @@ def inner_placements(held: tuple[str, ...], lanes: frozenset[str] = frozenset()
     return tuple((k, kept[k]) for k in sorted(kept))
 
 
+def _outer_packed(array: str, code: int) -> tuple[int, int]:
+    """An outer level's code as `_undominated`'s features (fewer bits better): the loops the
+    moved block takes at t_γ that its moved count falls with (not taken: a bit), then those
+    the buffer takes at t_γ that its footprint grows with (lemma 2 with rolling codes)."""
+    moved = moved_code(code) & ~_FOOT_ONLY[array]
+    held = buffer_spec(code)[0] & ~_REFILL_ONLY[array]
+    return (FULL & ~_FOOT_ONLY[array] & ~moved) | held << len(DIMS), 2 * len(DIMS)
+
+
+@functools.lru_cache(maxsize=16)
+def outer_placements(held: tuple[str, ...]) -> tuple[tuple[tuple[int, ...], tuple], ...]:
+    """Non-dominated placements of an outer level (γ ≥ 2) holding `held`: (one code per held
+    array, an order of DIMS realizing them), the inputs' windows also rolling along X, Y of
+    the group, every order's canonical prefixes considered, dominated tuples dropped. A tuple
+    whose arrays each take t_γ along every loop the other's moved block does (of those its
+    moved count falls with) and along no loop the other's buffer does not (of those its
+    footprint grows with) moves no more and holds no more at every point (lemma 2; a rolling
+    code moves its loops' block and holds it without q)."""
+    found: dict[tuple[int, ...], tuple[str, ...]] = {}
+    for order in itertools.permutations(DIMS):
+        for combo in itertools.product(*(canonical_prefixes(order, a, True) for a in held)):
+            found.setdefault(combo, order)
+    kept = _undominated(held, found, _outer_packed)
+    return tuple((k, kept[k]) for k in sorted(kept))
+
+
 def level_placements(held: tuple[str, ...], inner: bool,
                      lanes: frozenset[str] = frozenset()) -> tuple:
     """The placements searched for a level: `inner_placements` for the innermost on-chip
-    level (orders (π_0, π_1); `lanes`: the datapath's unrolled dimensions), else `placements`
-    (one order)."""
-    return inner_placements(held, lanes) if inner else placements(held)
+    level (orders (π_0, π_1); `lanes`: the datapath's unrolled dimensions), else
+    `outer_placements` (one order)."""
+    return inner_placements(held, lanes) if inner else outer_placements(held)
 
 
 def realizes(order: tuple[str, ...], prefixes: tuple[int, ...]) -> bool:
@@ -282,21 +312,20 @@ def realizes(order: tuple[str, ...], prefixes: tuple[int, ...]) -> bool:
 
 def alone_prefixes(array: str, inner: bool = False,
                    lanes: frozenset[str] = frozenset()) -> list[int]:
-    """The prefixes that can be best for `array` alone in a buffer. Outer levels: every
-    refill-only loop inside, no footprint-only loop, any subset of the loops moving both (I's
-    X, Y): any other prefix S is no better, S ∪ refill-only ∖ footprint-only fits wherever S
-    does (footprint never larger) and moves no more (refills never more). inner: the
+    """The prefixes that can be best for `array` alone in a buffer. Outer levels: the array's
+    undominated codes alone (`outer_placements`: W, O every refill-only loop inside and no
+    footprint-only one; I its window rolling along X or Y, every refill-only loop inside, no
+    footprint-only one): every code moves and holds at least what one of them does. inner: the
     innermost level's undominated codes of the array alone (`inner_placements`, lemma 2': every
     code's energy and buffer are at least one of theirs at every point), inside group 0 only
     around a step of the datapath unrolling `lanes`."""
-    if inner:
-        return [codes[0] for codes, _ in inner_placements((array,), lanes)]
-    both = FULL & ~(_FOOT_ONLY[array] | _REFILL_ONLY[array])
-    return [_REFILL_ONLY[array] | s for s in range(FULL + 1) if not s & ~both]
+    table = inner_placements((array,), lanes) if inner else outer_placements((array,))
+    return [codes[0] for codes, _ in table]
 
 
 __all__ = ["BIT", "FULL", "G0BIT", "G0_FOOT", "G0_REFILL", "INNER", "OPERANDS", "RELEVANT",
            "ROLL", "buffer_spec", "moved_code", "rolling",
            "alone_prefixes", "canonical_prefixes", "grades", "inner_placements", "inner_prefixes",
-           "level_placements", "mask", "placements", "realizes", "step_bits",
+           "level_placements", "mask", "outer_placements", "placements", "realizes",
+           "step_bits",
            "unrolled_dims"]

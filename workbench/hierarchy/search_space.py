@@ -91,9 +91,8 @@ class LevelBlocks:
         if key not in self._memo:
             lay, prec = self.layer, self.precision
             code = moved_code(prefix)
-            if (code >= INNER or prefix & ROLL) and self.gamma != 1:
-                raise ValueError("only the innermost level's buffers lie inside group 0 or "
-                                 "roll")
+            if code >= INNER and self.gamma != 1:
+                raise ValueError("only the innermost level's buffers lie inside group 0")
             which, kx, ky = self._which(code)
             refills = self._product(tuple(("r", d, which[d]) for d in DIMS))
             elements = self._elements(array, which, kx, ky)
