@@ -145,23 +145,29 @@ def test_block_counts_equal_the_model(case, array) -> None:
     II, `carries`) and runs more than once."""
     layer, t0, t1 = case
     blocks = LevelBlocks(layer, _grid(layer, [(t0, t1)]), 1, 2, {array: 1.0}, PREC)
-    outputs = float(blocks.outputs[0])
     for code in codes_of(array):
-        blocking = _blocking(code, t0, t1, array)
-        moved = next(t for t in transfers(layer, blocking, 3) if t.level == 2 and
-                     t.array == array)
-        energy, foot = _priced(blocks, array, code)
-        assert energy[0] == pytest.approx(
-            side_cost(array, moved.moved, 1.0, outputs, PREC), rel=1e-12)
-        if not code & ROLL:
-            assert foot[0] == pytest.approx(moved.footprint * WIDTH[array], rel=1e-12)
-            continue
-        assert moved.buffer * WIDTH[array] <= foot[0] <= moved.footprint * WIDTH[array]
-        loops = blocking.loops
-        q = loops.index(_last(code))
-        trips = trip_counts(layer, blocking)
-        if trips[q] > 1 and carries(layer, "I", loops[q], set(loops[:q])):
-            assert foot[0] == pytest.approx(moved.buffer * WIDTH[array], rel=1e-12)
+        check_code(layer, blocks, array, code, _blocking(code, t0, t1, array), 2, _last(code))
+
+
+def check_code(layer: ConvLayer, blocks: LevelBlocks, array: str, code: int,
+               blocking: Blocking, level: int, last: tuple[str, int] | None) -> None:
+    """The code's `block` (energy at 1 pJ/bit, buffer bytes) against the model's transfer into
+    `level` of `blocking` (its buffer at the code's position; `last`: a rolling code's loop):
+    the footprint for a plain code; for a rolling one at most that and at least eq. 2's
+    buffer, exactly it when its last loop carries the reuse and runs more than once."""
+    moved = next(t for t in transfers(layer, blocking, 3) if t.level == level and
+                 t.array == array)
+    energy, foot = _priced(blocks, array, code)
+    assert energy[0] == pytest.approx(
+        side_cost(array, moved.moved, 1.0, float(blocks.outputs[0]), PREC), rel=1e-12)
+    if not code & ROLL:
+        assert foot[0] == pytest.approx(moved.footprint * WIDTH[array], rel=1e-12)
+        return
+    assert moved.buffer * WIDTH[array] <= foot[0] <= moved.footprint * WIDTH[array]
+    loops = blocking.loops
+    q = loops.index(last)
+    if trip_counts(layer, blocking)[q] > 1 and carries(layer, "I", loops[q], set(loops[:q])):
+        assert foot[0] == pytest.approx(moved.buffer * WIDTH[array], rel=1e-12)
 
 
 @settings(max_examples=15, deadline=None)

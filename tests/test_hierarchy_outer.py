@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_hierarchy_inner import EXTENT, PREC, WIDTH, _grid, _priced, point
+from test_hierarchy_inner import EXTENT, PREC, _grid, _priced, check_code, point
 
 from workbench.hierarchy import (
     ARRAYS,
@@ -25,9 +25,7 @@ from workbench.hierarchy import (
     Hierarchy,
     Level,
     SplitCapacity,
-    transfers,
 )
-from workbench.hierarchy.blocking import carries, trip_counts
 from workbench.hierarchy.search_alone import unit_alone_grid
 from workbench.hierarchy.search_bounds import alone_floor, alone_prefixes
 from workbench.hierarchy.search_placements import (
@@ -37,7 +35,7 @@ from workbench.hierarchy.search_placements import (
     outer_placements,
     rolling,
 )
-from workbench.hierarchy.search_space import LevelBlocks, best_placements, side_cost
+from workbench.hierarchy.search_space import LevelBlocks, best_placements
 
 # every code of a group ≥ 2: the set of its loops inside the buffer, and for the inputs each
 # such set whose last loop is X or Y with the window rolling along it
@@ -79,23 +77,9 @@ def test_outer_block_counts_equal_the_model(case, array) -> None:
     than once."""
     layer, t0, t1 = case
     blocks = LevelBlocks(layer, _grid(layer, [(t0, t1)]), 2, 2, {array: 1.0}, PREC)
-    outputs = float(blocks.outputs[0])
     for code in codes_of(array):
-        blocking = _blocking(code, t0, t1, array)
-        moved = next(t for t in transfers(layer, blocking, 3) if t.level == 1 and
-                     t.array == array)
-        energy, foot = _priced(blocks, array, code)
-        assert energy[0] == pytest.approx(
-            side_cost(array, moved.moved, 1.0, outputs, PREC), rel=1e-12)
-        if not code & ROLL:
-            assert foot[0] == pytest.approx(moved.footprint * WIDTH[array], rel=1e-12)
-            continue
-        assert moved.buffer * WIDTH[array] <= foot[0] <= moved.footprint * WIDTH[array]
-        loops = blocking.loops
-        q = loops.index((_last(code), 2))
-        if trip_counts(layer, blocking)[q] > 1 and carries(layer, "I", loops[q],
-                                                            set(loops[:q])):
-            assert foot[0] == pytest.approx(moved.buffer * WIDTH[array], rel=1e-12)
+        last = None if _last(code) is None else (_last(code), 2)
+        check_code(layer, blocks, array, code, _blocking(code, t0, t1, array), 1, last)
 
 
 @functools.lru_cache(maxsize=16)
