@@ -45,7 +45,7 @@ S ⊇ R (all S_A = ∅, every level holding every array it can; `search_r`); `by
 searches only R's holders (faster), under the identity. Not in S (so not claimed optimal
 against them):
 - a level's buffers in the groups of two roles (e.g. an SRAM holding inputs outside the
-  register file's partial sums and weights inside them: 17% below S's optimum on a tiny
+  register file's partial sums and weights inside them: 7.5% below S's optimum on a tiny
   layer, `tests/test_hierarchy_incumbents.py`);
 - the blockings that fit only by eq. 2's buffers (`evaluate`'s rule) at an outer level
   whose own group's loops inside a buffer carry none of its reuse (or run once): its
