@@ -30,7 +30,7 @@ import time
 from workbench import layers
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, evaluate
 from workbench.hierarchy.search import search
-from workbench.hierarchy.search_space import inner_placements, placements
+from workbench.hierarchy.search_placements import inner_placements, outer_placements
 
 PJ_PER_16B = {"DRAM": 320.0, "SRAM": 15.60, "RF": 1.20}  # seed 001 table 3
 
@@ -268,6 +268,8 @@ def main() -> None:
                         help="only the seed001_3level section")
     parser.add_argument("--cli-only", action="store_true",
                         help="only the README co-design command's timing")
+    parser.add_argument("--table-only", action="store_true",
+                        help="only the VGG16 table (S against R's holders)")
     args = parser.parse_args()
     if args.ui_only:
         ui_section()
@@ -291,7 +293,7 @@ def main() -> None:
         f"{lvl.name} {lvl.total_bytes:g} B, {lvl.access_bits} b, {lvl.energy_pj:g} pJ"
         for lvl in hier.levels) + "; 1 pJ/MAC")
     start = time.perf_counter()
-    placements(("I", "W", "O"))  # the per-level placement tables, built once per process
+    outer_placements(("I", "W", "O"))  # the per-level placement tables, built once per process
     inner_placements(("I", "W", "O"))
     print(f"placement tables built in {time.perf_counter() - start:.1f} s")
     print(f"{'layer':9} {'S s':>6} {'SR s':>6} {'chains':>9}  {'tiles t0 | t1 (X Y C M N)':30} "
@@ -318,6 +320,8 @@ def main() -> None:
     print(f"total search time: S {total:.1f} s, SR (R's holders) {total_r:.1f} s for "
           f"{len(convs)} layers (one process); network energy S {energy / macs:.3f} pJ/MAC, "
           f"SR {energy_r / macs:.3f}")
+    if args.table_only:
+        return
     platform_section()
     ui_section()
     ui_prefetch_section()
