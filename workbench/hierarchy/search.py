@@ -310,7 +310,7 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
                for d in DIMS}  # role L−γ+1's view of each chain
     pj_bit = _pj_per_bit(hierarchy, size_energy)
     mirror = mirrored(layer, hierarchy)
-    tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # outer levels' best placements
+    tables: dict[tuple, tuple] = {}  # outer levels' best placements (`_level_table`)
     # alone floors per class of chains: shared by the slices, or by one slice's points
     alone_tables = AloneTables(layer, hierarchy, per_dim, extent, precision)
     patterns = role_patterns(hierarchy, roles) if bypass else holder_patterns(hierarchy)[:1]

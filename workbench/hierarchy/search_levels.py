@@ -66,31 +66,43 @@ def _level(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: n
     return best_placements(hierarchy, k, blocks, held)
 
 
+def class_ids(classes: dict, gamma: int, chain_at: dict, one_x: bool
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The (t_{γ−1}, t_γ, P) class combination of each point (`chain_at`: its chain index per
+    dimension; one_x: the points share one X chain, whose table has an X axis of length 1) as
+    a flat index into `_level_table`'s arrays: (the distinct ones, each point's among them)."""
+    shape = tuple(1 if d == "X" and one_x else int(classes[d][gamma].max()) + 1 for d in DIMS)
+    at = tuple(np.zeros_like(chain_at[d]) if d == "X" and one_x else
+               classes[d][gamma][chain_at[d]] for d in DIMS)
+    return np.unique(np.ravel_multi_index(at, shape), return_inverse=True)
+
+
 def _level_table(layer: ConvLayer, hierarchy: Hierarchy, k: int, per_dim: dict, extent: dict,
                  classes: dict, ox: int | None, pj_bit: np.ndarray, precision: PrecisionLike,
-                 pattern: Pattern, table: tuple | None, ids: tuple) -> tuple:
+                 pattern: Pattern, table: tuple | None, ids: np.ndarray) -> tuple:
     """Outer level k's best placement (pJ one group, index) per class of X, Y, C, M, N (X: only
-    the class of chain `ox`, axis of length 1, unless None): arrays indexed by the class ids,
-    filled (NaN: not yet) at the classes `ids` (one index array per dimension) and kept."""
+    the class of chain `ox`, axis of length 1, unless None): (energy, index, filled) flat
+    arrays over the class combinations (`class_ids`), priced at the combinations `ids` where
+    not `filled` yet, and kept. They start zeroed (calloc: a page is written only when a
+    combination on it is priced; most are never looked up)."""
     gamma = len(hierarchy.levels) - k
     first = {d: np.unique(classes[d][gamma], return_index=True)[1] for d in DIMS}
     if ox is not None:
         first["X"] = np.array([ox])
+    shape = tuple(len(first[d]) for d in DIMS)
     if table is None:
-        shape = tuple(len(first[d]) for d in DIMS)
-        table = np.full(shape, np.nan), np.full(shape, -1, dtype=np.int16)
-    missing = np.isnan(table[0][ids])
-    if missing.any():
-        wanted = np.zeros(table[0].size, dtype=bool)
-        wanted[np.ravel_multi_index(tuple(i[missing] for i in ids), table[0].shape)] = True
-        todo = np.unravel_index(np.nonzero(wanted)[0], table[0].shape)
+        size = math.prod(shape)
+        table = np.zeros(size), np.zeros(size, dtype=np.int16), np.zeros(size, dtype=bool)
+    energy, at, filled = table
+    todo = ids[~filled[ids]]
+    if len(todo):
         flat = {}
-        for d, cls in zip(DIMS, todo, strict=True):
+        for d, cls in zip(DIMS, np.unravel_index(todo, shape), strict=True):
             chains = per_dim[d][first[d][cls]].astype(float)
             flat[d] = ([chains[:, g] for g in range(chains.shape[1])],
                        -(-extent[d] // chains[:, -1]) * chains[:, -1])
-        table[0][todo], table[1][todo] = _level(layer, hierarchy, k, flat, pj_bit, precision,
-                                                pattern)
+        energy[todo], at[todo] = _level(layer, hierarchy, k, flat, pj_bit, precision, pattern)
+        filled[todo] = True
     return table
 
 
@@ -117,4 +129,4 @@ def _blocking(hierarchy: Hierarchy, tiles: list[dict], picks: dict[int, int],
     return Blocking.of(orders, tiles, buffers)
 
 
-__all__ = ["_blocking", "_datapath_side", "_level", "_level_table", "_smallest"]
+__all__ = ["_blocking", "_datapath_side", "_level", "_level_table", "_smallest", "class_ids"]

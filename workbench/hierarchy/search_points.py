@@ -34,6 +34,7 @@ from workbench.hierarchy.search_levels import (
     _datapath_side,
     _level_table,
     _smallest,
+    class_ids,
 )
 from workbench.hierarchy.search_memory import InnerMemory
 from workbench.hierarchy.search_space import (
@@ -144,9 +145,7 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
     fetch_unit = {a: at_rows(v, rows) for a, v in side[1].items()}
     feet = {k: {a: at_rows(v, rows) for a, v in per.items()} for k, per in side[2].items()}
     n = len(rows[0])
-    ids = {k: tuple(np.zeros_like(chain_at[d]) if d == "X" and one_x else
-                    classes[d][on_chip + 1 - k][chain_at[d]] for d in DIMS)
-           for k in range(1, on_chip)}
+    ids = {k: class_ids(classes, on_chip + 1 - k, chain_at, one_x) for k in range(1, on_chip)}
     outer: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (k, variant): at every point
     terms = None if not math.isfinite(best) else chain_terms(
         layer, hierarchy, flat, pj_bit, precision, live, fetch_unit, alone_at)
@@ -175,8 +174,9 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
                 key = (k, held_by, classes["X"][on_chip + 1 - k][xs.start] if one_x else None)
                 table = tables[key] = _level_table(
                     layer, hierarchy, k, per_dim, extent, classes, xs.start if one_x else None,
-                    pj_bit, precision, pattern, tables.get(key), ids[k])
-                outer[k, held_by] = table[0][ids[k]], table[1][ids[k]]
+                    pj_bit, precision, pattern, tables.get(key), ids[k][0])
+                outer[k, held_by] = (table[0][ids[k][0]][ids[k][1]],
+                                     table[1][ids[k][0]][ids[k][1]])
             energy, at = outer[k, held_by]
             bound = bound + energy[sub]
             picks[k] = at[sub]
