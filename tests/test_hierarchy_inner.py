@@ -8,6 +8,7 @@ positions costs (any nested sets of loops, no lemma used), point by point."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 
@@ -27,6 +28,7 @@ from workbench.hierarchy import (
     Level,
     SplitCapacity,
     evaluate,
+    search_space,
     transfers,
 )
 from workbench.hierarchy.blocking import carries, trip_counts
@@ -47,6 +49,18 @@ from workbench.hierarchy.search_space import (
     step_bits,
 )
 from workbench.layers import ConvLayer
+
+
+@contextlib.contextmanager
+def halved(on: bool):
+    """The compiled calls split in two halves priced at once from 2 points on (as from SPLIT
+    points on a machine of many processors), or never split."""
+    kept = search_space.SPLIT, search_space.CPUS
+    search_space.SPLIT, search_space.CPUS = (2, 2) if on else (1 << 62, 1)
+    try:
+        yield
+    finally:
+        search_space.SPLIT, search_space.CPUS = kept
 
 PREC = ElementBytes(1, 2, 1, 4)
 WIDTH = {"I": PREC.inputs, "W": PREC.weights, "O": PREC.partial_sums}
@@ -173,12 +187,13 @@ def check_code(layer: ConvLayer, blocks: LevelBlocks, array: str, code: int,
 @settings(max_examples=15, deadline=None)
 @given(st.lists(point(), min_size=1, max_size=1), st.lists(point(), min_size=4, max_size=4),
        st.sampled_from([("I", "W", "O"), ("I", "O"), ("W",)]), st.integers(2, 400),
-       st.booleans(), st.booleans())
+       st.booleans(), st.booleans(), st.booleans())
 def test_compiled_pricing_equals_block_by_block(first, more, held, capacity, split,
-                                                inner) -> None:
+                                                inner, halves) -> None:
     """`best_placements` (compiled) returns, bit for bit, the least energy over its
     placements of the `block` energies summed in held order among those fitting, and the
-    first such placement: for the innermost level and for the outer one (γ = 2)."""
+    first such placement: for the innermost level and for the outer one (γ = 2); its points
+    priced in one call or in two halves at once (`halved`)."""
     layer = first[0][0]
     points = [(t0, t1) for _, t0, t1 in first + more
               if all(t1[d] <= getattr(layer, EXTENT[d]) for d in DIMS)]
@@ -188,7 +203,8 @@ def test_compiled_pricing_equals_block_by_block(first, more, held, capacity, spl
     hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("L1", cap, 16, 2.0),
                       Level("L2", cap, 16, 1.0)))
     level = 2 if inner else 1
-    best, at = best_placements(hier, level, blocks, held)
+    with halved(halves):
+        best, at = best_placements(hier, level, blocks, held)
     for p in range(len(points)):
         least, first_at = np.inf, -1
         for i, (codes, _) in enumerate(level_placements(held, inner, frozenset())):
@@ -216,16 +232,21 @@ def test_compiled_pricing_equals_block_by_block(first, more, held, capacity, spl
 @given(st.lists(point(), min_size=1, max_size=1), st.lists(point(), min_size=6, max_size=6),
        st.sampled_from([("I", "W", "O"), ("I", "O"), ("W",), ()]), st.integers(4, 60),
        st.booleans(), st.lists(st.floats(0, 500), min_size=7, max_size=7),
-       st.sampled_from([1, 3]), st.sampled_from([0.0, 0.9, 1.1, np.inf]))
+       st.sampled_from([1, 3]), st.sampled_from([0.0, 0.9, 1.1, np.inf]), st.booleans(),
+       st.booleans())
 def test_innermost_search_equals_pricing_every_point(first, more, held, capacity, split,
-                                                     outside, groups, scale) -> None:
+                                                     outside, groups, scale, halves,
+                                                     tie) -> None:
     """`least_total_at` (the innermost level's pruned search over a batch of points) returns
     the first point of least (outside + best fitting placement) × groups below the best given,
     and that point's first best placement, as pricing every point in full does; with the
-    alone floors as the lower bound and a best around the true least total."""
+    alone floors as the lower bound and a best around the true least total; in one call or
+    in two halves at once (`halved`; tie: every point alike, the first half's must win)."""
     layer = first[0][0]
     points = [(t0, t1) for _, t0, t1 in first + more
               if all(t1[d] <= getattr(layer, EXTENT[d]) for d in DIMS)]
+    if tie:
+        points, outside = points[:1] * 7, outside[:1] * 7
     coef = {"I": 0.7, "W": 1.9, "O": 0.3}
     blocks = LevelBlocks(layer, _grid(layer, points), 1, 2, coef, PREC)
     cap = SplitCapacity(capacity, capacity // 2, capacity // 3) if split else capacity
@@ -239,7 +260,8 @@ def test_innermost_search_equals_pricing_every_point(first, more, held, capacity
         np.inf if scale == np.inf or not np.isfinite(least) else 0.0
     bound = sum((alone_floor(hier.levels[2].bytes_for(a), blocks, a) for a in held),
                 np.zeros(len(points)))
-    total, j, i, lower = least_total_at(hier, blocks, held, outside, bound, groups, start)
+    with halved(halves):
+        total, j, i, lower = least_total_at(hier, blocks, held, outside, bound, groups, start)
     # lower bounds the level's least fitting energy at every point, at least the bound given
     assert np.all(lower >= bound) and np.all(lower <= best)
     if least < start:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_hierarchy_inner import halved
 from test_hierarchy_search import search_case
 
 from workbench.hierarchy import DIMS, ElementBytes, Hierarchy, Level, SplitCapacity
@@ -132,12 +133,14 @@ def test_app_like_edits_use_kept_bounds_and_change_no_optimum() -> None:
             search(layer, _two_levels(rf, sram=sram), PREC, energy).energy_pj, rel=1e-12)
 
 
+@pytest.mark.parametrize("halves", [False, True])
 @pytest.mark.parametrize("rf", [24, 96, SplitCapacity(16, 32, 16)])
-def test_kernel_lower_bounds_hold_at_every_point(rf) -> None:
+def test_kernel_lower_bounds_hold_at_every_point(rf, halves) -> None:
     """The innermost level's pruned search leaves, at every point, a lower bound on the
     level's least fitting energy (what is kept): at most the energy priced placement by
     placement, whether the point was skipped, beaten by a relaxation or priced in full with
-    nothing fitting below the best found (its placements not checked then bound it)."""
+    nothing fitting below the best found (its placements not checked then bound it); in one
+    call or two halves at once (`halved`)."""
     layer = ConvLayer(name="k", Ox=6, Oy=4, Oc=8, Kx=3, Ky=3, Kc=4)
     hier = _two_levels(rf)
     coef = {"I": 1.3, "W": 0.4, "O": 2.2}
@@ -147,22 +150,27 @@ def test_kernel_lower_bounds_hold_at_every_point(rf) -> None:
     flat = gather(grid_of(per_dim, {d: ext[_EXTENT[d]] for d in DIMS}),
                   np.unravel_index(np.arange(int(np.prod(shape))), shape))
     blocks = LevelBlocks(layer, flat, 1, 2, coef, PREC)
-    exact = best_placements(hier, 2, blocks, HELD)[0]
+    with halved(False):
+        exact = best_placements(hier, 2, blocks, HELD)[0]
     n = len(exact)
     rng = np.random.default_rng(7)
     outside = rng.uniform(0, float(np.nanmedian(exact[np.isfinite(exact)])), n)
     start = float(np.median((outside + exact)[np.isfinite(exact)]))
-    total, j, _, lower = least_total_at(hier, blocks, HELD, outside, np.zeros(n), 1, start)
+    with halved(halves):
+        total, j, _, lower = least_total_at(hier, blocks, HELD, outside, np.zeros(n), 1,
+                                            start)
     assert total == np.min(outside + exact) and j == np.argmin(outside + exact)
     assert np.all(lower <= exact)
     # some points were priced in full with nothing fitting below the best found
     assert np.count_nonzero((lower < exact) & (lower > 0)) > 0
 
 
+@pytest.mark.parametrize("halves", [False, True])
 @pytest.mark.parametrize("rf", [24, 96, SplitCapacity(16, 32, 16)])
-def test_floors_under_a_cap_are_exact_below_it(rf) -> None:
+def test_floors_under_a_cap_are_exact_below_it(rf, halves) -> None:
     """`floors_under` (what `lifted` prices): at every point at most the least fitting energy
-    priced placement by placement, and equal to it where that is below the point's cap."""
+    priced placement by placement, and equal to it where that is below the point's cap; in
+    one call or two halves at once (`halved`)."""
     layer = ConvLayer(name="f", Ox=6, Oy=4, Oc=8, Kx=3, Ky=3, Kc=4)
     hier = _two_levels(rf)
     coef = {"I": 0.9, "W": 1.7, "O": 0.6}
@@ -172,10 +180,12 @@ def test_floors_under_a_cap_are_exact_below_it(rf) -> None:
     flat = gather(grid_of(per_dim, {d: ext[_EXTENT[d]] for d in DIMS}),
                   np.unravel_index(np.arange(int(np.prod(shape))), shape))
     blocks = LevelBlocks(layer, flat, 1, 2, coef, PREC)
-    exact = best_placements(hier, 2, blocks, HELD)[0]
+    with halved(False):
+        exact = best_placements(hier, 2, blocks, HELD)[0]
     finite = exact[np.isfinite(exact)]
     cap = np.random.default_rng(3).uniform(0, 2 * float(np.median(finite)), len(exact))
-    got = floors_under(hier, blocks, HELD, cap)
+    with halved(halves):
+        got = floors_under(hier, blocks, HELD, cap)
     assert np.all(got <= exact)
     below = exact < cap
     assert below.any() and (~below).any()
