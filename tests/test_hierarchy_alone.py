@@ -21,6 +21,7 @@ from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.search import search
 from workbench.hierarchy.search_bounds import alone_floor
 from workbench.hierarchy.search_grid import chain_classes, grid_of
+from workbench.hierarchy.search_placements import Lanes
 from workbench.hierarchy.search_r import nondominated_chains
 from workbench.hierarchy.search_space import LevelBlocks, unrolled_dims
 from workbench.layers import ConvLayer
@@ -113,7 +114,7 @@ def test_compiled_class_grid_floors_equal_alone_floor(layer) -> None:
             shape = tuple(len(chains[d]) for d in DIMS)
             for array in ARRAYS:
                 for cap in (16.0, 300.0, 5000.0, 1e12):
-                    for lanes in (frozenset(), frozenset("CM")):
+                    for lanes in (Lanes(), Lanes({"C": 16, "M": 16}), Lanes({"X": 4, "C": 2})):
                         blocks = LevelBlocks(layer, grid_of(chains, extent), gamma, on_chip,
                                              {array: 1.0}, prec, lanes)
                         own = alone_floor(cap, blocks, array)

@@ -21,6 +21,7 @@ from workbench.hierarchy import (
     ElementBytes,
     Hierarchy,
     Level,
+    SplitCapacity,
     evaluate,
     executor,
     transfers,
@@ -28,6 +29,8 @@ from workbench.hierarchy import (
 from workbench.hierarchy.accesses import iterations
 from workbench.hierarchy.blocking import trip_counts
 from workbench.hierarchy.datapath import Datapath
+from workbench.hierarchy.search import search
+from workbench.hierarchy.search_r import NoFitError
 from workbench.layers import ConvLayer
 
 ONE = ElementBytes(1, 1, 1, 1)
@@ -68,8 +71,10 @@ def _check(layer: ConvLayer, blocking: Blocking, datapath: Datapath) -> None:
             assert t.refills == got["steps"], where          # refills of the datapath: steps
             assert t.footprint == t.buffer == got["live"], where  # a full step's operands
             assert t.macs == math.prod(trip_counts(layer, blocking)) * layer.groups
-        else:
+        else:  # eq. 2 in step time suffices; without sliding windows it is the live data
             assert t.buffer >= got["live"], where
+            if t.array != "I" and _steps_held(layer, blocking, datapath):
+                assert t.buffer == got["live"], where
 
 
 def _steps_held(layer: ConvLayer, blocking: Blocking, datapath: Datapath) -> bool:
@@ -266,3 +271,96 @@ def test_shipped_diannao_hierarchy() -> None:
     blocking = Blocking.of([GROUP0], [], {a: [6] for a in ARRAYS})
     fetched = {t.array: t.moved for t in transfers(layer, blocking, datapath=dp) if t.level == 2}
     assert fetched == {"I": 16, "W": 256, "O": 16}
+
+
+def _level_buffers(layer: ConvLayer, blocking: Blocking, dp: Datapath | None) -> dict:
+    """{array: eq. 2's buffer at the one on-chip level}, by `transfers`."""
+    return {t.array: t.buffer for t in transfers(layer, blocking, datapath=dp) if t.level == 1}
+
+
+def test_weights_of_a_step_stay_together_by_hand() -> None:
+    """3 output columns, 4 output maps, M unrolled by 2; group 0 runs X inside M and the
+    weights' buffer encloses both. Scalar eq. 2: X carries the weights' reuse, so one weight
+    stays while X runs. In step time each step multiplies 2 maps' weights (M's lanes) and X
+    walks 3 steps inside each M step: 2 weights stay, what the executor finds live. The
+    partial sums, buffered around X alone, cannot be: a step spans 2 maps' outputs, which that
+    buffer refills one map at a time (`check_steps`: refused)."""
+    layer = ConvLayer(name="w", Ox=3, Oy=1, Oc=4)
+    order0 = ("X", "M", "FX", "FY", "Y", "C", "N")
+    blocking = Blocking.of([order0], [], {"I": [6], "W": [1], "O": [6]})
+    dp = Datapath({"M": 2})
+    assert _level_buffers(layer, blocking, None)["W"] == 1
+    assert _level_buffers(layer, blocking, dp)["W"] == 2
+    assert executor.execute(layer, blocking, dp)[("W", 1)]["live"] == 2
+    assert executor.execute(layer, blocking)[("W", 1)]["live"] == 1
+    # the inputs: M carries their reuse, 3 stay; the outputs: nothing carries it, a step's 2
+    # (scalar: 1); 3 + 2 + 2 = 7 elements overflow 6, the scalar's 3 + 1 + 1 = 5 do not
+    hier = Hierarchy((Level("DRAM", None, 8, 10.0), Level("L1", 6, 8, 1.0)), datapath=dp)
+    assert _level_buffers(layer, blocking, dp) == {"I": 3, "W": 2, "O": 2}
+    assert not evaluate(layer, blocking, hier, ONE).fits
+    assert evaluate(layer, blocking, Hierarchy(hier.levels), ONE).fits
+    short = Blocking.of([order0], [], {"I": [6], "W": [1], "O": [0]})
+    with pytest.raises(WorkbenchError, match="buffer of O holds less than one datapath step"):
+        evaluate(layer, short, hier, ONE)
+
+
+def test_partial_sums_of_a_step_stay_together_by_hand() -> None:
+    """4 output columns, 2 input maps, X unrolled by 2; group 0 runs C inside X and the
+    outputs' buffer encloses both. Scalar: C carries the partial sums, one stays while C
+    runs; in step time a step accumulates 2 columns (X's lanes) over C: 2 stay. With C
+    unrolled instead, its lanes are summed by the adder tree in one step: C carries nothing
+    and the buffer is one output at a time (the executor agrees)."""
+    layer = ConvLayer(name="o", Ox=4, Oy=1, Oc=1, Kc=2)
+    order0 = ("C", "X", "FX", "FY", "Y", "M", "N")
+    blocking = Blocking.of([order0], [], {"I": [6], "W": [6], "O": [1]})
+    for dp, expect in ((None, 1), (Datapath({"X": 2}), 2), (Datapath({"C": 2}), 1)):
+        assert _level_buffers(layer, blocking, dp)["O"] == expect, dp
+        assert executor.execute(layer, blocking, dp)[("O", 1)]["live"] == expect, dp
+
+
+@st.composite
+def unrolled_search_case(draw: st.DrawFn):
+    """A row of 3-8 outputs under a 2- or 3-wide kernel, 1-2 input and output maps, on a
+    datapath unrolling X by 2-4 (with or without C or M by 2), and one or two small on-chip
+    levels (shared or split): a step's neighbouring outputs share input columns."""
+    layer = ConvLayer(name="u", Ox=draw(st.integers(3, 8)), Oy=1, Kx=draw(st.integers(2, 3)),
+                      Sx=draw(st.integers(1, 2)), Oc=draw(st.integers(1, 2)),
+                      Kc=draw(st.integers(1, 2)))
+    levels = [Level("DRAM", None, 16, draw(st.floats(50, 300)))]
+    cap = 64
+    for i in range(draw(st.integers(1, 2))):
+        cap = draw(st.integers(2, min(cap, 16 if i else 24)))
+        if cap >= 3 and draw(st.booleans()):
+            a = draw(st.integers(1, cap - 2))
+            w = draw(st.integers(1, cap - a - 1))
+            levels.append(Level(f"L{i + 1}", SplitCapacity(a, w, cap - a - w), 16, 1.0 / (i + 1)))
+        else:
+            levels.append(Level(f"L{i + 1}", cap, 16, 1.0 / (i + 1)))
+    unroll = {"X": draw(st.integers(2, 4))}
+    unroll.update({d: 2 for d in draw(st.sets(st.sampled_from("CM"), max_size=1))})
+    return layer, Hierarchy(tuple(levels), mac_energy_pj=0.5, datapath=Datapath(unroll))
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=unrolled_search_case())
+def test_searched_buffers_hold_what_the_steps_keep_live(case) -> None:
+    """On a datapath unrolling X or Y, the search's blocking fits by `evaluate`, and at every
+    on-chip level the elements the literal execution keeps live at once, in step time (a
+    step's operands together), fit the level: before buffers were sized in step time, S held
+    the inputs rolling along an unrolled X by one column's window and overflowed 2-6 element
+    register files by up to 3 elements."""
+    layer, hier = case
+    prec = ElementBytes(1, 1, 1, 2)
+    try:
+        found = search(layer, hier, prec)
+    except NoFitError:
+        return
+    assert evaluate(layer, found.blocking, hier, prec).fits
+    ran = executor.execute(layer, found.blocking, hier.datapath)
+    width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}
+    for k, level in enumerate(hier.levels[1:], start=1):
+        live = {a: ran[(a, k)]["live"] * width[a] for a in ARRAYS if (a, k) in ran}
+        if isinstance(level.capacity_bytes, SplitCapacity):
+            assert all(v <= level.bytes_for(a) for a, v in live.items()), (live, level)
+        else:
+            assert sum(live.values()) <= level.total_bytes, (live, level)

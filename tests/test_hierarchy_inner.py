@@ -33,7 +33,7 @@ from workbench.hierarchy import (
 )
 from workbench.hierarchy.blocking import carries, trip_counts
 from workbench.hierarchy.search_bounds import alone_floor, alone_prefixes
-from workbench.hierarchy.search_placements import rolling
+from workbench.hierarchy.search_placements import Lanes, rolling
 from workbench.hierarchy.search_space import (
     BIT,
     G0BIT,
@@ -272,7 +272,8 @@ def test_innermost_search_equals_pricing_every_point(first, more, held, capacity
         assert (total, j, i) == (start, -1, -1)
 
 
-LANES = st.sampled_from([frozenset(), frozenset("CM"), frozenset("X"), frozenset("YN")])
+LANES = st.sampled_from([Lanes(), Lanes({"C": 2, "M": 3}), Lanes({"X": 3}),
+                         Lanes({"Y": 2, "N": 2}), Lanes({"X": 2, "Y": 4})])
 
 
 def _allowed(array: str, lanes: frozenset) -> list[int]:

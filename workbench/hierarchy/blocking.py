@@ -30,7 +30,13 @@ Counts, for an array X held at position p (seed 002 eqs. 1–3, exact per dimens
 - refills R(p) = Π_{j>p} n(L_j); moved = F_X(p)·R(p): elements loaded into the holder (I, W)
   or written back out of it (O);
 - buffer B_X(p): eq. 2, the footprint of the loops inside the outermost loop at or inside p
-  that carries X's reuse (a loop running once carries nothing), as tiling.dataflow;
+  that carries X's reuse (a loop running once carries nothing), as tiling.dataflow. With an
+  unrolled datapath, in step time: a step's iterations happen at once, so the lanes of every
+  unrolled dimension d (min(u_d, t0_d) indices of its group-0 loop, which then runs ⌈t0_d/u_d⌉
+  steps) sit inside every loop and carry nothing themselves. Along d the buffer spans t0_d
+  when d's loop is inside, else its lanes; a kernel loop with its output dimension's lanes
+  inside carries the window (a step's neighbouring outputs share columns). A buffer inside
+  group 0 encloses its step's loops (`accesses.check_steps`), so its refills are whole steps;
 - O: a refill reads back every output it touches that was written before (partial sums), so
   partial reads = moved − distinct outputs, final writes = distinct outputs (each output's last
   write-back), partial writes = moved − final writes (eq. 4).
@@ -254,24 +260,53 @@ def carries(layer: ConvLayer, array: str, loop: tuple[str, int], inside_names: s
 
 
 def buffer_size(layer: ConvLayer, loops: Loops, n: Sequence, position: int,
-                array: str) -> np.ndarray:
-    """B_X (eq. 2) of a buffer at `position`: elements it must hold."""
-    current = np.int64(1)
+                array: str, lanes: Mapping[str, int] | None = None) -> np.ndarray:
+    """B_X (eq. 2) of a buffer at `position`: elements it must hold. lanes: an unrolled
+    datapath's {dimension: u_d}: eq. 2 in step time (module docstring), where a step's lanes
+    are held together."""
+    lane = _lane_loops(loops, n, lanes)
+    ext_loops = list(loops) + [loops[j] for j, _ in lane.values()]
+    ext_n = list(n) + [width for _, width in lane.values()]
+    steps = list(n)  # group 0's loop of an unrolled dimension runs ⌈t0/u⌉ steps
+    for d, (j, _) in lane.items():
+        steps[j] = -(-int(n[j]) // lanes[d])
+    base = len(loops)
+    extra = {d: base + k for k, d in enumerate(lane)}
+
+    def with_lanes(inside: set[int]) -> set[int]:
+        """The loops inside plus the lanes of every unrolled dimension whose loop is not."""
+        return inside | {extra[d] for d, (j, _) in lane.items() if j not in inside}
+
+    current = footprint(layer, ext_loops, ext_n, with_lanes(set()), array)
     inside: set[int] = set()
     for j in range(position + 1):
-        if carries(layer, array, loops[j], {loops[i] for i in inside}):
-            before = footprint(layer, loops, n, inside, array)
+        seen = {ext_loops[i] for i in with_lanes(inside)}
+        if carries(layer, array, loops[j], seen):
+            before = footprint(layer, ext_loops, ext_n, with_lanes(inside), array)
             name = loops[j][0]
             if array == "I" and name in KERNEL_LOOPS:
                 # a kernel loop outside its output loop: a column (row) comes back after
                 # `stride` iterations, so that many iterations' data must stay
                 stride = layer.Sx if name == "FX" else layer.Sy
-                held = list(n)
+                held = list(ext_n)
                 held[j] = np.minimum(np.int64(stride), n[j])
-                before = footprint(layer, loops, held, inside | {j}, array)
-            current = np.where(np.asarray(n[j]) > 1, before, current)
+                before = footprint(layer, ext_loops, held, with_lanes(inside | {j}), array)
+            current = np.where(np.asarray(steps[j]) > 1, before, current)
         inside.add(j)
     return current
+
+
+def _lane_loops(loops: Loops, n: Sequence, lanes: Mapping[str, int] | None
+                ) -> dict[str, tuple[int, int]]:
+    """{dimension: (its group-0 loop, the indices a step spans along it, min(u_d, t0_d))} of
+    every dimension unrolled over more than one index of its group-0 loop (trip counts n:
+    ints)."""
+    out = {}
+    for j, (name, group) in enumerate(loops):
+        u = lanes.get(name, 1) if lanes and group == 0 else 1
+        if u > 1 and int(n[j]) > 1:
+            out[name] = (j, min(u, int(n[j])))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,6 +387,7 @@ def transfers(layer: ConvLayer, blocking: Blocking, n_levels: int | None = None,
     macs = prod(n) * g
     fetched = fetches(layer.Kx * layer.Ky, padded, inner_tile(blocking, padded), datapath) \
         if unrolled(datapath) else None
+    lanes = dict(datapath.unroll) if unrolled(datapath) else None
     out = []
     for array in ARRAYS:
         distinct = int(footprint(layer, loops, n, everything, array)) * g
@@ -363,7 +399,7 @@ def transfers(layer: ConvLayer, blocking: Blocking, n_levels: int | None = None,
             else:
                 inside = set(range(position + 1))
                 f = int(footprint(layer, loops, n, inside, array))
-                buffer = int(buffer_size(layer, loops, n, position, array))
+                buffer = int(buffer_size(layer, loops, n, position, array, lanes))
                 refills = prod(n[position + 1:])
                 moved = f * refills
             final = outputs if array == "O" else 0

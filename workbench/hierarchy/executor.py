@@ -10,7 +10,10 @@ its buffering position stand still. Then, per holder:
 - O partial reads: refill-elements whose element was touched in an earlier refill (it was
   written back before, so it is read back); final writes: each element's last refill;
 - live: within a refill an element is live from its first to its last use; the most
-  simultaneously live elements is the buffer the schedule needs.
+  simultaneously live elements is the buffer the schedule needs. With an unrolled datapath
+  time runs in steps: a step's iterations happen at once, steps in loop order (each loop at
+  its own step, outermost first), so an element is live through every step from its first
+  to its last.
 The datapath's refills are its steps. Scalar (no datapath, or no unrolling): one per
 iteration. Unrolled (`datapath.Datapath`, u_d lanes along d): the iterations sharing the
 indices of every loop of groups ≥ 1, the kernel position (FX, FY) and, per dimension d,
@@ -68,30 +71,56 @@ def _key(columns) -> np.ndarray:
     return np.ravel_multi_index(columns, dims)
 
 
-def _holder_counts(period: np.ndarray, element: np.ndarray) -> dict[str, int]:
-    """moved, partial reads, final writes and the largest live set of one holder."""
+def _holder_counts(period: np.ndarray, element: np.ndarray,
+                   time: np.ndarray | None = None) -> dict[str, int]:
+    """moved, partial reads, final writes and the largest live set of one holder; time: when
+    each iteration happens (default: its index; the step time with an unrolled datapath)."""
     steps = len(element)
     pair = period.astype(np.int64) * (int(element.max()) + 1) + element
-    uniq, first = np.unique(pair, return_index=True)
-    last = steps - 1 - np.unique(pair[::-1], return_index=True)[1]
+    uniq, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
     elem_of_pair = uniq % (int(element.max()) + 1)
     elems, elem_first = np.unique(element, return_index=True)
     ever = elem_first[np.searchsorted(elems, elem_of_pair)]
+    time = np.arange(steps) if time is None else time
+    start = np.full(len(uniq), steps, dtype=np.int64)
+    end = np.full(len(uniq), -1, dtype=np.int64)
+    np.minimum.at(start, inverse, time)
+    np.maximum.at(end, inverse, time)
+    start, end = _merged(elem_of_pair, start, end)
     events = np.zeros(steps + 1, dtype=np.int64)
-    np.add.at(events, first, 1)
-    np.add.at(events, last + 1, -1)
+    np.add.at(events, start, 1)
+    np.add.at(events, end + 1, -1)
     return {"moved": int(len(uniq)), "partial_reads": int(np.sum(ever < first)),
             "final_writes": int(len(elems)), "live": int(np.cumsum(events).max()),
             "distinct": int(len(elems))}
 
 
-def _steps(blocking: Blocking, it: dict, datapath: Datapath) -> np.ndarray:
-    """The datapath step of every iteration (see the module docstring)."""
+def _merged(element: np.ndarray, start: np.ndarray, end: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Each element's live intervals [start, end] (one per refill) with those overlapping in
+    time joined: an element is held once however many refills use it at once (a step spanning
+    the refills of a buffer inside one of its lanes' loops)."""
+    order = np.lexsort((start, element))
+    e, st, en = element[order], start[order], end[order]
+    big = int(en.max()) + 2
+    reach = np.maximum.accumulate(e * big + en) - e * big  # the latest end so far, per element
+    new = np.ones(len(e), dtype=bool)
+    new[1:] = (e[1:] != e[:-1]) | (st[1:] > reach[:-1])
+    group = np.cumsum(new) - 1
+    last = np.full(int(group[-1]) + 1, -1, dtype=np.int64)
+    np.maximum.at(last, group, en)
+    return st[new], last
+
+
+def _steps(blocking: Blocking, it: dict, datapath: Datapath) -> tuple[np.ndarray, np.ndarray]:
+    """The datapath step of every iteration (see the module docstring), and its time: the
+    step's rank in loop order, outermost first, each loop at its own step."""
     columns = []
     for j, (name, group) in enumerate(blocking.loops):
         lanes = datapath.lanes(name) if group == 0 and name in DIMS else 1
         columns.append(it[j] // lanes)
-    return _key(tuple(columns))
+    time = np.unique(_key(tuple(reversed(columns))), return_inverse=True)[1]
+    return _key(tuple(columns)), time.reshape(-1)
 
 
 def _largest_step(period: np.ndarray, element: np.ndarray) -> int:
@@ -110,7 +139,7 @@ def execute(layer: ConvLayer, blocking: Blocking, datapath: Datapath | None = No
     elements = _elements(layer, blocking, it)
     steps = len(it[0])
     n_levels = blocking.on_chip_levels + 1
-    dp_period = None if datapath is None or datapath.macs_per_step == 1 else \
+    dp_period, time = (None, None) if datapath is None or datapath.macs_per_step == 1 else \
         _steps(blocking, it, datapath)
     result: dict[tuple[str, int], dict[str, int]] = {}
     for array in ARRAYS:
@@ -121,7 +150,7 @@ def execute(layer: ConvLayer, blocking: Blocking, datapath: Datapath | None = No
                 np.zeros(steps, dtype=np.int64)
             if level == n_levels and dp_period is not None:
                 period = dp_period
-            counts = _holder_counts(period, element)
+            counts = _holder_counts(period, element, time)
             if level == n_levels:
                 counts["live"] = _largest_step(period, element)
                 counts["steps"] = len(np.unique(period))

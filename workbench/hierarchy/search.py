@@ -35,9 +35,10 @@ over the orders, the identity first (its best energy bounds the others'). Per ro
 - every level's inputs may also take eq. 2's buffer where their window rolls along the
   outermost loop q of their position (`search_placements.rolling`: q = X, Y of the level's
   group, or, at the innermost level, X, Y after their kernel loop, FX, FY after their output
-  loop in group 0): the loops inside q (FX, FY: a stride's worth, min(S, K)), never more than
-  eq. 2's buffer there when q runs more than once (every loop carrying reuse lies inside q),
-  and never more than the footprint;
+  loop in group 0): the loops inside q (FX, FY: a stride's worth, min(S, K); along X, Y of
+  group 0 that the datapath unrolls, a step's min(u, t_0) outputs: eq. 2 in step time,
+  `search_placements.step_roll`), never more than eq. 2's buffer there when q runs more than
+  once (every loop carrying reuse lies inside q), and never more than the footprint;
 - a blocking fits when Σ_A buffer_A × width_A ≤ capacity (split: each within its part),
   buffer_A the footprint (eq. 1) but for those rolling inputs. Both bound eq. 2's buffers, so
   the result fits by `accesses.evaluate` too; not conversely (below).
@@ -56,10 +57,14 @@ against them):
   loop q (running more than once) lies inside it moves and holds what the position just after
   q does (the loops between are relevant to the array and carry none of its reuse: they
   scale footprint and refills inversely), which is in S (W, O: q irrelevant to them, its
-  buffer its footprint; I: rolling along q). With an unrolled datapath that innermost
-  position may hold less than a step's operands, which S refuses. On one level, counting DRAM
-  bytes, S's optimum moves what seed 002's search moves on AlexNet's first layer at 1-64 KB
-  (`benchmarks/bench_hierarchy_reach.py`; with footprints only, 2.6-11.8% more); on two
+  buffer its footprint; I: rolling along q). With an unrolled datapath eq. 2 runs in step
+  time (`blocking.buffer_size`: a step's lanes held together): the position just after q may
+  leave out a loop a step spans (which S refuses), while eq. 2 at the position holds only that
+  loop's lanes: weights with M unrolled and an X loop inside M hold u_M weights, where S
+  holds M's t_0 (0.56% on a 2-column layer of 4 maps, 3-wide kernel, M unrolled by 2, 12 B).
+  On one level, counting DRAM bytes, S's optimum moves what seed 002's search moves on
+  AlexNet's first layer at 1-64 KB (`benchmarks/bench_hierarchy_reach.py`; with footprints
+  only, 2.6-11.8% more); on two
   levels, a 3-wide kernel's row on a 6 B SRAM costs 12.7% more with the SRAM's inputs held
   by their footprints (`tests/test_hierarchy_search.py`);
 - the innermost role's buffers outside groups 0 and 1, and those inside group 0 that do not
@@ -112,12 +117,13 @@ both. Footprint-only loops are graded by the buffer's loops, refill-only ones by
 block's. Each I pair has two features: how much it moves per output column (row), K·P in the
 states (c, k) = (1, 1), (t_0, 1), (1, K) (W(c, 1)·K/c = K = W(1, K)·K/K), then W(t_0, K)/t_0
 (both inside group 0), then W(t_1, K)/t_1 (group 1's too), a chain; and how much its buffer
-holds: 1, t_0, K, t_0·min(S, K) (rolling along FX: a stride's worth), W(t_0, K), W(t_1, K), with
-1 ≤ t_0 ≤ t_0·min(S, K) ≤ W(t_0, K) ≤ W(t_1, K) and 1 ≤ K ≤ W(t_0, K) for all t_0 ≤ t_1, K,
-S ≥ 1 (`search_placements._features`). A tuple with, per held array, every feature at most
-the other's is never worse: dropped (`inner_placements`: 782 remain for I, W, O, 646 of them
-with the inputs' window rolling, each array inside group 0 or group 1; exact bit-set subset
-tests).
+holds: 1, t_0, K, t_0·min(S, K) (rolling along FX: a stride's worth), W(min(u, t_0), K)
+(rolling along an X of u > 1 lanes: a step's outputs), W(t_0, K), W(t_1, K), with 1 ≤ t_0 ≤
+t_0·min(S, K) ≤ W(t_0, K) ≤ W(t_1, K) and 1 ≤ K ≤ W(min(u, t_0), K) ≤ W(t_0, K) for all
+t_0 ≤ t_1, K, S, u ≥ 1 (`search_placements._features`). A tuple with, per held array, every
+feature at most the other's is never worse: dropped (`inner_placements`: 782 remain for I,
+W, O, 646 of them with the inputs' window rolling, each array inside group 0 or group 1;
+exact bit-set subset tests).
 Lemma 3 (levels are independent given the tiles and the holders). Under one holder pattern
 the levels exchanging data are fixed; level k's energy and capacity involve only its own placement
 and (t_{γ−1}, t_γ, P): each level takes its best fitting placement independently, exactly.

@@ -23,7 +23,7 @@ from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
 from workbench.hierarchy.search_grid import chain_classes
 from workbench.hierarchy.search_kernel import O, W, _kernel, _window
-from workbench.hierarchy.search_space import Pattern, alone_tables, unrolled_dims
+from workbench.hierarchy.search_space import Pattern, alone_tables, lane_count, unrolled_dims
 from workbench.layers.spec import ConvLayer
 from workbench.memo import ByteLRU
 
@@ -120,9 +120,10 @@ def _factor(kind, d, c, stride, kernel):
 
 
 @numba.njit(cache=True, nogil=True)
-def alone_grid(lo, hi, p, sizes, which, kfull, kind, coef, width, bits, layer, cap):
-    """Per point of a grid (axes X, Y, C, M, N; dimension d's t_{γ−1}, t_γ, P at index i:
-    lo[d, i], hi[d, i], p[d, i], i < sizes[d]), the least energy (pJ) over the codes (tables
+def alone_grid(lo, hi, step, p, sizes, which, kfull, kind, coef, width, bits, layer, cap):
+    """Per point of a grid (axes X, Y, C, M, N; dimension d's t_{γ−1}, t_γ, a datapath step's
+    min(u, t_{γ−1}), P at index i: lo[d, i], hi[d, i], step[d, i], p[d, i], i < sizes[d]), the
+    least energy (pJ) over the codes (tables
     as `search_kernel.best_fitting`'s) of a block whose buffer fits `cap` bytes alone (inf:
     none fits).
 
@@ -141,7 +142,7 @@ def alone_grid(lo, hi, p, sizes, which, kfull, kind, coef, width, bits, layer, c
     moved_f = np.ones((5, nq, most))   # per dimension, code, index: moved's factor
     held_f = np.ones((5, nq, most))    # ... and the buffer's bytes' factor
     outs_f = np.ones((5, most))        # outputs' factor (P along N, M, Y, X)
-    tiles = np.empty(3)
+    tiles = np.empty(4)
     for q in range(nq):
         kx = kx_full if kfull[q, 0] else 1.0
         ky = ky_full if kfull[q, 1] else 1.0
@@ -151,7 +152,7 @@ def alone_grid(lo, hi, p, sizes, which, kfull, kind, coef, width, bits, layer, c
         for d in range(5):
             stride = sx if d == 0 else sy
             for i in range(sizes[d]):
-                tiles[0], tiles[1], tiles[2] = lo[d, i], hi[d, i], 1.0
+                tiles[0], tiles[1], tiles[2], tiles[3] = lo[d, i], hi[d, i], 1.0, step[d, i]
                 c = tiles[which[q, d]]
                 moved_f[d, q, i] = _factor(kind[q], d, c, stride, kx if d == 0 else ky) * \
                     (p[d, i] / c)
@@ -248,10 +249,11 @@ def unit_alone_grid(layer: ConvLayer, chains: dict[str, np.ndarray], extent: dic
         p[k, :sizes[k]] = -(-extent[d] // chains[d][:, -1]) * chains[d][:, -1]
         lo[k, :sizes[k]] = tiles[:, gamma - 1]
         hi[k, :sizes[k]] = tiles[:, gamma] if gamma < on_chip else p[k, :sizes[k]]
+    step = np.minimum(np.array([[lane_count(lanes, d)] for d in DIMS], dtype=float), lo)
     which, kfull, kind = alone_tables(array, gamma == 1, lanes)
     width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}[array]
     n = len(kind)
-    return alone_grid(lo, hi, p, sizes, which, kfull, kind, np.ones(n), np.full(n, width,
+    return alone_grid(lo, hi, step, p, sizes, which, kfull, kind, np.ones(n), np.full(n, width,
                       dtype=float), np.full(n, 8.0 * width), np.array(
         [layer.Kx, layer.Ky, layer.Sx, layer.Sy, precision.outputs, precision.partial_sums],
         dtype=float), float(level_bytes))

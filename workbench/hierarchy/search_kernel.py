@@ -4,7 +4,8 @@ level's search for the least total over points in a batch (`least_total`, for `s
 
 The counts are `LevelBlocks.block`'s: footprint F = Π c_d (W: c_M·c_C·kx·ky; O: c_N·c_M·c_Y·c_X;
 I: c_N·c_C·W(c_Y, ky)·W(c_X, kx)), moved = F × (Kx/kx)(Ky/ky)·Π_d P_d/c_d, with c_d one of
-t_{γ−1} (LO), t_γ (HI) or 1 (ONE, inside group 0). Every factor is an integer, so F and moved are
+t_{γ−1} (LO), t_γ (HI) or 1 (ONE, inside group 0), and a rolling buffer's also min(u, t_0)
+(STEP: a step's lanes along an unrolled output loop). Every factor is an integer, so F and moved are
 exact in any order of multiplication; the energy is then `side_cost`'s expression in its order
 of operations, and placements are summed array by array in the held order: the results are bit
 for bit those of pricing with `block` (ties: the first placement, the first point).
@@ -33,7 +34,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-LO, HI, ONE = 0, 1, 2  # which tile a block has along a dimension: t_{γ−1}, t_γ, or 1
+# which tile a block has along a dimension: t_{γ−1}, t_γ, 1, or (a rolling buffer's, along an
+# unrolled output loop: `search_placements.step_roll`) a datapath step's min(u, t_{γ−1})
+LO, HI, ONE, STEP = 0, 1, 2, 3
 I, W, O = 0, 1, 2      # array kinds (ARRAYS order)
 
 
@@ -45,12 +48,13 @@ def _window(c: float, stride: float, kernel: float) -> float:
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _tiles_at(tiles, p, j, c, ratio):
-    """Point j's block extents c[d, LO | HI | ONE] and refill factors P_d / c."""
+    """Point j's block extents c[d, LO | HI | ONE | STEP] and refill factors P_d / c."""
     for d in range(5):
         c[d, LO] = tiles[0, d, j]
         c[d, HI] = tiles[1, d, j]
         c[d, ONE] = 1.0
-        for w in range(3):
+        c[d, STEP] = tiles[2, d, j]
+        for w in range(4):
             ratio[d, w] = p[d, j] / c[d, w]
 
 
@@ -120,8 +124,9 @@ def best_fitting(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer
                  shared):
     """Per point j, the least energy of a fitting placement and its row (inf, −1: none fits).
 
-    tiles (2, 5, n): t_{γ−1}, t_γ per dimension (DIMS order) and point; p (5, n): padded
-    extents; outputs (n,); per code q: which[q, d] ∈ {LO, HI, ONE}, kfull[q] (kernel window K
+    tiles (3, 5, n): t_{γ−1}, t_γ and a step's min(u, t_{γ−1}) per dimension (DIMS order) and
+    point; p (5, n): padded extents; outputs (n,); per code q: which[q, d] ∈ {LO, HI, ONE,
+    STEP} (STEP: a buffer's only), kfull[q] (kernel window K
     along FX, FY, else 1), kind (I, W, O), coef (pJ per bit), width (bytes per element), bits
     (I, W: bits per element; O: unused); layer: Kx, Ky, Sx, Sy, output bytes, partial-sum
     bytes; rows (placements, held): code indices per held array; caps: the level's bytes
@@ -131,8 +136,8 @@ def best_fitting(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer
     at = np.full(n, -1, dtype=np.int16)
     energy = np.empty(which.shape[0])
     foot = np.empty(which.shape[0])
-    c = np.empty((5, 3))
-    ratio = np.empty((5, 3))
+    c = np.empty((5, 4))
+    ratio = np.empty((5, 4))
     every = np.arange(which.shape[0])
     for j in range(n):
         _tiles_at(tiles, p, j, c, ratio)
@@ -169,8 +174,8 @@ def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
     held = rows.shape[1]
     energy = np.empty(which.shape[0])
     foot = np.empty(which.shape[0])
-    c = np.empty((5, 3))
-    ratio = np.empty((5, 3))
+    c = np.empty((5, 4))
+    ratio = np.empty((5, 4))
     tables = len(relaxed_start) - 1
     found, pick = -1, -1
     for j in range(p.shape[1]):
@@ -220,8 +225,8 @@ def floor_under(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
     held = rows.shape[1]
     energy = np.empty(which.shape[0])
     foot = np.empty(which.shape[0])
-    c = np.empty((5, 3))
-    ratio = np.empty((5, 3))
+    c = np.empty((5, 4))
+    ratio = np.empty((5, 4))
     tables = len(relaxed_start) - 1
     for j in range(n):
         _tiles_at(tiles, p, j, c, ratio)
@@ -321,4 +326,4 @@ def _least_relaxed(relaxed, start, stop, alone, energy, foot, caps, shared, add,
     return least
 
 
-__all__ = ["HI", "LO", "ONE", "best_fitting", "floor_under", "least_total"]
+__all__ = ["HI", "LO", "ONE", "STEP", "best_fitting", "floor_under", "least_total"]

@@ -22,7 +22,9 @@ innermost level, X, FX, Y, FY (group 0, its partner inside) are relevant: the wi
 along q. Code ROLL | q << 10 | m: the loops m inside the buffer (m's last loop q, which moves
 the counts of m) and a buffer of `buffer_spec(code)`: the loops of m but q (q = FX, FY: a
 stride's worth of it, min(S, K)). m = 0 with a rolling q is group 0's last loop (the end of
-group 0).
+group 0). With a datapath unrolling q (X or Y of group 0), eq. 2 in step time holds a step's
+lanes along q, min(u_q, t_0) outputs (`step_roll`; every other loop a step spans lies inside
+q, in m).
 """
 
 from __future__ import annotations
@@ -80,9 +82,51 @@ def buffer_spec(code: int) -> tuple[int, bool, bool]:
     return (m & ~G0BIT[q] if m >= INNER else m & ~BIT[q]), False, False
 
 
-def unrolled_dims(datapath) -> frozenset[str]:
-    """The dimensions the datapath unrolls (more than one lane), none for a scalar one."""
-    return frozenset(d for d in DIMS if datapath is not None and datapath.lanes(d) > 1)
+class Lanes(frozenset):
+    """The dimensions a datapath unrolls over more than one lane, as a set of names (`d in
+    lanes`), with the lanes of each (`of`): equal, and hashed alike, only with the same lanes
+    (so caches keyed by it tell datapaths apart; without lanes it equals frozenset())."""
+
+    __slots__ = ("counts",)
+    counts: tuple[tuple[str, int], ...]
+
+    def __new__(cls, unroll: dict[str, int] | None = None) -> Lanes:
+        kept = tuple(sorted((d, int(u)) for d, u in (unroll or {}).items() if u > 1))
+        self = super().__new__(cls, (d for d, _ in kept))
+        self.counts = kept
+        return self
+
+    def of(self, dim: str) -> int:
+        """Lanes along `dim` (1 when not unrolled)."""
+        return dict(self.counts).get(dim, 1)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Lanes):
+            return self.counts == other.counts
+        return not self.counts and frozenset.__eq__(self, other)
+
+    def __hash__(self) -> int:
+        return hash(self.counts) if self.counts else frozenset.__hash__(self)
+
+    def __reduce__(self):
+        return Lanes, (dict(self.counts),)
+
+
+def unrolled_dims(datapath) -> Lanes:
+    """The dimensions the datapath unrolls (more than one lane) and their lanes; none for a
+    scalar one."""
+    return Lanes(None if datapath is None else
+                 {d: datapath.lanes(d) for d in DIMS if datapath.lanes(d) > 1})
+
+
+def step_roll(code: int, lanes: frozenset[str]) -> str | None:
+    """The loop q (X or Y of group 0) an innermost-level code's window rolls along when the
+    datapath unrolls q: its buffer then spans a step's lanes along q, min(u_q, t_0) outputs
+    (`blocking.buffer_size` in step time); else None."""
+    if not code & ROLL:
+        return None
+    q, m = _ROLLING[(code >> 10) & 3], moved_code(code)
+    return q if q in ("X", "Y") and q in lanes and (m == 0 or m >= INNER) else None
 
 
 def step_bits(array: str, lanes: frozenset[str]) -> int:
@@ -181,12 +225,14 @@ def grades(code: int) -> tuple[int, ...]:
 # buffer (`buffer_spec`). Moved per output column (row): K·P with neither, one or the other
 # inside group 0 (grades (0, 0), (1, 0), (0, 1)), W(t_0, K)·P/t_0 with both (1, 1), W(t_1,
 # K)·P/t_1 with group 1's too (2, 1): a chain (W(c, K)/c never grows). Held: 1, t_0, K,
-# t_0·min(S, K) (both, a stride's worth of the kernel: "s"), W(t_0, K), W(t_1, K): 1 ≤ t_0 ≤
-# t_0·min(S, K) ≤ W(t_0, K) ≤ W(t_1, K) and 1 ≤ K ≤ W(t_0, K), for every t_0 ≤ t_1, K, S ≥ 1;
-# each state's bits are those of the states it is at least (a bit-set subset test)
+# t_0·min(S, K) (both, a stride's worth of the kernel: "s"), W(min(u, t_0), K) (rolling along
+# an output loop of u > 1 lanes: a step's outputs, "u"), W(t_0, K), W(t_1, K): 1 ≤ t_0 ≤
+# t_0·min(S, K) ≤ W(t_0, K) ≤ W(t_1, K) and 1 ≤ K ≤ W(min(u, t_0), K) ≤ W(t_0, K), for every
+# t_0 ≤ t_1, K, S, u ≥ 1; each state's bits are those of the states it is at least (a bit-set
+# subset test)
 _MOVED_LEVEL = {(0, 0): 0, (1, 0): 0, (0, 1): 0, (1, 1): 1, (2, 1): 2}
-_HELD_BITS = {(0, 0): 0b000001, (1, 0): 0b000011, (0, 1): 0b000101, "s": 0b001011,
-              (1, 1): 0b011111, (2, 1): 0b111111}
+_HELD_BITS = {(0, 0): 0b0000001, (1, 0): 0b0000011, (0, 1): 0b0000101, "s": 0b0001011,
+              "u": 0b1000101, (1, 1): 0b1011111, (2, 1): 0b1111111}
 _PAIRS = (("X", "FX"), ("Y", "FY"))
 
 
@@ -196,20 +242,22 @@ def _thermometer(v: int) -> int:
 
 
 @functools.cache
-def _packed(array: str, code: int) -> tuple[int, int]:
-    """`_features` packed: (bits, total width ≤ 32)."""
+def _packed(array: str, code: int, lanes: frozenset[str] = frozenset()) -> tuple[int, int]:
+    """`_features` packed: (bits, total width ≤ 34)."""
     bits, shift = 0, 0
-    for value, width in _features(array, code):
+    for value, width in _features(array, code, lanes):
         bits |= value << shift
         shift += width
     return bits, shift
 
 
-def _features(array: str, code: int) -> list[tuple[int, int]]:
+def _features(array: str, code: int, lanes: frozenset[str]) -> list[tuple[int, int]]:
     """(bits, width) per feature of one array's code: a tuple dominates another iff, array by
     array, each of its features' bits is a subset of the other's (lemma 2'): footprint-only
-    loops graded by the buffer's loops, refill-only ones by the moved ones, I's pairs above."""
+    loops graded by the buffer's loops, refill-only ones by the moved ones, I's pairs above
+    (a datapath unrolling `lanes`: `step_roll`)."""
     held, sx, sy = buffer_spec(code)
+    step = step_roll(code, lanes)
     g, h = grades(moved_code(code)), grades(held)
     out = []
     for loop, name in enumerate(GROUP0):
@@ -220,7 +268,8 @@ def _features(array: str, code: int) -> list[tuple[int, int]]:
         for (a, b), stride in zip(_PAIRS, (sx, sy), strict=True):
             i, j = GROUP0.index(a), GROUP0.index(b)
             out.append((_thermometer(-_MOVED_LEVEL[g[i], g[j]]), 4))
-            out.append((_HELD_BITS["s" if stride else (h[i], h[j])], 6))
+            state = "s" if stride else "u" if step == a else (h[i], h[j])
+            out.append((_HELD_BITS[state], 7))
     return out
 
 
@@ -232,7 +281,7 @@ def _undominated(held: tuple[str, ...], found: dict, packed=None) -> dict:
     a chunk at a time, against those kept and the chunk."""
     keys = list(found)
     packed = _packed if packed is None else packed
-    # one 64-bit word per held array (its features take at most 32 bits)
+    # one 64-bit word per held array (its features take at most 34 bits)
     words = np.array([[packed(a, c)[0] for a, c in zip(held, key, strict=True)]
                       for key in keys], dtype=np.uint64).reshape(len(keys), len(held))
     counts = [sum(packed(a, c)[0].bit_count() for a, c in zip(held, key, strict=True))
@@ -257,16 +306,17 @@ def inner_placements(held: tuple[str, ...], lanes: frozenset[str] = frozenset()
     step of the datapath unrolling `lanes`) or group 1, every order of both groups considered,
     dominated tuples dropped (lemma 2')."""
     found: dict[tuple[int, ...], tuple] = {}
+    packed = functools.partial(_packed, lanes=lanes)
     for inside in itertools.product((True, False), repeat=len(held)):
         g0 = tuple(a for a, i in zip(held, inside, strict=True) if i)
         g1 = tuple(a for a, i in zip(held, inside, strict=True) if not i)
-        part0 = _undominated(g0, _group0_tuples(g0, lanes)) if g0 else {(): GROUP0}
+        part0 = _undominated(g0, _group0_tuples(g0, lanes), packed) if g0 else {(): GROUP0}
         for codes0, order0 in part0.items():
             for codes1, order1 in placements(g1, True):
                 it0, it1 = iter(codes0), iter(codes1)
                 combo = tuple(next(it0) if i else next(it1) for i in inside)
                 found.setdefault(combo, (order0, order1))
-    kept = _undominated(held, found)
+    kept = _undominated(held, found, packed)
     return tuple((k, kept[k]) for k in sorted(kept))
 
 

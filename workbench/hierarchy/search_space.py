@@ -22,6 +22,7 @@ from workbench.hierarchy.search_kernel import (
     HI,
     LO,
     ONE,
+    STEP,
     best_fitting,
     floor_under,
     least_total,
@@ -51,6 +52,7 @@ from workbench.hierarchy.search_placements import (
     placements,
     realizes,
     step_bits,
+    step_roll,
     unrolled_dims,
 )
 
@@ -80,15 +82,17 @@ def side_cost(array: str, moved, coef: float, outputs, precision):
 class LevelBlocks:
     """One on-chip level over a set of grid points (flat float arrays): for every (array,
     prefix) its transfer energy (pJ, one group) and footprint (bytes), computed once and shared
-    by the placements using it. gamma: the level's group; lo, hi = t_{γ−1}, t_γ (t_L = P)."""
+    by the placements using it. gamma: the level's group; lo, hi = t_{γ−1}, t_γ (t_L = P);
+    step = min(u_d, t_{γ−1}), a datapath step's extent (lanes: `unrolled_dims`)."""
 
     def __init__(self, layer, grid: dict, gamma: int, on_chip: int, coef: dict,
                  precision, lanes: frozenset[str] = frozenset()) -> None:
         self.layer, self.coef, self.precision, self.gamma = layer, coef, precision, gamma
-        self.lanes = lanes  # the datapath's unrolled dimensions (`step_bits`)
+        self.lanes = lanes  # the datapath's unrolled dimensions (`step_bits`) and their lanes
         self.p = {d: grid[d][1] for d in DIMS}
         self.lo = {d: grid[d][0][gamma - 1] for d in DIMS}
         self.hi = {d: grid[d][0][gamma] if gamma < on_chip else self.p[d] for d in DIMS}
+        self.step = {d: np.minimum(lane_count(lanes, d), self.lo[d]) for d in DIMS}
         self.outputs = self.p["N"] * self.p["M"] * self.p["Y"] * self.p["X"]
         self._memo: dict[tuple[str, int], tuple] = {}
 
@@ -135,9 +139,11 @@ class LevelBlocks:
 
     def _held(self, array: str, code: int):
         """Elements a rolling code's buffer holds (`buffer_spec`: a stride's worth of a
-        kernel loop it rolls along)."""
+        kernel loop it rolls along; along an unrolled output loop, a step's lanes)."""
         held, sx, sy = buffer_spec(code)
         which, kx, ky = self._which(held)
+        if (q := step_roll(code, self.lanes)) is not None:
+            which[q] = "step"
         lay = self.layer
         return self._elements(array, which, min(lay.Sx, kx) if sx else kx,
                               min(lay.Sy, ky) if sy else ky)
@@ -150,7 +156,7 @@ class LevelBlocks:
             return 1.0
         if keys not in self._memo:
             kind, d, which = keys[-1][:3]
-            c = {"lo": self.lo[d], "hi": self.hi[d], "one": 1.0}[which]
+            c = {"lo": self.lo[d], "hi": self.hi[d], "one": 1.0, "step": self.step[d]}[which]
             if kind == "r":
                 factor = self.p[d] / c
             elif kind == "w":
@@ -199,7 +205,7 @@ def _codes(held: tuple[str, ...], inner: bool, lanes: frozenset[str],
         priced |= need
     stages.append(sorted(set(range(len(index))) - priced))
     codes = list(index)
-    which = np.array([_which(moved_code(code)) + _which(buffer_spec(code)[0])
+    which = np.array([_which(moved_code(code)) + _held_which(code, lanes)
                       for _, code in codes], dtype=np.int8).reshape(-1, 2 * len(DIMS))
     kfull = np.array([_windows(code) for _, code in codes], dtype=np.int8).reshape(-1, 5)
     kind = np.array([ARRAYS.index(a) for a, _ in codes], dtype=np.int8)
@@ -214,6 +220,24 @@ def _which(code: int) -> list[int]:
     """Per dimension, which tile a plain code's block has (LO, HI or ONE)."""
     return [(LO if code & G0BIT[d] else ONE) if code >= INNER else (HI if code & BIT[d] else LO)
             for d in DIMS]
+
+
+def _held_which(code: int, lanes: frozenset[str]) -> list[int]:
+    """Per dimension, which tile a code's buffer has: `_which` of its held loops, and STEP
+    along an unrolled output loop it rolls along (`step_roll`)."""
+    out = _which(buffer_spec(code)[0])
+    if (q := step_roll(code, lanes)) is not None:
+        out[DIMS.index(q)] = STEP
+    return out
+
+
+def lane_count(lanes: frozenset[str], dim: str) -> int:
+    """Lanes along `dim` (`unrolled_dims`' `Lanes`; 1 when not unrolled)."""
+    if dim not in lanes:
+        return 1
+    if not hasattr(lanes, "of"):
+        raise TypeError(f"the lanes along {dim} are unknown: pass unrolled_dims(datapath)")
+    return lanes.of(dim)
 
 
 def _windows(code: int) -> list[int]:
@@ -231,7 +255,7 @@ def alone_tables(array: str, inner: bool, lanes: frozenset[str]) -> tuple:
     """The compiled kernels' tables (which tile per dimension, kernel windows, array kind) of
     `array`'s alone codes (`alone_prefixes`), as `_codes` lays out a placement's."""
     codes = alone_prefixes(array, inner, lanes)
-    which = np.array([_which(moved_code(c)) + _which(buffer_spec(c)[0]) for c in codes],
+    which = np.array([_which(moved_code(c)) + _held_which(c, lanes) for c in codes],
                      dtype=np.int8).reshape(-1, 2 * len(DIMS))
     kfull = np.array([_windows(c) for c in codes], dtype=np.int8).reshape(-1, 5)
     return which, kfull, np.full(len(codes), ARRAYS.index(array), dtype=np.int8)
@@ -255,7 +279,8 @@ def _kernel_args(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
 
     width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}
     caps = [level.bytes_for(a) for a in held] if split else [level.total_bytes]
-    return (np.stack([rows_of(blocks.lo), rows_of(blocks.hi)]), rows_of(blocks.p),
+    return (np.stack([rows_of(blocks.lo), rows_of(blocks.hi), rows_of(blocks.step)]),
+            rows_of(blocks.p),
             np.broadcast_to(np.asarray(blocks.outputs, dtype=float), (n,)), which, kfull,
             kind, np.array([blocks.coef[a] for a in arrays], dtype=float),
             np.array([width[a] for a in arrays], dtype=float),
