@@ -38,6 +38,7 @@ from workbench.hierarchy.search_space import (
     BIT,
     G0BIT,
     INNER,
+    LANE,
     ROLL,
     LevelBlocks,
     best_placements,
@@ -278,10 +279,27 @@ LANES = st.sampled_from([Lanes(), Lanes({"C": 2, "M": 3}), Lanes({"X": 3}),
 
 def _allowed(array: str, lanes: frozenset) -> list[int]:
     """The codes of `array` whose block holds a datapath step: inside group 0 only around
-    the loops of the unrolled dimensions among its operands."""
+    the loops of the unrolled dimensions among its operands; and LANE codes: a group-0 set m
+    leaving out some of those loops and holding a loop irrelevant to the array, or (I) both
+    loops of a pair, one of which its window rolls along (an order ends m with that loop and
+    runs the left-out loops next: the buffer after them holds m's code's buffer and their
+    lanes), not the inputs' X (Y) left out with FX (FY) in m."""
     dims = {"I": "NCYX", "W": "MC", "O": "NMYX"}[array]
+    irrelevant = {"I": {"M"}, "W": {"X", "Y", "N"}, "O": {"FX", "FY", "C"}}[array]
+    step = {d for d in dims if d in lanes}
+    lane_codes = []
+    for m in range(2 ** len(GROUP0) - 1):
+        inside = {n for n in GROUP0 if m & G0BIT[n]}
+        if not step - inside or (array == "I" and any(
+                o in step - inside and PARTNER[o] in inside for o in "XY")):
+            continue
+        if inside & irrelevant:
+            lane_codes.append(LANE | INNER + m)
+        if array == "I":  # and the inputs' window rolling along any loop of a pair in m
+            lane_codes += [LANE | rolling(INNER + m, q) for q in PARTNER
+                           if q in inside and PARTNER[q] in inside]
     return [c for c in codes_of(array) if moved_code(c) < INNER or
-            all((d, 0) in _loops(c) for d in dims if d in lanes)]
+            all((d, 0) in _loops(c) for d in dims if d in lanes)] + lane_codes
 
 
 @settings(max_examples=25, deadline=None)
@@ -300,29 +318,47 @@ def test_alone_prefixes_reach_every_codes_alone_minimum(case, array, capacity, l
     assert floor == pytest.approx(every, rel=1e-12)
 
 
+IRRELEVANT = {"I": ("M",), "W": ("X", "Y", "N"), "O": ("FX", "FY", "C")}
+
+
+@functools.lru_cache(maxsize=16)
+def _entries(array: str, lanes: frozenset) -> tuple:
+    """Each allowed code of the array (`_allowed`) with the chain of loop sets its order must
+    hold as prefixes: its set; a rolling code's set without its last loop, then its set; a
+    LANE code, once per loop q of its set irrelevant to the array (which ends the set): the
+    set without q, the set, the set with the step's loops it leaves out."""
+    dims = {"I": "NCYX", "W": "MC", "O": "NMYX"}[array]
+    out = []
+    for c in _allowed(array, lanes):
+        keys = _loops(c)
+        if c & LANE:
+            left = {(d, 0) for d in dims if d in lanes} - keys
+            ends = [_last(c)] if c & ROLL else [(q, 0) for q in IRRELEVANT[array]
+                                                 if (q, 0) in keys]
+            out += [(c, (keys - {q}, keys, keys | left)) for q in ends]
+        else:
+            last = _last(c)
+            out.append((c, (keys,) if last is None else (keys - {last}, keys)))
+    return tuple(out)
+
+
 @functools.lru_cache(maxsize=32)
 def _realizable(held: tuple[str, ...], lanes: frozenset) -> np.ndarray:
-    """Every tuple of codes (one per held array) whose sets of loops are nested: realized by
-    orders listing the smallest set's loops first, then each next set's new ones (a code
-    reaching into group 1 holds all of group 0; a rolling code's last loop last among its
-    set's: another set holds all of it or none of it and not that loop), each allowed for its
-    array (`_allowed`). Rows of CODES indices."""
-    keys = [_loops(c) for c in CODES]
-    last = [_last(c) for c in CODES]
-    assert len(set(zip(keys, last, strict=True))) == len(CODES)
+    """Every tuple of `_entries` (one per held array) whose chains together are nested, so
+    that an order lists the smallest set's loops first, then each next set's new ones (a code
+    reaching into group 1 holds all of group 0). Rows of indices into each array's entries."""
+    chains = {a: [chain for _, chain in _entries(a, lanes)] for a in held}
 
-    def fits(a: int, b: int) -> bool:  # b's set against a's, a's last loop last
-        return last[a] is None or keys[a] <= keys[b] or keys[b] <= keys[a] - {last[a]}
+    def nested(one, other) -> bool:
+        sets = list(one) + list(other)
+        return all(x <= y or y <= x for x, y in itertools.combinations(sets, 2))
 
-    sub = np.array([[a <= b for b in keys] for a in keys])
-    ok_roll = np.array([[fits(i, j) and fits(j, i) for j in range(len(CODES))]
-                        for i in range(len(CODES))])
-    nested = (sub | sub.T) & ok_roll
-    index = [np.array([CODES.index(c) for c in _allowed(a, lanes)]) for a in held]
-    rows = np.stack(np.meshgrid(*index, indexing="ij"), -1).reshape(-1, len(held))
+    rows = np.stack(np.meshgrid(*(np.arange(len(chains[a])) for a in held), indexing="ij"),
+                    -1).reshape(-1, len(held))
     ok = np.ones(len(rows), dtype=bool)
     for i, j in itertools.combinations(range(len(held)), 2):
-        ok &= nested[rows[:, i], rows[:, j]]
+        pair = np.array([[nested(x, y) for y in chains[held[j]]] for x in chains[held[i]]])
+        ok &= pair[rows[:, i], rows[:, j]]
     return rows[ok]
 
 
@@ -349,8 +385,8 @@ def test_undominated_placements_lose_no_optimum(first, more, held, capacity, spl
     fits = np.ones((len(rows), len(points)), dtype=bool)
     used = np.zeros((len(rows), len(points)))
     for j, array in enumerate(held):
-        e = np.array([_priced(blocks, array, c)[0] for c in CODES])
-        f = np.array([_priced(blocks, array, c)[1] for c in CODES])
+        e = np.array([_priced(blocks, array, c)[0] for c, _ in _entries(array, lanes)])
+        f = np.array([_priced(blocks, array, c)[1] for c, _ in _entries(array, lanes)])
         energy += e[rows[:, j]]
         used += f[rows[:, j]]
         fits &= f[rows[:, j]] <= hier.levels[2].bytes_for(array)
@@ -369,21 +405,22 @@ def test_undominated_placements_lose_no_optimum(first, more, held, capacity, spl
 
 def test_buffers_inside_group_0_hold_a_step() -> None:
     """With a datapath unrolling C and M, every code inside group 0 the search may give W or
-    O encloses the loops its step needs (W: C, M; O: M); with 2 × 4 lanes, a blocking whose
-    weights' buffer holds one weight while a step takes 8 is not in S (and `evaluate` refuses
-    it), and the search's blocking holds its steps (its energy S's brute force)."""
+    O encloses the loops its step needs (W: C, M; O: M), or is a LANE code, which leaves some
+    out and is placed after them; with 2 × 4 lanes, a blocking whose weights' buffer holds
+    one weight while a step takes 8 is not in S (and `evaluate` refuses it), and the search's
+    blocking holds its steps (its energy S's brute force)."""
     from test_hierarchy_search import _holds_a_step, brute_force_s
 
     from workbench.hierarchy.datapath import Datapath
     from workbench.hierarchy.search import search
     from workbench.hierarchy.search_bounds import in_s
 
-    lanes = frozenset("CM")
+    lanes = Lanes({"C": 2, "M": 4})
     for codes, _ in inner_placements(("I", "W", "O"), lanes):
         for array, code in zip(("I", "W", "O"), codes, strict=True):
             if moved_code(code) >= INNER:
                 need = step_bits(array, lanes)
-                assert code & need == need
+                assert (code & need == need) != bool(code & LANE)
     assert step_bits("W", lanes) == G0BIT["C"] | G0BIT["M"]
     assert step_bits("O", lanes) == G0BIT["M"]
     layer = ConvLayer(name="s", Ox=3, Oy=1, Oc=4, Kx=2, Ky=1, Kc=2)

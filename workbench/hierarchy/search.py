@@ -31,7 +31,13 @@ over the orders, the identity first (its best energy bounds the others'). Per ro
   one element per MAC). Its block has c_d = t_0 along the dimensions in m_A and 1 along the
   others, and the kernel window k = K (FX, FY in m_A) or 1 (seed 001 §3: "Fw, Fh are not
   required to be the innermost loops"); m_A encloses the loops of the dimensions the datapath
-  unrolls among A's operands (`step_bits`), so that the block holds a step's operands;
+  unrolls among A's operands (`step_bits`), so that the block holds a step's operands, or
+  (LANE codes, `search_placements.lane_prefixes`) m_A ends in a loop carrying A's reuse
+  (irrelevant to A, or, for I, rolling its window) and the step's loops it leaves out run
+  directly after it, the buffer after them: it moves what m_A's buffer moves (the left-out
+  loops are relevant to A and carry none of its reuse), and by eq. 2 in step time holds
+  m_A's buffer with their lanes, min(u, t_0) each (I: not X (Y) left out with FX (FY) in
+  m_A, which would carry the window);
 - every level's inputs may also take eq. 2's buffer where their window rolls along the
   outermost loop q of their position (`search_placements.rolling`: q = X, Y of the level's
   group, or, at the innermost level, X, Y after their kernel loop, FX, FY after their output
@@ -59,9 +65,9 @@ against them):
   scale footprint and refills inversely), which is in S (W, O: q irrelevant to them, its
   buffer its footprint; I: rolling along q). With an unrolled datapath eq. 2 runs in step
   time (`blocking.buffer_size`: a step's lanes held together): the position just after q may
-  leave out a loop a step spans (which S refuses), while eq. 2 at the position holds only that
-  loop's lanes: weights with M unrolled and an X loop inside M hold u_M weights, where S
-  holds M's t_0 (0.56% on a 2-column layer of 4 maps, 3-wide kernel, M unrolled by 2, 12 B).
+  leave out loops a step spans, and then eq. 2 at the position holds their lanes only, which
+  is a LANE code's buffer (without them: weights with M unrolled and an X loop inside M held
+  M's t_0, not u_M, 0.56% above on a 2-column layer of 4 maps, 3-wide kernel, M by 2, 12 B).
   On one level, counting DRAM bytes, S's optimum moves what seed 002's search moves on
   AlexNet's first layer at 1-64 KB (`benchmarks/bench_hierarchy_reach.py`; with footprints
   only, 2.6-11.8% more); on two
@@ -71,12 +77,12 @@ against them):
   hold a datapath step's operands;
 - under an order other than the identity, the padded blockings whose innermost role holds
   nothing.
-With one on-chip level and a scalar datapath S therefore holds every blocking fitting by
-`evaluate`'s own rule (eq. 2), up to equivalent ones (tests/test_hierarchy_search.py: brute
-force over every position anywhere). With nothing held anywhere a blocking always fits, so
-S is never empty. Objective: `accesses.energy_pj` summed, MAC energy Kx·Ky·ΠP ×
-mac_energy_pj included; the datapath's operand fetches are `datapath.fetches` over
-the inner block t_0.
+With one on-chip level S therefore holds every blocking fitting by `evaluate`'s own rule (eq.
+2, in step time on an unrolled datapath) whose buffers hold a datapath step, up to equivalent
+ones (tests/test_hierarchy_search.py: brute force over every position anywhere). With nothing
+held anywhere a blocking always fits, so S is never empty. Objective: `accesses.energy_pj`
+summed, MAC energy Kx·Ky·ΠP × mac_energy_pj included; the datapath's operand fetches are
+`datapath.fetches` over the inner block t_0.
 
 Counts at a position in a group ≥ 1 (the kernel loops, in group 0, are inside): for a block c,
   F_W = c_M·c_C·Kx·Ky,  moved_W = Kx·Ky·P_M·P_C·(P_X/c_X)(P_Y/c_Y)(P_N/c_N)
@@ -120,10 +126,13 @@ states (c, k) = (1, 1), (t_0, 1), (1, K) (W(c, 1)·K/c = K = W(1, K)·K/K), then
 holds: 1, t_0, K, t_0·min(S, K) (rolling along FX: a stride's worth), W(min(u, t_0), K)
 (rolling along an X of u > 1 lanes: a step's outputs), W(t_0, K), W(t_1, K), with 1 ≤ t_0 ≤
 t_0·min(S, K) ≤ W(t_0, K) ≤ W(t_1, K) and 1 ≤ K ≤ W(min(u, t_0), K) ≤ W(t_0, K) for all
-t_0 ≤ t_1, K, S, u ≥ 1 (`search_placements._features`). A tuple with, per held array, every
-feature at most the other's is never worse: dropped (`inner_placements`: 782 remain for I,
-W, O, 646 of them with the inputs' window rolling, each array inside group 0 or group 1;
-exact bit-set subset tests).
+t_0 ≤ t_1, K, S, u ≥ 1 (`search_placements._features`). A LANE code's left-out loops are
+graded between outside and inside group 0 (a step's lanes: 1 ≤ min(u, t_0) ≤ t_0; an output
+loop's with no kernel loop: min(u, t_0) columns, at most t_0 and W(min(u, t_0), K)). A tuple
+with, per held array, every feature at most the other's is never worse: dropped
+(`inner_placements`: 782 remain for I, W, O on a scalar datapath, 646 of them with the inputs'
+window rolling, each array inside group 0 or group 1; 831 with C and M unrolled, 740 of them
+with LANE codes; exact bit-set subset tests).
 Lemma 3 (levels are independent given the tiles and the holders). Under one holder pattern
 the levels exchanging data are fixed; level k's energy and capacity involve only its own placement
 and (t_{γ−1}, t_γ, P): each level takes its best fitting placement independently, exactly.

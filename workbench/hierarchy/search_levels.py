@@ -15,11 +15,13 @@ from workbench.hierarchy.levels import Hierarchy
 from workbench.hierarchy.search_r import _footprints
 from workbench.hierarchy.search_space import (
     INNER,
+    LANE,
     LevelBlocks,
     Pattern,
     best_placements,
     level_placements,
     moved_code,
+    step_bits,
     unrolled_dims,
     variant,
 )
@@ -122,8 +124,11 @@ def _blocking(hierarchy: Hierarchy, tiles: list[dict], picks: dict[int, int],
             orders[0], order = order
         orders[gamma] = order
         start = len(GROUP0) + len(DIMS) * (gamma - 1)
+        lanes = unrolled_dims(hierarchy.datapath)
         for array, code in zip(held, prefixes, strict=True):
             prefix = moved_code(code)  # a rolling window's position: after its last loop
+            if code & LANE:  # after the step's loops that follow its prefix
+                prefix |= step_bits(array, lanes)
             buffers[array][k - 1] = bin(prefix - INNER).count("1") - 1 if prefix >= INNER \
                 else start - 1 + bin(prefix).count("1")
     return Blocking.of(orders, tiles, buffers)

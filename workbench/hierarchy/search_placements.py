@@ -25,6 +25,11 @@ stride's worth of it, min(S, K)). m = 0 with a rolling q is group 0's last loop 
 group 0). With a datapath unrolling q (X or Y of group 0), eq. 2 in step time holds a step's
 lanes along q, min(u_q, t_0) outputs (`step_roll`; every other loop a step spans lies inside
 q, in m).
+
+LANE codes (an unrolled datapath, the innermost level): LANE | code of a group-0 prefix m that
+ends in a loop carrying its array's reuse and leaves out some loops a step spans, which run
+directly after m, the buffer after them; it moves what m moves and holds m's buffer with the
+left-out loops' lanes (`lane_prefixes`, `lane_dims`).
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ INNER = 1 << len(GROUP0)
 G0_REFILL = {"I": ("M",), "W": ("X", "Y", "N"), "O": ("FX", "FY", "C")}
 G0_FOOT = {"I": ("C", "N"), "W": ("FX", "FY", "M", "C"), "O": ("X", "Y", "M", "N")}
 ROLL = 1 << 9  # a rolling window (module docstring): the loop q in bits 10-11
+LANE = 1 << 12  # a buffer holding a step's lanes of the loops after it (`lane_prefixes`)
 _ROLLING = ("X", "Y", "FX", "FY")
 _PARTNER = {"X": "FX", "FX": "X", "Y": "FY", "FY": "Y"}
 
@@ -135,6 +141,42 @@ def step_bits(array: str, lanes: frozenset[str]) -> int:
     return sum(G0BIT[d] for d in OPERANDS[array] if d in lanes)
 
 
+def lane_dims(array: str, code: int, lanes: frozenset[str]) -> tuple[str, ...]:
+    """The dimensions along which a LANE code's buffer holds a datapath step's lanes, min(u,
+    t_0): its array's step dimensions whose loops are not in its prefix (none for others)."""
+    if not code & LANE:
+        return ()
+    return tuple(d for d in OPERANDS[array] if d in lanes and not code & G0BIT[d])
+
+
+@functools.cache
+def lane_prefixes(order0: tuple[str, ...], array: str, need: int) -> tuple[int, ...]:
+    """LANE codes of group 0's order `order0`: each prefix m ending in a loop q that carries
+    the array's reuse, irrelevant to it (G0_REFILL) or (I) rolling its window (X, Y, FX, FY
+    with its partner in m: `rolling`), and leaving out some of the loops `need` its step
+    spans (`step_bits`), those directly after m. The buffer sits after them (a position
+    holding a step), and by eq. 2 in step time holds what m's code holds (m's block, q adding
+    nothing to it; rolling: `buffer_spec`) and the left-out loops' lanes. It moves what that
+    position does: the left-out loops are relevant to the array and carry none of its reuse
+    (footprint and refills scale inversely). Not for I's X (Y) left out with FX (FY) in m: it
+    would carry the window, the outermost loop carrying reuse then."""
+    heads = list(itertools.accumulate((G0BIT[n] for n in order0), initial=0))
+    out = []
+    for i, q in enumerate(order0, start=1):
+        m, missing = heads[i], need & ~heads[i]
+        k = missing.bit_count()
+        if not missing or heads[i + k] - m != missing:
+            continue
+        if array == "I" and any(missing & G0BIT[o] and m & G0BIT[_PARTNER[o]]
+                                for o in ("X", "Y")):
+            continue
+        if q in G0_REFILL[array]:
+            out.append(LANE | INNER + m)
+        elif array == "I" and q in _PARTNER and m & G0BIT[_PARTNER[q]]:
+            out.append(LANE | rolling(INNER + m, q))
+    return tuple(out)
+
+
 def mask(loops) -> int:
     """Bitmask of a collection of dimension names."""
     return sum(BIT[d] for d in loops)
@@ -203,7 +245,7 @@ def _group0_tuples(held: tuple[str, ...],
     found: dict[tuple[int, ...], tuple[str, ...]] = {}
     for order0 in itertools.permutations(GROUP0):
         options = [[c for c in inner_prefixes(order0, a) if moved_code(c) < INNER or
-                    c & n == n]
+                    c & n == n] + list(lane_prefixes(order0, a, n))
                    for a, n in zip(held, need, strict=True)]
         for combo in itertools.product(*options):
             found.setdefault(combo, order0)
@@ -220,30 +262,34 @@ def grades(code: int) -> tuple[int, ...]:
     return (1, 1) + tuple(2 if code & BIT[d] else 1 for d in DIMS)
 
 
+# footprint-only loops' buffer grades as levels: outside (c = 1), a step's lanes (LANE codes:
+# min(u, t_0)), inside group 0 (t_0), group 1's too (t_1): 1 ≤ min(u, t_0) ≤ t_0 ≤ t_1
+_FOOT_LEVEL = {0: 0, "lanes": 1, 1: 2, 2: 3}
 # I's (output, kernel) loop pairs, per pair two features (lemma 2'): how much it moves, from
 # the grades of the loops inside the buffer's counts, and how much it holds, from those of its
 # buffer (`buffer_spec`). Moved per output column (row): K·P with neither, one or the other
 # inside group 0 (grades (0, 0), (1, 0), (0, 1)), W(t_0, K)·P/t_0 with both (1, 1), W(t_1,
 # K)·P/t_1 with group 1's too (2, 1): a chain (W(c, K)/c never grows). Held: 1, t_0, K,
 # t_0·min(S, K) (both, a stride's worth of the kernel: "s"), W(min(u, t_0), K) (rolling along
-# an output loop of u > 1 lanes: a step's outputs, "u"), W(t_0, K), W(t_1, K): 1 ≤ t_0 ≤
-# t_0·min(S, K) ≤ W(t_0, K) ≤ W(t_1, K) and 1 ≤ K ≤ W(min(u, t_0), K) ≤ W(t_0, K), for every
-# t_0 ≤ t_1, K, S, u ≥ 1; each state's bits are those of the states it is at least (a bit-set
-# subset test)
+# an output loop of u > 1 lanes: a step's outputs, "u"), min(u, t_0) (a LANE code's lanes
+# of the output loop, no kernel loop: "l"), W(t_0, K), W(t_1, K): 1 ≤ min(u, t_0) ≤ t_0 ≤
+# t_0·min(S, K) ≤ W(t_0, K) ≤ W(t_1, K), min(u, t_0) ≤ W(min(u, t_0), K) and 1 ≤ K ≤
+# W(min(u, t_0), K) ≤ W(t_0, K), for every t_0 ≤ t_1, K, S, u ≥ 1; each state's bits are those
+# of the states it is at least (a bit-set subset test)
 _MOVED_LEVEL = {(0, 0): 0, (1, 0): 0, (0, 1): 0, (1, 1): 1, (2, 1): 2}
-_HELD_BITS = {(0, 0): 0b0000001, (1, 0): 0b0000011, (0, 1): 0b0000101, "s": 0b0001011,
-              "u": 0b1000101, (1, 1): 0b1011111, (2, 1): 0b1111111}
+_HELD_BITS = {(0, 0): 0b00000001, "l": 0b10000001, (1, 0): 0b10000011, (0, 1): 0b00000101,
+              "s": 0b10001011, "u": 0b11000101, (1, 1): 0b11011111, (2, 1): 0b11111111}
 _PAIRS = (("X", "FX"), ("Y", "FY"))
 
 
 def _thermometer(v: int) -> int:
-    """Bits of a grade −2 … 2, lower better: v ≤ w iff bits(v) ⊆ bits(w)."""
+    """Bits of a grade −2 … 3, lower better: v ≤ w iff bits(v) ⊆ bits(w)."""
     return (1 << (v + 2)) - 1
 
 
 @functools.cache
 def _packed(array: str, code: int, lanes: frozenset[str] = frozenset()) -> tuple[int, int]:
-    """`_features` packed: (bits, total width ≤ 34)."""
+    """`_features` packed: (bits, total width ≤ 39)."""
     bits, shift = 0, 0
     for value, width in _features(array, code, lanes):
         bits |= value << shift
@@ -257,19 +303,21 @@ def _features(array: str, code: int, lanes: frozenset[str]) -> list[tuple[int, i
     loops graded by the buffer's loops, refill-only ones by the moved ones, I's pairs above
     (a datapath unrolling `lanes`: `step_roll`)."""
     held, sx, sy = buffer_spec(code)
-    step = step_roll(code, lanes)
+    step, spread = step_roll(code, lanes), lane_dims(array, code, lanes)
     g, h = grades(moved_code(code)), grades(held)
     out = []
     for loop, name in enumerate(GROUP0):
         if array == "I" and name in ("X", "Y", "FX", "FY"):
             continue
-        out.append((_thermometer(h[loop] if name in G0_FOOT[array] else -g[loop]), 4))
+        level = _FOOT_LEVEL["lanes" if name in spread else h[loop]]
+        out.append((_thermometer(level if name in G0_FOOT[array] else -g[loop]), 5))
     if array == "I":
         for (a, b), stride in zip(_PAIRS, (sx, sy), strict=True):
             i, j = GROUP0.index(a), GROUP0.index(b)
             out.append((_thermometer(-_MOVED_LEVEL[g[i], g[j]]), 4))
-            state = "s" if stride else "u" if step == a else (h[i], h[j])
-            out.append((_HELD_BITS[state], 7))
+            state = "s" if stride else "u" if step == a else "l" if a in spread else \
+                (h[i], h[j])
+            out.append((_HELD_BITS[state], 8))
     return out
 
 
@@ -281,7 +329,7 @@ def _undominated(held: tuple[str, ...], found: dict, packed=None) -> dict:
     a chunk at a time, against those kept and the chunk."""
     keys = list(found)
     packed = _packed if packed is None else packed
-    # one 64-bit word per held array (its features take at most 34 bits)
+    # one 64-bit word per held array (its features take at most 39 bits)
     words = np.array([[packed(a, c)[0] for a, c in zip(held, key, strict=True)]
                       for key in keys], dtype=np.uint64).reshape(len(keys), len(held))
     counts = [sum(packed(a, c)[0].bit_count() for a, c in zip(held, key, strict=True))
@@ -374,7 +422,7 @@ def alone_prefixes(array: str, inner: bool = False,
 
 
 __all__ = ["BIT", "FULL", "G0BIT", "G0_FOOT", "G0_REFILL", "INNER", "OPERANDS", "RELEVANT",
-           "ROLL", "buffer_spec", "moved_code", "rolling",
+           "LANE", "ROLL", "buffer_spec", "lane_dims", "lane_prefixes", "moved_code", "rolling",
            "alone_prefixes", "canonical_prefixes", "grades", "inner_placements", "inner_prefixes",
            "level_placements", "mask", "outer_placements", "placements", "realizes",
            "step_bits",

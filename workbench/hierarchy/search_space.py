@@ -37,6 +37,7 @@ from workbench.hierarchy.search_placements import (
     G0_REFILL,
     G0BIT,
     INNER,
+    LANE,
     OPERANDS,
     RELEVANT,
     ROLL,
@@ -46,6 +47,7 @@ from workbench.hierarchy.search_placements import (
     grades,
     inner_placements,
     inner_prefixes,
+    lane_dims,
     level_placements,
     mask,
     moved_code,
@@ -114,7 +116,7 @@ class LevelBlocks:
             moved = elements * refills
             if (lay.Kx // kx) * (lay.Ky // ky) != 1:
                 moved = moved * ((lay.Kx // kx) * (lay.Ky // ky))
-            foot = self._held(array, prefix) if prefix & ROLL else elements
+            foot = self._held(array, prefix) if prefix & (ROLL | LANE) else elements
             width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}[array]
             self._memo[key] = (side_cost(array, moved, self.coef[array], self.outputs, prec),
                                foot * width)
@@ -139,11 +141,13 @@ class LevelBlocks:
 
     def _held(self, array: str, code: int):
         """Elements a rolling code's buffer holds (`buffer_spec`: a stride's worth of a
-        kernel loop it rolls along; along an unrolled output loop, a step's lanes)."""
+        kernel loop it rolls along; along an unrolled output loop, a step's lanes) or a LANE
+        code's (`lane_dims`: a step's lanes)."""
         held, sx, sy = buffer_spec(code)
         which, kx, ky = self._which(held)
-        if (q := step_roll(code, self.lanes)) is not None:
-            which[q] = "step"
+        for q in (step_roll(code, self.lanes), *lane_dims(array, code, self.lanes)):
+            if q is not None:
+                which[q] = "step"
         lay = self.layer
         return self._elements(array, which, min(lay.Sx, kx) if sx else kx,
                               min(lay.Sy, ky) if sy else ky)
@@ -205,8 +209,8 @@ def _codes(held: tuple[str, ...], inner: bool, lanes: frozenset[str],
         priced |= need
     stages.append(sorted(set(range(len(index))) - priced))
     codes = list(index)
-    which = np.array([_which(moved_code(code)) + _held_which(code, lanes)
-                      for _, code in codes], dtype=np.int8).reshape(-1, 2 * len(DIMS))
+    which = np.array([_which(moved_code(code)) + _held_which(a, code, lanes)
+                      for a, code in codes], dtype=np.int8).reshape(-1, 2 * len(DIMS))
     kfull = np.array([_windows(code) for _, code in codes], dtype=np.int8).reshape(-1, 5)
     kind = np.array([ARRAYS.index(a) for a, _ in codes], dtype=np.int8)
     relaxed = np.concatenate(tables) if tables else np.zeros((0, len(held)), dtype=np.int64)
@@ -222,12 +226,13 @@ def _which(code: int) -> list[int]:
             for d in DIMS]
 
 
-def _held_which(code: int, lanes: frozenset[str]) -> list[int]:
+def _held_which(array: str, code: int, lanes: frozenset[str]) -> list[int]:
     """Per dimension, which tile a code's buffer has: `_which` of its held loops, and STEP
-    along an unrolled output loop it rolls along (`step_roll`)."""
+    along an unrolled output loop it rolls along (`step_roll`) or a LANE code's lanes."""
     out = _which(buffer_spec(code)[0])
-    if (q := step_roll(code, lanes)) is not None:
-        out[DIMS.index(q)] = STEP
+    for q in (step_roll(code, lanes), *lane_dims(array, code, lanes)):
+        if q is not None:
+            out[DIMS.index(q)] = STEP
     return out
 
 
@@ -247,7 +252,7 @@ def _windows(code: int) -> list[int]:
     full = [moved < INNER or bool(moved & G0BIT[f]) for f in ("FX", "FY")]
     kept = [2 if stride else int(held < INNER or bool(held & G0BIT[f]))
             for f, stride in (("FX", sx), ("FY", sy))]
-    return [int(full[0]), int(full[1]), int(bool(code & ROLL)), *kept]
+    return [int(full[0]), int(full[1]), int(bool(code & (ROLL | LANE))), *kept]
 
 
 @functools.lru_cache(maxsize=64)
@@ -255,7 +260,7 @@ def alone_tables(array: str, inner: bool, lanes: frozenset[str]) -> tuple:
     """The compiled kernels' tables (which tile per dimension, kernel windows, array kind) of
     `array`'s alone codes (`alone_prefixes`), as `_codes` lays out a placement's."""
     codes = alone_prefixes(array, inner, lanes)
-    which = np.array([_which(moved_code(c)) + _held_which(c, lanes) for c in codes],
+    which = np.array([_which(moved_code(c)) + _held_which(array, c, lanes) for c in codes],
                      dtype=np.int8).reshape(-1, 2 * len(DIMS))
     kfull = np.array([_windows(c) for c in codes], dtype=np.int8).reshape(-1, 5)
     return which, kfull, np.full(len(codes), ARRAYS.index(array), dtype=np.int8)
@@ -410,7 +415,7 @@ def take(flat: dict, idx) -> dict:
 
 
 __all__ = ["ARRAYS", "BATCH", "BIT", "FULL", "G0BIT", "G0_FOOT", "G0_REFILL", "INNER", "OPERANDS",
-           "RELEVANT", "ROLL", "_FOOT_ONLY", "_PAIRS", "_REFILL_ONLY", "buffer_spec",
+           "LANE", "RELEVANT", "ROLL", "_FOOT_ONLY", "_PAIRS", "_REFILL_ONLY", "buffer_spec",
            "moved_code", "step_bits", "unrolled_dims",
            "LevelBlocks", "Pattern", "alone_prefixes", "alone_tables", "best_placements",
            "canonical_prefixes",
