@@ -126,7 +126,7 @@ states (c, k) = (1, 1), (t_0, 1), (1, K) (W(c, 1)·K/c = K = W(1, K)·K/K), then
 holds: 1, t_0, K, t_0·min(S, K) (rolling along FX: a stride's worth), W(min(u, t_0), K)
 (rolling along an X of u > 1 lanes: a step's outputs), W(t_0, K), W(t_1, K), with 1 ≤ t_0 ≤
 t_0·min(S, K) ≤ W(t_0, K) ≤ W(t_1, K) and 1 ≤ K ≤ W(min(u, t_0), K) ≤ W(t_0, K) for all
-t_0 ≤ t_1, K, S, u ≥ 1 (`search_placements._features`). A LANE code's left-out loops are
+t_0 ≤ t_1, K, S, u ≥ 1 (`search_dominance._features`). A LANE code's left-out loops are
 graded between outside and inside group 0 (a step's lanes: 1 ≤ min(u, t_0) ≤ t_0; an output
 loop's with no kernel loop: min(u, t_0) columns, at most t_0 and W(min(u, t_0), K)). A tuple
 with, per held array, every feature at most the other's is never worse: dropped

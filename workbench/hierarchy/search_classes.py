@@ -25,10 +25,10 @@ from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
 from workbench.hierarchy.search_alone import AloneTables
 from workbench.hierarchy.search_bounds import relaxed_floor
+from workbench.hierarchy.search_dominance import alone_prefixes
 from workbench.hierarchy.search_grid import chain_classes
 from workbench.hierarchy.search_levels import _datapath_side, _smallest
 from workbench.hierarchy.search_memory import InnerMemory
-from workbench.hierarchy.search_placements import alone_prefixes
 from workbench.hierarchy.search_points import SEED, _price
 from workbench.hierarchy.search_space import (
     BATCH,

@@ -14,7 +14,7 @@ for bit those of pricing with `block` (ties: the first placement, the first poin
 terms are monotone, so every bound below is at most the total it bounds, rounding included):
 - a point whose total with the innermost level's lower bound `bound` reaches the best found;
 - a point whose total with a relaxation's least energy reaches it. A relaxation replaces some
-  held arrays' codes by any of their alone codes (`search_placements.alone_prefixes`: every
+  held arrays' codes by any of their alone codes (`search_dominance.alone_prefixes`: every
   code's footprint and energy are at least one of theirs, at every point), so its least fitting
   sum is at most the level's: one alone code per array (the one order dropped; shared capacity
   only, split parts give the alone floors already in `bound`), then, holding three arrays, each

@@ -1,10 +1,10 @@
 """What `search` prices per level: the holder patterns (which on-chip levels hold each array),
 each (array, position) block's transfer energy and footprint over many tile points
 (`LevelBlocks`), and a level's best fitting placement per point (`best_placements`) among those
-of `search_placements` (re-exported here), or the innermost level's best point of a batch
-(`least_total_at`), both priced by the compiled `search_kernel` (from SPLIT points on, in two
-halves at once: lenet5's app edits on two levels, 2 cores, 264 ms median against 340 ms, the
-same answers)."""
+of `search_dominance` (re-exported here, with `search_placements`' codes), or the innermost
+level's best point of a batch (`least_total_at`), both priced by the compiled `search_kernel`
+(from SPLIT points on, in two halves at once: lenet5's app edits on two levels, 2 cores,
+264 ms median against 340 ms, the same answers)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,12 @@ import numpy as np
 
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy, SplitCapacity
+from workbench.hierarchy.search_dominance import (
+    alone_prefixes,
+    grades,
+    inner_placements,
+    level_placements,
+)
 from workbench.hierarchy.search_kernel import (
     HI,
     LO,
@@ -41,14 +47,10 @@ from workbench.hierarchy.search_placements import (
     OPERANDS,
     RELEVANT,
     ROLL,
-    alone_prefixes,
     buffer_spec,
     canonical_prefixes,
-    grades,
-    inner_placements,
     inner_prefixes,
     lane_dims,
-    level_placements,
     mask,
     moved_code,
     placements,
