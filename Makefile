@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_seed001_energy.py
 	$(PY) benchmarks/bench_hierarchy.py
 	$(PY) benchmarks/bench_hierarchy_reach.py
+	$(PY) benchmarks/bench_hierarchy_gaps.py
 	$(PY) benchmarks/bench_seed001_figs.py
 	$(PY) benchmarks/bench_peers.py  # prints how to install the 'peers' extra if ZigZag is absent
 

@@ -1,0 +1,210 @@
+"""How far the search's space S is from every blocking, on two on-chip levels (prints, asserts
+nothing but that the brute force's optimum costs what `evaluate` says and fits).
+
+With one on-chip level S holds every blocking fitting by `evaluate`'s rule (property tests in
+tests/test_hierarchy_search.py). With two it leaves out blockings
+(`workbench.hierarchy.search`'s docstring, "Not in S"): a level's buffers in two roles' loop
+groups, and an outer level's eq. 2 buffer set by the inner levels' loops. This benchmark
+measures what that costs: on random tiny layers (1-4 output columns, 1-2 rows, 1-2 maps in and
+out, kernels 1-3 wide, strides 1-2) over DRAM, an SRAM of 3-10 B (or split 2-6 B per array)
+and a register file of 1-4 B (1 B elements), it compares S's optimum (`search`) with a brute
+force over every blocking: every divisor chain, every order of each group's loops of trip
+count > 1, every position −1 … last loop of each array at each level (or none: bypassed),
+each array's register-file buffer inside its SRAM buffer, fitting by `evaluate`'s rule (eq. 2
+buffers). Positions enclosing the same loops of trip count > 1 with the same outermost one are
+priced once (they give the same counts), and the arrays apart: an array's transfers depend on
+its own positions only, so per array only the options no other beats in energy and in both
+levels' bytes are combined (the optimum found is re-priced whole by `evaluate`).
+Each case where the brute force is cheaper prints where its optimum keeps each array (the loop
+group of each level's buffer: 0 innermost … 2 outermost).
+Run: nice .venv/bin/python benchmarks/bench_hierarchy_gaps.py [--cases 60] [--seed 1]
+     [--workers N] (cases in N processes; default one per processor)
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import os
+import random
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+from workbench.hierarchy import (
+    ARRAYS,
+    DIMS,
+    GROUP0,
+    Blocking,
+    ElementBytes,
+    Hierarchy,
+    Level,
+    SplitCapacity,
+    evaluate,
+)
+from workbench.hierarchy.accesses import buffer_bytes, energy_by_array_pj, energy_pj
+from workbench.hierarchy.blocking import transfers, trip_counts
+from workbench.hierarchy.search import gen_chains, search
+from workbench.layers import ConvLayer
+
+ONE = ElementBytes(1, 1, 1, 1)
+EXTENT = {"X": "Ox", "Y": "Oy", "C": "Kc", "M": "Oc", "N": "On"}
+
+
+def _undominated(options: list[tuple]) -> list[tuple]:
+    """(energy, SRAM bytes, RF bytes, positions) options no other is at most in all three."""
+    kept: list[tuple] = []
+    for o in sorted(options, key=lambda o: o[:3]):
+        if not any(k[0] <= o[0] and k[1] <= o[1] and k[2] <= o[2] for k in kept):
+            kept.append(o)
+    return kept
+
+
+def _fits_alone(hier: Hierarchy, array: str, used: list[dict]) -> bool:
+    """Does the array's buffer fit each split level's part for it?"""
+    return all(used[k][array] <= level.bytes_for(array) for k, level in
+               enumerate(hier.levels) if k and isinstance(level.capacity_bytes, SplitCapacity))
+
+
+def _fits_together(hier: Hierarchy, choice: tuple) -> bool:
+    """Do the arrays' buffers fit each shared level together?"""
+    return all(sum(c[k] for c in choice) <= level.total_bytes for k, level in
+               enumerate(hier.levels) if k and not isinstance(level.capacity_bytes,
+                                                              SplitCapacity))
+
+
+def every_blocking_optimum(layer: ConvLayer, hier: Hierarchy) -> tuple[float, Blocking | None]:
+    """The least `evaluate` energy (pJ) over every blocking of two on-chip levels that fits by
+    `evaluate`'s rule, and one such blocking (module docstring)."""
+    levels = len(hier.levels) - 1
+    best, arg = math.inf, None
+    for combo in itertools.product(*(gen_chains(getattr(layer, EXTENT[d]), levels)
+                                     for d in DIMS)):
+        tiles = [{d: int(c[g]) for d, c in zip(DIMS, combo, strict=True)}
+                 for g in range(levels)]
+        empty = {a: [None] * levels for a in ARRAYS}
+        probe = Blocking.of([GROUP0] + [DIMS] * levels, tiles, empty)
+        real = {lp for lp, n in zip(probe.loops, trip_counts(layer, probe), strict=True)
+                if n > 1}
+        mac = energy_pj(transfers(layer, probe, levels + 1, hier.datapath), hier, ONE)["mac"]
+        names = [[lp[0] for lp in probe.loops if lp[1] == g] for g in range(levels + 1)]
+        for firsts in itertools.product(*(itertools.permutations([n for n in group
+                                                                  if (n, g) in real])
+                                          for g, group in enumerate(names))):
+            orders = [tuple(f) + tuple(n for n in group if (n, g) not in real)
+                      for g, (f, group) in enumerate(zip(firsts, names, strict=True))]
+            loops = Blocking.of(orders, tiles, empty).loops
+            seen: dict = {}
+            for p in range(-1, len(loops)):
+                inside = [j for j in range(p + 1) if loops[j] in real]
+                seen.setdefault((frozenset(loops[j] for j in inside),
+                                 loops[inside[-1]] if inside else None), p)
+            positions = [None, *sorted(seen.values())]
+            per_array = []
+            for array in ARRAYS:
+                options = []
+                for outer, inner in itertools.product(positions, repeat=2):
+                    if outer is not None and inner is not None and inner > outer:
+                        continue
+                    buffers = dict(empty, **{array: [outer, inner]})
+                    moved = transfers(layer, Blocking.of(orders, tiles, buffers), levels + 1,
+                                      hier.datapath)
+                    used = buffer_bytes(moved, levels + 1, ONE)
+                    if not _fits_alone(hier, array, used):
+                        continue
+                    energy = sum(v[array] for v in
+                                 energy_by_array_pj(moved, hier, ONE).values())
+                    options.append((energy, used[1][array], used[2][array], (outer, inner)))
+                per_array.append(_undominated(options))
+            for choice in itertools.product(*per_array):
+                total = sum(c[0] for c in choice) + mac
+                if total < best and _fits_together(hier, [(0.0, c[1], c[2]) for c in choice]):
+                    best = total
+                    arg = Blocking.of(orders, tiles, {a: list(c[3]) for a, c in
+                                                      zip(ARRAYS, choice, strict=True)})
+    if arg is not None:  # the arrays priced apart add up to the blocking priced whole
+        whole = evaluate(layer, arg, hier, ONE)
+        assert whole.fits and math.isclose(whole.total_energy_pj, best, rel_tol=1e-9)
+    return best, arg
+
+
+def _group(position: int | None) -> str:
+    """The loop group a buffer position lies in ('-': bypassed; '0|1': the end of group 0,
+    also group 1's start; '1|2' likewise)."""
+    if position is None:
+        return "-"
+    end0, end1 = len(GROUP0) - 1, len(GROUP0) + len(DIMS) - 1
+    return "0" if position < end0 else "0|1" if position == end0 else \
+        "1" if position < end1 else "1|2" if position == end1 else "2"
+
+
+def random_case(rng: random.Random) -> tuple[ConvLayer, Hierarchy]:
+    """A tiny layer over DRAM, a small SRAM (shared or split) and a smaller register file."""
+    layer = ConvLayer(name="g", Ox=rng.randint(1, 4), Oy=rng.choice([1, 1, 2]),
+                      Oc=rng.randint(1, 2), Kc=rng.choice([1, 1, 2]), Kx=rng.randint(1, 3),
+                      Ky=1, Sx=rng.randint(1, 2))
+    if rng.random() < 0.25:
+        sram, rf = SplitCapacity(*(rng.randint(2, 6) for _ in ARRAYS)), rng.randint(1, 2)
+    else:
+        sram = rng.randint(3, 10)
+        rf = rng.randint(1, min(4, sram - 1))
+    hier = Hierarchy((Level("DRAM", None, 16, rng.choice([100.0, 200.0])),
+                      Level("SRAM", sram, 16, rng.choice([4.0, 8.0, 16.0])),
+                      Level("RF", rf, 16, rng.choice([0.5, 1.0]))), mac_energy_pj=1.0)
+    return layer, hier
+
+
+def compare(case: tuple[ConvLayer, Hierarchy]) -> tuple[float, float, Blocking | None, float,
+                                                         float]:
+    """(S's optimum, the every-blocking optimum (pJ), its blocking, brute-force s, search s)."""
+    layer, hier = case
+    start = time.perf_counter()
+    every, blocking = every_blocking_optimum(layer, hier)
+    brute = time.perf_counter() - start
+    start = time.perf_counter()
+    found = search(layer, hier, ONE)
+    return (math.inf if found is None else found.energy_pj, every, blocking, brute,
+            time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    cases = [random_case(rng) for _ in range(args.cases)]
+    # the pinned case of tests/test_hierarchy_incumbents.py (`_sram_in_two_roles`)
+    cases.insert(0, (ConvLayer(name="pinned", Ox=4, Oy=1, Oc=2, Kx=3, Ky=1, Kc=1),
+                     Hierarchy((Level("DRAM", None, 16, 100.0), Level("SRAM", 5, 16, 8.0),
+                                Level("RF", 2, 16, 0.5)), mac_energy_pj=1.0)))
+    start, gaps = time.perf_counter(), []
+    brute_s = search_s = 0.0
+    with ProcessPoolExecutor(args.workers) as pool:
+        results = list(pool.map(compare, cases))
+    for (layer, hier), (s_energy, every, blocking, brute, searched) in zip(cases, results,
+                                                                          strict=True):
+        brute_s, search_s = brute_s + brute, search_s + searched
+        gap = s_energy / every - 1 if every < math.inf else 0.0
+        gaps.append(gap)
+        if gap > 1e-9:
+            where = "; ".join(f"{level.name} " + " ".join(
+                f"{a}:{_group(blocking.positions(a)[k])}" for a in ARRAYS)
+                for k, level in enumerate(hier.levels[1:]))
+            print(f"{layer.name}: {layer.Ox}x{layer.Oy} outputs, C {layer.Kc}, M {layer.Oc}, "
+                  f"kernel {layer.Kx}, stride {layer.Sx}; SRAM {hier.levels[1].capacity_bytes} "
+                  f"B, RF {hier.levels[2].capacity_bytes} B: S {s_energy:,.1f} pJ, every "
+                  f"blocking {every:,.1f} pJ (S {100 * gap:.1f}% above it); groups of the "
+                  f"buffers: {where}")
+    below = [g for g in gaps if g > 1e-9]
+    print(f"two on-chip levels, {len(cases)} tiny layers (the pinned one and {args.cases} "
+          f"random, seed {args.seed}): S's optimum is the least over every blocking in "
+          f"{len(cases) - len(below)}; in {len(below)} a blocking outside S is cheaper (S "
+          f"{100 * min(below, default=0):.1f}-{100 * max(below, default=0):.1f}% above it); "
+          f"brute force {brute_s:.0f} s, search {search_s:.1f} s, "
+          f"{time.perf_counter() - start:.0f} s in all with {args.workers} process(es)")
+
+
+if __name__ == "__main__":
+    main()
