@@ -16,7 +16,8 @@ priced once (they give the same counts), and the arrays apart: an array's transf
 its own positions only, so per array only the options no other beats in energy and in both
 levels' bytes are combined (the optimum found is re-priced whole by `evaluate`).
 Each case where the brute force is cheaper prints where its optimum keeps each array (the loop
-group of each level's buffer: 0 innermost … 2 outermost).
+group of each level's buffer: 0 innermost … 2 outermost; in S the SRAM's lie in group 2 and
+the register file's in groups 0-1, or the other way round when they share no array).
 Run: nice .venv/bin/python benchmarks/bench_hierarchy_gaps.py [--cases 60] [--seed 1]
      [--workers N] (cases in N processes; default one per processor)
 """

@@ -51,11 +51,12 @@ over the orders, the identity first (its best energy bounds the others'). Per ro
 S ⊇ R (all S_A = ∅, every level holding every array it can; `search_r`); `bypass=False`
 searches only R's holders (faster), under the identity. Not in S (so not claimed optimal
 against them):
-- an outer level's buffers inside an inner role's group, some or all of them (e.g. an SRAM
-  holding inputs outside the register file's partial sums and a weight inside them: 1600 pJ
-  against S's 1846 on a tiny layer, `tests/test_hierarchy_incumbents.py`). On 61 tiny
-  layers over two levels of a few bytes, S's optimum is the least over every blocking in 55,
-  and 1.1-15.4% above it in 6, each of them such a case (`benchmarks/bench_hierarchy_gaps.py`);
+- a level's buffers outside its role's group, some or all of them, so that two levels keep
+  buffers in one group (e.g. an SRAM holding inputs outside the register file's partial sums
+  and a weight inside them: 1600 pJ against S's 1846 on a tiny layer,
+  `tests/test_hierarchy_incumbents.py`). On 61 tiny layers over two levels of a few bytes, S's
+  optimum is the least over every blocking in 55 and 1.1-15.4% above it in 6 (seed 2: 57,
+  and 1.2-17.7% in 4), each optimum of that kind (`benchmarks/bench_hierarchy_gaps.py`);
 - the blockings that fit only by eq. 2's buffers (`evaluate`'s rule) at an outer level
   whose own group's loops inside a buffer carry none of its reuse (or run once): its
   outermost reuse-carrying loop then lies in an inner group, whose order is another level's
