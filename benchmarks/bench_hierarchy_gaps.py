@@ -17,7 +17,11 @@ its own positions only, so per array only the options no other beats in energy a
 levels' bytes are combined (the optimum found is re-priced whole by `evaluate`).
 Each case where the brute force is cheaper prints where its optimum keeps each array (the loop
 group of each level's buffer: 0 innermost … 2 outermost; in S the SRAM's lie in group 2 and
-the register file's in groups 0-1, or the other way round when they share no array).
+the register file's in groups 0-1, or the other way round when they share no array), and the
+least over the "merged" blockings alone: no array held at both levels and t_1 = t_0, i.e. a
+one-level blocking of the two levels taken as one level, each array at its own level's energy
+and capacity, which one-level S would search (every position anywhere) if a level could price
+each array apart and share its capacity between groups of arrays.
 Run: nice .venv/bin/python benchmarks/bench_hierarchy_gaps.py [--cases 60] [--seed 1]
      [--workers N] (cases in N processes; default one per processor)
 """
@@ -74,13 +78,18 @@ def _fits_together(hier: Hierarchy, choice: tuple) -> bool:
                                                               SplitCapacity))
 
 
-def every_blocking_optimum(layer: ConvLayer, hier: Hierarchy) -> tuple[float, Blocking | None]:
+def every_blocking_optimum(layer: ConvLayer, hier: Hierarchy, merged: bool = False
+                           ) -> tuple[float, Blocking | None]:
     """The least `evaluate` energy (pJ) over every blocking of two on-chip levels that fits by
-    `evaluate`'s rule, and one such blocking (module docstring)."""
+    `evaluate`'s rule, and one such blocking (module docstring). merged: only those holding no
+    array at both levels, with t_1 = t_0 (group 1 running once): one-level blockings of the two
+    levels taken as one, each array at its own level's energy and capacity."""
     levels = len(hier.levels) - 1
     best, arg = math.inf, None
     for combo in itertools.product(*(gen_chains(getattr(layer, EXTENT[d]), levels)
                                      for d in DIMS)):
+        if merged and any(c[0] != c[1] for c in combo):
+            continue
         tiles = [{d: int(c[g]) for d, c in zip(DIMS, combo, strict=True)}
                  for g in range(levels)]
         empty = {a: [None] * levels for a in ARRAYS}
@@ -105,7 +114,7 @@ def every_blocking_optimum(layer: ConvLayer, hier: Hierarchy) -> tuple[float, Bl
             for array in ARRAYS:
                 options = []
                 for outer, inner in itertools.product(positions, repeat=2):
-                    if outer is not None and inner is not None and inner > outer:
+                    if outer is not None and inner is not None and (merged or inner > outer):
                         continue
                     buffers = dict(empty, **{array: [outer, inner]})
                     moved = transfers(layer, Blocking.of(orders, tiles, buffers), levels + 1,
@@ -156,16 +165,20 @@ def random_case(rng: random.Random) -> tuple[ConvLayer, Hierarchy]:
 
 
 def compare(case: tuple[ConvLayer, Hierarchy]) -> tuple[float, float, Blocking | None, float,
-                                                         float]:
-    """(S's optimum, the every-blocking optimum (pJ), its blocking, brute-force s, search s)."""
+                                                         float, float]:
+    """(S's optimum, the every-blocking optimum (pJ), its blocking, brute-force s, search s,
+    the merged optimum where S's is above every blocking's, else inf)."""
     layer, hier = case
     start = time.perf_counter()
     every, blocking = every_blocking_optimum(layer, hier)
     brute = time.perf_counter() - start
     start = time.perf_counter()
     found = search(layer, hier, ONE)
-    return (math.inf if found is None else found.energy_pj, every, blocking, brute,
-            time.perf_counter() - start)
+    searched = time.perf_counter() - start
+    s_energy = math.inf if found is None else found.energy_pj
+    merged = every_blocking_optimum(layer, hier, merged=True)[0] if \
+        s_energy > every * (1 + 1e-9) else math.inf
+    return s_energy, every, blocking, brute, searched, merged
 
 
 def main() -> None:
@@ -184,8 +197,9 @@ def main() -> None:
     brute_s = search_s = 0.0
     with ProcessPoolExecutor(args.workers) as pool:
         results = list(pool.map(compare, cases))
-    for (layer, hier), (s_energy, every, blocking, brute, searched) in zip(cases, results,
-                                                                          strict=True):
+    merged_equal = 0
+    for (layer, hier), (s_energy, every, blocking, brute, searched, merged) in \
+            zip(cases, results, strict=True):
         brute_s, search_s = brute_s + brute, search_s + searched
         gap = s_energy / every - 1 if every < math.inf else 0.0
         gaps.append(gap)
@@ -196,13 +210,16 @@ def main() -> None:
             print(f"{layer.name}: {layer.Ox}x{layer.Oy} outputs, C {layer.Kc}, M {layer.Oc}, "
                   f"kernel {layer.Kx}, stride {layer.Sx}; SRAM {hier.levels[1].capacity_bytes} "
                   f"B, RF {hier.levels[2].capacity_bytes} B: S {s_energy:,.1f} pJ, every "
-                  f"blocking {every:,.1f} pJ (S {100 * gap:.1f}% above it); groups of the "
-                  f"buffers: {where}")
+                  f"blocking {every:,.1f} pJ (S {100 * gap:.1f}% above it), the levels merged "
+                  f"{merged:,.1f} pJ; groups of the buffers: {where}")
+            merged_equal += math.isclose(merged, every, rel_tol=1e-9)
     below = [g for g in gaps if g > 1e-9]
     print(f"two on-chip levels, {len(cases)} tiny layers (the pinned one and {args.cases} "
           f"random, seed {args.seed}): S's optimum is the least over every blocking in "
           f"{len(cases) - len(below)}; in {len(below)} a blocking outside S is cheaper (S "
-          f"{100 * min(below, default=0):.1f}-{100 * max(below, default=0):.1f}% above it); "
+          f"{100 * min(below, default=0):.1f}-{100 * max(below, default=0):.1f}% above it), and in "
+          f"{merged_equal} of them the levels merged (no array at both, t_1 = t_0) reach that "
+          f"least; "
           f"brute force {brute_s:.0f} s, search {search_s:.1f} s, "
           f"{time.perf_counter() - start:.0f} s in all with {args.workers} process(es)")
 

@@ -56,7 +56,9 @@ against them):
   and a weight inside them: 1600 pJ against S's 1846 on a tiny layer,
   `tests/test_hierarchy_incumbents.py`). On 61 tiny layers over two levels of a few bytes, S's
   optimum is the least over every blocking in 55 and 1.1-15.4% above it in 6 (seed 2: 57,
-  and 1.2-17.7% in 4), each optimum of that kind (`benchmarks/bench_hierarchy_gaps.py`);
+  and 1.2-17.7% in 4), each optimum of that kind, and each matched by a blocking holding no
+  array at both levels with t_1 = t_0: the two levels as one, each array at its own level's
+  energy and capacity (`benchmarks/bench_hierarchy_gaps.py`);
 - the blockings that fit only by eq. 2's buffers (`evaluate`'s rule) at an outer level
   whose own group's loops inside a buffer carry none of its reuse (or run once): its
   outermost reuse-carrying loop then lies in an inner group, whose order is another level's
