@@ -4,24 +4,18 @@ nothing but that the brute force's optimum costs what `evaluate` says and fits).
 With one on-chip level S holds every blocking fitting by `evaluate`'s rule (property tests in
 tests/test_hierarchy_search.py). With two it leaves out blockings
 (`workbench.hierarchy.search`'s docstring, "Not in S"): a level's buffers in two roles' loop
-groups, and an outer level's eq. 2 buffer set by the inner levels' loops. This benchmark
-measures what that costs: on random tiny layers (1-4 output columns, 1-2 rows, 1-2 maps in and
-out, kernels 1-3 wide, strides 1-2) over DRAM, an SRAM of 3-10 B (or split 2-6 B per array)
-and a register file of 1-4 B (1 B elements), it compares S's optimum (`search`) with a brute
-force over every blocking: every divisor chain, every order of each group's loops of trip
-count > 1, every position −1 … last loop of each array at each level (or none: bypassed),
-each array's register-file buffer inside its SRAM buffer, fitting by `evaluate`'s rule (eq. 2
-buffers). Positions enclosing the same loops of trip count > 1 with the same outermost one are
-priced once (they give the same counts), and the arrays apart: an array's transfers depend on
-its own positions only, so per array only the options no other beats in energy and in both
-levels' bytes are combined (the optimum found is re-priced whole by `evaluate`).
+groups unless no array is held at both levels and t_1 = t_0 (the merged part,
+`search_merged`), and an outer level's eq. 2 buffer set by the inner levels' loops. This
+benchmark measures what that costs: on random tiny layers (1-4 output columns, 1-2 rows, 1-2
+maps in and out, kernels 1-3 wide, strides 1-2) over DRAM, an SRAM of 3-10 B (or split 2-6 B
+per array) and a register file of 1-4 B (1 B elements), it compares S's optimum (`search`)
+with a brute force over every blocking (`tests/every_blocking.py`: every divisor chain, every
+order of each group's loops of trip count > 1, every position −1 … last loop of each array at
+each level or none, each register-file buffer inside its SRAM buffer, fitting by `evaluate`'s
+rule).
 Each case where the brute force is cheaper prints where its optimum keeps each array (the loop
-group of each level's buffer: 0 innermost … 2 outermost; in S the SRAM's lie in group 2 and
-the register file's in groups 0-1, or the other way round when they share no array), and the
-least over the "merged" blockings alone: no array held at both levels and t_1 = t_0, i.e. a
-one-level blocking of the two levels taken as one level, each array at its own level's energy
-and capacity, which one-level S would search (every position anywhere) if a level could price
-each array apart and share its capacity between groups of arrays.
+group of each level's buffer: 0 innermost … 2 outermost), and the least over the merged
+blockings alone (no array held at both levels and t_1 = t_0, by the same brute force).
 Run: nice .venv/bin/python benchmarks/bench_hierarchy_gaps.py [--cases 60] [--seed 1]
      [--workers N] (cases in N processes; default one per processor)
 """
@@ -29,113 +23,28 @@ Run: nice .venv/bin/python benchmarks/bench_hierarchy_gaps.py [--cases 60] [--se
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import os
 import random
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 from workbench.hierarchy import (
     ARRAYS,
     DIMS,
     GROUP0,
     Blocking,
-    ElementBytes,
     Hierarchy,
     Level,
     SplitCapacity,
-    evaluate,
 )
-from workbench.hierarchy.accesses import buffer_bytes, energy_by_array_pj, energy_pj
-from workbench.hierarchy.blocking import transfers, trip_counts
-from workbench.hierarchy.search import gen_chains, search
+from workbench.hierarchy.search import search
 from workbench.layers import ConvLayer
 
-ONE = ElementBytes(1, 1, 1, 1)
-EXTENT = {"X": "Ox", "Y": "Oy", "C": "Kc", "M": "Oc", "N": "On"}
-
-
-def _undominated(options: list[tuple]) -> list[tuple]:
-    """(energy, SRAM bytes, RF bytes, positions) options no other is at most in all three."""
-    kept: list[tuple] = []
-    for o in sorted(options, key=lambda o: o[:3]):
-        if not any(k[0] <= o[0] and k[1] <= o[1] and k[2] <= o[2] for k in kept):
-            kept.append(o)
-    return kept
-
-
-def _fits_alone(hier: Hierarchy, array: str, used: list[dict]) -> bool:
-    """Does the array's buffer fit each split level's part for it?"""
-    return all(used[k][array] <= level.bytes_for(array) for k, level in
-               enumerate(hier.levels) if k and isinstance(level.capacity_bytes, SplitCapacity))
-
-
-def _fits_together(hier: Hierarchy, choice: tuple) -> bool:
-    """Do the arrays' buffers fit each shared level together?"""
-    return all(sum(c[k] for c in choice) <= level.total_bytes for k, level in
-               enumerate(hier.levels) if k and not isinstance(level.capacity_bytes,
-                                                              SplitCapacity))
-
-
-def every_blocking_optimum(layer: ConvLayer, hier: Hierarchy, merged: bool = False
-                           ) -> tuple[float, Blocking | None]:
-    """The least `evaluate` energy (pJ) over every blocking of two on-chip levels that fits by
-    `evaluate`'s rule, and one such blocking (module docstring). merged: only those holding no
-    array at both levels, with t_1 = t_0 (group 1 running once): one-level blockings of the two
-    levels taken as one, each array at its own level's energy and capacity."""
-    levels = len(hier.levels) - 1
-    best, arg = math.inf, None
-    for combo in itertools.product(*(gen_chains(getattr(layer, EXTENT[d]), levels)
-                                     for d in DIMS)):
-        if merged and any(c[0] != c[1] for c in combo):
-            continue
-        tiles = [{d: int(c[g]) for d, c in zip(DIMS, combo, strict=True)}
-                 for g in range(levels)]
-        empty = {a: [None] * levels for a in ARRAYS}
-        probe = Blocking.of([GROUP0] + [DIMS] * levels, tiles, empty)
-        real = {lp for lp, n in zip(probe.loops, trip_counts(layer, probe), strict=True)
-                if n > 1}
-        mac = energy_pj(transfers(layer, probe, levels + 1, hier.datapath), hier, ONE)["mac"]
-        names = [[lp[0] for lp in probe.loops if lp[1] == g] for g in range(levels + 1)]
-        for firsts in itertools.product(*(itertools.permutations([n for n in group
-                                                                  if (n, g) in real])
-                                          for g, group in enumerate(names))):
-            orders = [tuple(f) + tuple(n for n in group if (n, g) not in real)
-                      for g, (f, group) in enumerate(zip(firsts, names, strict=True))]
-            loops = Blocking.of(orders, tiles, empty).loops
-            seen: dict = {}
-            for p in range(-1, len(loops)):
-                inside = [j for j in range(p + 1) if loops[j] in real]
-                seen.setdefault((frozenset(loops[j] for j in inside),
-                                 loops[inside[-1]] if inside else None), p)
-            positions = [None, *sorted(seen.values())]
-            per_array = []
-            for array in ARRAYS:
-                options = []
-                for outer, inner in itertools.product(positions, repeat=2):
-                    if outer is not None and inner is not None and (merged or inner > outer):
-                        continue
-                    buffers = dict(empty, **{array: [outer, inner]})
-                    moved = transfers(layer, Blocking.of(orders, tiles, buffers), levels + 1,
-                                      hier.datapath)
-                    used = buffer_bytes(moved, levels + 1, ONE)
-                    if not _fits_alone(hier, array, used):
-                        continue
-                    energy = sum(v[array] for v in
-                                 energy_by_array_pj(moved, hier, ONE).values())
-                    options.append((energy, used[1][array], used[2][array], (outer, inner)))
-                per_array.append(_undominated(options))
-            for choice in itertools.product(*per_array):
-                total = sum(c[0] for c in choice) + mac
-                if total < best and _fits_together(hier, [(0.0, c[1], c[2]) for c in choice]):
-                    best = total
-                    arg = Blocking.of(orders, tiles, {a: list(c[3]) for a, c in
-                                                      zip(ARRAYS, choice, strict=True)})
-    if arg is not None:  # the arrays priced apart add up to the blocking priced whole
-        whole = evaluate(layer, arg, hier, ONE)
-        assert whole.fits and math.isclose(whole.total_energy_pj, best, rel_tol=1e-9)
-    return best, arg
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from every_blocking import ONE, every_blocking_optimum  # noqa: E402 (the tests' reference)
 
 
 def _group(position: int | None) -> str:

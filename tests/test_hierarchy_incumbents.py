@@ -5,6 +5,7 @@ is still S's brute-force optimum."""
 from __future__ import annotations
 
 import pytest
+from every_blocking import every_blocking_optimum
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hierarchy_search import (
@@ -35,6 +36,7 @@ from workbench.hierarchy import (
 from workbench.hierarchy.codesign import Codesigner, DesignSpace, LevelSlot
 from workbench.hierarchy.search import gen_chains, search
 from workbench.hierarchy.search_bounds import in_s, incumbent
+from workbench.hierarchy.search_merged import in_merged
 from workbench.layers import ConvLayer
 
 PREC = ElementBytes(1, 1, 1, 2)
@@ -108,9 +110,10 @@ def _sram_inside_group_0() -> tuple[ConvLayer, Hierarchy, Blocking]:
     SRAM holds the inputs of two outputs' window (4) and one weight, both inside group 0, the
     register file two partial sums, also in group 0 (after the X and FX loops, which enclose
     all of group 0's loops of trip count > 1). It costs 994 pJ; under the identity role order
-    S's optimum is 998 pJ (brute force). Not in S as written (both levels' buffers in group
-    0), but the register file's block is that of its position at the end of group 1, under the
-    order playing the register file outermost: S holds an equivalent blocking. (With a 6 B
+    S's optimum is 998 pJ (brute force). Not in S's role orders as written (both levels'
+    buffers in group 0), but the register file's block is that of its position at the end of
+    group 1, under the order playing the register file outermost: they hold an equivalent
+    blocking; it is also of the merged part as written. (With a 6 B
     SRAM, S's optimum is 734 pJ under the identity: the SRAM holds the whole row of inputs
     as a window rolling along X and all three weights.)"""
     layer = ConvLayer(name="r", Ox=4, Oy=1, Oc=1, Kx=3, Ky=1, Kc=1)
@@ -124,33 +127,40 @@ def _sram_inside_group_0() -> tuple[ConvLayer, Hierarchy, Blocking]:
 
 def test_levels_sharing_no_array_nest_either_way() -> None:
     """The SRAM's inputs and weights inside the loops around the register file's partial sums
-    (`_sram_inside_group_0`): the search over S, role orders included, finds the 994 pJ of
-    that blocking, the brute force over S's blockings, below the identity order's 998 pJ (its
-    own brute force); its blocking holds the inputs and weights in the SRAM only, the partial
-    sums in the register file only, fits and costs what it says by `evaluate`."""
+    (`_sram_inside_group_0`): S's role orders reach the 994 pJ of that blocking (the brute
+    force over S's blockings), below the identity order's 998 pJ (its own brute force). The
+    merged part does better still: weights held whole in the SRAM outside group 0, inputs
+    inside it, partial sums in the register file, 838 pJ, the least over every blocking (the
+    brute force of `every_blocking`); the search finds that, its blocking fits and costs what it
+    says by `evaluate`."""
     layer, hier, written = _sram_inside_group_0()
     priced = evaluate(layer, written, hier, ONE)
     assert priced.fits and priced.total_energy_pj == pytest.approx(994)
     identity = _cheapest(layer, hier, ONE, None, _s_part(layer, hier, with_inner=True))
     assert identity == pytest.approx(998)
+    roles = _cheapest(layer, hier, ONE, None, _s_blockings(layer, hier, with_inner=True))
+    assert roles == pytest.approx(994)
+    least, _ = every_blocking_optimum(layer, hier)
+    assert least == pytest.approx(838)
     found = search(layer, hier, ONE)
-    assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, ONE), rel=1e-9)
-    assert found.energy_pj == pytest.approx(994)
+    assert found.energy_pj == pytest.approx(least, rel=1e-9)
     b = found.blocking
     assert (b.positions("I")[1], b.positions("W")[1], b.positions("O")[0]) == (None,) * 3
-    assert min(b.positions("O")[1], b.positions("I")[0]) >= 0
-    assert b.positions("O")[1] > b.positions("I")[0]  # the SRAM's inputs inside the RF's sums
+    assert b.positions("I")[0] < len(GROUP0) <= len(GROUP0) + len(DIMS) <= b.positions("W")[0]
     again = evaluate(layer, b, hier, ONE)
-    assert again.fits and again.total_energy_pj == pytest.approx(994)
-    assert in_s(layer, b, hier, True) and not in_s(layer, b, hier, False)
+    assert again.fits and again.total_energy_pj == pytest.approx(838)
+    assert in_s(layer, written, hier, False) is False and in_merged(
+        written, hier, {d: _extent(layer, d) for d in DIMS}, frozenset())
 
 
 def _sram_in_two_roles() -> tuple[ConvLayer, Hierarchy, Blocking]:
-    """A blocking outside S that beats it: DRAM, a 5 B SRAM and a 2 B register file, 1 B
-    elements; the SRAM holds the inputs of both output maps' two outputs (4) in group 2 and one
-    weight inside group 0, the register file two partial sums inside group 0, between them: the
-    SRAM's buffers lie in the groups of two roles. It costs 1708 pJ and fits by footprints;
-    S's optimum is 1846 pJ (brute force). `_two_groups_by_eq_2` costs less still."""
+    """A blocking outside S's role orders that beats them: DRAM, a 5 B SRAM and a 2 B register
+    file, 1 B elements; the SRAM holds the inputs of both output maps' two outputs (4) in
+    group 2 and one weight inside group 0, the register file two partial sums inside group 0,
+    between them: the SRAM's buffers lie in the groups of two roles. It costs 1708 pJ and fits
+    by footprints; the role orders' optimum is 1846 pJ (brute force). No array is held at both
+    levels and t_1 = t_0: it is of S's merged part, whose `_two_groups_by_eq_2` costs less
+    still."""
     layer = ConvLayer(name="t", Ox=4, Oy=1, Oc=2, Kx=3, Ky=1, Kc=1)
     hier = Hierarchy((Level("DRAM", None, 16, 100.0), Level("SRAM", 5, 16, 8.0),
                       Level("RF", 2, 16, 0.5)), mac_energy_pj=1.0)
@@ -173,14 +183,16 @@ def _two_groups_by_eq_2() -> Blocking:
                        {"I": [13, None], "W": [0, None], "O": [None, 1]})
 
 
-def test_two_groups_with_eq_2_buffers_beat_s_by_more() -> None:
+def test_two_groups_with_eq_2_buffers_are_searched_as_the_levels_merged() -> None:
     """`_two_groups_by_eq_2` fits by eq. 2 (4 inputs + 1 weight in the 5 B SRAM; by footprints
     6 + 1 would not) and costs 1600 pJ, counted by hand (1 B elements: 50 pJ a DRAM access,
     4 pJ an SRAM one, 0.25 pJ a register file one): inputs 6 from DRAM (300) into the SRAM
     (24), read 24 times by the MACs (96); weights 12 from DRAM (FX, M, X around the one
     held: 600) into the SRAM (48), read 24 times (96); partial sums: 24 MAC writes and 16
     reads in the register file and 8 final reads out of it (48 × 0.25 = 12), 8 DRAM writes
-    (400); 24 MACs (24). S's optimum is 1846 pJ (`_sram_in_two_roles`), 15.4% above."""
+    (400); 24 MACs (24). Not in S's role orders (the SRAM's buffers in two roles' groups;
+    their optimum is 1846 pJ: `_sram_in_two_roles`), but it holds no array at both levels
+    with t_1 = t_0: the merged part's, where the search finds those 1600 pJ."""
     layer, hier, _ = _sram_in_two_roles()
     blocking = _two_groups_by_eq_2()
     priced = evaluate(layer, blocking, hier, ONE)
@@ -188,23 +200,38 @@ def test_two_groups_with_eq_2_buffers_beat_s_by_more() -> None:
     assert priced.total_energy_pj == pytest.approx(300 + 24 + 96 + 600 + 48 + 96 + 12 + 400
                                                    + 24)
     assert not in_s(layer, blocking, hier, True)
+    assert in_merged(blocking, hier, {d: _extent(layer, d) for d in DIMS}, frozenset())
+    assert search(layer, hier, ONE).energy_pj == pytest.approx(1600)
+
+
+def _outside_s_and_merged() -> Blocking:
+    """`_sram_in_two_roles` with X tiles 1 | 2 (t_1 ≠ t_0): the SRAM's buffers in the groups
+    of two roles, not merged; it fits by footprints and costs 2356 pJ."""
+    t0, t1 = {"X": 1, "Y": 1, "C": 1, "M": 1, "N": 1}, {"X": 2, "Y": 1, "C": 1, "M": 1, "N": 1}
+    return Blocking.of([("X", "FX", "FY", "Y", "C", "M", "N"), DIMS,
+                        ("M", "X", "Y", "C", "N")], [t0, t1],
+                       {"I": [12, None], "W": [0, None], "O": [None, 1]})
 
 
 def test_blockings_outside_s_are_not_taken_as_incumbents() -> None:
-    """`_sram_in_two_roles`, which beats S (1708 pJ against 1846 pJ), fits but is refused as an
-    incumbent: taking it would return an energy below S's optimum; so is
-    `_sram_inside_group_0` as written (equivalent to one of S's)."""
-    layer, hier, outside = _sram_in_two_roles()
+    """A blocking in neither S's role orders nor its merged part (`_outside_s_and_merged`)
+    fits but is refused as an incumbent (the search could not show it reaches no lower); one of
+    the merged part (`_sram_in_two_roles`, 1708 pJ) is taken, and the search still ends at
+    1600 pJ below it."""
+    layer, hier, merged = _sram_in_two_roles()
+    outside = _outside_s_and_merged()
     priced = evaluate(layer, outside, hier, ONE)
     assert priced.fits and _fits(layer, outside, hier, ONE, inner=0)  # by footprints
-    assert priced.total_energy_pj == pytest.approx(1708)
+    assert priced.total_energy_pj == pytest.approx(2356)
+    extent = {d: _extent(layer, d) for d in DIMS}
     assert not in_s(layer, outside, hier, True)
+    assert not in_merged(outside, hier, extent, frozenset())
     assert incumbent(layer, hier, ONE, None, True, [outside]) is None
-    found = search(layer, hier, ONE, incumbents=[outside])
-    assert found.energy_pj == pytest.approx(1846)  # S's optimum by its brute force
-    layer, hier, written = _sram_inside_group_0()
-    assert _fits(layer, written, hier, ONE, inner=0) and not in_s(layer, written, hier, True)
-    assert incumbent(layer, hier, ONE, None, True, [written]) is None
+    start = incumbent(layer, hier, ONE, None, True, [outside, merged])
+    assert start is not None and start[0] == pytest.approx(1708) and start[1] == merged
+    assert incumbent(layer, hier, ONE, None, False, [merged]) is None  # R's holders only
+    found = search(layer, hier, ONE, incumbents=[outside, merged])
+    assert found.energy_pj == pytest.approx(1600)
 
 
 def _rolling_window() -> tuple[ConvLayer, Hierarchy, Blocking]:

@@ -442,7 +442,8 @@ def test_buffers_inside_group_0_hold_a_step() -> None:
 @st.composite
 def relaxation(draw):
     """A relaxation table: per held array (1-3) its alone codes (-1 padded), rows of codes or
-    -1 (any alone code of that array), energies and footprints per code, the capacity."""
+    -1 (any alone code of that array), energies and footprints per code, the bank of each
+    held array (shared, split or any grouping) and each bank's bytes."""
     held, codes = draw(st.integers(1, 3)), draw(st.integers(1, 12))
     alone = np.full((held, 5), -1, dtype=np.int64)
     for k in range(held):
@@ -454,10 +455,12 @@ def relaxation(draw):
     values = st.floats(0, 100, allow_nan=False)
     energy = np.array(draw(st.lists(values, min_size=codes, max_size=codes)))
     foot = np.array(draw(st.lists(values, min_size=codes, max_size=codes)))
-    shared = draw(st.booleans())
-    caps = np.array(draw(st.lists(st.floats(0, 200), min_size=1 if shared else held,
-                                  max_size=1 if shared else held)))
-    return rows, alone, energy, foot, caps, shared
+    bank = np.array(draw(st.sampled_from([
+        [0] * held, list(range(held)),  # shared, split
+        *(draw(st.lists(st.integers(0, held - 1), min_size=held, max_size=held)),)])),
+        dtype=np.int64)  # banked: any held arrays sharing a bank
+    caps = np.array(draw(st.lists(st.floats(0, 200), min_size=held, max_size=held)))
+    return rows, alone, energy, foot, caps, bank
 
 
 @settings(max_examples=300, deadline=None)
@@ -470,20 +473,20 @@ def test_relaxation_least_is_the_brute_force_least_or_says_one_is_below_the_limi
     fitting sum e has (add + e) × mul < limit, else the least fitting sum (inf: none)."""
     from workbench.hierarchy.search_kernel import _least_relaxed
 
-    rows, alone, energy, foot, caps, shared = case
+    rows, alone, energy, foot, caps, bank = case
     sums = []
     for row in rows:
         options = [[int(q)] if q >= 0 else [int(a) for a in alone[k] if a >= 0]
                    for k, q in enumerate(row)]
         for combo in itertools.product(*options):
-            e, used = energy[combo[0]], foot[combo[0]]
-            for q in combo[1:]:
-                e, used = e + energy[q], used + foot[q]
-            fits = used <= caps[0] if shared else all(
-                foot[q] <= caps[k] for k, q in enumerate(combo))
-            if fits:
+            e, used = energy[combo[0]], [0.0] * len(caps)
+            used[bank[0]] += foot[combo[0]]
+            for k, q in enumerate(combo[1:], 1):
+                e = e + energy[q]
+                used[bank[k]] += foot[q]
+            if all(u <= c for u, c in zip(used, caps, strict=True)):
                 sums.append(e)
-    got = _least_relaxed(rows, 0, len(rows), alone, energy, foot, caps, shared, add, mul,
+    got = _least_relaxed(rows, 0, len(rows), alone, energy, foot, caps, bank, add, mul,
                          limit)
     if any((add + e) * mul < limit for e in sums):
         assert got == -np.inf

@@ -32,7 +32,7 @@ from workbench.hierarchy.blocking import (
     transfers,
     trip_counts,
 )
-from workbench.hierarchy.levels import Hierarchy, SizeEnergy, SplitCapacity
+from workbench.hierarchy.levels import BankedCapacity, Hierarchy, SizeEnergy, SplitCapacity
 from workbench.hierarchy.timing import Timing, datapath_steps, timing_of
 from workbench.layers.spec import ConvLayer
 
@@ -136,12 +136,20 @@ def capacity_violations(transfers: Sequence[Transfer], hierarchy: Hierarchy,
                                           strict=True)):
         if i == 0:
             continue
-        split = isinstance(level.capacity_bytes, SplitCapacity)
-        for array in ARRAYS if split else ():
-            if used[array] > level.bytes_for(array):
-                problems.append(f"{level.name}: {array} needs {used[array]:g} B of "
-                                f"{level.bytes_for(array):g} B")
-        if not split and sum(used.values()) > level.total_bytes:
+        if isinstance(level.capacity_bytes, SplitCapacity):
+            for array in ARRAYS:
+                if used[array] > level.bytes_for(array):
+                    problems.append(f"{level.name}: {array} needs {used[array]:g} B of "
+                                    f"{level.bytes_for(array):g} B")
+        elif isinstance(level.capacity_bytes, BankedCapacity):
+            for arrays, size in level.capacity_bytes.banks:
+                need = sum(used[a] for a in arrays)
+                if need > size:
+                    problems.append(f"{level.name}: {arrays} need {need:g} B of {size:g} B")
+            for array in ARRAYS:
+                if used[array] and not level.bytes_for(array):
+                    problems.append(f"{level.name}: {array} needs {used[array]:g} B of 0 B")
+        elif sum(used.values()) > level.total_bytes:
             problems.append(f"{level.name}: buffers need {sum(used.values()):g} B of "
                             f"{level.total_bytes:g} B")
     return problems

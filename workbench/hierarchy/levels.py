@@ -74,6 +74,60 @@ class SplitCapacity:
 
 
 @dataclass(frozen=True, slots=True)
+class BankedCapacity:
+    """Banks, each shared by some arrays: ((arrays, bytes), ...), e.g. (("WO", 96), ("I", 8));
+    an array in no bank never lives here. The search's view of two levels holding no array in
+    common taken as one level (`search_merged`): each array within its own level's bytes."""
+
+    banks: tuple[tuple[str, int], ...]
+
+    def __post_init__(self) -> None:
+        seen = [a for arrays, _ in self.banks for a in arrays]
+        if len(seen) != len(set(seen)) or not set(seen) <= set(ARRAYS):
+            raise HierarchyError(f"capacity: banks must hold distinct arrays of I, W, O, "
+                                 f"got {[arrays for arrays, _ in self.banks]}")
+        object.__setattr__(self, "banks", tuple(
+            (arrays, _number(size, f"capacity.{arrays}", integer=True, strict=False))
+            for arrays, size in self.banks))
+
+    @property
+    def total(self) -> int:
+        return sum(size for _, size in self.banks)
+
+    def of(self, array: str) -> int:
+        """The bytes of the bank holding `array` (0: none does)."""
+        return next((size for arrays, size in self.banks if array in arrays), 0)
+
+
+def capacity_banks(level: Level, held: tuple[str, ...]) -> tuple[tuple[int, ...],
+                                                                    tuple[float, ...]]:
+    """How the held arrays share the level's bytes: per held array the index of its bank, and
+    per bank its bytes, in order of first use (shared: one bank; split: one per array)."""
+    cap = level.capacity_bytes
+    if isinstance(cap, SplitCapacity):
+        keys = list(held)
+    elif isinstance(cap, BankedCapacity):
+        keys = [next(arrays for arrays, _ in cap.banks if a in arrays) if cap.of(a) else a
+                for a in held]
+    else:
+        keys = ["" for _ in held]
+    order = list(dict.fromkeys(keys))
+    sizes = tuple(float(level.bytes_for(held[keys.index(k)])) if isinstance(
+        cap, SplitCapacity | BankedCapacity) else float(level.total_bytes) for k in order)
+    return tuple(order.index(k) for k in keys), sizes
+
+
+def banks_fit(level: Level, feet: dict[str, float]) -> bool:
+    """Whether the bytes `feet` (per held array) fit the level's banks."""
+    held = tuple(feet)
+    bank, sizes = capacity_banks(level, held)
+    used = [0.0] * len(sizes)
+    for k, a in enumerate(held):
+        used[bank[k]] += feet[a]
+    return all(u <= s for u, s in zip(used, sizes, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
 class Level:
     """One memory level. capacity_bytes: shared bytes, a SplitCapacity, or None (unbounded,
     outermost level only); access_bits: width of one access; energy_pj: pJ per access of that
@@ -96,8 +150,8 @@ class Level:
             raise HierarchyError(f"level {self.name!r}: {exc}") from None
 
     def _check_fields(self) -> None:
-        if self.capacity_bytes is not None and not isinstance(self.capacity_bytes,
-                                                              SplitCapacity):
+        if self.capacity_bytes is not None and not isinstance(
+                self.capacity_bytes, SplitCapacity | BankedCapacity):
             object.__setattr__(self, "capacity_bytes",
                                _number(self.capacity_bytes, "capacity", integer=True))
         object.__setattr__(self, "access_bits", _number(self.access_bits, "access_bits",
@@ -117,13 +171,14 @@ class Level:
         """All bytes of the level (math.inf when unbounded)."""
         if self.capacity_bytes is None:
             return math.inf
-        if isinstance(self.capacity_bytes, SplitCapacity):
+        if isinstance(self.capacity_bytes, SplitCapacity | BankedCapacity):
             return self.capacity_bytes.total
         return self.capacity_bytes
 
     def bytes_for(self, array: str) -> float:
-        """Bytes array `array` may use here: its part of a split, else the whole level."""
-        if isinstance(self.capacity_bytes, SplitCapacity):
+        """Bytes array `array` may use here: its part of a split (its bank), else the whole
+        level."""
+        if isinstance(self.capacity_bytes, SplitCapacity | BankedCapacity):
             return self.capacity_bytes.of(array)
         return self.total_bytes
 

@@ -16,7 +16,8 @@ hold no buffer, and when the blocks do not pad (t_{L−1} | E) the blocking is, 
 block, one of the order playing that empty level outermost, with tiles (t_1, …, t_{L−1}, E)
 (its datapath steps (P/t)·⌈t/u⌉ do not grow from t_0 to t_1, a multiple of it), searched
 there. Below, "level" is the level playing a role under one order; S's optimum is the least
-over the orders, the identity first (its best energy bounds the others'). Per role:
+over the orders, the identity first (its best energy bounds the others'), and the merged
+part's (below), searched last. Per role:
 - holders (bypass by choice): per array, any subset of the on-chip levels able to hold it (a
   split level whose part for it is 0 cannot); each holder fills from the next holder outwards
   (DRAM when none), the datapath reads from the innermost one (`holder_patterns`);
@@ -48,17 +49,26 @@ over the orders, the identity first (its best energy bounds the others'). Per ro
 - a blocking fits when Σ_A buffer_A × width_A ≤ capacity (split: each within its part),
   buffer_A the footprint (eq. 1) but for those rolling inputs. Both bound eq. 2's buffers, so
   the result fits by `accesses.evaluate` too; not conversely (below).
+Merged part (`search_merged`; exactly two on-chip levels, with bypass): every blocking
+holding no array at both levels, each level some array, with t_1 = t_0 (the register file's
+group runs once), its buffers anywhere: one-level S of the two levels as one level, each array
+priced per bit at its own level and fitting its own level's bytes (a bank per level, or per
+array where split), a search per assignment of the arrays to the levels, below the best
+energy of the role orders; mapped back by `search_merged.two_levels`. One-level S holds every
+blocking of one level fitting by `evaluate`'s rule whose buffers hold a datapath step, up to
+equivalent ones (below), so the merged part holds every such two-level blocking. It lets both
+levels keep buffers in one group: an SRAM holding inputs outside the register file's partial
+sums and a weight inside them costs 1600 pJ on a tiny layer where the role orders' optimum is
+1846 (`tests/test_hierarchy_incumbents.py`). On 61 tiny layers over two levels of a few
+bytes the optimum is the least over every blocking in all 61 (seed 2: 61), where without the
+merged part it was 1.1-15.4% above it in 6 (1.2-17.7% in 4)
+(`benchmarks/bench_hierarchy_gaps.py`).
 S ⊇ R (all S_A = ∅, every level holding every array it can; `search_r`); `bypass=False`
 searches only R's holders (faster), under the identity. Not in S (so not claimed optimal
 against them):
 - a level's buffers outside its role's group, some or all of them, so that two levels keep
-  buffers in one group (e.g. an SRAM holding inputs outside the register file's partial sums
-  and a weight inside them: 1600 pJ against S's 1846 on a tiny layer,
-  `tests/test_hierarchy_incumbents.py`). On 61 tiny layers over two levels of a few bytes, S's
-  optimum is the least over every blocking in 55 and 1.1-15.4% above it in 6 (seed 2: 57,
-  and 1.2-17.7% in 4), each optimum of that kind, and each matched by a blocking holding no
-  array at both levels with t_1 = t_0: the two levels as one, each array at its own level's
-  energy and capacity (`benchmarks/bench_hierarchy_gaps.py`);
+  buffers in one group, where the blocking is not of the merged part: an array held at both
+  levels, t_1 ≠ t_0, or three or more on-chip levels;
 - the blockings that fit only by eq. 2's buffers (`evaluate`'s rule) at an outer level
   whose own group's loops inside a buffer carry none of its reuse (or run once): its
   outermost reuse-carrying loop then lies in an inner group, whose order is another level's
@@ -235,6 +245,7 @@ from workbench.hierarchy.search_classes import ClassFloors, search_classes
 from workbench.hierarchy.search_grid import chain_classes, mirrored
 from workbench.hierarchy.search_levels import _blocking
 from workbench.hierarchy.search_memory import InnerMemory
+from workbench.hierarchy.search_merged import merged_levels, new_patterns, two_levels
 from workbench.hierarchy.search_points import _points
 from workbench.hierarchy.search_r import (
     CHUNK,
@@ -286,12 +297,24 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     start = incumbent(layer, hierarchy, precision, size_energy, bypass, incumbents)
     best, best_at = (math.inf, None) if start is None else (start[0], None)
     orders = list(role_orders(hierarchy, bypass))
+    merged = merged_levels(hierarchy) if bypass else []
+    stages = len(orders) + len(merged)
     shared: dict = {}  # the class floors' role-free part (`search_classes`), built once
     for r, roles in enumerate(orders):  # the identity first: R's holders
         found = _search_roles(layer, in_roles(hierarchy, roles), roles, precision, size_energy,
-                              bypass, per_dim, extent, best, share, (r, len(orders)), shared)
+                              bypass, per_dim, extent, best, share, (r, stages), shared)
         if found is not None:
             best, best_at = found[0], (found[1], roles)
+    one = {d: nondominated_chains(extent[d], 1) for d in DIMS} if merged else {}
+    done: set = set()  # the merged patterns searched (each under one assignment)
+    for r, (hosts, virtual) in enumerate(merged, len(orders)):  # the levels as one
+        found = _search_roles(layer, virtual, (1,), precision, size_energy, True, one, extent,
+                              best, share, (r, stages), {}, new_patterns(virtual, hosts, done))
+        if found is not None:
+            best = found[0]
+            (rows_at, chosen, pattern) = found[1]
+            tiles = [{d: int(one[d][rows_at[d]][0]) for d in DIMS}]
+            best_at = (two_levels(_blocking(virtual, tiles, chosen, pattern), hosts), None)
     interrupt.progress(1.0)
     combos = math.prod(len(per_dim[d]) for d in DIMS)
     if best_at is None and start is not None:  # nothing below the incumbent: it is optimal
@@ -301,6 +324,8 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     if best_at is None:
         raise NoFitError(f"layer {layer.name!r}: no blocking fits hierarchy "
                          f"{hierarchy.name!r} (its smallest blocks overflow a level)")
+    if best_at[1] is None:  # a merged level's (`search_merged`)
+        return SearchResult(best_at[0], best, {d: len(per_dim[d]) for d in DIMS}, combos)
     (rows_at, chosen, pattern), roles = best_at
     tiles = [{d: int(per_dim[d][rows_at[d]][g]) for d in DIMS} for g in range(on_chip)]
     blocking = _blocking(in_roles(hierarchy, roles), tiles, chosen, pattern)
@@ -320,22 +345,27 @@ def sliced(layer: ConvLayer, hierarchy: Hierarchy) -> bool:
 def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: PrecisionLike,
                   size_energy: SizeEnergy | None, bypass: bool, per_dim: dict, extent: dict,
                   best: float, share: tuple[int, int], stage: tuple[int, int],
-                  shared: dict):
+                  shared: dict, patterns: list | None = None):
     """S's part under one role order (`hierarchy`: seen under it): (energy pJ, where) of its
     least blocking below `best`, or None. `stage`: this role order's index and their count
     (the progress reported at each slice: role orders, then passes, then slices done);
-    `shared`: what the role orders of one search share (the class floors' role-free part)."""
+    `shared`: what the role orders of one search share (the class floors' role-free part);
+    `patterns`: the holder patterns to search (default: the role order's)."""
     on_chip = len(hierarchy.levels) - 1
     classes = {d: {g: chain_classes(per_dim[d], extent[d], g) for g in range(2, on_chip + 1)}
                for d in DIMS}  # role L−γ+1's view of each chain
     pj_bit = _pj_per_bit(hierarchy, size_energy)
+    if patterns is None:
+        patterns = role_patterns(hierarchy, roles) if bypass else \
+            holder_patterns(hierarchy)[:1]
+    floors = {p: pattern_floor(layer, hierarchy, pj_bit, precision, p) * layer.groups
+              for p in patterns}
+    if all(f >= best for f in floors.values()):
+        return None  # no pattern can beat the best energy found
     mirror = mirrored(layer, hierarchy)
     tables: dict[tuple, tuple] = {}  # outer levels' best placements (`_level_table`)
     # alone floors per class of chains: shared by the slices, or by one slice's points
     alone_tables = AloneTables(layer, hierarchy, per_dim, extent, precision)
-    patterns = role_patterns(hierarchy, roles) if bypass else holder_patterns(hierarchy)[:1]
-    floors = {p: pattern_floor(layer, hierarchy, pj_bit, precision, p) * layer.groups
-              for p in patterns}
     small = math.prod(len(c) for c in per_dim.values()) <= SMALL
     if ClassFloors.applies(alone_tables):  # classes lowest bound first
         if "floors" not in shared and any(f < best for f in floors.values()):

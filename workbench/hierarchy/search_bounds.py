@@ -14,8 +14,9 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike, energy_pj
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents, transfers
 from workbench.hierarchy.datapath import fetches
-from workbench.hierarchy.levels import Hierarchy, SizeEnergy, SplitCapacity
+from workbench.hierarchy.levels import Hierarchy, SizeEnergy, banks_fit, capacity_banks
 from workbench.hierarchy.search_grid import LazyPoints
+from workbench.hierarchy.search_merged import in_merged
 from workbench.hierarchy.search_roles import in_roles, role_orders, to_roles
 from workbench.hierarchy.search_space import (
     BATCH,
@@ -109,12 +110,10 @@ def r_blocks_fit(hierarchy: Hierarchy, feet: dict[int, dict], shape: tuple,
         if not held:
             continue
         if (k, held) not in masks:
-            level = hierarchy.levels[k]
-            if isinstance(level.capacity_bytes, SplitCapacity):
-                masks[k, held] = functools.reduce(
-                    np.logical_and, [feet[k][a] <= level.bytes_for(a) for a in held])
-            else:
-                masks[k, held] = sum(feet[k][a] for a in held) <= level.total_bytes
+            bank, sizes = capacity_banks(hierarchy.levels[k], held)
+            masks[k, held] = functools.reduce(np.logical_and, [
+                sum(feet[k][a] for a, b in zip(held, bank, strict=True) if b == i) <= size
+                for i, size in enumerate(sizes)])
         ok &= masks[k, held]
     return ok
 
@@ -209,13 +208,17 @@ def incumbent(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
               size_energy: SizeEnergy | None, bypass: bool,
               candidates) -> tuple[float, Blocking] | None:
     """The least-energy candidate blocking (pJ, whole layer; e.g. the layer's optima on other
-    hierarchies) that is in S (`in_s`, any role order) and fits as the search fits
-    (footprints), or None: an energy S's optimum is at most, so the search may start from it."""
+    hierarchies) that is in S (`in_s`, any role order; with `bypass` also its merged part:
+    `search_merged.in_merged`) and fits as the search fits (footprints), or None: an energy
+    S's optimum is at most, so the search may start from it."""
     if size_energy is not None:  # a pure rule, asked once per (size, width) here
         size_energy = functools.lru_cache(maxsize=None)(size_energy)
     best = None
+    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    lanes = unrolled_dims(hierarchy.datapath)
     for blocking in candidates:
-        if not in_s(layer, blocking, hierarchy, bypass):
+        if not in_s(layer, blocking, hierarchy, bypass) and not (
+                bypass and in_merged(blocking, hierarchy, extent, lanes)):
             continue
         moved = _transfers(layer, blocking, len(hierarchy.levels), hierarchy.datapath)
         if not fits_by_footprints(moved, hierarchy, precision):
@@ -247,9 +250,7 @@ def _transfers(layer: ConvLayer, blocking: Blocking, n_levels: int, datapath) ->
 
 
 def _holds(level, feet: dict[str, float]) -> bool:
-    if isinstance(level.capacity_bytes, SplitCapacity):
-        return all(f <= level.bytes_for(a) for a, f in feet.items())
-    return sum(feet.values()) <= level.total_bytes
+    return banks_fit(level, feet)
 
 
 

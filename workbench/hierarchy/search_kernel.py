@@ -16,8 +16,9 @@ terms are monotone, so every bound below is at most the total it bounds, roundin
 - a point whose total with a relaxation's least energy reaches it. A relaxation replaces some
   held arrays' codes by any of their alone codes (`search_dominance.alone_prefixes`: every
   code's footprint and energy are at least one of theirs, at every point), so its least fitting
-  sum is at most the level's: one alone code per array (the one order dropped; shared capacity
-  only, split parts give the alone floors already in `bound`), then, holding three arrays, each
+  sum is at most the level's: one alone code per array (the one order dropped; only where
+  arrays share a bank: a bank of its own gives the alone floors already in `bound`), then,
+  holding three arrays, each
   pair's `level_placements` with the third array's alone codes (a pair of a placement is
   realizable as a pair, and lemma 2' keeps one at least as good);
 - a placement whose total reaches it (its capacity is then not checked).
@@ -106,22 +107,22 @@ def _price(codes, which, kfull, kind, coef, width, bits, layer, c, ratio, output
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _fits(rows, i, foot, caps, shared):
-    """Does placement i's blocks fit (shared: their sum within caps[0]; else each its part)?"""
-    if shared:
-        used = foot[rows[i, 0]]
-        for k in range(1, rows.shape[1]):
-            used += foot[rows[i, k]]
-        return used <= caps[0]
-    for k in range(rows.shape[1]):
-        if foot[rows[i, k]] > caps[k]:
+def _fits(rows, i, foot, caps, bank):
+    """Does placement i's blocks fit (held array k's in bank[k]; each bank's sum within its
+    caps: one bank when shared, one per array when split)?"""
+    for b in range(caps.shape[0]):
+        used = 0.0
+        for k in range(rows.shape[1]):
+            if bank[k] == b:
+                used += foot[rows[i, k]]
+        if used > caps[b]:
             return False
     return True
 
 
 @numba.njit(cache=True, nogil=True)
 def best_fitting(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer, rows, caps,
-                 shared):
+                 bank):
     """Per point j, the least energy of a fitting placement and its row (inf, −1: none fits).
 
     tiles (3, 5, n): t_{γ−1}, t_γ and a step's min(u, t_{γ−1}) per dimension (DIMS order) and
@@ -129,8 +130,8 @@ def best_fitting(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer
     STEP} (STEP: a buffer's only), kfull[q] (kernel window K
     along FX, FY, else 1), kind (I, W, O), coef (pJ per bit), width (bytes per element), bits
     (I, W: bits per element; O: unused); layer: Kx, Ky, Sx, Sy, output bytes, partial-sum
-    bytes; rows (placements, held): code indices per held array; caps: the level's bytes
-    (shared: caps[0]) or each held array's part."""
+    bytes; rows (placements, held): code indices per held array; caps: the bytes of each of
+    the level's banks (`levels.capacity_banks`), bank: the bank of each held array."""
     n = p.shape[1]
     best = np.full(n, np.inf)
     at = np.full(n, -1, dtype=np.int16)
@@ -148,7 +149,7 @@ def best_fitting(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer
             e = energy[rows[i, 0]]
             for k in range(1, rows.shape[1]):
                 e += energy[rows[i, k]]
-            if e < least and _fits(rows, i, foot, caps, shared):
+            if e < least and _fits(rows, i, foot, caps, bank):
                 least = e
                 best[j] = e
                 at[j] = i
@@ -157,7 +158,7 @@ def best_fitting(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer
 
 @numba.njit(cache=True, nogil=True)
 def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer, rows, caps,
-                shared, alone, relaxed, relaxed_start, stage_codes, stage_start, outside, bound,
+                bank, alone, relaxed, relaxed_start, stage_codes, stage_start, outside, bound,
                 groups, best, lower):
     """The first point of least total (outside[j] + the level's best fitting placement) ×
     groups below `best`: (total, point, placement), or (best, −1, −1) when none is below it.
@@ -188,7 +189,7 @@ def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
             _price(stage_codes[stage_start[t]:stage_start[t + 1]], which, kfull, kind, coef,
                    width, bits, layer, c, ratio, outputs[j], energy, foot)
             least = _least_relaxed(relaxed, relaxed_start[t], relaxed_start[t + 1], alone,
-                                   energy, foot, caps, shared, outside[j], groups, best)
+                                   energy, foot, caps, bank, outside[j], groups, best)
             lower[j] = max(lower[j], least)
             if (outside[j] + least) * groups >= best:
                 beaten = True
@@ -204,7 +205,7 @@ def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
                 e += energy[rows[i, k]]
             if (outside[j] + e) * groups >= best:
                 unchecked = min(unchecked, e)  # may fit: bounds the level, not checked
-            elif e < least and _fits(rows, i, foot, caps, shared):
+            elif e < least and _fits(rows, i, foot, caps, bank):
                 least, chosen = e, i
         lower[j] = max(lower[j], min(least, unchecked))
         if chosen >= 0:
@@ -214,7 +215,7 @@ def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
 
 @numba.njit(cache=True, nogil=True)
 def floor_under(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer, rows, caps,
-                shared, alone, relaxed, relaxed_start, stage_codes, stage_start, cap):
+                bank, alone, relaxed, relaxed_start, stage_codes, stage_start, cap):
     """Per point j, a lower bound on the level's least fitting energy, exact when below
     cap[j] (pJ, one group; inf: nothing fits): the relaxations in turn, stopping at one whose
     least reaches cap[j] (that least, a bound), then every placement, those whose energy
@@ -235,7 +236,7 @@ def floor_under(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
             _price(stage_codes[stage_start[t]:stage_start[t + 1]], which, kfull, kind, coef,
                    width, bits, layer, c, ratio, outputs[j], energy, foot)
             low = max(low, _least_relaxed(relaxed, relaxed_start[t], relaxed_start[t + 1],
-                                          alone, energy, foot, caps, shared, 0.0, 1.0,
+                                          alone, energy, foot, caps, bank, 0.0, 1.0,
                                           cap[j]))
             if low >= cap[j]:
                 break
@@ -251,7 +252,7 @@ def floor_under(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
                 e += energy[rows[i, k]]
             if e >= cap[j]:
                 unchecked = min(unchecked, e)
-            elif e < least and _fits(rows, i, foot, caps, shared):
+            elif e < least and _fits(rows, i, foot, caps, bank):
                 least = e
         out[j] = max(low, min(least, unchecked))
     return out
@@ -274,7 +275,7 @@ def _option(relaxed, r, k, alone, i):
 
 
 @numba.njit(cache=True, nogil=True)
-def _least_relaxed(relaxed, start, stop, alone, energy, foot, caps, shared, add, mul,
+def _least_relaxed(relaxed, start, stop, alone, energy, foot, caps, bank, add, mul,
                    limit):
     """The least energy over rows start … stop of `relaxed`, each −1 replaced by every alone
     code of its array, of the codes summed in held order among those fitting (inf: none);
@@ -282,15 +283,18 @@ def _least_relaxed(relaxed, start, stop, alone, energy, foot, caps, shared, add,
     the callers need no more: the relaxation does not beat the point, and the least is below
     the bound they take at the point's next stage, so it would not raise it).
 
-    Held arrays are nested loops carrying the partial sums (energy and, shared, footprint) in
-    held order, so each sum is the one of adding the codes in that order; a partial sum at
-    or above the least found, or a footprint over the capacity, ends its branch: every term
-    is non-negative and float addition is monotone, so no completion of it could count."""
+    Held arrays are nested loops carrying the partial sums (energy, and each bank's
+    footprint) in held order, so each sum is the one of adding the codes in that order; a
+    partial sum at or above the least found, or a bank's footprint over its bytes, ends its
+    branch: every term is non-negative and float addition is monotone, so no completion of it
+    could count."""
     held = relaxed.shape[1]
     least = np.inf
     m0 = _alone_count(alone, 0)
     m1 = _alone_count(alone, 1) if held > 1 else 1
     m2 = _alone_count(alone, 2) if held > 2 else 1
+    b1 = bank[1] if held > 1 else 0
+    b2 = bank[2] if held > 2 else 0
     for r in range(start, stop):
         n0 = 1 if relaxed[r, 0] >= 0 else m0
         n1 = 1 if held < 2 or relaxed[r, 1] >= 0 else m1
@@ -298,7 +302,7 @@ def _least_relaxed(relaxed, start, stop, alone, energy, foot, caps, shared, add,
         for a in range(n0):
             q = _option(relaxed, r, 0, alone, a)
             e0, u0 = energy[q], foot[q]
-            if e0 >= least or u0 > caps[0]:  # shared: the sum; split: array 0's part
+            if e0 >= least or u0 > caps[bank[0]]:
                 continue
             if held == 1:
                 if (add + e0) * mul < limit:
@@ -307,8 +311,9 @@ def _least_relaxed(relaxed, start, stop, alone, energy, foot, caps, shared, add,
                 continue
             for b in range(n1):
                 q = _option(relaxed, r, 1, alone, b)
-                e1, u1 = e0 + energy[q], u0 + foot[q]
-                if e1 >= least or (u1 > caps[0] if shared else foot[q] > caps[1]):
+                f1 = foot[q]
+                e1, u1 = e0 + energy[q], (u0 + f1 if b1 == bank[0] else f1)
+                if e1 >= least or u1 > caps[b1]:
                     continue
                 if held == 2:
                     if (add + e1) * mul < limit:
@@ -318,8 +323,10 @@ def _least_relaxed(relaxed, start, stop, alone, energy, foot, caps, shared, add,
                 for c in range(n2):
                     q = _option(relaxed, r, 2, alone, c)
                     e2 = e1 + energy[q]
-                    if e2 < least and (u1 + foot[q] <= caps[0] if shared else
-                                       foot[q] <= caps[2]):
+                    if e2 >= least:
+                        continue
+                    u2 = u1 if b2 == b1 else (u0 if b2 == bank[0] else 0.0)
+                    if u2 + foot[q] <= caps[b2]:
                         if (add + e2) * mul < limit:
                             return -np.inf
                         least = e2

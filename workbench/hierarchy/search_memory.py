@@ -9,8 +9,9 @@ depends on the level's capacity, the arrays it holds, the layer, lanes and width
 nothing else. Two rules carry a bound to another search of the layer:
 - coefficients: E_c' = min over fitting placements of Σ_A c'_A·u_A (u_A ≥ 0: the transfer's
   unit cost; fits do not depend on c) ≥ ρ·E_c with ρ = min over A (c_A > 0) of c'_A / c_A;
-- capacity: a level at least as large (each part, when split) fits every placement a smaller
-  one fits, so its E is at most the smaller one's: a bound kept at capacity ≥ ours holds.
+- capacity: a level at least as large (each part or bank, when split or banked) fits every
+  placement a smaller one fits, so its E is at most the smaller one's: a bound kept at
+  capacity ≥ ours holds.
 Bounds are multiplied by SLACK = 1 − 1e−12 when carried: ρ·L is a float product, and a
 rounding of it must not lift a bound above the energy the kernel computes (its relative
 error is a few ulps, 1e−16 each). Kept only for layers of one slice (≤ `search.SMALL`
@@ -25,7 +26,7 @@ from collections import OrderedDict
 import numpy as np
 
 from workbench.hierarchy.blocking import DIMS
-from workbench.hierarchy.levels import Hierarchy, SplitCapacity
+from workbench.hierarchy.levels import Hierarchy, capacity_banks
 from workbench.hierarchy.search_space import unrolled_dims
 
 SLACK = 1.0 - 1e-12
@@ -33,7 +34,7 @@ LIMIT = 64 * 2**20    # bytes of kept bounds (all layers and hierarchies)
 PER_KEY = 24          # entries kept per (layer, arrays held): sources and capacities
 
 _LOCK = threading.Lock()
-# (layer, on-chip levels, lanes, widths, split, held) -> {(tag, capacities): (c, at, bounds)}:
+# (layer, on-chip levels, lanes, widths, held, banks) -> {(tag, capacities): (c, at, bounds)}:
 # tag: the held arrays' sources; at: sorted grid indices, bounds: pJ at them
 _KEPT: OrderedDict[tuple, dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]]] = \
     OrderedDict()
@@ -74,17 +75,20 @@ class InnerMemory:
                  precision) -> None:
         on_chip = len(hierarchy.levels) - 1
         self.level = hierarchy.levels[on_chip]
-        self.split = isinstance(self.level.capacity_bytes, SplitCapacity)
         self.base = (layer, on_chip, unrolled_dims(hierarchy.datapath),
                      (precision.inputs, precision.weights, precision.outputs,
-                      precision.partial_sums), self.split)
+                      precision.partial_sums))
         self.shape = shape
         self._noted: dict[tuple, tuple[np.ndarray, list, list]] = {}
         self._looked: tuple[np.ndarray, dict] | None = None  # `raise_floor`'s lookups
 
     def _caps(self, held: tuple[str, ...]) -> tuple[float, ...]:
-        return tuple(self.level.bytes_for(a) for a in held) if self.split else \
-            (float(self.level.total_bytes),)
+        return capacity_banks(self.level, held)[1]
+
+    def _key(self, held: tuple[str, ...]) -> tuple:
+        """Where the bounds of a level holding `held` are kept: with how it shares its bytes
+        (which held arrays share a bank), so that only like levels' bounds are compared."""
+        return (*self.base, held, capacity_banks(self.level, held)[0])
 
     def flat(self, chain_at: dict) -> np.ndarray:
         """The points' indices in the layer's grid of chain combinations."""
@@ -98,7 +102,7 @@ class InnerMemory:
         caps = self._caps(held)
         chosen: dict = {}
         with _LOCK:
-            for (tag, at), v in _KEPT.get((*self.base, held), {}).items():
+            for (tag, at), v in _KEPT.get(self._key(held), {}).items():
                 if all(x >= y for x, y in zip(at, caps, strict=True)) and \
                         (tag not in chosen or sum(at) < sum(chosen[tag][0])):
                     chosen[tag] = at, v
@@ -149,7 +153,7 @@ class InnerMemory:
         """Store what was noted under this level's capacity, in the newest coefficients (an
         entry kept before at the same tag and capacity carried to them and merged)."""
         for (held, tag), (coef, points, lowers) in self._noted.items():
-            key, sub = (*self.base, held), (tag, self._caps(held))
+            key, sub = self._key(held), (tag, self._caps(held))
             at, bounds = np.concatenate(points), np.concatenate(lowers)
             with _LOCK:
                 old = _KEPT.get(key, {}).get(sub)

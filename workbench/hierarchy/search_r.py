@@ -48,7 +48,7 @@ from workbench.errors import WorkbenchError
 from workbench.hierarchy.accesses import ElementBytes, PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents
 from workbench.hierarchy.datapath import Datapath, fetches
-from workbench.hierarchy.levels import Hierarchy, SizeEnergy, SplitCapacity
+from workbench.hierarchy.levels import Hierarchy, SizeEnergy, capacity_banks
 from workbench.layers.spec import ConvLayer, as_grouped
 
 CHUNK = 1 << 21   # combinations priced per numpy pass (at most; one X chain at a time)
@@ -242,12 +242,11 @@ def _fits(layer: ConvLayer, hierarchy: Hierarchy, grid: dict,
     ok = np.ones(np.broadcast_shapes(*(grid[d][1].shape for d in DIMS)), dtype=bool)
     for k in range(levels - 1, 0, -1):  # innermost (smallest, most selective) first
         level, foot = hierarchy.levels[k], _footprints(layer, grid, levels - 1 - k)
-        used = {a: foot[a] * width[a] * (level.bytes_for(a) > 0) for a in ARRAYS}
-        if isinstance(level.capacity_bytes, SplitCapacity):
-            for a in ARRAYS:
-                ok &= used[a] <= level.bytes_for(a)
-        else:
-            ok &= sum(used.values()) <= level.total_bytes
+        held = tuple(a for a in ARRAYS if level.bytes_for(a) > 0)
+        bank, sizes = capacity_banks(level, held)
+        for i, size in enumerate(sizes):
+            ok &= sum(foot[a] * width[a] for a, b in zip(held, bank, strict=True)
+                      if b == i) <= size
     return ok
 
 

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from workbench.hierarchy.blocking import ARRAYS, DIMS
-from workbench.hierarchy.levels import Hierarchy, SplitCapacity
+from workbench.hierarchy.levels import Hierarchy, capacity_banks
 from workbench.hierarchy.search_dominance import (
     alone_prefixes,
     grades,
@@ -271,13 +271,13 @@ def alone_tables(array: str, inner: bool, lanes: frozenset[str]) -> tuple:
 def _kernel_args(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
                  held: tuple[str, ...], relax: bool = False) -> tuple:
     """`search_kernel`'s arguments for the level's placements holding `held` at the blocks'
-    points (tiles, extents, outputs, code tables, rows, caps, shared), and the relaxations'
+    points (tiles, extents, outputs, code tables, rows, caps and banks), and the relaxations'
     tables (`_codes`)."""
     n = len(blocks.p["X"])
     level = hierarchy.levels[level_idx]
-    split = isinstance(level.capacity_bytes, SplitCapacity)
-    arrays, rows, which, kfull, kind, relaxations = _codes(held, blocks.gamma == 1,
-                                                           blocks.lanes, relax, not split)
+    bank, caps = capacity_banks(level, held)
+    arrays, rows, which, kfull, kind, relaxations = _codes(
+        held, blocks.gamma == 1, blocks.lanes, relax, len(set(bank)) < len(bank))
     lay, prec = blocks.layer, blocks.precision
 
     def rows_of(values: dict) -> np.ndarray:
@@ -285,7 +285,6 @@ def _kernel_args(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
                          for d in DIMS])
 
     width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}
-    caps = [level.bytes_for(a) for a in held] if split else [level.total_bytes]
     return (np.stack([rows_of(blocks.lo), rows_of(blocks.hi), rows_of(blocks.step)]),
             rows_of(blocks.p),
             np.broadcast_to(np.asarray(blocks.outputs, dtype=float), (n,)), which, kfull,
@@ -293,7 +292,8 @@ def _kernel_args(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
             np.array([width[a] for a in arrays], dtype=float),
             np.array([8 * width[a] for a in arrays], dtype=float),
             np.array([lay.Kx, lay.Ky, lay.Sx, lay.Sy, prec.outputs, prec.partial_sums],
-                     dtype=float), rows, np.array(caps, dtype=float), not split), relaxations
+                     dtype=float), rows, np.array(caps, dtype=float),
+            np.array(bank, dtype=np.int64)), relaxations
 
 
 def _halves(n: int) -> int:
