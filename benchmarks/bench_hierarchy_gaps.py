@@ -123,14 +123,15 @@ def main() -> None:
                   f"{merged:,.1f} pJ; groups of the buffers: {where}")
             merged_equal += math.isclose(merged, every, rel_tol=1e-9)
     below = [g for g in gaps if g > 1e-9]
+    where = (f"in {len(below)} a blocking outside S is cheaper (S "
+             f"{100 * min(below):.1f}-{100 * max(below):.1f}% above it), and in "
+             f"{merged_equal} of them the levels merged (no array at both, t_1 = t_0) reach "
+             f"that least" if below else "in none is a blocking outside S cheaper")
     print(f"two on-chip levels, {len(cases)} tiny layers (the pinned one and {args.cases} "
           f"random, seed {args.seed}): S's optimum is the least over every blocking in "
-          f"{len(cases) - len(below)}; in {len(below)} a blocking outside S is cheaper (S "
-          f"{100 * min(below, default=0):.1f}-{100 * max(below, default=0):.1f}% above it), and in "
-          f"{merged_equal} of them the levels merged (no array at both, t_1 = t_0) reach that "
-          f"least; "
-          f"brute force {brute_s:.0f} s, search {search_s:.1f} s, "
-          f"{time.perf_counter() - start:.0f} s in all with {args.workers} process(es)")
+          f"{len(cases) - len(below)}; {where}; brute force {brute_s:.0f} s, search "
+          f"{search_s:.1f} s, {time.perf_counter() - start:.0f} s in all with {args.workers} "
+          f"process(es)")
 
 
 if __name__ == "__main__":

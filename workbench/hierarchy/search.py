@@ -168,9 +168,11 @@ and energy: every count above is symmetric under the swap. X and Y then have the
 chains, so only the points whose X chain index is at most their Y chain index are searched
 (`mirrored`).
 Incumbents (exact start). A blocking of S that fits (`search_bounds.incumbent`: in S by
-`in_s`, footprints within every level) costs at least S's optimum, so its energy may be the
-best energy found before anything is priced; every skip below then drops only blockings not
-below it, and it is the answer when nothing is.
+`in_s` or of its merged part by `search_merged.in_merged`, footprints within every level)
+costs at least S's optimum, so its energy may be the best energy found before anything is
+priced; every skip below then drops only blockings not below it, and it is the answer when
+nothing is. Likewise a search part whose every pattern's floor reaches the best energy found
+is not entered.
 Bounds (exact skips). Every placement of an outer level has blocks containing R's (c ≥
 t_{γ−1}), and the innermost level's smallest blocks are one element each (position −1), so
 where those blocks of the arrays a level holds overflow it, no placement fits: those
