@@ -17,6 +17,7 @@ from workbench.hierarchy import (
     ARRAYS,
     DIMS,
     GROUP0,
+    BankedCapacity,
     Blocking,
     ElementBytes,
     Hierarchy,
@@ -41,17 +42,29 @@ def _undominated(options: list[tuple]) -> list[tuple]:
     return kept
 
 
+def level_banks(level) -> list[tuple[str, float]]:
+    """(arrays, bytes) of each memory of a level whose bytes those arrays share, written out
+    from its capacity: one of I, W, O for a shared level, one per array for a split one, the
+    banks of a banked one (an array in none: a bank of 0 B)."""
+    cap = level.capacity_bytes
+    if isinstance(cap, SplitCapacity):
+        return [(a, cap.of(a)) for a in ARRAYS]
+    if isinstance(cap, BankedCapacity):
+        return [*cap.banks, *((a, 0) for a in ARRAYS if all(a not in b for b, _ in cap.banks))]
+    return [("IWO", level.total_bytes)]
+
+
 def _fits_alone(hier: Hierarchy, array: str, used: list[dict]) -> bool:
-    """Does the array's buffer fit each split level's part for it?"""
-    return all(used[k][array] <= level.bytes_for(array) for k, level in
-               enumerate(hier.levels) if k and isinstance(level.capacity_bytes, SplitCapacity))
+    """Does the array's buffer fit its memory at each level?"""
+    return all(used[k][array] <= size for k, level in enumerate(hier.levels) if k
+               for arrays, size in level_banks(level) if array in arrays)
 
 
 def _fits_together(hier: Hierarchy, choice: tuple) -> bool:
-    """Do the arrays' buffers fit each shared level together?"""
-    return all(sum(c[k] for c in choice) <= level.total_bytes for k, level in
-               enumerate(hier.levels) if k and not isinstance(level.capacity_bytes,
-                                                              SplitCapacity))
+    """Do the arrays' buffers fit each memory they share at each level together?"""
+    return all(sum(c[k] for a, c in zip(ARRAYS, choice, strict=True) if a in arrays) <= size
+               for k, level in enumerate(hier.levels) if k
+               for arrays, size in level_banks(level))
 
 
 def every_blocking_optimum(layer: ConvLayer, hier: Hierarchy, merged: bool = False

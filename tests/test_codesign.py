@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 from test_hierarchy_model import _brute_force_r
 
 from workbench.errors import WorkbenchError
-from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
+from workbench.hierarchy import (
+    BankedCapacity,
+    ElementBytes,
+    Hierarchy,
+    Level,
+    SplitCapacity,
+    evaluate,
+)
 from workbench.hierarchy.codesign import (
     Codesigner,
     Design,
@@ -279,6 +286,23 @@ def test_cli_rows_equal_the_search_priced_by_evaluate(tmp_path, capsys) -> None:
     assert sum(r["energy_pj"] for r in doc["rows"]) == pytest.approx(total)
 
 
+def _grid_by_search(tiled, sram_capacity) -> dict[tuple[int, int], float]:
+    """{(SRAM KB, RF KB): the layers' searched energies (pJ) summed} over the hierarchies of
+    SRAM and RF sizes 1, 2 and 4 KB within 4 KB, RF no larger, built by hand (the SRAM's
+    capacity `sram_capacity(KB)`), 16-bit data and 32-bit partial sums, table 3 energies."""
+    from workbench.hierarchy.codesign import table3_energy_pj
+
+    brute = {}
+    for sram, rf in itertools.product((1, 2, 4), repeat=2):
+        if rf > sram or sram + rf > 4:
+            continue
+        hier = Hierarchy((Level("DRAM", None, 16, 320.0), Level("SRAM", sram_capacity(sram), 64),
+                          Level("RF", rf * 1024, 64)), mac_energy_pj=1.0)
+        brute[sram, rf] = sum(search(lay, hier, ElementBytes(2, 2, 2, 4),
+                                     table3_energy_pj).energy_pj for lay in tiled)
+    return brute
+
+
 def test_cli_budget_codesigns_the_brute_force_best(tmp_path, capsys) -> None:
     from workbench import layers
     from workbench.cli import hierarchy as cli
@@ -288,14 +312,7 @@ def test_cli_budget_codesigns_the_brute_force_best(tmp_path, capsys) -> None:
     doc = cli.run(net_file, levels_file, budget_kb=4, sizes_kb=[1, 2, 4])
     prec = ElementBytes(2, 2, 2, 4)
     tiled = layers.load_network(net_file).tiled_layers()
-    brute = {}
-    for sram, rf in itertools.product((1, 2, 4), repeat=2):
-        if rf > sram or sram + rf > 4:
-            continue
-        hier = Hierarchy((Level("DRAM", None, 16, 320.0), Level("SRAM", sram * 1024, 64),
-                          Level("RF", rf * 1024, 64)), mac_energy_pj=1.0)
-        brute[(sram, rf)] = sum(search(lay, hier, prec, table3_energy_pj).energy_pj
-                                for lay in tiled)
+    brute = _grid_by_search(tiled, lambda kb: kb * 1024)
     co = doc["codesign"]
     assert co["best"]["energy_pj"] == pytest.approx(min(brute.values()))
     assert co["best"]["on_chip_kb"] <= 4
@@ -451,6 +468,44 @@ def test_space_around_keeps_levels_and_split_proportions() -> None:
     assert space.slots[1].capacities == (1024, 18432) and space.slots[0].area_mm2_per_kb == 0.5
     with pytest.raises(WorkbenchError, match="positive byte counts"):
         space_around(hier, [])
+
+
+def test_space_around_keeps_bank_proportions() -> None:
+    """Banks scale like split parts (sizes worked out by hand) and are named by their
+    arrays."""
+    from workbench.hierarchy.codesign import capacity_text, space_around
+    from workbench.viz.hierarchy_plots import level_text
+
+    cap = BankedCapacity((("IO", 4096), ("W", 32768)))
+    hier = Hierarchy((DRAM, Level("SRAM", cap, 256), Level("RF", 512, 64)))
+    slot = space_around(hier, [1024, 36864]).slots[0]
+    # 1 KB in 1:8: 113.78 and 910.22 B, the byte left to I+O (larger remainder)
+    assert slot.capacities == (BankedCapacity((("IO", 114), ("W", 910))), cap)
+    assert capacity_text(cap) == "4/32 KB (I+O/W)"
+    assert level_text(Level("SRAM", slot.capacities[0], 256)) == "114/910 B (I+O/W) of 1 KB"
+
+
+def test_cli_codesigns_a_banked_level(tmp_path, capsys) -> None:
+    """A level of two banks from a hierarchy file (inputs and outputs sharing one, weights
+    in the other): the CLI's co-design keeps the banks in proportion and its best equals the
+    least over the grid's hierarchies, built here by hand and searched one by one."""
+    from workbench import layers
+    from workbench.cli import hierarchy as cli
+
+    banked = LEVELS_YAML.replace("capacity: 4096", "capacity: {I+O: 1024, W: 3072}")
+    net_file, levels_file = _files(tmp_path, banked)
+    doc = cli.run(net_file, levels_file, budget_kb=4, sizes_kb=[1, 2, 4])
+    tiled = layers.load_network(net_file).tiled_layers()
+    brute = _grid_by_search(tiled, lambda kb: BankedCapacity((("IO", 256 * kb),
+                                                             ("W", 768 * kb))))
+    best = doc["codesign"]["best"]
+    assert best["energy_pj"] == pytest.approx(min(brute.values()), rel=1e-12)
+    sram, rf = min(brute, key=brute.get)
+    banks = {1: "256/768 B", 2: "512/1,536 B", 4: "1/3 KB"}[sram]
+    assert best["hierarchy"] == f"SRAM {banks} (I+O/W) | RF {rf} KB"
+    args = _parser().parse_args(["hierarchy", net_file, "--levels", levels_file])
+    args.func(args)
+    assert "two-on-chip" in capsys.readouterr().out
 
 
 def test_padded_outermost_blocks_are_named_in_the_cli(capsys) -> None:

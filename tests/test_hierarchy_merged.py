@@ -80,7 +80,7 @@ def test_a_banked_level_reports_the_bank_it_overflows() -> None:
     whole = Blocking.of([GROUP0, DIMS], [tile], {"I": [6], "W": [6], "O": [6]})
     priced = evaluate(layer, whole, hier, ONE)
     assert not priced.fits
-    assert priced.violations == ("L1: I need 6 B of 3 B",)
+    assert priced.violations == ("L1: I needs 6 B of 3 B",)
 
 
 def test_merged_levels_price_each_array_at_its_own_level() -> None:
@@ -107,6 +107,10 @@ def test_merged_levels_price_each_array_at_its_own_level() -> None:
     assert len(merged_levels(_levels(64, 8))) == 6
     three = Hierarchy((*_levels(64, 8).levels, Level("R0", 2, 16, 0.1)))
     assert merged_levels(three) == []
+    # a banked SRAM: the arrays it hosts keep its banks, shared only within one
+    banked = dict(merged_levels(_levels(BankedCapacity((("IO", 40), ("W", 24))), 8)))
+    assert banked[1, 2, 1].levels[1].capacity_bytes.banks == (("IO", 40), ("W", 8))
+    assert banked[1, 1, 2].levels[1].capacity_bytes.banks == (("I", 40), ("W", 24), ("O", 8))
 
 
 @st.composite
@@ -122,7 +126,8 @@ def one_level_blocking(draw, layer: ConvLayer) -> Blocking:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), st.integers(1, 4), st.integers(1, 2), st.integers(1, 3),
-       st.integers(1, 2), st.sampled_from([(5, 2), (8, 3), (SplitCapacity(3, 2, 4), 2)]))
+       st.integers(1, 2), st.sampled_from([(5, 2), (8, 3), (SplitCapacity(3, 2, 4), 2),
+                                           (BankedCapacity((("IO", 5), ("W", 2))), 2)]))
 def test_two_levels_prices_as_the_merged_level(data, ox, oc, kx, sx, sizes) -> None:
     """A merged level's blocking and the two-level blocking `two_levels` makes of it have the
     same energy per level and array (the merged level's split by host) and fit alike, by
@@ -149,13 +154,18 @@ def test_two_levels_prices_as_the_merged_level(data, ox, oc, kx, sx, sizes) -> N
 @st.composite
 def tiny_case(draw) -> tuple[ConvLayer, Hierarchy]:
     """A row of 1-4 outputs, 1-2 maps in and out, kernels 1-3 wide, strides 1-2, over DRAM,
-    an SRAM of 3-10 B (or split 1-5 B per array), a register file of 1-4 B, 1 B elements,
+    an SRAM of 3-10 B (or split 1-5 B per array, or two banks of 1-6 B, two arrays sharing
+    one), a register file of 1-4 B, 1 B elements,
     energies per access drawn; a scalar datapath or one unrolling M or X by 2."""
     layer = ConvLayer(name="t", Ox=draw(st.integers(1, 4)), Oy=1, Oc=draw(st.integers(1, 2)),
                       Kc=draw(st.integers(1, 2)), Kx=draw(st.integers(1, 3)), Ky=1,
                       Sx=draw(st.integers(1, 2)))
     sram = draw(st.one_of(st.integers(3, 10),
-                          st.builds(SplitCapacity, *(st.integers(1, 5) for _ in ARRAYS))))
+                          st.builds(SplitCapacity, *(st.integers(1, 5) for _ in ARRAYS)),
+                          st.builds(lambda pair, a, b: BankedCapacity(((pair, a), (
+                              next(x for x in ARRAYS if x not in pair), b))),
+                                    st.sampled_from(["IO", "IW", "WO"]), st.integers(1, 6),
+                                    st.integers(1, 6))))
     rf = draw(st.integers(1, min(4, int(Level("S", sram, 8).total_bytes) - 1)))
     unroll = draw(st.sampled_from([None, {"M": 2}, {"X": 2}]))
     hier = Hierarchy((Level("DRAM", None, 16, draw(st.sampled_from([100.0, 200.0]))),
@@ -185,6 +195,9 @@ def test_search_is_never_above_a_merged_blocking(case) -> None:
     (ConvLayer(name="pinned", Ox=4, Oy=1, Oc=2, Kx=3, Ky=1, Kc=1), 5, 2, 8.0, 0.5),
     # a layer of two input maps, stride 2
     (ConvLayer(name="c2", Ox=3, Oy=1, Oc=2, Kx=3, Ky=1, Kc=2, Sx=2), 7, 3, 4.0, 1.0),
+    # the pinned layer on an SRAM of two banks, inputs and outputs sharing one
+    (ConvLayer(name="banked", Ox=4, Oy=1, Oc=2, Kx=3, Ky=1, Kc=1),
+     BankedCapacity((("IO", 4), ("W", 3))), 2, 8.0, 0.5),
 ])
 def test_search_is_the_least_over_every_blocking(case) -> None:
     """On tiny layers the search's optimum is the least over every two-level blocking

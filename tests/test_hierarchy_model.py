@@ -16,6 +16,7 @@ from workbench.hierarchy import (
     ARRAYS,
     DIMS,
     GROUP0,
+    BankedCapacity,
     Blocking,
     ElementBytes,
     Hierarchy,
@@ -396,6 +397,46 @@ def test_good_document() -> None:
     assert sizes == {"I": 64.0, "W": 256.0, "O": 64.0}  # each part priced at its own size
 
 
+@pytest.mark.parametrize(("capacity", "parsed"), [
+    ({"I+O": 4096, "W": 32768}, BankedCapacity((("IO", 4096), ("W", 32768)))),
+    ({"W": 512, "OI": 128}, BankedCapacity((("W", 512), ("IO", 128)))),
+    ({"I": 64, "W+O": 0}, BankedCapacity((("I", 64), ("WO", 0)))),
+    ({"I": 64, "W": 256, "O": 64}, SplitCapacity(64, 256, 64)),  # one array a key: split
+    ({"I+W+O": 384}, 384),  # one bank of all three: shared
+])
+def test_banked_documents(capacity, parsed) -> None:
+    """A capacity mapping names banks: the arrays sharing each one's bytes; each bank is a
+    memory of its own size, priced at it when energy_pj is null, and the arrays of a bank
+    fit it together."""
+    doc = _doc()
+    doc["levels"][2]["capacity"], doc["levels"][2]["energy_pj"] = capacity, None
+    level = hierarchy_from_dict(doc, "banks.yaml").levels[2]
+    assert level.capacity_bytes == parsed
+    by_array = {a: sum(v for k, v in capacity.items() if a in k) for a in ARRAYS}
+    assert {a: level.bytes_for(a) for a in ARRAYS} == by_array
+    assert {a: level.access_pj(a, lambda size, bits: float(size)) for a in ARRAYS} == by_array
+    assert level.total_bytes == sum(capacity.values())
+
+
+def test_capacity_of_banks() -> None:
+    """Buffers of a bank's arrays fit its bytes together; a bank of 0 B holds none."""
+    layer = ConvLayer(name="fc", Ox=2, Oy=1, Oc=1, Kc=2)
+    model = transfers(layer, Blocking.of([GROUP0], [], {a: [6] for a in ARRAYS}))
+    prec = df.Precision(2, 2, 2, 4)  # I 2 B, W 2 B, O 8 B (test_capacity_shared_and_split)
+
+    def hier(*banks) -> Hierarchy:
+        return Hierarchy((Level("DRAM", None, 64, 1.0),
+                          Level("L1", BankedCapacity(banks), 16, 1.0)))
+
+    assert capacity_violations(model, hier(("IO", 10), ("W", 2)), prec) == []
+    assert capacity_violations(model, hier(("IO", 9), ("W", 2)), prec) == \
+        ["L1: I+O need 10 B of 9 B"]
+    assert capacity_violations(model, hier(("IW", 4), ("O", 7)), prec) == \
+        ["L1: O needs 8 B of 7 B"]
+    assert capacity_violations(model, hier(("IW", 64), ("O", 0)), prec) == \
+        ["L1: O needs 8 B of 0 B"]
+
+
 def _set(path: str, value):
     def edit(doc: dict) -> dict:
         keys = path.replace("]", "").replace("[", ".").split(".")
@@ -424,9 +465,15 @@ BAD_DOCUMENTS = [
     (_set("levels[0].capacity", 1 << 30), "levels[0].capacity", "must be unbounded (null)"),
     (_set("levels[1].capacity", _DELETE), "levels[1].capacity", "missing"),
     (_set("levels[2].capacity", {"I": 64, "W": 256}), "levels[2].capacity",
-     "exactly the keys I, W, O"),
+     "array(s) O in no key"),
     (_set("levels[2].capacity", {"I": 64, "W": 256, "O": 64, "P": 1}), "levels[2].capacity",
-     "exactly the keys I, W, O"),
+     "a key must name arrays of I, W, O sharing its bytes ('I', 'I+O', ...), got 'P'"),
+    (_set("levels[2].capacity", {"I+O": 64, "I": 8, "W": 256}), "levels[2].capacity",
+     "array I is in two keys ('I+O', 'I')"),
+    (_set("levels[2].capacity", {"I+I": 64, "W+O": 256}), "levels[2].capacity",
+     "a key must name arrays"),
+    (_set("levels[2].capacity", {"I+O": -1, "W": 256}), "levels[2].capacity.I+O",
+     "must be >= 0"),
     (_set("levels[2].capacity", {"I": 0, "W": 0, "O": 0}), "levels[2].capacity",
      "at least one part > 0"),
     (_set("levels[2].capacity.W", -1), "levels[2].capacity.W", "must be >= 0"),

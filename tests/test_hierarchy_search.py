@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from every_blocking import level_banks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +26,7 @@ from workbench.hierarchy import (
     ARRAYS,
     DIMS,
     GROUP0,
+    BankedCapacity,
     Blocking,
     ElementBytes,
     Hierarchy,
@@ -37,7 +39,6 @@ from workbench.hierarchy import search_r as search_r_module
 from workbench.hierarchy.accesses import energy_by_array_pj, energy_pj
 from workbench.hierarchy.blocking import footprint, trip_counts
 from workbench.hierarchy.datapath import Datapath
-from workbench.hierarchy.levels import banks_fit
 from workbench.hierarchy.search import gen_chains, search, search_r
 from workbench.hierarchy.search_bounds import (
     chain_terms,
@@ -133,11 +134,8 @@ def _fits_by(layer: ConvLayer, blocking: Blocking, hier: Hierarchy, prec, moved:
                 held = _outer_input_buffer(layer, blocking, blocking.positions("I")[k - 1],
                                            groups[k], t.footprint)
             used[t.array] = held * width[t.array]
-        level = hier.levels[k]
-        if isinstance(level.capacity_bytes, SplitCapacity):
-            if any(used.get(a, 0) > level.bytes_for(a) for a in ARRAYS):
-                return False
-        elif sum(used.values()) > level.total_bytes:
+        if any(sum(used.get(a, 0) for a in arrays) > size
+               for arrays, size in level_banks(hier.levels[k])):
             return False
     return True
 
@@ -419,9 +417,11 @@ def merged_least(layer: ConvLayer, hier: Hierarchy, prec, size_energy=None) -> f
                      for a, k in zip(held, hosts, strict=True)]
             total = sum(e for e, _ in parts) + priced(orders, key, None, 1, None)[0] + \
                 sum(priced(orders, key, a, 1, None)[0] for a in ARRAYS if a not in held)
-            if total >= least or not all(banks_fit(hier.levels[k], {
-                    a: b for a, h, (_, b) in zip(held, hosts, parts, strict=True) if h == k})
-                    for k in set(hosts)):
+            if total >= least or any(sum(b for a, h, (_, b) in zip(held, hosts, parts,
+                                                                  strict=True)
+                                         if h == k and a in arrays) > size
+                                     for k in set(hosts)
+                                     for arrays, size in level_banks(hier.levels[k])):
                 continue
             least = total
             arg = Blocking.of(orders, tiles, {a: [shifted[a] if hosts[held.index(a)] == k
@@ -519,7 +519,7 @@ def test_bypass_by_choice_beats_r_holders() -> None:
 @st.composite
 def search_case(draw: st.DrawFn):
     """A tiny layer (few loops of trip count > 1: the register level orders groups 0 and 1),
-    1 or 2 on-chip levels, shared or split capacities, with or without an unrolled
+    1 or 2 on-chip levels, shared, split or banked capacities, with or without an unrolled
     datapath."""
     on_chip = draw(st.integers(1, 2))
     k = draw(st.integers(1, 3))
@@ -540,9 +540,12 @@ def search_case(draw: st.DrawFn):
         parts = []  # a split level's parts never add up to more than the level outside it
         for _ in ARRAYS:
             parts.append(draw(st.integers(0, min(cap // 2, cap - sum(parts)))))
-        split = draw(st.booleans()) and sum(parts) > 0
-        levels.append(Level(f"L{i + 1}", SplitCapacity(*parts) if split else cap, 16,
-                            draw(st.floats(0.1, 10))))
+        kind = draw(st.sampled_from(["shared", "split", "IO|W", "IW|O", "WO|I"]))
+        capacity = cap if kind == "shared" or sum(parts) == 0 else \
+            SplitCapacity(*parts) if kind == "split" else BankedCapacity(tuple(
+                (arrays, sum(parts[ARRAYS.index(a)] for a in arrays))
+                for arrays in kind.split("|")))  # banks: two arrays share one
+        levels.append(Level(f"L{i + 1}", capacity, 16, draw(st.floats(0.1, 10))))
         cap = int(levels[-1].total_bytes)
     unroll = draw(st.sampled_from([None, {"M": 2}, {"X": 2, "C": 2}, {"Y": 3, "N": 2}]))
     hier = Hierarchy(tuple(levels), mac_energy_pj=draw(st.floats(0, 2)),

@@ -16,7 +16,7 @@ from workbench import layers, platforms
 from workbench.errors import FileFormatError, WorkbenchError
 from workbench.explore import network_plan
 from workbench.explore.hierarchy_plan import platform_hierarchy
-from workbench.hierarchy import Hierarchy, Level, SplitCapacity
+from workbench.hierarchy import BankedCapacity, Hierarchy, Level, SplitCapacity
 from workbench.hierarchy.datapath import Datapath
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,7 +163,12 @@ def test_datapath_clock_and_platform_clock_must_agree(tmp_path: Path) -> None:
      "levels[0].access_bits: must be a whole number of bytes on a platform"),
     ("energy_pj: 320", "energy_pj: null", "levels[0].energy_pj: the external memory needs "
                                           "a number"),
-    ("capacity: 65536", "capacity: {I: 1024, W: 2048}", "levels[1].capacity: must be bytes"),
+    ("capacity: 65536", "capacity: {I: 1024, W: 2048}", "levels[1].capacity: array(s) O in "
+     "no key: each of I, W, O goes in exactly one"),
+    ("capacity: 65536", "capacity: {I+O: 1024, O+W: 2048}", "levels[1].capacity: array O is "
+     "in two keys ('I+O', 'O+W')"),
+    ("capacity: 65536", "capacity: {I+O: 1024.5, W: 2048}", "levels[1].capacity: must be "
+     "bytes"),
     ("capacity: 65536", "capacity: -4", "levels[1].capacity: must be bytes"),
     ("name: RF", "name: SRAM", "levels[2].name: level names must be unique"),
     ("energy_pj: 0.5}", "energy_pj: 0.5, speed: 3}", "levels[2].speed: unknown key"),
@@ -207,6 +212,14 @@ def test_overrides_resize_the_local_level(tmp_path: Path) -> None:
                                                                               1024)
     assert platform_hierarchy(plat.replace(local_mem_bytes=36864)).levels[1].capacity_bytes \
         == SplitCapacity(2048, 32768, 2048)
+    # banks keep their proportions too, and any total is theirs to the byte
+    banked = LEVELS_3.replace("capacity: 65536", "capacity: {I+O: 16384, W: 49152}")
+    plat = platforms.load_platform(_write(tmp_path, banked), local_mem_bytes=20001)
+    assert plat.local_mem_bytes == 20001
+    assert platform_hierarchy(plat).levels[1].capacity_bytes == BankedCapacity(
+        (("IO", 5000), ("W", 15001)))  # 5000.25 and 15000.75: the byte left to W
+    assert platform_hierarchy(plat.replace(local_mem_bytes=1027)).levels[1].capacity_bytes \
+        == BankedCapacity((("IO", 257), ("W", 770)))  # 256.75 and 770.25
 
 
 def test_with_levels_takes_the_memory_fields_from_the_hierarchy() -> None:

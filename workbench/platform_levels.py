@@ -18,7 +18,12 @@ from typing import Any
 from workbench.errors import FileFormatError, UnknownNameError
 from workbench.layers.zoo import read_yaml
 from workbench.paths import data_file, data_files
-from workbench.schemas.platform import LEVEL_KEYS, capacity_total, validate_level_keys
+from workbench.schemas.platform import (
+    LEVEL_KEYS,
+    capacity_total,
+    scaled_parts,
+    validate_level_keys,
+)
 
 # single-level field ← (level index, level field) it is a view of (see workbench.platforms)
 LEVEL_RULES = {"ext_access_bytes": (0, "access_bits"), "ext_access_pj": (0, "energy_pj"),
@@ -84,14 +89,11 @@ def levels_from_doc(doc: dict[str, Any], where: str, name: str) -> tuple[dict[st
 
 
 def resized(capacity: Any, total: int) -> Any:
-    """`total` bytes, split in the proportions of a per-array `capacity` {I, W, O} (parts
-    rounded down, a part never 0 unless it was)."""
+    """`total` bytes, split (or banked) in the proportions of a per-array `capacity` {I, W, O}
+    or {I+O, W} (`scaled_parts`: summing to `total`, a part never 0 unless it was)."""
     if not isinstance(capacity, dict):
         return total
-    if capacity_total(capacity) == total:
-        return dict(capacity)
-    whole = capacity_total(capacity)
-    return {a: part and max(1, part * total // whole) for a, part in capacity.items()}
+    return dict(zip(capacity, scaled_parts(list(capacity.values()), total), strict=True))
 
 
 def implied_doc(name: str) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from workbench.hierarchy.blocking import (
 from workbench.hierarchy.convert import from_dataflow, from_seed000
 from workbench.hierarchy.datapath import Datapath, datapath_from_dict
 from workbench.hierarchy.levels import (
+    BankedCapacity,
     Hierarchy,
     HierarchyError,
     Level,
@@ -37,9 +38,10 @@ from workbench.hierarchy.levels import (
 )
 from workbench.hierarchy.timing import Timing, timing_of
 
-__all__ = ["ARRAYS", "DIMS", "GROUP0", "KINDS", "Blocking", "Datapath", "ElementBytes",
-           "Hierarchy", "HierarchyError", "HierarchyResult", "Level", "LevelAccesses",
-           "SplitCapacity", "Timing", "Transfer", "buffer_bytes", "capacity_violations",
-           "check_steps", "datapath_from_dict", "energy_by_array_pj", "energy_pj", "evaluate",
-           "from_dataflow", "from_seed000", "hierarchy_from_dict", "iterations",
-           "level_accesses", "refetch_rates", "timing_of", "transfers", "trip_counts"]
+__all__ = ["ARRAYS", "DIMS", "GROUP0", "KINDS", "BankedCapacity", "Blocking", "Datapath",
+           "ElementBytes", "Hierarchy", "HierarchyError", "HierarchyResult", "Level",
+           "LevelAccesses", "SplitCapacity", "Timing", "Transfer", "buffer_bytes",
+           "capacity_violations", "check_steps", "datapath_from_dict", "energy_by_array_pj",
+           "energy_pj", "evaluate", "from_dataflow", "from_seed000", "hierarchy_from_dict",
+           "iterations", "level_accesses", "refetch_rates", "timing_of", "transfers",
+           "trip_counts"]

@@ -142,13 +142,14 @@ def capacity_violations(transfers: Sequence[Transfer], hierarchy: Hierarchy,
                     problems.append(f"{level.name}: {array} needs {used[array]:g} B of "
                                     f"{level.bytes_for(array):g} B")
         elif isinstance(level.capacity_bytes, BankedCapacity):
-            for arrays, size in level.capacity_bytes.banks:
+            banks = level.capacity_bytes.banks
+            for arrays, size in (*banks, *((a, 0) for a in ARRAYS
+                                           if all(a not in b for b, _ in banks))):
                 need = sum(used[a] for a in arrays)
                 if need > size:
-                    problems.append(f"{level.name}: {arrays} need {need:g} B of {size:g} B")
-            for array in ARRAYS:
-                if used[array] and not level.bytes_for(array):
-                    problems.append(f"{level.name}: {array} needs {used[array]:g} B of 0 B")
+                    problems.append(f"{level.name}: {'+'.join(arrays)} "
+                                    f"{'needs' if len(arrays) == 1 else 'need'} {need:g} B of "
+                                    f"{size:g} B")
         elif sum(used.values()) > level.total_bytes:
             problems.append(f"{level.name}: buffers need {sum(used.values()):g} B of "
                             f"{level.total_bytes:g} B")

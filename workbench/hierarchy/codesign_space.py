@@ -1,7 +1,8 @@
 """The co-design grid (seed 001 §3.6): DRAM plus on-chip level slots, each offering candidate
-capacities (bytes shared by I, W, O; a `SplitCapacity` with fixed per-array parts; or None,
-absent); every hierarchy whose totals do not increase inwards, with at least one on-chip
-level (`DesignSpace.gen_hierarchies`); a grid around an edited hierarchy (`space_around`);
+capacities (bytes shared by I, W, O; a `SplitCapacity` with fixed per-array parts; a
+`BankedCapacity`, banks each shared by some arrays; or None, absent); every hierarchy whose
+totals do not increase inwards, with at least one on-chip level
+(`DesignSpace.gen_hierarchies`); a grid around an edited hierarchy (`space_around`);
 hierarchies named by their on-chip capacities (`describe`) and their cost in bytes or mm².
 """
 
@@ -13,15 +14,23 @@ from dataclasses import dataclass
 
 from workbench.errors import WorkbenchError
 from workbench.hierarchy.datapath import Datapath
-from workbench.hierarchy.levels import Hierarchy, Level, SizeEnergy, SplitCapacity
+from workbench.hierarchy.levels import (
+    ARRAYS,
+    BankedCapacity,
+    Hierarchy,
+    Level,
+    SizeEnergy,
+    SplitCapacity,
+)
+from workbench.schemas.platform import scaled_parts
 
-Capacity = int | SplitCapacity | None
+Capacity = int | SplitCapacity | BankedCapacity | None
 
 
 @dataclass(frozen=True, slots=True)
 class LevelSlot:
     """One on-chip level position: its name, access width (bits), candidate capacities
-    (bytes, SplitCapacity, or None: absent) and optional area (mm² per KB)."""
+    (bytes, SplitCapacity, BankedCapacity, or None: absent) and optional area (mm² per KB)."""
 
     name: str
     access_bits: int
@@ -94,37 +103,30 @@ class DesignSpace:
                             f"{slot.access_bits} bits cannot be priced: {exc}") from None
 
 
-def scaled_capacity(cap: int | SplitCapacity | None, size: int) -> int | SplitCapacity:
-    """`size` bytes, split in the proportions of `cap` when it is split: parts rounded down,
-    then the bytes left to the parts with the largest remainders, so that they sum to `size`
-    (levels of one grid size keep equal totals whatever their proportions); a part is 0 only
-    when it was, and then at least 1 B (taken from the largest part)."""
-    if not isinstance(cap, SplitCapacity):
-        return size
-    arrays = ("I", "W", "O")
-    shares = {a: divmod(cap.of(a) * size, cap.total) for a in arrays}
-    parts = {a: q for a, (q, _) in shares.items()}
-    by_remainder = sorted(arrays, key=lambda a: -shares[a][1])  # stable: I, W, O on ties
-    for a in by_remainder[:size - sum(parts.values())]:
-        parts[a] += 1
-    for a in arrays:
-        if cap.of(a) and not parts[a]:
-            parts[max(arrays, key=parts.__getitem__)] -= 1
-            parts[a] = 1
-    return SplitCapacity(**parts)
+def scaled_capacity(cap: Capacity, size: int) -> int | SplitCapacity | BankedCapacity:
+    """`size` bytes, split (or banked) in the proportions of `cap` when it is (`scaled_parts`:
+    the parts sum to `size`, so levels of one grid size keep equal totals whatever their
+    proportions; a part is 0 only when it was)."""
+    if isinstance(cap, SplitCapacity):
+        return SplitCapacity(*scaled_parts([cap.of(a) for a in ARRAYS], size))
+    if isinstance(cap, BankedCapacity):
+        sizes = scaled_parts([bytes_ for _, bytes_ in cap.banks], size)
+        return BankedCapacity(tuple((arrays, s) for (arrays, _), s in
+                                    zip(cap.banks, sizes, strict=True)))
+    return size
 
 
 def space_around(hierarchy: Hierarchy, sizes_bytes: Sequence[int],
                  ratio: tuple[int, int, int] | None = None) -> DesignSpace:
-    """A grid keeping the hierarchy's levels (names, widths, areas, shared or split in the
-    same proportions, or I:W:O in `ratio` when given: a level split from that ratio is then
+    """A grid keeping the hierarchy's levels (names, widths, areas, shared, or split or banked
+    in the same proportions, or I:W:O in `ratio` when given: a level split from that ratio is then
     split as at its own size, not in its rounded parts' proportions) and its datapath, with
     each on-chip level's total taken from `sizes_bytes`."""
     if not sizes_bytes or min(sizes_bytes) < 1:
         raise WorkbenchError(f"co-design sizes must be positive byte counts, got "
                              f"{list(sizes_bytes)}")
 
-    def split(cap: int | SplitCapacity | None) -> int | SplitCapacity | None:
+    def split(cap: Capacity) -> Capacity:
         return SplitCapacity(*ratio) if ratio and isinstance(cap, SplitCapacity) else cap
 
     slots = tuple(LevelSlot(lvl.name, lvl.access_bits,
@@ -134,13 +136,19 @@ def space_around(hierarchy: Hierarchy, sizes_bytes: Sequence[int],
     return DesignSpace(hierarchy.levels[0], slots, hierarchy.mac_energy_pj, hierarchy.datapath)
 
 
-def capacity_text(cap: int | SplitCapacity) -> str:
+def capacity_text(cap: int | SplitCapacity | BankedCapacity) -> str:
     """'16 KB' or '512 B'; split I/W/O: '2/32/2 KB', or exact bytes when a part is not
-    whole KB ('910/14,564/910 B')."""
-    parts = [cap.of(a) for a in ("I", "W", "O")] if isinstance(cap, SplitCapacity) else [cap]
+    whole KB ('910/14,564/910 B'); banks: their sizes, then their arrays ('64/64 KB (I+O/W)')."""
+    if isinstance(cap, SplitCapacity):
+        parts, names = [cap.of(a) for a in ARRAYS], ""
+    elif isinstance(cap, BankedCapacity):
+        parts = [bytes_ for _, bytes_ in cap.banks]
+        names = " (" + "/".join("+".join(arrays) for arrays, _ in cap.banks) + ")"
+    else:
+        parts, names = [cap], ""
     if all(p % 1024 == 0 for p in parts):
-        return "/".join(f"{p // 1024}" for p in parts) + " KB"
-    return "/".join(f"{p:,}" for p in parts) + " B"
+        return "/".join(f"{p // 1024}" for p in parts) + " KB" + names
+    return "/".join(f"{p:,}" for p in parts) + " B" + names
 
 
 def describe(levels: Sequence[Level]) -> str:

@@ -1,8 +1,11 @@
 """Memory hierarchies as data: levels from DRAM inwards (seed 001 §3.2, DESIGN "Memory
 hierarchies").
 
-A `Level` is one memory: a capacity in bytes, either shared by the three arrays or split into
-fixed I/W/O parts (DianNao's 2/32/2 KB input/kernel/output buffers); the width of one access in
+A `Level` is one memory: a capacity in bytes, either shared by the three arrays, split into
+fixed I/W/O parts (DianNao's 2/32/2 KB input/kernel/output buffers), or in banks each shared by
+some arrays (a DSP's local memory as two banks, inputs and outputs in one, weights in the
+other: {I+O: 65536, W: 65536}); each part or bank is a memory of its own size (its energy, when
+derived from size, is its own), the arrays of one bank share its bytes; the width of one access in
 bits; the energy of one access of that width in pJ, or None to derive it from the capacity
 (a size-to-energy rule the caller passes in, e.g. seed 001 table 3); the bandwidth to the next
 level inwards in elements per cycle; and optionally the area in mm² per KB.
@@ -22,6 +25,7 @@ from typing import Any
 
 from workbench.errors import SpecError, WorkbenchError
 from workbench.hierarchy.datapath import Datapath, datapath_from_dict
+from workbench.schemas.platform import capacity_banks_of
 
 ARRAYS = ("I", "W", "O")
 LEVEL_FIELDS = ("name", "capacity", "access_bits", "energy_pj", "bandwidth", "area_mm2_per_kb")
@@ -75,9 +79,10 @@ class SplitCapacity:
 
 @dataclass(frozen=True, slots=True)
 class BankedCapacity:
-    """Banks, each shared by some arrays: ((arrays, bytes), ...), e.g. (("WO", 96), ("I", 8));
-    an array in no bank never lives here. The search's view of two levels holding no array in
-    common taken as one level (`search_merged`): each array within its own level's bytes."""
+    """Banks, each shared by some arrays: ((arrays, bytes), ...), e.g. (("IO", 65536),
+    ("W", 65536)); an array in no bank never lives here. A level's buffers fit when those of
+    each bank's arrays fit its bytes together. Also the search's view of two levels holding no
+    array in common taken as one level (`search_merged`): a bank per level."""
 
     banks: tuple[tuple[str, int], ...]
 
@@ -129,10 +134,11 @@ def banks_fit(level: Level, feet: dict[str, float]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Level:
-    """One memory level. capacity_bytes: shared bytes, a SplitCapacity, or None (unbounded,
-    outermost level only); access_bits: width of one access; energy_pj: pJ per access of that
-    width (None: derived from the capacity); bandwidth_elems_per_cycle: elements per cycle to
-    the next level inwards (None: not limited); area_mm2_per_kb: optional."""
+    """One memory level. capacity_bytes: shared bytes, a SplitCapacity, a BankedCapacity, or
+    None (unbounded, outermost level only); access_bits: width of one access; energy_pj: pJ
+    per access of that width (None: derived from the capacity); bandwidth_elems_per_cycle:
+    elements per cycle to the next level inwards (None: not limited); area_mm2_per_kb:
+    optional."""
 
     name: str
     capacity_bytes: int | SplitCapacity | None
@@ -185,7 +191,7 @@ class Level:
     def access_pj(self, array: str, size_energy: SizeEnergy | None = None) -> float:
         """pJ per access (of access_bits) to the memory holding `array`: energy_pj, or
         size_energy(bytes of that memory, access_bits) when energy_pj is None (a split level is
-        three memories, each priced at its own size)."""
+        three memories, a banked one a memory per bank, each priced at its own size)."""
         if self.energy_pj is not None:
             return self.energy_pj
         if size_energy is None:
@@ -266,19 +272,26 @@ def check_levels(levels: tuple[Level, ...], where: str) -> None:
                                  f"{levels[i - 1].total_bytes:g} B of {levels[i - 1].name!r})")
 
 
-def _capacity(value: Any, where: str) -> int | SplitCapacity | None:
+def _capacity(value: Any, where: str) -> int | SplitCapacity | BankedCapacity | None:
+    """A level's capacity from its document: null, bytes, or a mapping of banks to bytes
+    (`capacity_banks_of`): I, W, O apart is a SplitCapacity, one bank of all three is
+    shared bytes, any other grouping (e.g. {I+O: 4096, W: 32768}) a BankedCapacity."""
     if value is None:
         return None
     if isinstance(value, dict):
-        keys = set(value)
-        if keys != set(ARRAYS):
-            raise HierarchyError(f"{where}: a per-array capacity has exactly the keys I, W, O, "
-                                 f"got {sorted(map(str, keys))}")
-        parts = {a: _number(value[a], f"{where}.{a}", integer=True, strict=False)
-                 for a in ARRAYS}
-        if sum(parts.values()) == 0:
+        try:
+            banks = capacity_banks_of(value)
+        except ValueError as exc:
+            raise HierarchyError(f"{where}: {exc}") from None
+        parts = [(arrays, _number(size, f"{where}.{key}", integer=True, strict=False))
+                 for (arrays, size), key in zip(banks, value, strict=True)]
+        if sum(size for _, size in parts) == 0:
             raise HierarchyError(f"{where}: a per-array capacity needs at least one part > 0")
-        return SplitCapacity(**parts)
+        if all(len(arrays) == 1 for arrays, _ in parts):
+            return SplitCapacity(**dict(parts))
+        if len(parts) == 1:
+            return int(parts[0][1])
+        return BankedCapacity(tuple(parts))
     return int(_number(value, where, integer=True))
 
 
@@ -296,8 +309,8 @@ def _level(doc: Any, where: str) -> Level:
     if not isinstance(name, str) or not name.strip():
         raise HierarchyError(f"{where}.name: must be a non-empty string, got {name!r}")
     if "capacity" not in doc:
-        raise HierarchyError(f"{where}.capacity: missing (bytes, a mapping I/W/O, or null for "
-                             "an unbounded outermost level)")
+        raise HierarchyError(f"{where}.capacity: missing (bytes, a mapping I/W/O or of banks "
+                             "such as I+O/W, or null for an unbounded outermost level)")
     opt = {key: None if doc.get(key) is None else
            _number(doc[key], f"{where}.{key}", strict=key == "bandwidth")
            for key in ("energy_pj", "bandwidth", "area_mm2_per_kb")}
@@ -312,7 +325,8 @@ def hierarchy_from_dict(doc: Any, origin: str) -> Hierarchy:
     """A Hierarchy from a parsed document {name?, mac_energy_pj?, datapath?, levels: [...]},
     datapath {unroll: {C: 16, M: 16}, clock_mhz?}, levels
     outermost first, each {name, capacity, access_bits, energy_pj?, bandwidth?,
-    area_mm2_per_kb?}; `origin` (a file name) starts every error message."""
+    area_mm2_per_kb?} (capacity: bytes, {I, W, O} or banks such as {I+O, W}, or null:
+    `_capacity`); `origin` (a file name) starts every error message."""
     try:
         if not isinstance(doc, dict):
             raise HierarchyError(f"must be a mapping with a 'levels' list, got {doc!r}")

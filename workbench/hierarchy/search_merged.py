@@ -30,7 +30,7 @@ from workbench.hierarchy.levels import (
     Hierarchy,
     Level,
     SizeEnergy,
-    SplitCapacity,
+    capacity_banks,
 )
 from workbench.hierarchy.search_space import holder_patterns
 
@@ -86,15 +86,15 @@ def new_patterns(merged: Hierarchy, hosts: Hosts, done: set) -> list:
 
 
 def _merged(hierarchy: Hierarchy, hosts: Hosts) -> MergedLevel:
-    """The merged level of an assignment: a bank per level (per array where it is split)."""
+    """The merged level of an assignment: each level's banks for the arrays it hosts (one
+    bank where it is shared, one per array where split, its own where banked)."""
     banks = []
     for k in (1, 2):
         level = hierarchy.levels[k]
-        mine = "".join(a for a, h in zip(ARRAYS, hosts, strict=True) if h == k)
-        if isinstance(level.capacity_bytes, SplitCapacity):
-            banks += [(a, level.bytes_for(a)) for a in mine]
-        elif mine:
-            banks.append((mine, int(level.total_bytes)))
+        mine = tuple(a for a, h in zip(ARRAYS, hosts, strict=True) if h == k)
+        bank, sizes = capacity_banks(level, mine)
+        banks += [("".join(a for a, b in zip(mine, bank, strict=True) if b == j), int(size))
+                  for j, size in enumerate(sizes)]
     names = "+".join(hierarchy.levels[k].name for k in (1, 2))
     return MergedLevel(names, BankedCapacity(tuple(banks)), 1,
                        sources=tuple(None if h is None else hierarchy.levels[h]

@@ -132,17 +132,47 @@ def _nullable(least: float, strictly: bool, rule: str) -> Any:
     return PlainValidator(check)
 
 
+def capacity_banks_of(value: dict) -> list[tuple[str, Any]]:
+    """A per-array capacity's banks, (arrays, bytes as given) per key in order: each key
+    names the arrays sharing its bytes ('I', 'I+O' or 'IO': letters I, W, O, '+' between
+    them optional), every one of I, W, O in exactly one key (a bank of 0 B: its arrays never
+    live at the level). ValueError stating the rule otherwise."""
+    banks, seen = [], {}
+    for key, size in value.items():
+        arrays = key.replace("+", "") if isinstance(key, str) else ""
+        if not arrays or not set(arrays) <= set(ARRAYS) or len(set(arrays)) != len(arrays):
+            raise ValueError(f"a key must name arrays of I, W, O sharing its bytes ('I', "
+                             f"'I+O', ...), got {key!r}")
+        for array in arrays:
+            if array in seen:
+                raise ValueError(f"array {array} is in two keys ({seen[array]!r}, {key!r}); "
+                                 "each of I, W, O goes in exactly one")
+            seen[array] = key
+        banks.append(("".join(a for a in ARRAYS if a in arrays), size))
+    missing = [a for a in ARRAYS if a not in seen]
+    if missing:
+        raise ValueError(f"array(s) {', '.join(missing)} in no key: each of I, W, O goes in "
+                         "exactly one (0 B: never held here)")
+    return banks
+
+
 def _capacity(value: Any) -> Any:
-    """Bytes (a positive integer), {I, W, O: bytes ≥ 0, one > 0}, or null (DRAM)."""
+    """Bytes (a positive integer), {bank: bytes ≥ 0, one > 0} (`capacity_banks_of`: I, W, O
+    apart, or banks such as I+O), or null (DRAM)."""
     if value is None or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
         return value
     if isinstance(value, dict):
-        parts = list(value.values())
-        if set(value) == set(ARRAYS) and all(isinstance(v, int) and not isinstance(v, bool)
-                                             and v >= 0 for v in parts) and sum(parts) > 0:
+        try:
+            banks = capacity_banks_of(value)
+        except ValueError as exc:
+            raise PydanticCustomError("capacity_rule", str(exc)) from None
+        parts = [size for _, size in banks]
+        if all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in parts) \
+                and sum(parts) > 0:
             return value
     raise PydanticCustomError("capacity_rule", "must be bytes (a positive integer), a mapping "
-                              "{I, W, O} of bytes >= 0 (one > 0), or null for DRAM")
+                              "{I, W, O} or of banks {I+O, W} of bytes >= 0 (one > 0), or "
+                              "null for DRAM")
 
 
 class LevelDoc(StrictModel):
@@ -177,10 +207,27 @@ class LevelsDoc(StrictModel):
 
 
 def capacity_total(capacity: Any) -> float:
-    """Bytes of a level's capacity: an integer, the sum of {I, W, O}, inf for null."""
+    """Bytes of a level's capacity: an integer, the sum of its parts or banks, inf for null."""
     if capacity is None:
         return math.inf
     return sum(capacity.values()) if isinstance(capacity, dict) else capacity
+
+
+def scaled_parts(parts: list[int], size: int) -> list[int]:
+    """`size` bytes in the proportions of `parts` (a split level's or its banks'): rounded
+    down, then the bytes left to the parts of largest remainder (ties: the earlier part), so
+    that they sum to `size`; a part is 0 only when it was, and then at least 1 B (taken from
+    the largest part, the earlier on ties)."""
+    whole = sum(parts)
+    shares = [divmod(p * size, whole) for p in parts]
+    out = [q for q, _ in shares]
+    for i in sorted(range(len(parts)), key=lambda i: -shares[i][1])[:size - sum(out)]:
+        out[i] += 1
+    for i, p in enumerate(parts):
+        if p and not out[i]:
+            out[max(range(len(out)), key=out.__getitem__)] -= 1
+            out[i] = 1
+    return out
 
 
 def validate_level_keys(doc: dict[str, Any], origin: str) -> LevelsDoc:

@@ -12,7 +12,7 @@ from bokeh.models import ColumnDataSource, FactorRange
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
-from workbench.hierarchy import Level, SplitCapacity
+from workbench.hierarchy import BankedCapacity, Level, SplitCapacity
 from workbench.hierarchy.codesign import Design, capacity_text
 from workbench.viz.common import TOOLS, hover
 from workbench.viz.units import fmt_bytes, fmt_count, fmt_energy, fmt_number, human_axes
@@ -138,9 +138,11 @@ def describe_design(design: Design) -> str:
 
 
 def level_text(level: Level) -> str:
-    """`capacity_text`, a split level's total after it ('910/14,564/910 B of 16 KB')."""
+    """`capacity_text`, a split or banked level's total after it when its parts are not whole
+    KB ('910/14,564/910 B of 16 KB')."""
     text = capacity_text(level.capacity_bytes)
-    if isinstance(level.capacity_bytes, SplitCapacity) and text.endswith(" B"):
+    if isinstance(level.capacity_bytes, SplitCapacity | BankedCapacity) and \
+            not text.split(" (")[0].endswith(" KB"):
         text += f" of {fmt_bytes(level.total_bytes)}"
     return text
 
