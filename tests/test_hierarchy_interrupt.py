@@ -118,14 +118,20 @@ def test_the_least_of_a_searchs_shares_is_its_optimum(tmp_path, monkeypatch, spe
     optimum, no share is below it, and each share's blocking fits and costs its energy by
     `evaluate`. Over slices (every n-th slice each; class floors off) some share alone misses
     the optimum (these cases); over classes (three levels: `search_classes`) share k prices
-    only the class combinations k, k + n, … (flat index), and every share prices some."""
+    only the class combinations k, k + n, … (flat index) of the three-level hierarchy (a merged
+    hierarchy of two levels has its own: all in share 0 when it is one slice), and every
+    share prices some."""
     layer, hier = _layer(tmp_path, spec), _hier(*caps)
     assert sliced(layer, hier)
     priced: dict[int, list[np.ndarray]] = {}
     if by_class:
         real = classes_module._price_classes
-        monkeypatch.setattr(classes_module, "_price_classes", lambda *a: priced.setdefault(
-            current[0], []).append(a[12]) or real(*a))
+        def record(*a):  # the hierarchy's own classes, not a merged one's (`search_merged`)
+            if len(a[1].levels) == len(hier.levels):
+                priced.setdefault(current[0], []).append(a[12])
+            return real(*a)
+
+        monkeypatch.setattr(classes_module, "_price_classes", record)
     else:
         monkeypatch.setattr(classes_module, "CLASS_LIMIT", 0)
     current = [-1]

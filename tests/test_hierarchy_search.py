@@ -49,7 +49,7 @@ from workbench.hierarchy.search_bounds import (
 )
 from workbench.hierarchy.search_grid import grid_of
 from workbench.hierarchy.search_levels import _datapath_side
-from workbench.hierarchy.search_merged import in_merged
+from workbench.hierarchy.search_merged import in_merged, merged_levels
 from workbench.hierarchy.search_r import _footprints as footprints
 from workbench.hierarchy.search_r import _pj_per_bit
 from workbench.hierarchy.search_space import holder_patterns, side_cost, unrolled_dims
@@ -359,14 +359,20 @@ def _r_plus_blockings(layer: ConvLayer, hier: Hierarchy, bypass: bool = False):
 
 
 def brute_force_s(layer: ConvLayer, hier: Hierarchy, prec, size_energy=None,
-                  bypass: bool = True) -> float:
+                  bypass: bool = True, merged: bool = True) -> float:
     """The least `evaluate` energy over every fitting blocking of S (only R's holders when not
     `bypass`; tiny layers only), with two on-chip levels and `bypass` its merged part too
-    (`merged_least`)."""
+    (`merged_least`), with three or more the least over each hierarchy of two adjacent levels
+    merged (`search_merged.merged_levels`; tests/test_hierarchy_merged.py checks that their
+    blockings price as the blockings they are, `unmerged`); `merged` False: S's role orders
+    only."""
     least = _cheapest(layer, hier, prec, size_energy,
                       _s_blockings(layer, hier, bypass, with_inner=True))
-    if bypass and len(hier.levels) == 3:
+    if bypass and merged and len(hier.levels) == 3:
         least = min(least, merged_least(layer, hier, prec, size_energy))
+    elif bypass and merged and len(hier.levels) > 3:  # adjacent levels as one, brute-forced
+        for _, _, virtual in merged_levels(hier):  # whole: its blockings price as unmerged
+            least = min(least, brute_force_s(layer, virtual, prec, size_energy))
     return least
 
 
@@ -462,7 +468,7 @@ def _check_search(layer, hier, prec, size_energy=None, bypass: bool = True) -> f
     again = evaluate(layer, found.blocking, hier, prec, size_energy)
     assert again.fits and (_fits(layer, found.blocking, hier, prec) or in_merged(
         found.blocking, hier, {d: _extent(layer, d) for d in DIMS},
-        unrolled_dims(hier.datapath)))
+        unrolled_dims(hier.datapath)) or len(hier.levels) > 3)  # (or `unmerged`'s)
     assert again.total_energy_pj == pytest.approx(found.energy_pj, rel=1e-9)
     assert found.energy_pj <= _r_optimum(layer, hier, prec, size_energy) * (1 + 1e-12)
     if bypass:

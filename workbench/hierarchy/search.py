@@ -49,12 +49,12 @@ part's (below), searched last. Per role:
 - a blocking fits when Σ_A buffer_A × width_A ≤ capacity (split: each within its part),
   buffer_A the footprint (eq. 1) but for those rolling inputs. Both bound eq. 2's buffers, so
   the result fits by `accesses.evaluate` too; not conversely (below).
-Merged part (`search_merged`; exactly two on-chip levels, with bypass): every blocking
-holding no array at both levels, each level some array, with t_1 = t_0 (the register file's
-group runs once), its buffers anywhere: one-level S of the two levels as one level, each array
-priced per bit at its own level and fitting its own level's bytes (a bank per level, or per
-array where split), a search per assignment of the arrays to the levels, below the best
-energy of the role orders; mapped back by `search_merged.two_levels`. One-level S holds every
+Merged parts (`search_merged`, with bypass). Two on-chip levels: every blocking holding no
+array at both levels, each level some array, with t_1 = t_0 (the register file's group runs
+once), its buffers anywhere: one-level S of the two levels as one level, each array priced per
+bit at its own level and fitting its own level's bytes (a bank per level, or its own banks
+where split or banked), a search per assignment of the arrays to the levels, below the best
+energy of the role orders; mapped back by `search_merged.unmerged`. One-level S holds every
 blocking of one level fitting by `evaluate`'s rule whose buffers hold a datapath step, up to
 equivalent ones (below), so the merged part holds every such two-level blocking. It lets both
 levels keep buffers in one group: an SRAM holding inputs outside the register file's partial
@@ -62,13 +62,23 @@ sums and a weight inside them costs 1600 pJ on a tiny layer where the role order
 1846 (`tests/test_hierarchy_incumbents.py`). On 61 tiny layers over two levels of a few
 bytes the optimum is the least over every blocking in all 61 (seed 2: 61), where without the
 merged part it was 1.1-15.4% above it in 6 (1.2-17.7% in 4)
-(`benchmarks/bench_hierarchy_gaps.py`).
+(`benchmarks/bench_hierarchy_gaps.py`). Three or more on-chip levels: per pair of adjacent
+levels k, k + 1 and assignment of the arrays to them using both, the blockings holding no
+array at both, with level k + 1's group running once (t_{L−k} = t_{L−k−1}): S of the hierarchy
+with the pair as one level (the same pricing and banks), searched whole below the best energy
+found, its own merged parts included (so three levels may act as one, or two pairs), mapped
+back by `unmerged` (tests/test_hierarchy_merged.py: a tiny layer at 634 pJ where the role
+orders' optimum is 670). On 60 tiny layers over three levels of a few bytes, merged levels
+are cheaper than the role orders alone in 3, 11 and 5 (seeds 1-3), by 0.3-15.9%
+(`benchmarks/bench_hierarchy_gaps.py --levels 3`); on lenet5's conv layers at four
+three-level hierarchies of 64 B-256 KB they change nothing.
 S ⊇ R (all S_A = ∅, every level holding every array it can; `search_r`); `bypass=False`
 searches only R's holders (faster), under the identity. Not in S (so not claimed optimal
 against them):
 - a level's buffers outside its role's group, some or all of them, so that two levels keep
-  buffers in one group, where the blocking is not of the merged part: an array held at both
-  levels, t_1 ≠ t_0, or three or more on-chip levels;
+  buffers in one group, where the blocking is not of a merged part: an array held at both
+  levels, their inner level's group running more than once, or (three or more on-chip
+  levels) the two levels not adjacent;
 - the blockings that fit only by eq. 2's buffers (`evaluate`'s rule) at an outer level
   whose own group's loops inside a buffer carry none of its reuse (or run once): its
   outermost reuse-carrying loop then lies in an inner group, whose order is another level's
@@ -247,7 +257,7 @@ from workbench.hierarchy.search_classes import ClassFloors, search_classes
 from workbench.hierarchy.search_grid import chain_classes, mirrored
 from workbench.hierarchy.search_levels import _blocking
 from workbench.hierarchy.search_memory import InnerMemory
-from workbench.hierarchy.search_merged import merged_levels, new_patterns, two_levels
+from workbench.hierarchy.search_merged import merged_levels, new_patterns, unmerged
 from workbench.hierarchy.search_points import _points
 from workbench.hierarchy.search_r import (
     CHUNK,
@@ -279,8 +289,8 @@ _ALONE = ByteLRU(128 * 2**20, lambda a: np.asarray(a).nbytes)
 
 def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | None = None,
            size_energy: SizeEnergy | None = None, bypass: bool = True,
-           incumbents: Sequence[Blocking] = (), share: tuple[int, int] = (0, 1)
-           ) -> SearchResult | None:
+           incumbents: Sequence[Blocking] = (), share: tuple[int, int] = (0, 1),
+           merged: bool = True) -> SearchResult | None:
     """The minimum-energy blocking of the layer in S (see the module docstring); energy in pJ
     for the whole layer (ties: any one optimum). bypass=False: only R's holders (every level
     holds every array it can; NoFitError when no such blocking fits). `incumbents`: blockings
@@ -290,49 +300,71 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     slices (or class combinations: `search_classes`) k, k + n, k + 2n, ... of a `sliced`
     layer (n processes searching one layer: the least of their answers is the optimum, each
     being its share's least or the start); None when the share has no blocking and there is
-    no start."""
+    no start. `merged` False: the role orders only, not the merged parts (a smaller space, for
+    measuring what they add)."""
     layer = as_grouped(layer)  # a connection table's groups, if it has them
     precision = ElementBytes() if precision is None else precision
+    start = incumbent(layer, hierarchy, precision, size_energy, bypass, incumbents)
+    found = _least(layer, hierarchy, precision, size_energy, bypass,
+                   math.inf if start is None else start[0], share, (0, 1), merged)
+    interrupt.progress(1.0)
+    on_chip = len(hierarchy.levels) - 1
+    chains = {d: len(nondominated_chains(extents(layer)[_EXTENT[d]], on_chip)) for d in DIMS}
+    combos = math.prod(chains.values())
+    if found is None and start is not None:  # nothing below the incumbent: it is optimal
+        return SearchResult(start[1], start[0], chains, combos)
+    if found is None and share[1] > 1:
+        return None
+    if found is None:
+        raise NoFitError(f"layer {layer.name!r}: no blocking fits hierarchy "
+                         f"{hierarchy.name!r} (its smallest blocks overflow a level)")
+    return SearchResult(found[1], found[0], chains, combos)
+
+
+def _least(layer: ConvLayer, hierarchy, precision: PrecisionLike,
+           size_energy: SizeEnergy | None, bypass: bool, best: float, share: tuple[int, int],
+           span: tuple[int, int], merged: bool = True) -> tuple[float, Blocking] | None:
+    """S's least blocking of the hierarchy (a `RoleView` when merged levels make it one) below
+    `best` (pJ): (energy, blocking), or None. The role orders (the identity first, R's
+    holders: `bypass` False searches only those), then, with `bypass` and `merged`, the merged
+    parts (`search_merged`: with two on-chip levels one-level searches of their new patterns,
+    with more the whole search of each merged hierarchy). `span` (i, n): the progress reported
+    is the i-th of n equal parts of the whole (a merged part's search inside another's)."""
     on_chip = len(hierarchy.levels) - 1
     extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
     per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
-    start = incumbent(layer, hierarchy, precision, size_energy, bypass, incumbents)
-    best, best_at = (math.inf, None) if start is None else (start[0], None)
     orders = list(role_orders(hierarchy, bypass))
-    merged = merged_levels(hierarchy) if bypass else []
-    stages = len(orders) + len(merged)
+    parts = merged_levels(hierarchy) if bypass and merged else []
+    stages = len(orders) + len(parts)
+    best_at = None
+
+    def stage(r: int) -> tuple[int, int]:
+        return span[0] * stages + r, span[1] * stages
+
     shared: dict = {}  # the class floors' role-free part (`search_classes`), built once
     for r, roles in enumerate(orders):  # the identity first: R's holders
-        found = _search_roles(layer, in_roles(hierarchy, roles), roles, precision, size_energy,
-                              bypass, per_dim, extent, best, share, (r, stages), shared)
+        seen = in_roles(hierarchy, roles)
+        found = _search_roles(layer, seen, roles, precision, size_energy, bypass, per_dim,
+                              extent, best, share, stage(r), shared)
         if found is not None:
-            best, best_at = found[0], (found[1], roles)
-    one = {d: nondominated_chains(extent[d], 1) for d in DIMS} if merged else {}
+            best, (rows_at, chosen, pattern) = found
+            tiles = [{d: int(per_dim[d][rows_at[d]][g]) for d in DIMS} for g in range(on_chip)]
+            best_at = to_memory(_blocking(seen, tiles, chosen, pattern), roles)
+    one = {d: nondominated_chains(extent[d], 1) for d in DIMS}
     done: set = set()  # the merged patterns searched (each under one assignment)
-    for r, (hosts, virtual) in enumerate(merged, len(orders)):  # the levels as one
-        found = _search_roles(layer, virtual, (1,), precision, size_energy, True, one, extent,
-                              best, share, (r, stages), {}, new_patterns(virtual, hosts, done))
-        if found is not None:
-            best = found[0]
-            (rows_at, chosen, pattern) = found[1]
-            tiles = [{d: int(one[d][rows_at[d]][0]) for d in DIMS}]
-            best_at = (two_levels(_blocking(virtual, tiles, chosen, pattern), hosts), None)
-    interrupt.progress(1.0)
-    combos = math.prod(len(per_dim[d]) for d in DIMS)
-    if best_at is None and start is not None:  # nothing below the incumbent: it is optimal
-        return SearchResult(start[1], best, {d: len(per_dim[d]) for d in DIMS}, combos)
-    if best_at is None and share[1] > 1:
-        return None
-    if best_at is None:
-        raise NoFitError(f"layer {layer.name!r}: no blocking fits hierarchy "
-                         f"{hierarchy.name!r} (its smallest blocks overflow a level)")
-    if best_at[1] is None:  # a merged level's (`search_merged`)
-        return SearchResult(best_at[0], best, {d: len(per_dim[d]) for d in DIMS}, combos)
-    (rows_at, chosen, pattern), roles = best_at
-    tiles = [{d: int(per_dim[d][rows_at[d]][g]) for d in DIMS} for g in range(on_chip)]
-    blocking = _blocking(in_roles(hierarchy, roles), tiles, chosen, pattern)
-    return SearchResult(to_memory(blocking, roles), best,
-                        {d: len(per_dim[d]) for d in DIMS}, combos)
+    for r, (k, hosts, virtual) in enumerate(parts, len(orders)):  # levels as one
+        if on_chip == 2:
+            found = _search_roles(layer, virtual, (1,), precision, size_energy, True, one,
+                                  extent, best, share, stage(r), {},
+                                  new_patterns(virtual, hosts, done))
+            if found is not None:
+                best, (rows_at, chosen, pattern) = found
+                tiles = [{d: int(one[d][rows_at[d]][0]) for d in DIMS}]
+                best_at = unmerged(_blocking(virtual, tiles, chosen, pattern), k, hosts)
+        elif (found := _least(layer, virtual, precision, size_energy, True, best, share,
+                              stage(r))) is not None:
+            best, best_at = found[0], unmerged(found[1], k, hosts)
+    return None if best_at is None else (best, best_at)
 
 
 def sliced(layer: ConvLayer, hierarchy: Hierarchy) -> bool:

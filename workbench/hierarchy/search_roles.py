@@ -21,12 +21,16 @@ Roles = tuple[int, ...]  # roles[r − 1]: the memory level (1 … L) playing ro
 @dataclass(frozen=True)
 class RoleView:
     """A hierarchy's levels with the on-chip ones listed in role order (DRAM first): what the
-    search prices under one role order. Not a `Hierarchy`: capacities may grow inwards."""
+    search prices under one role order; also a hierarchy with two levels taken as one
+    (`search_merged`). Not a `Hierarchy`: capacities may grow inwards."""
 
     levels: tuple[Level, ...]
     name: str
     mac_energy_pj: float
     datapath: Datapath | None
+
+    def __len__(self) -> int:
+        return len(self.levels)
 
 
 def role_orders(hierarchy: Hierarchy, bypass: bool = True) -> list[Roles]:
