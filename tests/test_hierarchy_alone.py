@@ -14,7 +14,7 @@ from test_hierarchy_search import _fits, brute_force_s, search_case
 
 import workbench.hierarchy.search as search_module
 import workbench.hierarchy.search_alone as alone_module
-import workbench.hierarchy.search_classes as classes_module
+import workbench.hierarchy.search_class_floors as floors_module
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
 from workbench.hierarchy.blocking import ARRAYS, DIMS, extents
 from workbench.hierarchy.datapath import Datapath
@@ -151,7 +151,7 @@ def test_tables_change_no_search_and_are_kept(monkeypatch) -> None:
     finds the same energy and blocking as without them; a second search of the layer on a
     hierarchy whose inner levels keep their sizes prices only the edited level's tables (the
     rest are kept)."""
-    monkeypatch.setattr(classes_module, "CLASS_LIMIT", 0)
+    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
     layer = ConvLayer(name="mid3", Ox=6, Oy=5, Kx=3, Ky=3, Kc=6, Oc=8)
     monkeypatch.setattr(search_module, "SMALL", 1)
     monkeypatch.setattr(alone_module, "TABLE_LIMIT", 0)

@@ -17,19 +17,20 @@ from test_hierarchy_search import _fits
 
 import workbench.hierarchy.search as search_module
 import workbench.hierarchy.search_alone as alone_module
+import workbench.hierarchy.search_class_floors as floors_module
 import workbench.hierarchy.search_classes as classes_module
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
 from workbench.hierarchy.blocking import ARRAYS, DIMS, extents
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.search import search
 from workbench.hierarchy.search_alone import AloneTables
-from workbench.hierarchy.search_bounds import relaxed_floor
-from workbench.hierarchy.search_classes import ClassFloors
+from workbench.hierarchy.search_bounds import alone_floor, relaxed_floor
+from workbench.hierarchy.search_class_floors import ClassFloors, flat_grid
 from workbench.hierarchy.search_grid import grid_of
-from workbench.hierarchy.search_levels import _datapath_side
+from workbench.hierarchy.search_levels import _datapath_side, _level
 from workbench.hierarchy.search_r import _pj_per_bit, nondominated_chains
 from workbench.hierarchy.search_roles import in_roles, role_orders, role_patterns
-from workbench.hierarchy.search_space import side_cost
+from workbench.hierarchy.search_space import LevelBlocks, side_cost, unrolled_dims, variant
 from workbench.layers import ConvLayer
 
 PREC = ElementBytes(1, 1, 1, 2)
@@ -96,6 +97,58 @@ def test_class_floor_is_below_the_relaxed_floor_at_every_point(case, data,
     assert np.isfinite(bound).any() == np.isfinite(relaxed).any()
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                             HealthCheck.function_scoped_fixture])
+@given(case=class_case(most=2), data=st.data())
+def test_outer_floor_is_below_each_patterns_bound_at_every_point(case, data,
+                                                                  monkeypatch) -> None:
+    """Two on-chip levels, a drawn role order and its patterns: at every tile point, each
+    pattern's row of `outer_floor` at the point's class is at most MAC + the datapath's
+    fetches + the outer role's best fitting placement priced at the point's own tiles + the
+    innermost role's held arrays' `alone_floor` there (numpy, block by block), exactly in
+    floats: `search_points._price`'s bound, which every fitting blocking of the pattern there
+    reaches. And the outer placements it prices are kept in `tables`, as `_price` keys them."""
+    layer, hier = case
+    monkeypatch.setattr(alone_module, "SHARE", 0)  # every role's table, however small
+    per_dim, extent = _chains(layer, hier)
+    orders = role_orders(hier)
+    roles = orders[data.draw(st.integers(0, len(orders) - 1))]
+    view = in_roles(hier, roles)
+    patterns = role_patterns(view, roles)
+    tables = AloneTables(layer, view, per_dim, extent, PREC)
+    floors = ClassFloors(layer, view, per_dim, extent, PREC)
+    if not ClassFloors.applies(tables):
+        return
+    pj_bit = _pj_per_bit(view, None)
+    every = np.indices(tuple(len(per_dim[d]) for d in DIMS)).reshape(len(DIMS), -1)
+    chain_at = dict(zip(DIMS, every, strict=True))
+    flat = {d: ([t.reshape(-1) for t in tiles], p.reshape(-1))
+            for d, (tiles, p) in flat_grid(per_dim, extent, chain_at).items()}
+    classes, owner = np.unique(np.ravel_multi_index(
+        tuple(floors.ids[d][chain_at[d]] for d in DIMS), floors.shape), return_inverse=True)
+    kept: dict = {}
+    bound = floors.outer_floor(kept, tables, pj_bit, patterns, classes)
+    mac, fetched, outputs = _datapath_side(layer, view, flat)
+    lanes = unrolled_dims(view.datapath)
+    for row, pattern in enumerate(patterns):
+        own = np.broadcast_to(mac, owner.shape)
+        for a_idx, (array, chain) in enumerate(zip(ARRAYS, pattern, strict=True)):
+            own = own + pj_bit[chain[-1] if chain else 0, a_idx] * \
+                side_cost(array, fetched[array], 1.0, outputs, PREC)
+        own = own + _level(layer, view, 1, flat, pj_bit, PREC, pattern)[0]
+        inner = np.zeros(len(owner))
+        for array, src in zip(*variant(pattern, 2), strict=True):
+            a_idx = ARRAYS.index(array)
+            blocks = LevelBlocks(layer, flat, 1, 2, {array: 1.0}, PREC, lanes)
+            inner = inner + (pj_bit[src, a_idx] + pj_bit[2, a_idx]) * \
+                alone_floor(view.levels[2].bytes_for(array), blocks, array)
+        own = own + inner
+        at = bound[row][owner]
+        assert np.all(at <= own), (pattern, float(np.max(at - own)))
+        if len(variant(pattern, 1)[0]) >= 2:  # priced, and kept under `_price`'s key
+            assert kept[1, variant(pattern, 1), None][2][classes].all()
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=class_case(), pick=st.integers(0, 10 ** 6))
 def test_a_class_expands_to_each_of_its_points_once(case, pick) -> None:
@@ -127,15 +180,15 @@ def test_class_search_equals_slice_search(case, n, monkeypatch) -> None:
     answers is that energy too."""
     layer, hier = case
     monkeypatch.setattr(alone_module, "SHARE", 0)
-    monkeypatch.setattr(classes_module, "CLASS_LIMIT", 0)
+    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
     try:
         slices = search(layer, hier, PREC).energy_pj
     except Exception as exc:  # nothing fits: the class search must say so too
-        monkeypatch.setattr(classes_module, "CLASS_LIMIT", 1 << 23)
+        monkeypatch.setattr(floors_module, "CLASS_LIMIT", 1 << 23)
         with pytest.raises(type(exc)):
             search(layer, hier, PREC)
         return
-    monkeypatch.setattr(classes_module, "CLASS_LIMIT", 1 << 23)
+    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 1 << 23)
     ran = []
     real = search_module.search_classes
     monkeypatch.setattr(search_module, "search_classes", lambda *a: ran.append(1) or real(*a))
@@ -169,5 +222,5 @@ def test_lenet5_conv2_on_three_levels_prices_few_points(monkeypatch) -> None:
     found = search(conv2, hier, prec)
     assert 0 < sum(priced) < 10 ** 6
     assert found.combinations > 4 * 10 ** 7
-    monkeypatch.setattr(classes_module, "CLASS_LIMIT", 0)
+    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
     assert search(conv2, hier, prec).energy_pj == pytest.approx(found.energy_pj, rel=1e-12)

@@ -21,7 +21,7 @@ from test_hierarchy_search import (
 )
 
 import workbench.hierarchy.search as search_module
-import workbench.hierarchy.search_classes as classes_module
+import workbench.hierarchy.search_class_floors as floors_module
 from workbench.hierarchy import (
     ARRAYS,
     DIMS,
@@ -347,7 +347,7 @@ def test_alone_floors_kept_across_hierarchies_change_no_optimum(monkeypatch) -> 
     level capacity (search._ALONE) for the next hierarchy keeping that capacity: searches one
     after the other, each level's size edited in turn (as in the app), all equal the search
     from an empty memo (itself equal to the brute force: test_hierarchy_search)."""
-    monkeypatch.setattr(classes_module, "CLASS_LIMIT", 0)
+    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
     layer = ConvLayer(name="mid", Ox=7, Oy=5, Oc=12, Kx=3, Ky=3, Kc=6)
     search_module._ALONE.clear()
     warm = []
@@ -372,7 +372,7 @@ def test_a_weak_incumbent_still_prices_the_seed_points_first(monkeypatch) -> Non
     with no incumbent, then the rest: lenet5's conv2 on a 32 KB SRAM and a 512 B register
     file, from its optimum on a 512 B SRAM and a 64 B register file (2.25× the optimum here);
     the answer equals the search without an incumbent."""
-    monkeypatch.setattr(classes_module, "CLASS_LIMIT", 0)
+    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
     import workbench.hierarchy.search_points as points
     from workbench import layers
 

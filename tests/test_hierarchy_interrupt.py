@@ -18,6 +18,7 @@ from workbench.hierarchy import (
     search_memory,
 )
 from workbench.hierarchy import search as search_module
+from workbench.hierarchy import search_class_floors as floors_module
 from workbench.hierarchy import search_classes as classes_module
 from workbench.hierarchy.codesign import table3_energy_pj
 from workbench.hierarchy.search import search, sliced
@@ -133,7 +134,7 @@ def test_the_least_of_a_searchs_shares_is_its_optimum(tmp_path, monkeypatch, spe
 
         monkeypatch.setattr(classes_module, "_price_classes", record)
     else:
-        monkeypatch.setattr(classes_module, "CLASS_LIMIT", 0)
+        monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
     current = [-1]
     whole = search(layer, hier, PREC, table3_energy_pj).energy_pj
     found = []

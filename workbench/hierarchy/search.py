@@ -236,8 +236,14 @@ each dimension ⌈(t_1/t)·t/u⌉ ≤ (t_1/t)·⌈t/u⌉: the fewest steps). Sum
 sums (float sums and products of non-negative terms are monotone, so the bound is at most the
 floor of each point of c, rounding included). Class combinations are priced lowest bound first
 (`search_classes`); once the next one's bound reaches the best energy found, every point left
-has a floor that does, so none can beat it. A sliced layer's shares are then class combinations
-k, k + n, … (flat index), a partition as slices are.
+has a floor that does, so none can beat it. With two levels each batch is bounded again per
+pattern with the outer role's own best fitting placement in place of its alone floors (exact
+at the class: its blocks are c ∈ {t_1, P}; one array held: its alone floor), summed in
+`_price`'s order: a class, and a pattern in the batch, are priced only where such a bound is
+below the best energy found (`ClassFloors.outer_floor`). With no best energy, or an
+incumbent's leaving more than WEAK × SEED points below it, R's pattern is priced first at the
+classes of lowest bound holding about SEED points. A sliced layer's shares are then class
+combinations k, k + n, … (flat index), a partition as slices are.
 """
 
 from __future__ import annotations
@@ -253,7 +259,8 @@ from workbench.hierarchy.blocking import ARRAYS, DIMS, Blocking, extents
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy
 from workbench.hierarchy.search_alone import AloneTables
 from workbench.hierarchy.search_bounds import incumbent, pattern_floor
-from workbench.hierarchy.search_classes import ClassFloors, search_classes
+from workbench.hierarchy.search_class_floors import ClassFloors
+from workbench.hierarchy.search_classes import search_classes
 from workbench.hierarchy.search_grid import chain_classes, mirrored
 from workbench.hierarchy.search_levels import _blocking
 from workbench.hierarchy.search_memory import InnerMemory
