@@ -26,6 +26,7 @@ from workbench.hierarchy.search import search
 from workbench.hierarchy.search_alone import AloneTables
 from workbench.hierarchy.search_bounds import alone_floor, relaxed_floor
 from workbench.hierarchy.search_class_floors import ClassFloors, flat_grid
+from workbench.hierarchy.search_dominance import alone_prefixes
 from workbench.hierarchy.search_grid import grid_of
 from workbench.hierarchy.search_levels import _datapath_side, _level
 from workbench.hierarchy.search_r import _pj_per_bit, nondominated_chains
@@ -149,6 +150,46 @@ def test_outer_floor_is_below_each_patterns_bound_at_every_point(case, data,
             assert kept[1, variant(pattern, 1), None][2][classes].all()
 
 
+@pytest.mark.parametrize("layer", [
+    ConvLayer(name="conv2", Ox=10, Oy=10, Oc=16, Kx=5, Ky=5, Kc=6),
+    ConvLayer(name="strided", Ox=13, Oy=9, Oc=12, On=2, Kx=3, Ky=2, Kc=6, Sx=2),
+    ConvLayer(name="wide", Ox=7, Oy=7, Oc=6, Kx=11, Ky=11, Kc=3, Sx=4, Sy=4)],
+    ids=lambda lay: lay.name)
+def test_compiled_inner_bound_equals_pricing_the_blocks(layer) -> None:
+    """Two levels: the innermost role's bound per class (t_1, P) (`_inner_bound`, compiled)
+    is, bit for bit, the least over the alone codes of `LevelBlocks.block`'s energy with t_0
+    at t_1 where its footprint with t_0 at 1 fits (numpy, block by block), every array,
+    capacities from 16 B to unbounded, widths 1/2/1/4 B, with and without unrolled lanes."""
+    prec = ElementBytes(1, 2, 1, 4)
+    per_dim, extent = _chains(layer, Hierarchy((Level("DRAM", None, 64, 1.0),
+                                                Level("L1", 4096, 64, 1.0),
+                                                Level("L2", 64, 64, 1.0))))
+    for lanes in ({}, {"C": 16, "M": 16}, {"X": 4, "C": 2}):
+        for cap in (16, 300, 5000, 10 ** 12):
+            hier = Hierarchy((Level("DRAM", None, 64, 1.0), Level("L1", 10 ** 13, 64, 1.0),
+                              Level("L2", cap, 64, 1.0)),
+                             datapath=Datapath(lanes) if lanes else None)
+            tables = AloneTables(layer, hier, per_dim, extent, prec)
+            floors = ClassFloors(layer, hier, per_dim, extent, prec)
+            ones = {d: np.ones(n, dtype=np.int64) for d, n in zip(DIMS, floors.shape,
+                                                                   strict=True)}
+            at_t1 = {d: floors.grid[d][0][1] for d in DIMS}
+            hi = LevelBlocks(layer, floors._at_t0(at_t1), 1, 2, {}, prec,
+                             unrolled_dims(hier.datapath))
+            lo = LevelBlocks(layer, floors._at_t0(ones), 1, 2, {}, prec,
+                             unrolled_dims(hier.datapath))
+            for array in ARRAYS:
+                hi.coef = lo.coef = {array: 1.0}
+                want = np.inf
+                for prefix in alone_prefixes(array, True, lo.lanes):
+                    want = np.where(lo.block(array, prefix)[1] <= cap,
+                                    np.minimum(want, hi.block(array, prefix)[0]), want)
+                got = floors._inner_bound(tables, array, 2)
+                assert got.shape == floors.shape
+                np.testing.assert_array_equal(got, np.broadcast_to(want, floors.shape),
+                                              err_msg=f"{array} {cap} B {lanes}")
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=class_case(), pick=st.integers(0, 10 ** 6))
 def test_a_class_expands_to_each_of_its_points_once(case, pick) -> None:
@@ -224,3 +265,40 @@ def test_lenet5_conv2_on_three_levels_prices_few_points(monkeypatch) -> None:
     assert found.combinations > 4 * 10 ** 7
     monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
     assert search(conv2, hier, prec).energy_pj == pytest.approx(found.energy_pj, rel=1e-12)
+
+
+def test_outer_tables_are_kept_for_a_search_keeping_the_level(monkeypatch) -> None:
+    """lenet5's conv2 on two levels, the inner level edited (L1 kept, as an app edit of L2):
+    the second search takes the outer level's tables the first priced, so prices fewer of its
+    classes than the same search with nothing kept, and finds the same blocking and energy."""
+    from workbench import layers
+    from workbench.hierarchy import search_levels as levels_module
+    from workbench.memo import ByteLRU
+
+    conv2 = next(lay for lay in layers.load_network("lenet5").tiled_layers()
+                 if lay.name == "conv2")
+    prec = ElementBytes(2, 2, 2, 4)
+
+    def hier(l2: int) -> Hierarchy:
+        return Hierarchy((Level("DRAM", None, 16, 320.0), Level("L1", 32768, 64, 8.0),
+                          Level("L2", l2, 64, 2.0)), mac_energy_pj=1.0)
+
+    priced: list[int] = []
+    real = levels_module._level
+
+    def counted(layer, hierarchy, k, flat, *rest):
+        priced.append(len(np.ravel(flat["X"][1])) if k == 1 else 0)
+        return real(layer, hierarchy, k, flat, *rest)
+
+    monkeypatch.setattr(levels_module, "_level", counted)
+    monkeypatch.setattr(levels_module, "_KEPT", ByteLRU(2 ** 30, lambda t: 0))
+    search(conv2, hier(1024), prec)
+    priced.clear()
+    kept = search(conv2, hier(512), prec)
+    after_kept = sum(priced)
+    monkeypatch.setattr(levels_module, "_KEPT", ByteLRU(2 ** 30, lambda t: 0))
+    priced.clear()
+    fresh = search(conv2, hier(512), prec)
+    assert sum(priced) > after_kept
+    assert kept.energy_pj == fresh.energy_pj
+    assert kept.blocking == fresh.blocking

@@ -107,6 +107,7 @@ class Codesigner:
     search_fn: SearchFn = search
     _memo: dict = field(default_factory=dict, repr=False)
     _infeasible: set = field(default_factory=set, repr=False)
+    _rows: dict = field(default_factory=dict, repr=False)  # `traffic_rows` per layer result
     ran: int = field(default=0, repr=False)  # searches run by this designer itself
 
     def __post_init__(self) -> None:
@@ -210,9 +211,12 @@ class Codesigner:
         of the design's blockings."""
         rows: list[dict[str, str | float]] = []
         for layer, blocking in zip(self.layers, design.blockings, strict=True):
-            result = evaluate(layer, blocking, design.hierarchy, self.precision,
-                              self.size_energy)
-            rows += traffic_rows(layer, result, design.hierarchy)
+            key = (self._key(layer, design.hierarchy), blocking)  # an edit shown again
+            if key not in self._rows:
+                self._rows[key] = traffic_rows(layer, evaluate(
+                    layer, blocking, design.hierarchy, self.precision, self.size_energy),
+                    design.hierarchy)
+            rows += [dict(row) for row in self._rows[key]]
         return rows
 
     def designs(self, space: DesignSpace) -> list[Design]:

@@ -222,7 +222,8 @@ optimum's energy.
 Shared work (no bound changes). A level's alone floors are priced once per class of its
 (t_{γ−1}, t_γ, P) over all chains, where those classes are few enough, not once per slice (or
 per point of a one-slice search), and kept for other searches keeping the level's size in the
-same role (`search_alone`).
+same role (`search_alone`); so are an outer level's best placements per class (lemma 3), for
+searches with the same level, arrays held and pJ per bit into them (`search_levels._KEPT`).
 Class floors (exact skips; two or more on-chip levels, the roles' alone floors tabled). Every
 term of `relaxed_floor` is a function of one role's class (t_{γ−1}, t_γ, P) of each dimension's
 chain (MAC energy of P, the datapath's fetches of (t_0, P)). Classes: with three or more levels

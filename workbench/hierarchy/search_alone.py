@@ -120,12 +120,14 @@ def _factor(kind, d, c, stride, kernel):
 
 
 @numba.njit(cache=True, nogil=True)
-def alone_grid(lo, hi, step, p, sizes, which, kfull, kind, coef, width, bits, layer, cap):
+def alone_grid(lo, hi, step, p, sizes, which, kfull, kind, coef, width, bits, layer, cap,
+               lo_held, step_held):
     """Per point of a grid (axes X, Y, C, M, N; dimension d's t_{γ−1}, t_γ, a datapath step's
     min(u, t_{γ−1}), P at index i: lo[d, i], hi[d, i], step[d, i], p[d, i], i < sizes[d]), the
     least energy (pJ) over the codes (tables
     as `search_kernel.best_fitting`'s) of a block whose buffer fits `cap` bytes alone (inf:
-    none fits).
+    none fits); the buffer is priced with t_{γ−1} and the step at lo_held, step_held (lo, step:
+    the block's own; other values: `inner_bound_grid`).
 
     Every count is a product of per-dimension integer factors (elements: `_elements`' per
     dimension, refills P_d / c_d) and a code's constant (kernel windows), exact in any order,
@@ -156,7 +158,8 @@ def alone_grid(lo, hi, step, p, sizes, which, kfull, kind, coef, width, bits, la
                 c = tiles[which[q, d]]
                 moved_f[d, q, i] = _factor(kind[q], d, c, stride, kx if d == 0 else ky) * \
                     (p[d, i] / c)
-                cb = tiles[which[q, 5 + d]] if kfull[q, 2] else c
+                tiles[0], tiles[3] = lo_held[d, i], step_held[d, i]
+                cb = tiles[which[q, 5 + d]] if kfull[q, 2] else tiles[which[q, d]]
                 held_f[d, q, i] = _factor(kind[q], d, cb, stride, bx if d == 0 else by)
         # the windows' constants, on dimension X's factors (any order: exact integers)
         for i in range(sizes[0]):
@@ -250,13 +253,42 @@ def unit_alone_grid(layer: ConvLayer, chains: dict[str, np.ndarray], extent: dic
         lo[k, :sizes[k]] = tiles[:, gamma - 1]
         hi[k, :sizes[k]] = tiles[:, gamma] if gamma < on_chip else p[k, :sizes[k]]
     step = np.minimum(np.array([[lane_count(lanes, d)] for d in DIMS], dtype=float), lo)
-    which, kfull, kind = alone_tables(array, gamma == 1, lanes)
+    return _alone_grid(layer, lo, hi, step, p, sizes, level_bytes, array, precision, lanes,
+                       gamma == 1, lo, step)
+
+
+def inner_bound_grid(layer: ConvLayer, t1: dict[str, np.ndarray], padded: dict[str, np.ndarray],
+                     level_bytes: float, array: str, precision: PrecisionLike,
+                     lanes: frozenset[str]) -> np.ndarray:
+    """Two on-chip levels, the innermost's unit alone floor bounded over every t_0 | t_1 on
+    the grid of t_1 and P given per dimension (axes X, Y, C, M, N): per point the least energy
+    of an alone code with its t_0 extents at t_1 (moved never grows with a block's extent)
+    whose buffer with them at 1 (never larger) fits `level_bytes` (inf: none), compiled
+    (`alone_grid`): the numbers of pricing those blocks with `LevelBlocks.block`."""
+    sizes = np.array([len(t1[d]) for d in DIMS], dtype=np.int64)
+    hi, p = np.ones((len(DIMS), int(sizes.max()))), np.ones((len(DIMS), int(sizes.max())))
+    for k, d in enumerate(DIMS):
+        hi[k, :sizes[k]], p[k, :sizes[k]] = t1[d], padded[d]
+    units = np.array([[lane_count(lanes, d)] for d in DIMS], dtype=float)
+    ones = np.ones_like(hi)  # every argument (5, most): the kernel reads [d, i] unchecked
+    return _alone_grid(layer, hi, hi, np.minimum(units, hi), p, sizes, level_bytes, array,
+                       precision, lanes, True, ones, np.minimum(units, ones))
+
+
+def _alone_grid(layer: ConvLayer, lo, hi, step, p, sizes, level_bytes: float, array: str,
+                precision: PrecisionLike, lanes: frozenset[str], inner: bool, lo_held,
+                step_held) -> np.ndarray:
+    """`alone_grid` with the array's alone codes and widths (1 pJ/bit)."""
+    if len({np.shape(a) for a in (lo, hi, step, p, lo_held, step_held)}) > 1:
+        raise ValueError("alone_grid's tile arrays must share one shape (read unchecked)")
+    which, kfull, kind = alone_tables(array, inner, lanes)
     width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}[array]
     n = len(kind)
     return alone_grid(lo, hi, step, p, sizes, which, kfull, kind, np.ones(n), np.full(n, width,
                       dtype=float), np.full(n, 8.0 * width), np.array(
         [layer.Kx, layer.Ky, layer.Sx, layer.Sy, precision.outputs, precision.partial_sums],
-        dtype=float), float(level_bytes))
+        dtype=float), float(level_bytes), lo_held, step_held)
 
 
-__all__ = ["SHARE", "TABLE_LIMIT", "AloneTables", "alone_grid", "unit_alone_grid"]
+__all__ = ["SHARE", "TABLE_LIMIT", "AloneTables", "alone_grid", "inner_bound_grid",
+           "unit_alone_grid"]

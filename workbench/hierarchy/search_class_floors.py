@@ -16,12 +16,10 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
-from workbench.hierarchy.search_alone import _TABLES, AloneTables
-from workbench.hierarchy.search_dominance import alone_prefixes
+from workbench.hierarchy.search_alone import _TABLES, AloneTables, inner_bound_grid
 from workbench.hierarchy.search_grid import chain_classes
 from workbench.hierarchy.search_levels import _datapath_side, _level_table
 from workbench.hierarchy.search_space import (
-    LevelBlocks,
     Pattern,
     side_cost,
     unrolled_dims,
@@ -174,23 +172,13 @@ class ClassFloors:
 
     def _inner_bound(self, tables: AloneTables, array: str, holder: int) -> np.ndarray:
         """Two levels: per class (t_1, P), a lower bound on the innermost level's unit alone
-        floor at every t_0 | t_1: each alone code's energy with its t_0 extents at t_1 (moved
-        never grows with a block's extent) where its footprint with them at 1 (never larger)
-        fits."""
-        hi = LevelBlocks(self.layer, self._at_t0({d: self.grid[d][0][1] for d in DIMS}), 1,
-                         self.on_chip, {array: 1.0}, self.precision,
-                         unrolled_dims(tables.hierarchy.datapath))
-        lo = LevelBlocks(self.layer, self._at_t0({d: np.ones(self.shape[a], dtype=np.int64)
-                                                  for a, d in enumerate(DIMS)}), 1,
-                         self.on_chip, {array: 1.0}, self.precision,
-                         unrolled_dims(tables.hierarchy.datapath))
-        capacity = tables.hierarchy.levels[holder].bytes_for(array)
-        best = np.inf
-        for prefix in alone_prefixes(array, True, lo.lanes):
-            interrupt.check()
-            best = np.where(lo.block(array, prefix)[1] <= capacity,
-                            np.minimum(best, hi.block(array, prefix)[0]), best)
-        return np.broadcast_to(best, self.shape)
+        floor at every t_0 | t_1 (`search_alone.inner_bound_grid`: each alone code's energy
+        with its t_0 extents at t_1 where its footprint with them at 1 fits)."""
+        interrupt.check()
+        return inner_bound_grid(self.layer, {d: np.ravel(self.grid[d][0][1]) for d in DIMS},
+                                {d: np.ravel(self.grid[d][1]) for d in DIMS},
+                                tables.hierarchy.levels[holder].bytes_for(array), array,
+                                self.precision, unrolled_dims(tables.hierarchy.datapath))
 
     def unit(self, tables: AloneTables, array: str, holder: int
              ) -> tuple[np.ndarray, list[np.ndarray]]:

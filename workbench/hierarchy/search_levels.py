@@ -11,7 +11,7 @@ import numpy as np
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking
 from workbench.hierarchy.datapath import fetches
-from workbench.hierarchy.levels import Hierarchy
+from workbench.hierarchy.levels import Hierarchy, capacity_banks
 from workbench.hierarchy.search_r import _footprints
 from workbench.hierarchy.search_space import (
     INNER,
@@ -26,6 +26,11 @@ from workbench.hierarchy.search_space import (
     variant,
 )
 from workbench.layers.spec import ConvLayer
+from workbench.memo import ByteLRU
+
+# outer levels' tables (`_level_table`) by everything their entries depend on, shared by the
+# searches of one process (the app's edits of another level, the role orders of one search)
+_KEPT = ByteLRU(256 * 2**20, lambda t: sum(a.nbytes for a in t))
 
 
 def _datapath_side(layer: ConvLayer, hierarchy: Hierarchy, flat: dict):
@@ -86,15 +91,28 @@ def _level_table(layer: ConvLayer, hierarchy: Hierarchy, k: int, per_dim: dict, 
     the class of chain `ox`, axis of length 1, unless None): (energy, index, filled) flat
     arrays over the class combinations (`class_ids`), priced at the combinations `ids` where
     not `filled` yet, and kept. They start zeroed (calloc: a page is written only when a
-    combination on it is priced; most are never looked up)."""
+    combination on it is priced; most are never looked up); a new table is another search's
+    of the same layer, level capacity and banks, arrays held, pJ per bit into the level,
+    widths, lanes and X class (`_KEPT`: an app edit keeping the level), filled in place."""
     gamma = len(hierarchy.levels) - k
     first = {d: np.unique(classes[d][gamma], return_index=True)[1] for d in DIMS}
     if ox is not None:
         first["X"] = np.array([ox])
     shape = tuple(len(first[d]) for d in DIMS)
-    if table is None:
-        size = math.prod(shape)
-        table = np.zeros(size), np.zeros(size, dtype=np.int16), np.zeros(size, dtype=bool)
+    if table is None:  # another search's, when everything it depends on is the same
+        held, sources = variant(pattern, k)
+        prec = precision
+        kept = (layer, len(hierarchy.levels), k, held, capacity_banks(hierarchy.levels[k], held),
+                tuple(float(pj_bit[src, ARRAYS.index(a)] + pj_bit[k, ARRAYS.index(a)])
+                      for a, src in zip(held, sources, strict=True)),
+                (prec.inputs, prec.weights, prec.outputs, prec.partial_sums),
+                unrolled_dims(hierarchy.datapath),
+                None if ox is None else int(classes["X"][gamma][ox]))
+        table = _KEPT.get(kept)
+        if table is None:
+            size = math.prod(shape)
+            table = _KEPT.put(kept, (np.zeros(size), np.zeros(size, dtype=np.int16),
+                                     np.zeros(size, dtype=bool)))
     energy, at, filled = table
     todo = ids[~filled[ids]]
     if len(todo):
