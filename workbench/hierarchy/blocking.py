@@ -49,7 +49,7 @@ buffers are one group's.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
 
 import numpy as np
@@ -77,10 +77,13 @@ class Blocking:
     orders: tuple[tuple[str, ...], ...]
     tiles: tuple[tuple[int, ...], ...]
     buffers: tuple[tuple[int | None, ...], ...]
+    _loops: tuple[tuple[str, int], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         orders = tuple(tuple(o) for o in self.orders)
         object.__setattr__(self, "orders", orders)
+        object.__setattr__(self, "_loops", tuple((name, g) for g, order in enumerate(orders)
+                                                 for name in order))
         object.__setattr__(self, "tiles", tuple(tuple(int(v) for v in t) for t in self.tiles))
         object.__setattr__(self, "buffers", tuple(tuple(b) for b in self.buffers))
         if not orders or sorted(orders[0]) != sorted(GROUP0):
@@ -136,7 +139,7 @@ class Blocking:
     @property
     def loops(self) -> tuple[tuple[str, int], ...]:
         """(loop, group) of every loop, innermost first."""
-        return tuple((name, g) for g, order in enumerate(self.orders) for name in order)
+        return self._loops
 
     @property
     def n_loops(self) -> int:
@@ -210,32 +213,37 @@ def padding(layer: ConvLayer, blocking: Blocking) -> dict[str, tuple[int, int]]:
 Loops = Sequence[tuple[str, int]]
 
 
-def _count(loops: Loops, n: Sequence, inside: set[int], dim: str) -> np.ndarray:
-    """Distinct indices of one dimension the inside loops touch (contiguous from 0: the inside
-    loops of a dimension are always its innermost groups)."""
-    return prod((n[j] for j in inside if loops[j][0] == dim), start=np.int64(1))
+def _counts(loops: Loops, n: Sequence, inside: set[int]) -> dict[str, int | np.ndarray]:
+    """Distinct indices per dimension (and kernel loop) the inside loops touch: the product of
+    their trip counts (contiguous from 0: the inside loops of a dimension are always its
+    innermost groups). One pass over `inside`; Python ints stay exact ints, arrays stay
+    arrays."""
+    c: dict[str, int | np.ndarray] = dict.fromkeys(GROUP0, 1)
+    for j in inside:
+        name = loops[j][0]
+        c[name] = c[name] * n[j]
+    return c
 
 
-def _window(loops: Loops, n: Sequence, inside: set[int], axis: str, stride: int) -> np.ndarray:
+def _window(p: int | np.ndarray, k: int | np.ndarray, stride: int) -> int | np.ndarray:
     """Distinct padded input columns (rows): p contiguous outputs at stride S under a k-wide
     kernel loop: p·k when S ≥ k (no overlap), else (p−1)·S + k."""
-    p = _count(loops, n, inside, axis)
-    kernel = "FX" if axis == "X" else "FY"
-    k = _count(loops, n, inside, kernel)
-    return np.where(stride >= k, p * k, (p - 1) * stride + k)
+    if isinstance(p, np.ndarray) or isinstance(k, np.ndarray):
+        return np.where(stride >= k, p * k, (p - 1) * stride + k)
+    return p * k if stride >= k else (p - 1) * stride + k
 
 
 def footprint(layer: ConvLayer, loops: Loops, n: Sequence, inside: set[int],
-              array: str) -> np.ndarray:
+              array: str) -> int | np.ndarray:
     """F_X: distinct elements of array X the loops in `inside` (indices into `loops`, trip
     counts `n`: ints, or arrays to price many tiles at once) touch (eq. 1, exact)."""
-    c = {dim: _count(loops, n, inside, dim) for dim in DIMS + KERNEL_LOOPS}
+    c = _counts(loops, n, inside)
     if array == "W":
         return c["M"] * c["C"] * c["FX"] * c["FY"]
     if array == "O":
         return c["N"] * c["M"] * c["Y"] * c["X"]
-    return c["N"] * c["C"] * _window(loops, n, inside, "Y", layer.Sy) * \
-        _window(loops, n, inside, "X", layer.Sx)
+    return c["N"] * c["C"] * _window(c["Y"], c["FY"], layer.Sy) * \
+        _window(c["X"], c["FX"], layer.Sx)
 
 
 def carries(layer: ConvLayer, array: str, loop: tuple[str, int], inside_names: set) -> bool:
@@ -289,9 +297,13 @@ def buffer_size(layer: ConvLayer, loops: Loops, n: Sequence, position: int,
                 # `stride` iterations, so that many iterations' data must stay
                 stride = layer.Sx if name == "FX" else layer.Sy
                 held = list(ext_n)
-                held[j] = np.minimum(np.int64(stride), n[j])
+                held[j] = np.minimum(stride, n[j]) if isinstance(n[j], np.ndarray) else \
+                    min(stride, n[j])
                 before = footprint(layer, ext_loops, held, with_lanes(inside | {j}), array)
-            current = np.where(np.asarray(steps[j]) > 1, before, current)
+            if isinstance(steps[j], np.ndarray):
+                current = np.where(steps[j] > 1, before, current)
+            elif steps[j] > 1:
+                current = before
         inside.add(j)
     return current
 
@@ -342,11 +354,16 @@ def holders(blocking: Blocking, array: str, n_levels: int) -> list[tuple[int, in
     return held + [(n_levels, -1)]
 
 
-def padded_extents(layer: ConvLayer, blocking: Blocking) -> dict[str, int]:
-    """P_d per dimension: the product of its loops' trip counts (elements, full blocks)."""
-    n = trip_counts(layer, blocking)
-    return {d: prod(n[j] for j, (name, _) in enumerate(blocking.loops) if name == d)
-            for d in DIMS}
+def padded_extents(layer: ConvLayer, blocking: Blocking,
+                   n: Sequence[int] | None = None) -> dict[str, int]:
+    """P_d per dimension: the product of its loops' trip counts (elements, full blocks); n:
+    the blocking's trip counts when already known."""
+    n = trip_counts(layer, blocking) if n is None else n
+    out = dict.fromkeys(DIMS, 1)
+    for j, (name, _) in enumerate(blocking.loops):
+        if name in out:
+            out[name] *= n[j]
+    return out
 
 
 def inner_tile(blocking: Blocking, padded: Mapping[str, int]) -> dict[str, int]:
@@ -382,7 +399,7 @@ def transfers(layer: ConvLayer, blocking: Blocking, n_levels: int | None = None,
     loops = blocking.loops
     everything = set(range(len(loops)))
     outputs = int(footprint(layer, loops, n, everything, "O"))
-    padded = padded_extents(layer, blocking)
+    padded = padded_extents(layer, blocking, n)
     g = layer.groups
     macs = prod(n) * g
     fetched = fetches(layer.Kx * layer.Ky, padded, inner_tile(blocking, padded), datapath) \
