@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 OUT ?= out
 
-.PHONY: demo test lint bench clean fuzz
+.PHONY: demo test check test-deep lint bench clean fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,9 +25,19 @@ lint: $(STAMP)
 
 # one BLAS thread per process: pytest-xdist already runs a process per core, and OpenBLAS's
 # spinning threads beside another busy process made numpy-heavy tests up to 2x slower
+PYTEST := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q
+
+# the whole suite, as CI runs it: every tier, the CI hypothesis profile (fixed examples)
 test: lint
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
-		$(PY) -m pytest -q -n auto --dist loadfile
+	HYPOTHESIS_PROFILE=ci $(PYTEST) -n auto --dist loadfile
+
+# the edit loop: ruff, the unit tests and the property tests at a tenth of their examples
+check: lint
+	HYPOTHESIS_PROFILE=check $(PYTEST) -n auto --dist loadfile -m "not oracle and not e2e and not browser"
+
+# the property and oracle tests with ten times the examples, fresh ones each run
+test-deep: $(STAMP)
+	HYPOTHESIS_PROFILE=deep $(PYTEST) -n auto --dist worksteal -m "property"
 
 # The long fuzzing profile: 2,000+ mutated files per format (network YAML, grid YAML, ONNX,
 # prototxt), each loaded under a 10 s bound; prints per format the files, clean errors, clean

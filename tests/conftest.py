@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 import shutil
 import tempfile
 
+import pytest
+from budget import profile
 from hypothesis import settings
 
 # candidate sets are cached on disk: the suite uses its own cache, never the user's, and
@@ -23,11 +27,56 @@ def pytest_sessionfinish(session, exitstatus) -> None:
         shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
-# "ci" (the default) replays a fixed set of examples so CI is deterministic; set
-# HYPOTHESIS_PROFILE=dev to draw fresh random examples on every run while developing.
-settings.register_profile("ci", deadline=None, print_blob=True, derandomize=True)
-settings.register_profile("dev", deadline=None, print_blob=True)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+# Hypothesis profiles (tests/budget.py scales each test's own count the same way): "ci", the
+# default and `make test`, replays a fixed set of examples with no example database, so every
+# run draws the same examples; "check" (`make check`) a tenth of them; "deep" (`make test-deep`)
+# ten times as many, fresh ones; "dev" fresh examples at the CI count.
+_COMMON = {"deadline": None, "print_blob": True, "database": None}
+settings.register_profile("ci", derandomize=True, max_examples=100, **_COMMON)
+settings.register_profile("check", derandomize=True, max_examples=10, **_COMMON)
+settings.register_profile("deep", max_examples=1000, **_COMMON)
+settings.register_profile("dev", max_examples=100, **_COMMON)
+settings.load_profile(profile())
+
+# Tiers (README, "Contributing"). Every test is `unit` unless it is one of these; `property`
+# and `oracle` may go together.
+#   property: a hypothesis test (@given);
+#   oracle:   compares against a brute force (its code calls one: `brute…`, `every_blocking…`,
+#             `_s_blockings`, `_r_plus_blockings`);
+#   e2e:      whole programs: the CLI, papermill, Dask clusters, a built wheel, fuzzed files
+#             (the files below);
+#   browser:  Chromium through Playwright (the files below).
+BROWSER = {"test_browser", "test_browser_sweep"}
+E2E = {"test_cli", "test_cli_args", "test_notebooks", "test_readme_commands", "test_wheel",
+       "test_sweep", "test_sweep_dask", "test_sweep_faults", "test_onnx_corpus",
+       "test_fuzz_yaml", "test_import_fuzz", "test_fuzz_harness", "test_hierarchy_prefetch"}
+ORACLE = re.compile(r"brute|every_blocking|_s_blockings\(|_r_plus_blockings\(")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1]
+        function = getattr(item, "function", None)
+        marks = set()
+        if module in BROWSER:
+            marks.add("browser")
+        elif module in E2E:
+            marks.add("e2e")
+        if function is not None and getattr(function, "is_hypothesis_test", False):
+            marks.add("property")
+        if function is not None and ORACLE.search(_source(function)):
+            marks.add("oracle")
+        for mark in sorted(marks) or ["unit"]:
+            item.add_marker(getattr(pytest.mark, mark))
+
+
+def _source(function) -> str:
+    """The test's own code (a hypothesis test's inner function)."""
+    inner = getattr(getattr(function, "hypothesis", None), "inner_test", function)
+    try:
+        return inspect.getsource(inner)
+    except (OSError, TypeError):
+        return ""
 
 
 def within_print(value: float, printed: str) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,7 @@ from workbench.tiling import candidates
 from workbench.tiling.dominance import nondominated
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(rows=st.lists(st.tuples(*[st.integers(0, 4)] * 4), min_size=1, max_size=60),
        d=st.integers(1, 4))
 def test_nondominated_equals_pairwise_definition(rows, d) -> None:
@@ -55,7 +56,7 @@ layers_st = st.builds(  # grouped layers: tiles may span whole groups (TOc = g·
     g=st.sampled_from([1, 1, 2, 3, 5]), d=st.sampled_from([1, 1, 1, 2]))
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(layer=layers_st, schedule=st.sampled_from(tiling.SCHEDULES))
 def test_candidate_set_is_the_front_of_the_whole_reduced_grid(layer, schedule) -> None:
     """The (TOx, TOy) pre-reduction loses nothing: same vectors as filtering every tile."""
@@ -96,7 +97,7 @@ def _reference_best(layer, plat, schedule, memory, objective, reduced: bool):
     return best
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(layer=layers_st, plat=platforms_st, schedule=st.sampled_from(tiling.SCHEDULES),
        objective=st.sampled_from(explore.OBJECTIVES),
        memories=st.lists(st.integers(16, 40000), min_size=1, max_size=4))
@@ -116,7 +117,7 @@ def test_candidate_optimum_equals_enumeration_and_brute_force(layer, plat, sched
         assert got == full  # identical, not approximately equal
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(layer=layers_st, plat=platforms_st, memory=st.integers(64, 40000))
 def test_network_best_is_the_best_schedule_and_matches_the_estimate(layer, plat, memory) -> None:
     for objective in explore.OBJECTIVES:
@@ -135,7 +136,7 @@ def test_network_best_is_the_best_schedule_and_matches_the_estimate(layer, plat,
         assert e.counts.ext_accesses == row["ext_accesses"]
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(layer=layers_st, memory=st.integers(32, 20000), double=st.booleans())
 def test_pareto_front_from_candidates_is_complete(layer, memory, double) -> None:
     plat = platforms.load_platform("idsp", double_buffer=double, bus_elems_per_cycle=3.0)
@@ -148,7 +149,7 @@ def test_pareto_front_from_candidates_is_complete(layer, memory, double) -> None
     assert values(explore.pareto(mine)) == values(explore.pareto(every))
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(layer=layers_st, register_file=st.integers(1, 600), elem_bytes=st.integers(1, 3))
 def test_local_accesses_is_the_brute_force_minimum(layer, register_file, elem_bytes) -> None:
     perf.local_accesses.cache_clear()
@@ -387,7 +388,7 @@ def test_report_states_the_objective_of_every_mapping() -> None:
     assert list(table["chosen by"]) == ["energy"] * len(layers.load_network("lenet5").layers)
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(layer=layers_st, widths=st.tuples(*[st.sampled_from([0.5, 1, 2, 4])] * 4),
        sizes=st.lists(st.integers(8, 30000), min_size=1, max_size=4))
 def test_mixed_precision_traffic_equals_every_tile(layer, widths, sizes) -> None:

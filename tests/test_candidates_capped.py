@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,7 +68,7 @@ def _fraction(cs: candidates.CandidateSet, f: float) -> int:
     return int(f * (int(fp.max()) + 3)) if len(fp) else 0
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(layer=layers_st, schedule=st.sampled_from(tiling.SCHEDULES),
        kind=st.sampled_from(KINDS), f=st.floats(0, 1.1))
 def test_capped_set_is_the_whole_set_filtered(layer, schedule, kind, f) -> None:
@@ -84,7 +85,7 @@ def test_capped_set_is_the_whole_set_filtered(layer, schedule, kind, f) -> None:
         assert keep[:keep.sum()].all()
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(layer=layers_st, schedule=st.sampled_from(tiling.SCHEDULES), f=st.floats(0, 1.1),
        rows=st.integers(1, 50))
 def test_estimate_bounds_the_tiles_priced(layer, schedule, f, rows) -> None:
@@ -197,7 +198,7 @@ def _answers(net: Network, plat: platforms.Platform, objective: str,
     return plan, best
 
 
-@settings(max_examples=20)
+@settings(max_examples=examples(20))
 @given(plat=plats_st, objective=st.sampled_from(explore.OBJECTIVES),
        sizes=st.lists(st.integers(64, 20000), min_size=1, max_size=3),
        maps=st.tuples(st.integers(1, 3), st.integers(2, 6), st.integers(2, 6)))

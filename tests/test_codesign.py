@@ -9,6 +9,7 @@ import itertools
 import math
 
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_hierarchy_model import _brute_force_r
@@ -72,7 +73,7 @@ def _fake(cost: float, energy: float) -> Design:
     return Design(hier, energy, (energy,), (), 0.0, int(cost), cost / 2)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), min_size=1, max_size=25),
        st.sampled_from(["capacity", "area"]))
 def test_pareto_front_is_complete_and_non_dominated(points, axis: str) -> None:
@@ -80,7 +81,7 @@ def test_pareto_front_is_complete_and_non_dominated(points, axis: str) -> None:
     _check_front(designs, pareto_front(designs, axis), axis)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), min_size=1, max_size=25),
        st.one_of(st.none(), st.integers(0, 12)))
 def test_best_within_budget_is_the_least_energy_affordable(points, budget) -> None:
@@ -529,7 +530,7 @@ def test_padded_outermost_blocks_are_named_in_the_cli(capsys) -> None:
         in capsys.readouterr().out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 40), st.integers(0, 9)),
                 min_size=2, max_size=2).filter(
            lambda caps: all(c[1] for c in caps) and sum(caps[0]) >= sum(caps[1])),

@@ -7,6 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,7 +113,7 @@ def _brute(layer, plat, objective):
     return best
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(ox=st.integers(1, 4), oy=st.integers(1, 4), oc=st.integers(1, 4), on=st.integers(1, 3),
        kc=st.integers(1, 3), k=st.integers(1, 3), n_cores=st.integers(2, 4),
        broadcast=st.booleans(), channels=st.integers(1, 3),

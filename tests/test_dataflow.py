@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +40,7 @@ def schedule(draw: st.DrawFn):
     return layer, df.DataflowSchedule(element + control, tiles, levels)
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(case=schedule())
 def test_model_equals_executor(case) -> None:
     layer, sched = case
@@ -70,7 +71,7 @@ def _seed000_as_dataflow(schedule_name: str, tile: tiling.Tile) -> df.DataflowSc
     return df.DataflowSchedule(df.CANONICAL + control, tiles, levels)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(layer=small_layer(), data=st.data())
 def test_seed000_schedules_are_special_cases(layer: ConvLayer, data) -> None:
     """All five seed 000 schedules, halo reuse of dirx included, have a dataflow schedule with
@@ -99,7 +100,7 @@ def test_strides_wider_than_kernels_are_where_seed000_is_not_contained() -> None
         assert seed000 - general == 216 - 60, name
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(layer=small_layer(), memory=st.sampled_from([64, 256, 1024, 8192]))
 def test_general_le_peemen_le_cache(layer: ConvLayer, memory: int) -> None:
     prec = df.Precision(1, 1, 1, 2)
@@ -129,7 +130,7 @@ def test_named_schedules_and_errors() -> None:
         dataflow_search.search(layer, [1024], "oracle")
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(layer=small_layer())
 def test_traffic_table_orders_the_models(layer: ConvLayer) -> None:
     from workbench import explore
@@ -220,7 +221,7 @@ def useful_levels(layer: ConvLayer, order: tuple[str, ...], array: str) -> list[
     return levels
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(layer=small_layer(), element=st.permutations(df.ELEMENT_LOOPS),
        control=st.permutations(df.CONTROL_LOOPS))
 def test_cached_level_options_equal_array_options(layer: ConvLayer, element, control) -> None:
@@ -240,7 +241,7 @@ def test_cached_level_options_equal_array_options(layer: ConvLayer, element, con
             np.testing.assert_array_equal(buf[row], width * ref_buf[level + 1])
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(layer=small_layer(), data=st.data())
 def test_pruned_search_equals_brute_force_over_orders_and_levels(layer: ConvLayer,
                                                                  data) -> None:
@@ -272,7 +273,7 @@ def test_pruned_search_equals_brute_force_over_orders_and_levels(layer: ConvLaye
     np.testing.assert_array_equal(np.nan_to_num(got, nan=np.inf), want)
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(case=schedule())
 def test_dataflow_listing_moves_what_the_executor_moves(case) -> None:
     """Every fill and store line of the listing, times the trip counts of the loops around it,

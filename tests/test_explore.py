@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from budget import examples
 from conftest import within_print
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -79,7 +80,7 @@ def _brute_force(layer: ConvLayer, platform, schedule: str, memory: int) -> pd.D
     return pd.concat(frames, ignore_index=True)
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(ox=st.integers(1, 12), oc=st.integers(1, 10), kc=st.integers(1, 9), k=st.integers(1, 4),
        on=st.integers(1, 4), memory=st.sampled_from([256, 1024, 4096, 32768]),
        schedule=st.sampled_from(tiling.SCHEDULES))
@@ -107,7 +108,7 @@ def test_exploration_equals_brute_force(ox, oc, kc, k, on, memory, schedule) -> 
     assert acc == slow_acc.min()
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(points=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(0, 6)),
                        min_size=1, max_size=40), dims=st.sampled_from([2, 3]))
 def test_pareto_is_non_dominated_and_complete(points, dims) -> None:

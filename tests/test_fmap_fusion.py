@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from numpy.lib.stride_tricks import sliding_window_view
@@ -123,7 +124,7 @@ def tables(draw: st.DrawFn) -> tuple[ConvLayer, int]:
     return layer, draw(st.integers(1, kc + 1))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(case=tables())
 def test_greedy_optimum_and_executor_on_random_tables(case) -> None:
     layer, cap = case
@@ -141,7 +142,7 @@ def test_greedy_optimum_and_executor_on_random_tables(case) -> None:
     check_executor(layer, tiling.unfused_groups(layer), cap)
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(case=tables(), budget=st.integers(1, 400), double=st.booleans())
 def test_platform_capacity_in_bytes(case, budget: int, double: bool) -> None:
     layer, _ = case

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -58,7 +59,7 @@ def case(draw: st.DrawFn, dilated: bool = True):
     return layer, a_tile(draw, layer), draw(st.sampled_from(tiling.SCHEDULES))
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(c=case())
 def test_model_equals_trace_on_grouped_dilated_and_padded_layers(c) -> None:
     layer, tile, schedule = c
@@ -75,7 +76,7 @@ def test_model_equals_trace_on_grouped_dilated_and_padded_layers(c) -> None:
     assert run.macs == (layer.macs,)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(c=case(dilated=False))
 def test_a_tile_of_g_groups_moves_blocks_not_groups(c) -> None:
     """Spanning g groups runs ⌈G/g⌉ blocks where one-group tiles ran G convolutions of the
@@ -201,7 +202,7 @@ def test_counts_of_the_code_before_are_kept(name, tile, schedule, model, physica
     assert (p.in_accesses, p.w_accesses, p.out_accesses, p.dma_transfers) == physical
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(layer=grouped_layer(), schedule=st.sampled_from(tiling.SCHEDULES),
        kind=st.sampled_from(sorted(candidates.VECTORS)))
 def test_candidate_set_is_the_front_of_every_tile(layer, schedule, kind) -> None:
@@ -226,7 +227,7 @@ def grouped_split(draw: st.DrawFn):
         draw(st.sampled_from(tiling.SCHEDULES))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(c=grouped_split(), broadcast=st.booleans())
 def test_multi_core_shares_tiled_across_groups(c, broadcast: bool) -> None:
     """Each core's literal run equals its share's model counts; together the cores compute
@@ -336,7 +337,7 @@ def test_depthwise_separable_plan_replays_exactly(plat_name: str, fusion: str, k
     assert (replay["local_bytes"] <= plat.local_mem_bytes).all()
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(ox=st.sampled_from([2, 4, 6]), oy=st.sampled_from([2, 4]), groups=st.integers(2, 5),
        ocg=st.integers(1, 2), kc=st.integers(1, 2), memory=st.sampled_from([512, 2048, 1 << 20]),
        objective=st.sampled_from(["cycles", "energy", "accesses", "edp"]))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hierarchy_search import _fits, brute_force_s, search_case
@@ -52,7 +53,7 @@ def table_case(draw: st.DrawFn):
 
 
 @pytest.mark.parametrize("paired", [False, True], ids=["slice", "chain pairs"])
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                              HealthCheck.function_scoped_fixture])
 @given(case=table_case())
 def test_gathered_tables_equal_the_floors_priced_at_the_slice(paired: bool, case,
@@ -125,7 +126,7 @@ def test_compiled_class_grid_floors_equal_alone_floor(layer) -> None:
                                                       err_msg=f"{array} γ={gamma} {cap} B")
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                              HealthCheck.function_scoped_fixture])
 @given(case=search_case())
 def test_sliced_search_with_tables_equals_brute_force(case, monkeypatch) -> None:

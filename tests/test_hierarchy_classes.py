@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hierarchy_search import _fits
@@ -66,7 +67,7 @@ def _chains(layer: ConvLayer, hier: Hierarchy) -> tuple[dict, dict]:
     return {d: nondominated_chains(extent[d], len(hier.levels) - 1) for d in DIMS}, extent
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                              HealthCheck.function_scoped_fixture])
 @given(case=class_case(), data=st.data())
 def test_class_floor_is_below_the_relaxed_floor_at_every_point(case, data,
@@ -98,7 +99,7 @@ def test_class_floor_is_below_the_relaxed_floor_at_every_point(case, data,
     assert np.isfinite(bound).any() == np.isfinite(relaxed).any()
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                              HealthCheck.function_scoped_fixture])
 @given(case=class_case(most=2), data=st.data())
 def test_outer_floor_is_below_each_patterns_bound_at_every_point(case, data,
@@ -190,7 +191,7 @@ def test_compiled_inner_bound_equals_pricing_the_blocks(layer) -> None:
                                               err_msg=f"{array} {cap} B {lanes}")
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=class_case(), pick=st.integers(0, 10 ** 6))
 def test_a_class_expands_to_each_of_its_points_once(case, pick) -> None:
     """Expanding every class combination lists every tile point (chain combination) exactly
@@ -212,7 +213,7 @@ def test_a_class_expands_to_each_of_its_points_once(case, pick) -> None:
     assert len(whole["X"]) == math.prod(len(per_dim[d]) for d in DIMS)
 
 
-@settings(max_examples=14, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(14), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                              HealthCheck.function_scoped_fixture])
 @given(case=class_case(most=3), n=st.integers(2, 3))
 def test_class_search_equals_slice_search(case, n, monkeypatch) -> None:

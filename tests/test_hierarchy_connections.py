@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,7 +44,7 @@ def grouped_table(draw: st.DrawFn):
     return sparse, grouped
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=grouped_table())
 def test_a_grouped_table_is_priced_as_its_grouped_layer(case) -> None:
     """The search's optimum, its blocking's counts and energy, and the literal executor's

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_hierarchy_model import blocking_case
@@ -95,7 +96,7 @@ def _steps_held(layer: ConvLayer, blocking: Blocking, datapath: Datapath) -> boo
     return True
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(case=datapath_case(on_chip=2))
 def test_evaluate_refuses_exactly_the_buffers_short_of_a_step(case) -> None:
     """`evaluate` prices a blocking whose buffers hold a datapath step each, and refuses one
@@ -111,25 +112,25 @@ def test_evaluate_refuses_exactly_the_buffers_short_of_a_step(case) -> None:
             evaluate(layer, blocking, hier)
 
 
-@settings(max_examples=120)
+@settings(max_examples=examples(120))
 @given(case=datapath_case(on_chip=1))
 def test_datapath_one_level_model_equals_executor(case) -> None:
     _check(*case)
 
 
-@settings(max_examples=120)
+@settings(max_examples=examples(120))
 @given(case=datapath_case(on_chip=2))
 def test_datapath_two_levels_model_equals_executor(case) -> None:
     _check(*case)
 
 
-@settings(max_examples=120)
+@settings(max_examples=examples(120))
 @given(case=datapath_case(on_chip=3))
 def test_datapath_three_levels_model_equals_executor(case) -> None:
     _check(*case)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(case=datapath_case(on_chip=2))
 def test_scalar_datapath_changes_nothing(case) -> None:
     """No datapath, an empty unrolling and one lane everywhere give the same transfers, and
@@ -341,7 +342,7 @@ def unrolled_search_case(draw: st.DrawFn):
     return layer, Hierarchy(tuple(levels), mac_energy_pj=0.5, datapath=Datapath(unroll))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(case=unrolled_search_case())
 def test_searched_buffers_hold_what_the_steps_keep_live(case) -> None:
     """On a datapath unrolling X, the search's blocking fits by `evaluate`, and at every

@@ -5,6 +5,7 @@ is still S's brute-force optimum."""
 from __future__ import annotations
 
 import pytest
+from budget import examples
 from every_blocking import every_blocking_optimum
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -71,7 +72,7 @@ def _s_blocking(data, layer: ConvLayer, hier: Hierarchy) -> Blocking:
     return Blocking.of(orders, tiles, buffers)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(search_case(), st.data())
 def test_random_incumbents_change_no_optimum(case, data) -> None:
     """Any blockings of S as incumbents, fitting or not: the search still equals the search

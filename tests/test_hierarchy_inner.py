@@ -14,6 +14,7 @@ import itertools
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -150,7 +151,7 @@ def _blocking(code: int, t0: dict, t1: dict, array: str) -> Blocking:
     return Blocking.of([first, second, DIMS], [t0, t1], buffers)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(point(), st.sampled_from(ARRAYS))
 def test_block_counts_equal_the_model(case, array) -> None:
     """Every code's (energy at 1 pJ/bit, buffer bytes) from `LevelBlocks` equals the model's
@@ -185,7 +186,7 @@ def check_code(layer: ConvLayer, blocks: LevelBlocks, array: str, code: int,
         assert foot[0] == pytest.approx(moved.buffer * WIDTH[array], rel=1e-12)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(st.lists(point(), min_size=1, max_size=1), st.lists(point(), min_size=4, max_size=4),
        st.sampled_from([("I", "W", "O"), ("I", "O"), ("W",)]), st.integers(2, 400),
        st.booleans(), st.booleans(), st.booleans())
@@ -229,7 +230,7 @@ def test_compiled_pricing_equals_block_by_block(first, more, held, capacity, spl
         assert np.isfinite(best_placements(hier, level, blocks, held)[0][0])
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.lists(point(), min_size=1, max_size=1), st.lists(point(), min_size=6, max_size=6),
        st.sampled_from([("I", "W", "O"), ("I", "O"), ("W",), ()]), st.integers(4, 60),
        st.booleans(), st.lists(st.floats(0, 500), min_size=7, max_size=7),
@@ -302,7 +303,7 @@ def _allowed(array: str, lanes: frozenset) -> list[int]:
             all((d, 0) in _loops(c) for d in dims if d in lanes)] + lane_codes
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(point(), st.sampled_from(ARRAYS), st.integers(1, 200), LANES)
 def test_alone_prefixes_reach_every_codes_alone_minimum(case, array, capacity, lanes) -> None:
     """`alone_floor` over the innermost level's alone prefixes is the least energy of any
@@ -362,7 +363,7 @@ def _realizable(held: tuple[str, ...], lanes: frozenset) -> np.ndarray:
     return rows[ok]
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(point(), min_size=1, max_size=1), st.lists(point(), min_size=5, max_size=5),
        st.sampled_from([("I", "W", "O"), ("I", "W"), ("W", "O"), ("I",)]),
        st.integers(2, 120), st.booleans(), LANES)
@@ -463,7 +464,7 @@ def relaxation(draw):
     return rows, alone, energy, foot, caps, bank
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(relaxation(), st.floats(0, 50), st.sampled_from([1.0, 3.0]),
        st.one_of(st.just(-np.inf), st.floats(0, 600)))
 def test_relaxation_least_is_the_brute_force_least_or_says_one_is_below_the_limit(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hierarchy_inner import halved
@@ -51,7 +52,7 @@ def _least(layer: ConvLayer, hier: Hierarchy, coef: dict) -> tuple[tuple, np.nda
     return shape, best_placements(hier, 2, blocks, HELD)[0]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(1, 5), st.integers(1, 3), st.integers(1, 4), st.integers(1, 3),
        st.integers(4, 96), st.integers(0, 64), st.booleans(),
        st.lists(st.floats(0.05, 50), min_size=6, max_size=6))
@@ -84,7 +85,7 @@ def test_kept_bounds_never_exceed_the_energy_they_bound(ox, oc, kc, kx, big, les
     assert np.isnan(larger).all()
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(search_case(), st.lists(st.tuples(st.floats(0.25, 1), st.floats(0.5, 2)),
                                min_size=1, max_size=3))
 def test_searches_after_searches_equal_searches_from_nothing(case, edits) -> None:

@@ -6,6 +6,7 @@ every blocking (`every_blocking`)."""
 from __future__ import annotations
 
 import pytest
+from budget import examples
 from every_blocking import every_blocking_optimum
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -130,7 +131,7 @@ def one_level_blocking(draw, layer: ConvLayer) -> Blocking:
     return Blocking.of(orders, [tile], positions)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), st.integers(1, 4), st.integers(1, 2), st.integers(1, 3),
        st.integers(1, 2), st.sampled_from([(5, 2), (8, 3), (SplitCapacity(3, 2, 4), 2),
                                            (BankedCapacity((("IO", 5), ("W", 2))), 2)]))
@@ -181,7 +182,7 @@ def tiny_case(draw) -> tuple[ConvLayer, Hierarchy]:
     return layer, hier
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tiny_case())
 def test_search_is_never_above_a_merged_blocking(case) -> None:
     """The search's optimum is at most the least blocking holding no array at both levels with
@@ -241,7 +242,7 @@ def merged_blocking(draw, layer: ConvLayer, on_chip: int) -> Blocking:
     return Blocking.of(orders, tiles, buffers)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), st.integers(1, 4), st.integers(1, 2), st.integers(1, 3), st.integers(1, 2),
        st.sampled_from([(12, 5, 2), (6, 6, 3), (SplitCapacity(4, 3, 5), 4, 2),
                         (16, BankedCapacity((("IO", 3), ("W", 2))), 2)]))

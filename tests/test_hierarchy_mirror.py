@@ -5,6 +5,7 @@ whose X chain index is at most their Y chain index, and still finds S's optimum.
 from __future__ import annotations
 
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hierarchy_incumbents import _s_blocking
@@ -63,7 +64,7 @@ def square_case(draw: st.DrawFn, max_side: int = 4):
                             datapath=None if lanes is None else Datapath(lanes))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(square_case(max_side=6), st.data())
 def test_mirrored_blockings_cost_the_same(case, data) -> None:
     """The lemma itself, on `evaluate`'s counts: a blocking of S and its mirror move the same
@@ -95,7 +96,7 @@ def test_the_lemma_needs_the_symmetry() -> None:
         evaluate(layer, mirror(blocking), hier, PREC).total_energy_pj)
 
 
-@settings(max_examples=7, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(7), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=square_case(max_side=2))
 def test_search_on_square_layers_equals_brute_force(case) -> None:
     """On layers alike along X and Y the search (half the tile points: one slice of (X, Y)

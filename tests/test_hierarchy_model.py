@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -98,20 +99,20 @@ def _check_against_executor(layer: ConvLayer, blocking: Blocking) -> None:
             assert t.buffer == got["live"], where
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(case=blocking_case(on_chip=1))
 def test_two_levels_model_equals_executor(case) -> None:
     """N = 2 (DRAM + one on-chip level): model counts equal the literal executor."""
     _check_against_executor(*case)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(case=blocking_case(on_chip=2))
 def test_three_levels_model_equals_executor(case) -> None:
     _check_against_executor(*case)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(case=blocking_case(on_chip=3))
 def test_four_levels_model_equals_executor(case) -> None:
     _check_against_executor(*case)
@@ -158,7 +159,7 @@ def _dram_traffic(model) -> dict[str, int]:
             "O_acc": top["O"].partial_writes + top["O"].partial_reads}
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(case=seed002_schedule())
 def test_one_level_equals_seed002(case) -> None:
     layer, sched = case
@@ -174,7 +175,7 @@ def test_one_level_equals_seed002(case) -> None:
         (old["T_I"], old["T_W"], old["T_O_final"], old["T_O_acc"])
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(layer=small_layer(), data=st.data())
 def test_one_level_equals_seed000_where_expressible(layer: ConvLayer, data) -> None:
     """tiling.counts (seed 000) exactly, for all five schedules, where seed 000's dense input

@@ -13,6 +13,7 @@ import itertools
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hierarchy_inner import EXTENT, PREC, _grid, _priced, check_code, point
@@ -62,7 +63,7 @@ def _blocking(code: int, t0: dict, t1: dict, array: str) -> Blocking:
     return Blocking.of([GROUP0, DIMS, order], [t0, t1], buffers)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(point(), st.sampled_from(ARRAYS))
 def test_outer_block_counts_equal_the_model(case, array) -> None:
     """Every code's (energy at 1 pJ/bit, buffer bytes) from `LevelBlocks` at γ = 2 equals the
@@ -107,7 +108,7 @@ def test_every_outer_placement_is_realized_by_its_order() -> None:
                 assert _last(code) is None or inside[-1] == _last(code)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(point(), min_size=1, max_size=1), st.lists(point(), min_size=5, max_size=5),
        st.sampled_from([("I", "W", "O"), ("I", "W"), ("I", "O"), ("I",)]), st.booleans(),
        st.data())
@@ -148,7 +149,7 @@ def test_undominated_outer_placements_lose_no_optimum(first, more, held, split, 
     np.testing.assert_allclose(best, expected, rtol=1e-12)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(point(), st.sampled_from(ARRAYS), st.integers(1, 400))
 def test_outer_alone_prefixes_reach_every_codes_alone_minimum(case, array, capacity) -> None:
     """`alone_floor` over an outer level's alone prefixes is the least energy of any code

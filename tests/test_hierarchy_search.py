@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from budget import examples
 from every_blocking import level_banks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -343,12 +344,14 @@ def _r_plus_blockings(layer: ConvLayer, hier: Hierarchy, bypass: bool = False):
                       for g, (o, names) in enumerate(zip((o0, o1), groups, strict=True))]
             loops = Blocking.of(orders, tiles, {a: [None] for a in ARRAYS}).loops
             choices = [*([None] if bypass else []), *range(-1, len(loops))]
+            # per position: the enclosed loops of trip count > 1 and the outermost of them
+            # (eq. 2's buffer: which loop is outermost); None: bypassed
+            priced = {p: None if p is None else
+                      (frozenset(lp for lp in loops[:p + 1] if lp in real),
+                       max(((j, loops[j]) for j in range(p + 1) if loops[j] in real),
+                           default=None)) for p in choices}
             for positions in itertools.product(choices, repeat=len(held)):
-                key = tuple(None if p is None else
-                            (frozenset(lp for lp in loops[:p + 1] if lp in real),
-                             max(((j, loops[j]) for j in range(p + 1) if loops[j] in real),
-                                 default=None))
-                            for p in positions)  # eq. 2's buffer: which loop is outermost
+                key = tuple(priced[p] for p in positions)
                 if key in seen:
                     continue
                 seen.add(key)
@@ -559,7 +562,7 @@ def search_case(draw: st.DrawFn):
     return layer, hier
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(search_case())
 def test_search_equals_brute_force_on_random_layers(case) -> None:
     layer, hier = case
@@ -586,7 +589,7 @@ def window_case(draw: st.DrawFn):
     return layer, hier
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(window_case())
 def test_one_level_scalar_search_is_the_least_blocking_fitting_by_evaluate(case) -> None:
     """One on-chip level, a scalar datapath: the search's energy is the least `evaluate`
@@ -618,7 +621,7 @@ def unrolled_case(draw: st.DrawFn):
                             mac_energy_pj=draw(st.floats(0, 2)), datapath=Datapath(unroll))
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(unrolled_case())
 def test_one_level_unrolled_search_is_the_least_blocking_fitting_by_evaluate(case) -> None:
     """One on-chip level, an unrolled datapath: the search's energy is the least `evaluate`
@@ -743,7 +746,7 @@ def test_weights_fetched_once_per_block_beat_r() -> None:
     assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, ONE))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.data())
 def test_counts_depend_on_orders_only_through_prefixes(data) -> None:
     """Shuffling the loops each buffer holds alike, and moving trip-1 loops anywhere in their
@@ -812,7 +815,7 @@ def _random_blocking(layer: ConvLayer, hier: Hierarchy, pattern, data) -> Blocki
     return Blocking.of(orders, _tiles(combo, levels), buffers)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(search_case(), st.data())
 def test_pattern_floor_is_below_every_blocking_of_its_pattern(case, data) -> None:
     """`pattern_floor` (the search skips a holder pattern whose floor reaches the best energy
@@ -826,7 +829,7 @@ def test_pattern_floor_is_below_every_blocking_of_its_pattern(case, data) -> Non
     assert floor <= evaluate(layer, blocking, hier, prec).total_energy_pj * (1 + 1e-12)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(search_case(), st.data())
 def test_relaxed_floor_is_below_every_fitting_blocking_at_its_tiles(case, data) -> None:
     """`relaxed_floor` (the search drops tile points where it reaches the best energy found)
@@ -860,7 +863,7 @@ def test_relaxed_floor_is_below_every_fitting_blocking_at_its_tiles(case, data) 
     assert float(np.ravel(own)[0]) >= float(np.ravel(floor)[0])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(search_case(), st.data())
 def test_least_held_patterns_decide_where_any_pattern_fits(case, data) -> None:
     """`least_held` keeps only the patterns no other one holds less than at every level; the

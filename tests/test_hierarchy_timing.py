@@ -5,6 +5,7 @@ largest part and the serial total their sum."""
 from __future__ import annotations
 
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_hierarchy_datapath import datapath_case
@@ -91,7 +92,7 @@ def test_ties_go_to_compute() -> None:
     assert Timing(4, {"DRAM": 8}, {"DRAM": 4.0}).bound == "compute"
 
 
-@settings(max_examples=80)
+@settings(max_examples=examples(80))
 @given(case=datapath_case(on_chip=2), data=st.data())
 def test_parts_from_executor_and_totals(case, data) -> None:
     """Compute cycles are the executor's steps; each link carries what the executor moves

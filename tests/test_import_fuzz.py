@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from model_files import ALEXNET, ALEXNET_NAMES, LENET5, LENET5_NAMES, write_prototxt
@@ -226,7 +227,7 @@ def test_garbage_truncated_and_deep_onnx(tmp_path: Path) -> None:
     assert all(by_name[f"garbage{i}.onnx"]["outcome"] == "error" for i in range(20))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
 @given(kernel=st.integers(-1, 6), stride=st.integers(-1, 4), dilation=st.integers(-1, 3),
        pads=st.lists(st.integers(-2, 4), min_size=0, max_size=5), group=st.integers(-1, 9),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,7 +60,7 @@ points = st.lists(st.tuples(st.floats(0.01, 1e4), st.floats(0.01, 1e4)), min_siz
                   max_size=30)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(points, st.floats(0.01, 1e4), st.lists(st.tuples(st.floats(1e-3, 1e5),
                                                         st.floats(1e-3, 1e5)), max_size=8))
 def test_labels_neither_overprint_nor_leave_the_frame(pts, roof, path) -> None:

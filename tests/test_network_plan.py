@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,7 +60,7 @@ def _chain(draw_sizes):
     return Network("chain", (conv1, relu1, pool1, conv2, relu2, fc))
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(sizes=st.tuples(st.integers(1, 3), st.integers(2, 6), st.integers(2, 6),
                        st.sampled_from([4, 6, 8]), st.integers(2, 10)),
        memory=st.sampled_from([2048, 4096, 16384]), n_cores=st.integers(1, 3),
@@ -149,7 +150,7 @@ def test_pool_folded_into_its_conv_by_hand():
     assert pooled["ext_accesses"] == 0 and pooled["cycles"] == pool.ops / plat.simd_lanes
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(ox=st.sampled_from([2, 4, 6]), oy=st.sampled_from([2, 4]), oc=st.integers(1, 3),
        kc=st.integers(1, 3), memory=st.sampled_from([512, 2048, 1 << 20]),
        kin=st.booleans(), kout=st.booleans(),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -116,7 +117,7 @@ plat_st = st.builds(
     core_pj_per_cycle=st.floats(0, 100), ext_access_pj=st.floats(0, 5000))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(counts=count_st, plat=plat_st, local=st.floats(0, 1e9), which=st.integers(0, 4),
        bump=st.integers(1, 1000))
 def test_price_is_the_design_formula_and_monotone_in_every_count(counts, plat, local, which,

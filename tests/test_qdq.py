@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 import pytest
 import quant_reference as ref
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
@@ -152,7 +153,7 @@ def test_integer_inference_matches_reference(tmp_path: Path, bits: int, mode: st
         assert not np.array_equal(expected, _reference(built, x, 32, mode)[0])
 
 
-@settings(max_examples=20)
+@settings(max_examples=examples(20))
 @given(seed=st.integers(0, 2 ** 31), bits=st.integers(12, 24),
        mode=st.sampled_from(["wrap", "saturate"]), big=st.booleans())
 def test_integer_inference_random(tmp_path_factory, seed: int, bits: int, mode: str,

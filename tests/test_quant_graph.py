@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 import pytest
 import quant_reference as ref
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
@@ -118,7 +119,7 @@ def formats_for(draw: st.DrawFn, net: Network) -> dict[str, LayerFormat]:
 
 @pytest.mark.parametrize("make", [lambda: residual_net("sum"), lambda: residual_net("max"),
                                   concat_net], ids=["add", "max", "concat"])
-@settings(max_examples=15)
+@settings(max_examples=examples(15))
 @given(data=st.data(), seed=st.integers(0, 2 ** 31))
 def test_bit_true_along_the_graph(make, data: st.DataObject, seed: int) -> None:
     net = make()

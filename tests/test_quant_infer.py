@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,7 +59,7 @@ def quantized_case(draw: st.DrawFn):
     return layer, q_in, q_w, q_b, fmt
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(case=quantized_case())
 def test_conv_fixed_equals_scalar_reference(case) -> None:
     layer, q_in, q_w, q_b, fmt = case

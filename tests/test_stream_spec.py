@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +40,7 @@ def imported_layers(draw: st.DrawFn):
                         inputs=draw(st.integers(1, 3)), macs_per_image=draw(st.integers(0, 500)))
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(layer=imported_layers(), data=st.data())
 def test_formula_equals_trace(layer, data: st.DataObject) -> None:
     g = streaming.geometry(layer)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,7 +45,7 @@ def streamed_layers(draw: st.DrawFn):
     return (ActivationLayer if kind == "act" else SoftmaxLayer)("a", c, h, w, n)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(layer=streamed_layers(), data=st.data())
 def test_formula_equals_trace(layer, data: st.DataObject) -> None:
     g = streaming.geometry(layer)

@@ -114,11 +114,15 @@ def test_separately_started_scheduler_and_workers(tmp_path: Path,
 
 
 def test_unreachable_scheduler_is_one_line(tmp_path: Path) -> None:
+    """A closed port is refused in one line once --connect-timeout (2 s here; 20 s by
+    default) has passed, not sooner."""
     (tmp_path / "g.yaml").write_text("networks: [lenet5]\nplatforms: [idsp]\n")
+    start = time.monotonic()
     run = subprocess.run([sys.executable, "-m", "workbench.cli", "sweep", str(tmp_path / "g.yaml"),
                           "--out", str(tmp_path / "o"), "--scheduler",
-                          f"tcp://127.0.0.1:{_free_port()}"],
+                          f"tcp://127.0.0.1:{_free_port()}", "--connect-timeout", "2"],
                          capture_output=True, text=True, timeout=120)
+    assert time.monotonic() - start >= 2  # it kept trying for the whole timeout
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "cannot connect" in run.stderr and len(run.stderr.strip().splitlines()) == 1
 

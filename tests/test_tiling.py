@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,7 @@ def layer_and_tile(draw: st.DrawFn) -> tuple[ConvLayer, tiling.Tile, str]:
     return layer, tile, draw(st.sampled_from(tiling.SCHEDULES))
 
 
-@settings(max_examples=1500)
+@settings(max_examples=examples(1500))
 @given(case=layer_and_tile())
 def test_counts_equal_model_trace_and_bound_physical(case) -> None:
     layer, tile, schedule = case

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -48,7 +49,7 @@ def model_counts(layer: ConvLayer, tile: tiling.Tile, schedule: str) -> tiling.C
     return tiling.Counts(**{key: int(value[0]) for key, value in arrays.items()})
 
 
-@settings(max_examples=1500)
+@settings(max_examples=examples(1500))
 @given(case=split_case())
 def test_cores_match_model_and_bus_matches_partition(case) -> None:
     layer, kind, k, parts, tiles, schedule = case
@@ -87,7 +88,7 @@ def _event_sums(run: tiling.CoreTrace, k: int) -> list[dict[str, int]]:
     return sums
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(case=split_case(one_core=True), mode=st.sampled_from(("model", "physical")))
 def test_one_core_is_the_single_core_trace(case, mode: str) -> None:
     layer, kind, k, _, tiles, schedule = case

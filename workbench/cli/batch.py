@@ -8,7 +8,7 @@ import json
 import sys
 import time
 
-from workbench.cli.args import add_network, output_dir, output_file, positive_int
+from workbench.cli.args import add_network, output_dir, output_file, positive_int, positive_number
 from workbench.errors import WorkbenchError
 from workbench.explore.query import OBJECTIVES
 
@@ -104,7 +104,8 @@ def cmd_sweep(args: argparse.Namespace) -> None:
                 where += f", dashboard {pool.dashboard}"
             print(f"{pending} of {total} cases to run {where}", file=sys.stderr, flush=True)
 
-    with sweep.executor(args.jobs, args.scheduler, engine="dask") as pool:
+    with sweep.executor(args.jobs, args.scheduler, engine="dask",
+                        connect_timeout_s=args.connect_timeout) as pool:
         frame = sweep.run(grid, args.out, progress=not args.json, pool=pool, on_start=started)
         failures = sweep.run_reports(grid, args.out, progress=not args.json,
                                      pool=pool) if grid.reports else {}
@@ -152,6 +153,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--scheduler", default=None,
                    help="run on an existing Dask cluster: tcp://HOST:PORT (default: "
                         "$DASK_SCHEDULER_ADDRESS, else an embedded cluster)")
+    p.add_argument("--connect-timeout", type=positive_number, default=20.0, metavar="SECONDS",
+                   help="how long to keep trying the scheduler (default: %(default)s)")
     p.add_argument("--status", metavar="DIR", default=None,
                    help="print done/failed/pending counts of a sweep directory and stop")
     p.add_argument("--objective", action="append", choices=OBJECTIVES,

@@ -62,6 +62,7 @@ class DaskExecutor:
     jobs: int = 1
     scheduler: str | None = None
     client: Any = None  # an open dask Client to use (left open): one client per process
+    connect_timeout_s: float = 20.0  # how long to keep trying an external scheduler
 
     def __post_init__(self) -> None:
         if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
@@ -77,7 +78,7 @@ class DaskExecutor:
                                  "(the 'batch' extra)") from None
         if self.scheduler:
             try:
-                self.client = Client(self.scheduler, timeout="20s")
+                self.client = Client(self.scheduler, timeout=f"{self.connect_timeout_s}s")
             except (OSError, TimeoutError, ValueError) as exc:
                 raise WorkbenchError(f"dask scheduler {self.scheduler!r}: cannot connect "
                                      f"({type(exc).__name__}: "
@@ -135,15 +136,16 @@ class DaskExecutor:
         self.close()
 
 
-def executor(jobs: int = 1, scheduler: str | None = None,
-             engine: str = "auto") -> LocalExecutor | DaskExecutor:
+def executor(jobs: int = 1, scheduler: str | None = None, engine: str = "auto",
+             connect_timeout_s: float = 20.0) -> LocalExecutor | DaskExecutor:
     """engine "local" (this process), "dask", or "auto": Dask when a scheduler is given
-    (argument or DASK_SCHEDULER_ADDRESS) or jobs > 1, else local."""
+    (argument or DASK_SCHEDULER_ADDRESS) or jobs > 1, else local; connect_timeout_s: seconds
+    to keep trying an external scheduler before a one-line refusal."""
     scheduler = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
     if engine not in ("auto", "local", "dask"):
         raise WorkbenchError(f"unknown sweep engine {engine!r}; valid: auto, local, dask")
     if engine == "dask" or (engine == "auto" and (scheduler or jobs > 1)):
-        return DaskExecutor(jobs, scheduler)
+        return DaskExecutor(jobs, scheduler, connect_timeout_s=connect_timeout_s)
     return LocalExecutor()
 
 
