@@ -616,3 +616,34 @@ def test_search_refuses_when_nothing_fits() -> None:
     hier = Hierarchy((Level("DRAM", None, 64, 100.0), Level("RF", 8, 16, 1.0)))
     with pytest.raises(WorkbenchError, match="no blocking fits"):
         search.search_r(layer, hier)
+
+
+def test_counts_of_many_trip_counts_at_once_equal_each_alone() -> None:
+    """footprint and buffer_size take arrays of trip counts (many tiles at once) and give, per
+    element, what the Python-int path gives for that element alone: every position, array and
+    a datapath unrolling X, on a 3-wide stride-1 kernel (windows overlap)."""
+    import numpy as np
+
+    from workbench.hierarchy.blocking import buffer_size, footprint
+
+    layer = ConvLayer(name="v", Ox=8, Oy=4, Oc=4, Kx=3, Ky=3, Kc=2)
+    loops = Blocking.of([("X", "FX", "Y", "FY", "C", "M", "N"), ("Y", "X", "C", "M", "N")],
+                        [{"X": 2, "Y": 2, "C": 1, "M": 2, "N": 1}],
+                        {"I": [None], "W": [None], "O": [None]}).loops
+    grid = [(x, y, m) for x in (1, 2, 4, 8) for y in (1, 2, 4) for m in (1, 2, 4)]
+    cols = np.array(grid).T
+    n_vec = [cols[0], 3, cols[1], 3, 2, cols[2], 1, 8 // cols[0], 4 // cols[1], 1,
+             4 // cols[2], 1]
+    for lanes in (None, {"X": 2}):
+        for position in range(-1, len(loops)):
+            for array in ("I", "W", "O"):
+                inside = set(range(position + 1))
+                f_vec = footprint(layer, loops, n_vec, inside, array)
+                b_vec = buffer_size(layer, loops, n_vec, position, array, None)
+                for k, (x, y, m) in enumerate(grid):
+                    n = [x, 3, y, 3, 2, m, 1, 8 // x, 4 // y, 1, 4 // m, 1]
+                    assert int(np.broadcast_to(f_vec, cols[0].shape)[k]) == \
+                        footprint(layer, loops, n, inside, array)
+                    assert int(np.broadcast_to(b_vec, cols[0].shape)[k]) == \
+                        buffer_size(layer, loops, n, position, array, None)
+                    assert isinstance(buffer_size(layer, loops, n, position, array, lanes), int)

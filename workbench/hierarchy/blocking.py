@@ -288,10 +288,10 @@ def buffer_size(layer: ConvLayer, loops: Loops, n: Sequence, position: int,
     current = footprint(layer, ext_loops, ext_n, with_lanes(set()), array)
     inside: set[int] = set()
     seen = {loops[j] for j, _ in lane.values()}  # (loop, group) pairs inside: lanes always
-    scalar = not any(isinstance(v, np.ndarray) for v in steps)
     for j in range(position + 1):
         # a loop running once carries nothing: with scalar trip counts it is passed over
-        if (not scalar or steps[j] > 1) and carries(layer, array, loops[j], seen):
+        vec = isinstance(steps[j], np.ndarray)
+        if (vec or steps[j] > 1) and carries(layer, array, loops[j], seen):
             before = footprint(layer, ext_loops, ext_n, with_lanes(inside), array)
             name = loops[j][0]
             if array == "I" and name in KERNEL_LOOPS:
@@ -299,9 +299,9 @@ def buffer_size(layer: ConvLayer, loops: Loops, n: Sequence, position: int,
                 # `stride` iterations, so that many iterations' data must stay
                 stride = layer.Sx if name == "FX" else layer.Sy
                 held = list(ext_n)
-                held[j] = min(stride, n[j]) if scalar else np.minimum(stride, n[j])
+                held[j] = np.minimum(stride, n[j]) if vec else min(stride, n[j])
                 before = footprint(layer, ext_loops, held, with_lanes(inside | {j}), array)
-            current = before if scalar else np.where(np.asarray(steps[j]) > 1, before, current)
+            current = np.where(steps[j] > 1, before, current) if vec else before
         inside.add(j)
         seen.add(loops[j])
     return current
