@@ -13,7 +13,7 @@ from workbench.report.notebook import execute
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 SMALL = {
     "01_networks.ipynb": {"network": "alexnet_oxford102", "batch": 2},
-    "02_quantization.ipynb": {"search_images": 100, "widths": [16]},
+    "02_quantization.ipynb": {"search_images": 100, "test_images": 200, "widths": [16]},
     "03_tile_explorer.ipynb": {"network": "lenet5", "layer": "fc4", "batch": 2},
     "04_platform_sweep.ipynb": {"memory_kb": [16, 128], "acc_bits": [16], "lanes": [32],
                                 "batch": 2, "traffic_models": ["seed000", "dataflow"]},
