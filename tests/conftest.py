@@ -53,7 +53,20 @@ E2E = {"test_cli", "test_cli_args", "test_notebooks", "test_readme_commands", "t
 ORACLE = re.compile(r"brute|every_blocking|_s_blockings\(|_r_plus_blockings\(")
 
 
+# The longest files (each over ~25 s on 2 cores), longest first: xdist (`--dist loadfile`)
+# hands files out in collection order, so these start first and none of them starts last,
+# leaving one worker idle while the other finishes it. The rest keep their order.
+LONGEST_FIRST = ("test_hierarchy_search", "test_notebooks", "test_cli", "test_readme_commands",
+                 "test_hierarchy_prefetch", "test_onnx_corpus", "test_browser",
+                 "test_sweep_dask", "test_hierarchy_interrupt", "test_hierarchy_mirror",
+                 "test_quant_search", "test_sweep", "test_browser_sweep",
+                 "test_hierarchy_alone")
+
+
 def pytest_collection_modifyitems(config, items) -> None:
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.module.__name__.rsplit(".", 1)[-1],
+                                         len(rank)))
     for item in items:
         module = item.module.__name__.rsplit(".", 1)[-1]
         function = getattr(item, "function", None)

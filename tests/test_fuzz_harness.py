@@ -197,11 +197,11 @@ def summarize(fmt: str, rows: list[dict], seconds: float) -> tuple[Counter, str]
 
 
 def check(fmt: str, items: list[tuple[str, Path]], tmp_path: Path,
-          capsys: pytest.CaptureFixture | None = None) -> Counter:
+          capsys: pytest.CaptureFixture | None = None, per_file_s: float = PER_FILE_S) -> Counter:
     """Run, print the counts (on the terminal, past pytest's capture, when given `capsys`),
-    and require no traceback and no time-out."""
+    and require no traceback and no time-out (per_file_s: seconds a file may take)."""
     start = time.monotonic()
-    rows = run_files(items, tmp_path)
+    rows = run_files(items, tmp_path, per_file_s=per_file_s)
     counts, line = summarize(fmt, rows, time.monotonic() - start)
     if capsys is not None:
         with capsys.disabled():
@@ -226,7 +226,7 @@ def test_the_harness_tells_outcomes_apart(tmp_path: Path) -> None:
     assert [Path(row["file"]).name for row in rows] == [f"case{i}.txt" for i in range(8)]
     assert rows[6]["message"] == "killed"
     with pytest.raises(AssertionError, match="timeout"):
-        check("selftest", items[4:5], tmp_path)
+        check("selftest", items[4:5], tmp_path, per_file_s=1)
 
 
 def test_generate_is_deterministic() -> None:
