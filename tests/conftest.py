@@ -44,13 +44,14 @@ settings.load_profile(profile())
 #   oracle:   compares against a brute force (its code calls one: `brute…`, `every_blocking…`,
 #             `_s_blockings`, `_r_plus_blockings`);
 #   e2e:      whole programs: the CLI, papermill, Dask clusters, a built wheel, fuzzed files
-#             (the files below);
+#             (the files below, and any test whose code starts a process: `subprocess.`);
 #   browser:  Chromium through Playwright (the files below).
 BROWSER = {"test_browser", "test_browser_sweep"}
 E2E = {"test_cli", "test_cli_args", "test_notebooks", "test_readme_commands", "test_wheel",
        "test_sweep", "test_sweep_dask", "test_sweep_faults", "test_onnx_corpus",
        "test_fuzz_yaml", "test_import_fuzz", "test_fuzz_harness", "test_hierarchy_prefetch"}
 ORACLE = re.compile(r"brute|every_blocking|_s_blockings\(|_r_plus_blockings\(")
+PROCESS = re.compile(r"subprocess\.")
 
 
 # The longest files (each over ~25 s on 2 cores), longest first: xdist (`--dist loadfile`)
@@ -73,7 +74,7 @@ def pytest_collection_modifyitems(config, items) -> None:
         marks = set()
         if module in BROWSER:
             marks.add("browser")
-        elif module in E2E:
+        elif module in E2E or (function is not None and PROCESS.search(_source(function))):
             marks.add("e2e")
         if function is not None and getattr(function, "is_hypothesis_test", False):
             marks.add("property")
