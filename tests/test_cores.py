@@ -45,7 +45,7 @@ def test_shares_cover_the_extent_unevenly():
 
 def test_contention_by_hand():
     """A 1-tile-per-core share: 2 cores, bus 4 elem/cycle, setup 10, 1 DMA channel."""
-    plat = platforms.Platform(name="toy", clock_mhz=100, bus_elems_per_cycle=4,
+    plat = platforms.from_fields(name="toy", clock_mhz=100, bus_elems_per_cycle=4,
                               macs_per_cycle=2, elem_bytes=1, dma_setup_cycles=10,
                               local_mem_bytes=1 << 20, register_file_bytes=1, cores=2,
                               dma_channels=1)

@@ -159,7 +159,8 @@ def test_bad_input_is_one_line() -> None:
     app = _app()
     shown = dict(app.chosen_source.data)
     app.cores.value = 0
-    assert "cores must be positive, got 0" in app.status.value and "\n" not in app.status.value
+    assert "cores: must be a whole number in 1..65,536" in app.status.value
+    assert "\n" not in app.status.value
     assert app.chosen_source.data == shown  # the last valid platform stays on screen
     app.network.value = "no_such_net"
     assert "unknown" in app.status.value.lower() and "\n" not in app.status.value

@@ -43,14 +43,45 @@ def _write(tmp_path: Path, text: str, name: str = "p.yaml") -> Path:
     return path
 
 
-@pytest.mark.parametrize("name", PRESETS)
+@pytest.mark.parametrize("name", [*PRESETS, "seed001_3level"])
 def test_presets_load_unchanged(name: str) -> None:
-    """Every field a preset file gives is the loaded value; no preset declares levels."""
+    """Every value a preset file gives, part by part and level by level, is the loaded one;
+    only seed001_3level says more than DRAM + one local memory."""
     doc = yaml.safe_load((ROOT / "data" / "platforms" / f"{name}.yaml").read_text())
     plat = platforms.load_platform(name)
-    assert type(plat) is platforms.Platform and not plat.has_levels
+    assert plat.has_levels == (name == "seed001_3level")
     for key, value in doc.items():
-        assert getattr(plat, key) == value, key
+        if not isinstance(value, dict):
+            assert getattr(plat, key) == value, key
+            continue
+        part = getattr(plat, key)
+        for field, given in value.items():
+            if field == "levels":
+                for level, fields in zip(part.levels, given, strict=True):
+                    assert level.model_dump() | fields == level.model_dump(), (key, fields)
+            elif field == "unroll":
+                assert dict(part.unroll) == given
+            else:
+                assert getattr(part, field) == given, (key, field)
+
+
+def test_flat_presets_of_old_read_to_the_same_platforms(tmp_path: Path) -> None:
+    """Every preset written the old way (its single-level names, flat) loads to the same
+    platform, with one notice naming the file and the new spelling."""
+    for name in PRESETS:
+        plat = platforms.load_platform(name)
+        flat = {key: getattr(plat, key) for key in platforms.field_names()}
+        if plat.size_aware_energy:
+            del flat["local_access_pj"]
+        path = _write(tmp_path, yaml.safe_dump(flat), f"{name}.yaml")
+        with pytest.warns(platforms.FlatFieldsNotice) as notices:
+            again = platforms.load_platform(path)
+        assert len(notices) == 1 and str(path) in str(notices[0].message)
+        assert "\n" not in str(notices[0].message)
+        for part in ("datapath", "dma", "cluster"):
+            assert getattr(again, part) == getattr(plat, part), (name, part)
+        for key in platforms.field_names():
+            assert getattr(again, key) == getattr(plat, key), (name, key)
 
 
 def test_implied_hierarchies_of_the_presets() -> None:
@@ -79,7 +110,7 @@ def test_implied_hierarchies_of_the_presets() -> None:
 
 def test_shipped_preset_with_levels() -> None:
     plat = platforms.load_platform("seed001_3level")
-    assert isinstance(plat, platforms.PlatformWithLevels) and plat.has_levels
+    assert plat.has_levels
     # the fields the levels define, derived (the file leaves them out)
     assert (plat.local_mem_bytes, plat.local_access_bytes, plat.size_aware_energy) == (
         262144, 8, True)
@@ -95,16 +126,16 @@ def test_shipped_preset_with_levels() -> None:
 def test_a_platform_declaring_the_implied_levels_is_the_same_platform(tmp_path: Path) -> None:
     """idsp written with `levels:` (its memory fields left out) loads to the same fields and
     the single-level engine plans it identically."""
-    doc = yaml.safe_load((ROOT / "data" / "platforms" / "idsp.yaml").read_text())
+    idsp = platforms.load_platform("idsp")
+    doc = {key: getattr(idsp, key) for key in platforms.field_names()}
     for key in ("local_mem_bytes", "local_access_pj", "local_access_bytes", "ext_access_pj",
-                "ext_access_bytes", "bus_elems_per_cycle"):
+                "ext_access_bytes", "bus_elems_per_cycle", "size_aware_energy"):
         del doc[key]
     doc["levels"] = [{"name": "DRAM", "capacity": None, "access_bits": 64, "energy_pj": 2600,
                       "bandwidth": 32},
                      {"name": "local", "capacity": 131072, "access_bits": 512,
                       "energy_pj": 66.6}]
     mine = platforms.load_platform(_write(tmp_path, yaml.safe_dump(doc)))
-    idsp = platforms.load_platform("idsp")
     for field in platforms.field_names():
         assert getattr(mine, field) == getattr(idsp, field), field
     assert platform_hierarchy(mine).levels == platform_hierarchy(idsp).levels
@@ -118,7 +149,7 @@ def test_a_platform_declaring_the_implied_levels_is_the_same_platform(tmp_path: 
     ("ext_access_pj", 100, "ext_access_pj: must equal levels[0].energy_pj (320)"),
     ("bus_elems_per_cycle", 8, "bus_elems_per_cycle: must equal levels[0].bandwidth (16)"),
     ("size_aware_energy", False, "size_aware_energy: must equal levels[1].energy_pj (True)"),
-    ("local_access_bytes", 4, "local_access_bytes: must equal levels[1].access_bits (8)"),
+    ("local_access_bytes", 4, "local_access_bytes: must equal levels[1].access_bits / 8 (8)"),
 ])
 def test_fields_contradicting_the_levels_are_refused(tmp_path: Path, field, value,
                                                      rule) -> None:
@@ -135,7 +166,7 @@ def test_core_energy_follows_the_declared_mac_energy(tmp_path: Path) -> None:
     assert plat.core_pj_per_cycle == 0.5 * plat.macs_per_cycle and plat.mac_pj == 0.5
     with pytest.raises(FileFormatError) as info:
         platforms.load_platform(_write(tmp_path, text + "core_pj_per_cycle: 60\n"))
-    assert "core_pj_per_cycle: must equal mac_energy_pj × macs_per_cycle" in str(info.value)
+    assert "core_pj_per_cycle: must equal the MAC energy × macs_per_cycle" in str(info.value)
     assert "\n" not in str(info.value)
 
 
@@ -158,7 +189,7 @@ def test_datapath_clock_and_platform_clock_must_agree(tmp_path: Path) -> None:
     ("capacity: 1024, access_bits: 64", "capacity: 131072, access_bits: 64",
      "levels[2].capacity: capacities must not increase inwards"),
     ("access_bits: 16, energy_pj: 320", "access_bits: 2.5, energy_pj: 320",
-     "levels[0].access_bits: must be a positive integer"),
+     "levels[0].access_bits: must be a whole number"),
     ("access_bits: 16, energy_pj: 320", "access_bits: 12, energy_pj: 320",
      "levels[0].access_bits: must be a whole number of bytes on a platform"),
     ("energy_pj: 320", "energy_pj: null", "levels[0].energy_pj: the external memory needs "
@@ -172,9 +203,10 @@ def test_datapath_clock_and_platform_clock_must_agree(tmp_path: Path) -> None:
     ("capacity: 65536", "capacity: -4", "levels[1].capacity: must be bytes"),
     ("name: RF", "name: SRAM", "levels[2].name: level names must be unique"),
     ("energy_pj: 0.5}", "energy_pj: 0.5, speed: 3}", "levels[2].speed: unknown key"),
-    ("{unroll: {C: 16, M: 16}}", "{unroll: {Q: 16}}", "datapath.unroll.Q"),
+    ("{unroll: {C: 16, M: 16}}", "{unroll: {Q: 16}}", "datapath.unroll: must map dimensions "
+     "of X, Y, C, M, N to lanes (whole numbers 1..65,536), got {'Q': 16}"),
     ("{unroll: {C: 16, M: 16}}", "{unroll: {C: 64, M: 64}}", "macs_per_cycle: must equal the "
-     "product of datapath.unroll (MACs per step) (4096) or be left out, got 256"),
+     "product of datapath.unroll (4096) or be left out, got 256"),
     ("capacity: 1024,", "capacity: null,", "levels[2].capacity: only the outermost level"),
     ("{name: DRAM, capacity: null,", "{name: DRAM, capacity: 1048576,",
      "levels[0].capacity: the outermost level (the backing store, e.g. DRAM) holds every "
@@ -191,9 +223,10 @@ def test_bad_levels_are_one_line_errors_naming_the_field(tmp_path: Path, old, ne
     assert "\n" not in text
 
 
-def test_datapath_needs_levels(tmp_path: Path) -> None:
+def test_parts_and_flat_fields_do_not_mix(tmp_path: Path) -> None:
     doc = (ROOT / "data" / "platforms" / "idsp.yaml").read_text() + "mac_energy_pj: 2\n"
-    with pytest.raises(FileFormatError, match="levels: is required"):
+    with pytest.raises(FileFormatError, match=r"mixes parts \(cluster, dma, energy, memory\) "
+                                              r"with the old flat fields \(mac_energy_pj\)"):
         platforms.load_platform(_write(tmp_path, doc))
 
 
@@ -240,7 +273,7 @@ def test_with_levels_takes_the_memory_fields_from_the_hierarchy() -> None:
     assert (diannao.macs_per_cycle, diannao.clock_mhz) == (256, 500)
     assert (diannao.mac_pj, diannao.core_pj_per_cycle) == (1.0, 256.0)
     with pytest.raises(FileFormatError, match=r"^h\.yaml: levels\[1\]\.access_bits: must be a "
-                                              r"positive integer"):
+                                              r"whole number"):
         platforms.with_levels(idsp, {"levels": [doc["levels"][0], {**doc["levels"][1],
                                                                    "access_bits": 0}]},
                               "h.yaml")

@@ -11,13 +11,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench import explore, layers, perf, platforms, tiling
 from workbench.errors import WorkbenchError
-from workbench.paths import data_file
 from workbench.sweep.evaluate import case_platform
 from workbench.sweep.grid import Case
 from workbench.viz import units
@@ -142,20 +142,23 @@ def test_flag_off_keeps_the_fixed_energy_and_on_derives_it_from_size() -> None:
     ({"size_aware_energy": 1}, "size_aware_energy:? must be true or false"),
     ({"size_aware_energy": "yes"}, "size_aware_energy:? must be true or false"),
     ({"local_access_bytes": 4},
-     r"size_aware_energy needs local_access_bytes in \[8, 16, 32, 64\].*got 4"),
-    ({"local_access_bytes": 128}, "size_aware_energy needs local_access_bytes")])
+     r"local_access_bytes: an energy from size .*\[8, 16, 32, 64\].*got 4 bytes"),
+    ({"local_access_bytes": 128}, "local_access_bytes: an energy from size"),
+    ({"size_aware_energy": False}, "size_aware_energy=False needs local_access_pj")])
 def test_bad_flag_values_are_refused_in_one_line(overrides, rule) -> None:
     with pytest.raises(WorkbenchError, match=rule) as err:
         platforms.load_platform("yang_256mac", **overrides)
     assert "\n" not in str(err.value)
-    platforms.load_platform("yang_256mac", size_aware_energy=False, local_access_bytes=4)
+    platforms.load_platform("yang_256mac", size_aware_energy=False, local_access_bytes=4,
+                            local_access_pj=1.0)
 
 
 def test_preset_file_with_a_bad_flag_is_refused(tmp_path) -> None:
-    doc = (data_file("platforms", "yang_256mac.yaml").read_text()
-           .replace("size_aware_energy: true", "size_aware_energy: 2"))
+    yang = platforms.load_platform("yang_256mac")
+    doc = {key: getattr(yang, key) for key in platforms.field_names()} | {
+        "size_aware_energy": 2}
     path = tmp_path / "bad.yaml"
-    path.write_text(doc)
+    path.write_text(yaml.safe_dump(doc))
     with pytest.raises(WorkbenchError, match="size_aware_energy:? must be true or false"):
         platforms.load_platform(path)
 
@@ -164,11 +167,11 @@ def test_estimate_prices_local_accesses_by_memory_size() -> None:
     """Only the local-memory energy moves with the flag; it is the table's per access."""
     conv2 = layers.load_network("lenet5")["conv2"]
     tile = tiling.Tile(5, 5, 16, 1, 6)
-    base = platforms.load_platform("yang_256mac", local_access_pj=50.0)
+    base = platforms.load_platform("yang_256mac")
     for kb, pj16 in [(16, 2.66), (64, 5.79), (256, 13.09), (1024, 28.88)]:  # 256-bit column
         on = perf.estimate(conv2, tile, "inter_kc", base.replace(local_mem_bytes=kb * KB))
         off = perf.estimate(conv2, tile, "inter_kc", base.replace(
-            local_mem_bytes=kb * KB, size_aware_energy=False))
+            local_mem_bytes=kb * KB, size_aware_energy=False, local_access_pj=50.0))
         accesses = math.ceil(on.local_accesses * 2 / 32)
         assert on.local_accesses > 0
         assert on.energy_pj["local"] == pytest.approx(accesses * pj16 * 16, rel=1e-12)

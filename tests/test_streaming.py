@@ -20,7 +20,7 @@ from workbench.layers.spec import (
     PoolLayer,
     SoftmaxLayer,
 )
-from workbench.platforms import Platform, load_platform
+from workbench.platforms import Platform, from_fields, load_platform
 
 
 @st.composite
@@ -120,7 +120,7 @@ def _toy(**overrides) -> Platform:
                   register_file_bytes=64, simd_lanes=4, cores=2, dma_channels=1,
                   core_pj_per_cycle=1.0, local_access_pj=0.5, local_access_bytes=2,
                   ext_access_pj=2.0, ext_access_bytes=2)
-    return Platform(**(fields | overrides))
+    return from_fields(**(fields | overrides))
 
 
 def test_hand_priced() -> None:

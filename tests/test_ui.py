@@ -96,7 +96,7 @@ def test_selecting_a_point_shows_its_loop_nest_and_breakdown() -> None:
 def test_invalid_platform_value_shows_a_message_not_a_traceback() -> None:
     app = _app()
     app.panel.fields["bus_elems_per_cycle"].value = 0
-    assert "bus_elems_per_cycle must be positive" in app.status.value
+    assert "bus_elems_per_cycle: must be a number" in app.status.value
     assert platforms.load_platform("idsp").bus_elems_per_cycle == 32
 
 

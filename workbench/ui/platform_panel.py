@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 import ipywidgets as widgets
@@ -23,21 +22,21 @@ class PlatformPanel:
                                        description="preset")
         self.fields: dict[str, widgets.Widget] = {}
         base = platforms.load_platform(preset)
-        for field in dataclasses.fields(platforms.Platform):  # a subclass adds no widget
-            if field.name in _SKIP:
+        for name in platforms.field_names():  # the single-level names
+            if name in _SKIP:
                 continue
-            value = getattr(base, field.name)
-            if isinstance(value, bool):
-                w = widgets.Checkbox(value=value, description=field.name)
-            elif field.name in _CHOICES:
-                w = widgets.Dropdown(options=list(_CHOICES[field.name]), value=value,
-                                     description=field.name)
-            elif field.type == "int":
-                w = widgets.IntText(value=value, description=field.name)
+            value, kind = getattr(base, name), platforms.flat_type(name)
+            if kind is bool:
+                w = widgets.Checkbox(value=value, description=name)
+            elif name in _CHOICES:
+                w = widgets.Dropdown(options=list(_CHOICES[name]), value=value,
+                                     description=name)
+            elif kind is int:
+                w = widgets.IntText(value=value, description=name)
             else:
-                w = widgets.FloatText(value=float(value), description=field.name)
+                w = widgets.FloatText(value=float(value), description=name)
             w.style.description_width = "150px"
-            self.fields[field.name] = w
+            self.fields[name] = w
         self.message = widgets.HTML()
         self.preset.observe(self._load_preset, names="value")
         self.view = widgets.VBox([self.preset, *self.fields.values(), self.message])
