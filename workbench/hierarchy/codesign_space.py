@@ -22,7 +22,7 @@ from workbench.hierarchy.levels import (
     SizeEnergy,
     SplitCapacity,
 )
-from workbench.platforms.parts import scaled_parts
+from workbench.schemas.capacity import scaled_parts
 
 Capacity = int | SplitCapacity | BankedCapacity | None
 

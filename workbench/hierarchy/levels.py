@@ -25,7 +25,7 @@ from typing import Any
 
 from workbench.errors import SpecError, WorkbenchError
 from workbench.hierarchy.datapath import Datapath, datapath_from_dict
-from workbench.platforms.parts import capacity_banks_of
+from workbench.schemas.capacity import capacity_banks_of
 
 ARRAYS = ("I", "W", "O")
 LEVEL_FIELDS = ("name", "capacity", "access_bits", "energy_pj", "bandwidth", "area_mm2_per_kb")
