@@ -100,8 +100,9 @@ def _brute(layer, plat, objective):
                             bus = bus - (sh.cores - 1) * shared
                         ext_pj = np.ceil(bus * plat.elem_bytes / plat.ext_access_bytes) \
                             * plat.ext_access_pj
+                        static = p["cycles"] * plat.static_pj_per_cycle  # each core, its own
                         energy = sh.cores * (p["energy_compute_pj"] + p["energy_dma_setup_pj"]
-                                             + p["energy_local_pj"]) + ext_pj
+                                             + p["energy_local_pj"] + static) + ext_pj
                         rows += list(zip(p["cycles"], energy, bus, strict=True))
                 per_share.append(rows)
             for combo in itertools.product(*per_share):
@@ -118,14 +119,14 @@ def _brute(layer, plat, objective):
        kc=st.integers(1, 3), k=st.integers(1, 3), n_cores=st.integers(2, 4),
        broadcast=st.booleans(), channels=st.integers(1, 3),
        objective=st.sampled_from(["cycles", "energy", "accesses", "edp"]),
-       groups=st.sampled_from([1, 1, 2, 3]))
+       groups=st.sampled_from([1, 1, 2, 3]), static=st.sampled_from([0.0, 0.0, 7.5, 400.0]))
 def test_search_equals_brute_force(ox, oy, oc, on, kc, k, n_cores, broadcast, channels,
-                                   objective, groups):
+                                   objective, groups, static):
     layer = ConvLayer("c", Ox=ox, Oy=oy, Oc=oc * groups, On=on, Kx=k, Ky=k, Kc=kc,
                       groups=groups)
     plat = platforms.load_platform("idsp", cores=n_cores, dma_broadcast=broadcast,
                                    dma_channels=channels, local_mem_bytes=256,
-                                   register_file_bytes=16)
+                                   register_file_bytes=16, static_pj_per_cycle=static)
     try:
         got = cores.best_split(layer, plat, objective)
     except WorkbenchError:
@@ -150,6 +151,42 @@ def test_seed004_conv_scales_near_linearly_and_fc_saturates_the_bus():
     assert f[12] <= f[6] * 1.1           # flat: the bus, not the cores, sets the time
     assert cores.best_split(conv, SHAVE)["bound"] == "compute"
     assert cores.best_split(fc, SHAVE)["bound"] == "I/O"
+
+
+def test_static_power_makes_more_cores_cost_energy_on_an_io_bound_layer():
+    """Seed 004 §6.2.2: more SHAVEs raise the average power; on an I/O-bound layer, where they
+    do not shorten the time, they then cost energy. With only static power priced (SHAVE has
+    no dynamic energy figures), every core pays s pJ for each cycle it runs: k equal shares
+    of 1000 outputs cost s·k·cycles, and the energy-best split uses fewer cores."""
+    fc = ConvLayer.fc("fc", 10240, 1000)
+    s = 50.0
+    plat = SHAVE.replace(static_pj_per_cycle=s)
+    rows = cores.split_options(fc, plat, splits=("oc",), cores=[1, 2, 4, 5, 8, 10])
+    for row in rows.itertuples():
+        assert row.energy_static_pj == pytest.approx(s * row.cores * row.cycles, rel=1e-12)
+        assert row.energy_pj == pytest.approx(row.energy_static_pj, rel=1e-12)
+    by_cores = rows.set_index("cores")
+    assert by_cores.loc[10, "energy_pj"] > 2 * by_cores.loc[2, "energy_pj"]
+    assert cores.best_split(fc, plat, "energy")["cores"] <= 2
+    assert cores.best_split(fc, SHAVE, "energy")["energy_pj"] == 0.0
+
+
+def test_static_energy_is_s_per_cycle_of_each_core_in_every_row() -> None:
+    """`perf.price`: the static part is s × the row's cycles, the total its parts' sum, and
+    the other parts are those of the same rows at s = 0."""
+    layer = ConvLayer("c", Ox=6, Oy=5, Oc=8, Kx=3, Ky=3, Kc=4)
+    tiles = np.array([[3, 5, 4, 1, 2], [6, 1, 8, 1, 4], [1, 1, 1, 1, 1]])
+    zero = platforms.load_platform("idsp")
+    hot = zero.replace(static_pj_per_cycle=12.5)
+    for schedule in tiling.SCHEDULES:
+        a = perf.estimate_array(layer, tiles, schedule, zero)
+        b = perf.estimate_array(layer, tiles, schedule, hot)
+        assert np.array_equal(a["cycles"], b["cycles"])
+        assert np.allclose(b["energy_static_pj"], 12.5 * b["cycles"], rtol=1e-12, atol=0)
+        assert np.allclose(b["energy_pj"], a["energy_pj"] + 12.5 * a["cycles"], rtol=1e-12)
+        parts = sum(b[f"energy_{part}_pj"] for part in perf.ENERGY_PARTS)
+        assert np.allclose(parts, b["energy_pj"], rtol=1e-12, atol=0)
+        assert not a["energy_static_pj"].any()
 
 
 def test_fewer_cores_can_win_on_energy():

@@ -54,6 +54,20 @@ def test_overrides_and_errors(tmp_path: Path) -> None:
         platforms.load_platform(bad)
 
 
+def test_static_power_is_a_cluster_field_with_a_physical_range(tmp_path: Path) -> None:
+    text = (Path(__file__).resolve().parents[1] / "data" / "platforms" / "shave.yaml").read_text()
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(text.replace("  cores: 12\n", "  cores: 12\n  static_pj_per_cycle: 40\n"))
+    assert platforms.load_platform(mine).static_pj_per_cycle == 40
+    for bad in ("1e308", "-1", "true"):
+        mine.write_text(text.replace("  cores: 12\n",
+                                     f"  cores: 12\n  static_pj_per_cycle: {bad}\n"))
+        with pytest.raises(FileFormatError) as info:
+            platforms.load_platform(mine)
+        assert "cluster.static_pj_per_cycle: must be a number >= 0 and <= 1e+06 (pJ per cycle " \
+               "per core)" in str(info.value) and "\n" not in str(info.value)
+
+
 def test_yang_memory_energy_table() -> None:
     # seed 001 table 3 entries
     assert platforms.memory_energy_pj_per_16b(1024, 64) == 1.20

@@ -12,6 +12,9 @@ per group of cores running the same program) and the prolog's and epilog's k buf
 DMA setups of k cores queue on the platform's DMA channels (each costs setup·max(1, k/channels)).
 One core is today's model exactly (every factor is 1).
 
+Static energy: every core pays the platform's static_pj_per_cycle for each cycle of its own
+pipeline (CC_layer of its share), stalled or not; a core whose share is done is power-gated.
+
 Energy per local access is the platform's `effective_local_access_pj`: its fixed
 `local_access_pj`, or with `size_aware_energy` the seed 001 table 3 energy of a memory of
 `local_mem_bytes` at the access width. Callers that price rows for several memory sizes at once
@@ -34,7 +37,7 @@ from workbench.tiling.candidates import local_accesses
 from workbench.tiling.model import Counts, Tile, check_tile, counts_array, tile_array
 
 CYCLE_PARTS = ("compute", "dma_setup", "bus_stall", "prolog_epilog")
-ENERGY_PARTS = ("compute", "dma_setup", "local", "external")
+ENERGY_PARTS = ("compute", "dma_setup", "local", "external", "static")
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,8 +93,8 @@ def _totals(v_footprint, v_ext, v_n, v_rho, v_rho_dma, v_tile_macs, v_shared, lo
     """Cycles and energy (of one core) of every row in one pass, no temporaries; the
     expressions and their order are those of `price`'s parts. pf: macs/cycle, setup, bus,
     elem bytes, local and external access bytes, pJ per core cycle, per local and per external
-    access, then the `Contention` factors."""
-    (macs, setup_1, bus_rate, eb, local_w, ext_w, pj_core, pj_local, pj_ext,
+    access, static pJ per cycle, then the `Contention` factors."""
+    (macs, setup_1, bus_rate, eb, local_w, ext_w, pj_core, pj_local, pj_ext, pj_static,
      k_priv, k_shared, queue) = pf
     setup = setup_1 * queue
     three_setup = 3.0 * setup
@@ -108,7 +111,8 @@ def _totals(v_footprint, v_ext, v_n, v_rho, v_rho_dma, v_tile_macs, v_shared, lo
         if energy:
             energy_pj[i] = ((v_n[i] * cc_tile) * pj_core + (three_setup + dma_rest) * pj_core
                             + np.ceil(n_local * eb / local_w) * pj_local
-                            + np.ceil(v_ext[i] * eb / ext_w) * pj_ext)
+                            + np.ceil(v_ext[i] * eb / ext_w) * pj_ext
+                            + cycles[i] * pj_static)
 
 
 def price(platform: Platform, v: CountVector, n_local: float | np.ndarray,
@@ -132,7 +136,8 @@ def price(platform: Platform, v: CountVector, n_local: float | np.ndarray,
         layer_of = np.zeros(rows, dtype=np.int64) if local.size == 1 else np.arange(rows)
     pf = np.array([p.macs_per_cycle, p.dma_setup_cycles, p.bus_elems_per_cycle, p.elem_bytes,
                    p.local_access_bytes, p.ext_access_bytes, p.core_pj_per_cycle,
-                   p.effective_local_access_pj, p.ext_access_pj, *contention.factors],
+                   p.effective_local_access_pj, p.ext_access_pj, p.static_pj_per_cycle,
+                   *contention.factors],
                   dtype=np.float64)
     out = {"cycles": np.empty(rows), "energy_pj": np.empty(rows)}
     want_energy = energy or parts
@@ -179,6 +184,7 @@ def _parts(p: Platform, v: CountVector, n_local: np.ndarray,
     steady = np.maximum(dsp, bus) if p.double_buffer else dsp + bus
     compute = v.n * cc_tile
     dma_setup = 3.0 * setup + dma_rest
+    cycles = k_priv * v.footprint / p.bus_elems_per_cycle + 3.0 * setup + cc_tile + steady
     return {"cycles_compute": compute, "cycles_dma_setup": dma_setup,
             "cycles_bus_stall": steady - dsp,
             "cycles_prolog_epilog": k_priv * v.footprint / p.bus_elems_per_cycle,
@@ -188,7 +194,8 @@ def _parts(p: Platform, v: CountVector, n_local: np.ndarray,
             "energy_local_pj": np.ceil(n_local * p.elem_bytes / p.local_access_bytes)
             * p.effective_local_access_pj,
             "energy_external_pj": np.ceil(v.ext * p.elem_bytes / p.ext_access_bytes)
-            * p.ext_access_pj}
+            * p.ext_access_pj,
+            "energy_static_pj": cycles * p.static_pj_per_cycle}
 
 
 def layer_local_accesses(layer: ConvLayer, platform: Platform, local_traffic: bool) -> float:

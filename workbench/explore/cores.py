@@ -33,7 +33,7 @@ from workbench.explore.query import check_objective, ranking
 from workbench.explore.solutions import too_small
 from workbench.layers.spec import ConvLayer
 from workbench.memo import ByteLRU
-from workbench.perf import Contention, CountVector, layer_local_accesses, price
+from workbench.perf import ENERGY_PARTS, Contention, CountVector, layer_local_accesses, price
 from workbench.platforms import Platform
 from workbench.tiling.candidates import candidate_sets, cap_elems, shape_key
 from workbench.tiling.model import SCHEDULES, TILE_DIMS, counts_array
@@ -293,11 +293,12 @@ def _option_row(layer: ConvLayer, platform: Platform, schedules: tuple[str, ...]
         if broadcasts(platform) and SHARED[split]:
             copies[ARRAYS.index(SHARED[split])] = 1
         s["bus"] = pick_accesses(r, i, sh.layer, schedules) * copies
-        for part in ("compute", "dma_setup", "local"):
+        for part in ("compute", "dma_setup", "local", "static"):
             s[f"energy_{part}_pj"] = sh.cores * s[f"energy_{part}_pj"]
         s["energy_external_pj"] = s["energy_pj"] - (s["energy_compute_pj"]
                                                     + s["energy_dma_setup_pj"]
-                                                    + s["energy_local_pj"])
+                                                    + s["energy_local_pj"]
+                                                    + s["energy_static_pj"])
     slow = int(np.argmax([s["cycles"] for s in sel]))
     bus = sum(s["bus"] for s in sel)
     cycles = float(sel[slow]["cycles"])
@@ -322,7 +323,7 @@ def _option_row(layer: ConvLayer, platform: Platform, schedules: tuple[str, ...]
                            for sh, f, i in zip(parts, found, picks, strict=True))}
     for part in ("compute", "dma_setup", "bus_stall", "prolog_epilog"):
         row[f"cycles_{part}"] = float(sel[slow][f"cycles_{part}"])
-    for part in ("compute", "dma_setup", "local", "external"):  # all cores
+    for part in ENERGY_PARTS:  # all cores
         row[f"energy_{part}_pj"] = float(sum(s[f"energy_{part}_pj"] for s in sel))
     ops = 2.0 * layer.macs
     row["throughput_gops"] = platform.clock_mhz * ops / cycles * 1e-3

@@ -35,13 +35,12 @@ from workbench.explore.cores import best_option, prebuild, share_rows
 from workbench.explore.query import OBJECTIVE_COLUMNS, check_objective, ranking
 from workbench.layers.network import Network
 from workbench.layers.spec import ActivationLayer, ConcatLayer, EltwiseLayer, Layer
-from workbench.perf import CountVector, layer_local_accesses, price
+from workbench.perf import ENERGY_PARTS, CountVector, layer_local_accesses, price
 from workbench.platforms import Platform
 from workbench.tiling.model import SCHEDULES, TILE_DIMS
 
 FUSION_MODES = ("auto", "off", "force")
 CYCLE_PARTS = ("compute", "dma_setup", "bus_stall", "prolog_epilog")
-ENERGY_PARTS = ("compute", "dma_setup", "local", "external")
 
 
 def map_elems(layer: Layer, side: str) -> int:
@@ -136,15 +135,18 @@ def _streamed(layer, platform, objective, in_kept, out_kept) -> dict | None:
 
 
 def _folded(layer: ActivationLayer, cores: int, platform: Platform) -> dict:
-    """An activation applied to its producer's output tiles: vector ops on its cores only."""
+    """An activation applied to its producer's output tiles: vector ops on its cores only
+    (their compute energy and, for those cycles, their static energy)."""
     cycles = layer.ops / (platform.simd_lanes * cores)
     energy = cycles * cores * platform.core_pj_per_cycle
+    static = cycles * cores * platform.static_pj_per_cycle
     row = {"split": "folded", "cores": cores, "schedule": "folded", "folded": True,
            "cycles": cycles,
-           "energy_pj": energy, "ext_accesses": 0, "dma_transfers": 0, "footprint_bytes": 0,
-           "compute_cycles": cycles}
+           "energy_pj": energy + static, "ext_accesses": 0, "dma_transfers": 0,
+           "footprint_bytes": 0, "compute_cycles": cycles}
     row |= {f"cycles_{part}": 0.0 for part in CYCLE_PARTS} | {"cycles_compute": cycles}
-    row |= {f"energy_{part}_pj": 0.0 for part in ENERGY_PARTS} | {"energy_compute_pj": energy}
+    row |= {f"energy_{part}_pj": 0.0 for part in ENERGY_PARTS} | {"energy_compute_pj": energy,
+                                                                  "energy_static_pj": static}
     return row
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from workbench.explore.query import OBJECTIVE_COLUMNS, ranking
 from workbench.layers.spec import ConvLayer, Layer, PoolLayer
+from workbench.perf import ENERGY_PARTS as ENERGY
 from workbench.perf import CountVector, layer_local_accesses, price
 from workbench.platforms import Platform
 from workbench.tiling.dominance import nondominated
@@ -37,7 +38,6 @@ from workbench.tiling.model import (
 )
 
 PARTS = ("compute", "dma_setup", "bus_stall", "prolog_epilog")
-ENERGY = ("compute", "dma_setup", "local", "external")
 
 
 def foldable(conv: Layer, pool: Layer) -> bool:
@@ -92,7 +92,9 @@ def best_folded(conv: ConvLayer, pool: PoolLayer, platform: Platform, objective:
     p = price(one, vec, n_local)
     pool_cycles = pool.ops / one.simd_lanes           # vector ops on the conv's core
     pool_pj = pool_cycles * one.core_pj_per_cycle
-    cols = {"cycles": p["cycles"] + pool_cycles, "energy_pj": p["energy_pj"] + pool_pj,
+    pool_static = pool_cycles * one.static_pj_per_cycle
+    cols = {"cycles": p["cycles"] + pool_cycles,
+            "energy_pj": p["energy_pj"] + (pool_pj + pool_static),
             "ext_accesses": ext, "footprint_bytes": v[:, 0]}
     cols["edp"] = cols["cycles"] * cols["energy_pj"]
     key = [cols[OBJECTIVE_COLUMNS.get(c, c)] for c in reversed(ranking(objective))]
@@ -108,8 +110,9 @@ def best_folded(conv: ConvLayer, pool: PoolLayer, platform: Platform, objective:
     row |= {f"cycles_{part}": float(p[f"cycles_{part}"][i]) for part in PARTS}
     row |= {f"energy_{part}_pj": float(p[f"energy_{part}_pj"][i]) for part in ENERGY}
     pooled = {"split": "folded", "cores": 1, "schedule": "folded", "folded": True,
-              "cycles": pool_cycles, "energy_pj": pool_pj, "ext_accesses": 0,
+              "cycles": pool_cycles, "energy_pj": pool_pj + pool_static, "ext_accesses": 0,
               "dma_transfers": 0, "footprint_bytes": 0, "compute_cycles": pool_cycles}
     pooled |= {f"cycles_{part}": 0.0 for part in PARTS} | {"cycles_compute": pool_cycles}
-    pooled |= {f"energy_{part}_pj": 0.0 for part in ENERGY} | {"energy_compute_pj": pool_pj}
+    pooled |= {f"energy_{part}_pj": 0.0 for part in ENERGY} | {"energy_compute_pj": pool_pj,
+                                                                "energy_static_pj": pool_static}
     return row, pooled

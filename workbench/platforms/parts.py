@@ -197,9 +197,12 @@ class Dma(StrictModel):
 
 class Cluster(StrictModel):
     """The cores, each with its own copy of the on-chip levels, on one shared bus (DRAM's
-    bandwidth)."""
+    bandwidth); static (leakage, clock-tree) power per core as pJ per cycle, paid for every
+    cycle a core runs its share, stalled or not (a core whose share is done, or that runs no
+    share, is power-gated)."""
 
     cores: Count = 1
+    static_pj_per_cycle: Annotated[float, number(0, MAX_PJ, "pJ per cycle per core")] = 0.0
 
 
 class Energy(StrictModel):

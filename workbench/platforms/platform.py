@@ -38,6 +38,7 @@ PARTS = ("memory", "datapath", "dma", "cluster", "energy")
 FLAT = {"elem_bytes": ("memory", "elem_bytes"), "double_buffer": ("memory", "double_buffer"),
         "dma_setup_cycles": ("dma", "setup_cycles"), "dma_channels": ("dma", "channels"),
         "dma_broadcast": ("dma", "broadcast"), "cores": ("cluster", "cores"),
+        "static_pj_per_cycle": ("cluster", "static_pj_per_cycle"),
         **{name: ("datapath", name) for name in (
             "macs_per_cycle", "register_file_bytes", "simd_lanes", "acc_bits", "overflow",
             "in_bits", "w_bits", "simd_style", "vector_load_bytes", "mac_slots", "load_ports",
@@ -56,7 +57,7 @@ FIELD_NAMES = (
     "dma_broadcast", "core_pj_per_cycle", "local_access_pj", "local_access_bytes",
     "ext_access_pj", "ext_access_bytes", "size_aware_energy", "simd_style",
     "vector_load_bytes", "mac_slots", "load_ports", "store_ports", "alu_slots", "load_latency",
-    "mac_latency", "loop_overhead_cycles", "title", "source")
+    "mac_latency", "loop_overhead_cycles", "static_pj_per_cycle", "title", "source")
 
 
 # part path → the single-level name it is (how an override's error names the field)

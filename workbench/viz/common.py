@@ -14,7 +14,8 @@ from workbench.tiling import SCHEDULES
 
 SCHEDULE_COLORS = dict(zip(SCHEDULES, Category10_10, strict=False))
 PART_COLORS = {"compute": "#1f77b4", "dma_setup": "#d62728", "bus_stall": "#ff7f0e",
-               "prolog_epilog": "#7f7f7f", "local": "#2ca02c", "external": "#9467bd"}
+               "prolog_epilog": "#7f7f7f", "local": "#2ca02c", "external": "#9467bd",
+               "static": "#8c564b"}
 TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
 
 

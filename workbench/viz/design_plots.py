@@ -63,7 +63,7 @@ def memory_label(size_bytes: float) -> str:
 
 def breakdown_parts(kind: str) -> tuple[str, ...]:
     """The stacked parts of a breakdown: cycles (compute, dma_setup, bus_stall, prolog_epilog)
-    or energy (compute, dma_setup, local, external)."""
+    or energy (compute, dma_setup, local, external, static)."""
     return CYCLE_PARTS if kind == "cycles" else ENERGY_PARTS
 
 

@@ -16,6 +16,7 @@ from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 
 from workbench.layers.network import Network
+from workbench.perf import ENERGY_PARTS
 from workbench.platforms import Platform
 from workbench.viz.common import PART_COLORS, TOOLS, apply_labels, hover
 from workbench.viz.explore_plots import axis_type, data_ranges
@@ -36,7 +37,8 @@ def network_breakdown(per_layer: pd.DataFrame, kind: str = "cycles",
         values = {p: per_layer[f"cycles_{p}"].to_numpy(dtype=float) for p in parts}
         label = "cycles"
     else:
-        parts = ["compute", "dma_setup", "local", "external"]
+        parts = [p for p in ENERGY_PARTS if p != "static"  # static only where a platform has it
+                 or (per_layer.get("energy_static_pj", pd.Series([0.0])) > 0).any()]
         values = {p: per_layer[f"energy_{p}_pj"].to_numpy(dtype=float) / 1e6 for p in parts}
         label = "energy (µJ)"
         if not energy_known:
