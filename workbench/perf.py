@@ -88,12 +88,16 @@ SINGLE = Contention()
 
 
 @numba.njit(cache=True, nogil=True)
-def _totals(v_footprint, v_ext, v_n, v_rho, v_rho_dma, v_tile_macs, v_shared, local, layer_of,
-            cc_const, pf, double, energy, cycles, energy_pj):
+def _totals(v, local, layer_of, cc_const, pf, flags, out):
     """Cycles and energy (of one core) of every row in one pass, no temporaries; the
-    expressions and their order are those of `price`'s parts. pf: macs/cycle, setup, bus,
-    elem bytes, local and external access bytes, pJ per core cycle, per local and per external
-    access, static pJ per cycle, then the `Contention` factors."""
+    expressions and their order are those of `price`'s parts. v: the `CountVector` arrays
+    (footprint, ext, n, rho, rho_dma, tile_macs, shared); pf: macs/cycle, setup, bus, elem
+    bytes, local and external access bytes, pJ per core cycle, per local and per external
+    access, static pJ per cycle, then the `Contention` factors; flags: (double buffered,
+    energy wanted); out: (cycles, energy_pj), filled."""
+    v_footprint, v_ext, v_n, v_rho, v_rho_dma, v_tile_macs, v_shared = v
+    double, energy = flags
+    cycles, energy_pj = out
     (macs, setup_1, bus_rate, eb, local_w, ext_w, pj_core, pj_local, pj_ext, pj_static,
      k_priv, k_shared, queue) = pf
     setup = setup_1 * queue
@@ -141,9 +145,9 @@ def price(platform: Platform, v: CountVector, n_local: float | np.ndarray,
                   dtype=np.float64)
     out = {"cycles": np.empty(rows), "energy_pj": np.empty(rows)}
     want_energy = energy or parts
-    _totals(v.footprint, v.ext, v.n, v.rho, v.rho_dma, v.tile_macs, v.shared, local, layer_of,
-            _tile_cycles(tile_cycles, rows), pf, p.double_buffer,
-            want_energy, out["cycles"], out["energy_pj"])
+    _totals((v.footprint, v.ext, v.n, v.rho, v.rho_dma, v.tile_macs, v.shared), local,
+            layer_of, _tile_cycles(tile_cycles, rows), pf, (bool(p.double_buffer), want_energy),
+            (out["cycles"], out["energy_pj"]))
     if not want_energy:
         del out["energy_pj"]
     return out | (_parts(p, v, local[layer_of], tile_cycles, contention) if parts else {})
