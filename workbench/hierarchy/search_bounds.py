@@ -1,4 +1,4 @@
-"""The bounds `search` prunes with (proofs in `workbench.hierarchy.search`'s docstring): lower
+"""The bounds `search` prunes with (proofs in docs/search.md): lower
 bounds per holder pattern (`pattern_floor`), per tile point (`relaxed_floor`, `chain_terms`),
 where R's blocks fit (`r_blocks_fit`, `least_held`), the innermost level's raised bound
 (`lifted`), and the upper bound of a known blocking of S (`incumbent`)."""

@@ -1,5 +1,5 @@
 """Lower bounds per class combination of tile chains, for `search_classes` (proof in
-`workbench.hierarchy.search`'s docstring, "Class floors"): `relaxed_floor`'s terms each at its
+docs/search.md, "Class floors"): `relaxed_floor`'s terms each at its
 least over a class's chains (`ClassFloors.floor`, summed by a compiled kernel), and with two
 on-chip levels, per holder pattern, the same with the outer role's own best fitting placement
 (`ClassFloors.outer_floor`: its blocks see only the class)."""

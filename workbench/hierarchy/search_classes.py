@@ -1,5 +1,5 @@
 """Best-first search over classes of tile chains, for two or more on-chip levels (proof in
-`workbench.hierarchy.search`'s docstring, "Class floors").
+docs/search.md, "Class floors").
 
 A dimension has far more tile chains than classes of what one role sees: with three or more
 levels the innermost role's (t_0, t_1, P) (lenet5's conv2 on three levels: 4.2 × 10⁶ class

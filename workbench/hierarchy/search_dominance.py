@@ -1,5 +1,5 @@
 """The placements `search` prices per memory level, reduced by dominance (lemma 2 and 2' in
-`workbench.hierarchy.search`'s docstring): the innermost level's (`inner_placements`, its
+docs/search.md): the innermost level's (`inner_placements`, its
 buffers in group 0 or 1), an outer level's (`outer_placements`) and an array's alone codes
 (`alone_prefixes`). Each array's code is turned into feature bits (`_features`,
 `_outer_packed`), and a tuple of codes dominates another iff, array by array, its bits are a

@@ -1,17 +1,17 @@
 """Adjacent on-chip levels holding no array in common, searched as one level (S's merged
 parts).
 
-A blocking of levels k and k + 1 (adjacent on-chip levels) in which no array is held at both
-and the inner one's loop group runs once (t_{L−k} = t_{L−k−1}, L on-chip levels) is, loop for
-loop, a blocking of the hierarchy with the two taken as one level: each array priced at its
-own level's energy per bit and fitting its own level's bytes (with the other arrays that
-level holds: a `BankedCapacity`, one bank per level, or its own banks where the level is split
-or banked). Its buffers of both levels may then lie in one loop group, which S's roles leave
-out (`search`'s docstring, "Not in S"). With two on-chip levels the merged hierarchy has one,
-and one-level S searches every position anywhere (proved there, and brute-force tested), so
-each such blocking is searched, up to equivalent ones, by the one-level search of the merged
-level. With three or more, the merged hierarchy (a `RoleView`: its capacities may grow
-inwards) is searched by the whole search, its own merged parts included, so levels merge
+A blocking of levels k and k + 1 (adjacent on-chip levels) in which no array is held at both and
+the inner one's loop group runs once (t_{L−k} = t_{L−k−1}, L on-chip levels) is, loop for loop,
+a blocking of the hierarchy with the two taken as one level: each array priced at its own
+level's energy per bit and fitting its own level's bytes (with the other arrays that level
+holds: a `BankedCapacity`, one bank per level, or its own banks where the level is split or
+banked). Its buffers of both levels may then lie in one loop group, which S's roles leave out
+(docs/search.md, "What S holds and what it leaves out"). With two on-chip levels the merged
+hierarchy has one, and one-level S searches every position anywhere (proved there, and brute-
+force tested), so each such blocking is searched, up to equivalent ones, by the one-level search
+of the merged level. With three or more, the merged hierarchy (a `RoleView`: its capacities may
+grow inwards) is searched by the whole search, its own merged parts included, so levels merge
 pairwise again (all three as one, or two pairs).
 
 `merged_levels` lists one merged hierarchy per pair and host assignment (each array to one of

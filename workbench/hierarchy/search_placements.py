@@ -1,7 +1,6 @@
 """The per-level buffer placements `search` enumerates: for one memory level, the loop order of
 its group and a buffering position per array it holds, as codes (their reduction to the
-placements that can be optimal: `search_dominance`; proofs in `workbench.hierarchy.search`'s
-docstring).
+placements that can be optimal: `search_dominance`; proofs in docs/search.md).
 
 A placement of level k in its group γ (loops X, Y, C, M, N in some order π, innermost first)
 gives each held array A a prefix S_A of π: the loops of γ inside A's buffer (S = ∅: the end of
@@ -186,7 +185,7 @@ def mask(loops) -> int:
 
 def canonical_prefixes(order: tuple[str, ...], array: str, roll: bool = False) -> list[int]:
     """Prefixes of `order` directly followed by a loop relevant to `array`, and the whole
-    group (the only positions that can be optimal: see the search docstring, lemma 1); roll
+    group (the only positions that can be optimal: docs/search.md, lemma 1); roll
     (the innermost level's I): also every prefix ending in X or Y, its window rolling there."""
     out = [mask(order[:i]) for i, d in enumerate(order) if BIT[d] & RELEVANT[array]]
     if roll and array == "I":

@@ -1,5 +1,5 @@
 """Pricing slices of `search`'s tile points under its live holder patterns (proofs in
-`workbench.hierarchy.search`'s docstring): the relaxed floor over a slice, R's blocks fitting,
+docs/search.md): the relaxed floor over a slice, R's blocks fitting,
 the outer levels looked up per class, and the innermost level last, lowest bound first, a batch
 at a time in the compiled `search_kernel.least_total`."""
 

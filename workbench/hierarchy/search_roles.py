@@ -1,4 +1,4 @@
-"""Role orders of `search`'s space S (proofs in `workbench.hierarchy.search`'s docstring): which
+"""Role orders of `search`'s space S (proofs in docs/search.md): which
 on-chip level's loop group nests inside which. Role r (1 = outermost) owns group L−r+1; under
 the identity the memory levels play their own roles (seed 001's nesting), under another order
 a level whose arrays no other level shares may sit inside a smaller one's buffers (e.g. an
@@ -60,7 +60,7 @@ def keeps_order(pattern, roles: Roles) -> bool:
 def role_patterns(hierarchy: Hierarchy | RoleView, roles: Roles) -> list:
     """The holder patterns searched under the role order (`hierarchy`: seen under it), R's
     first when it is one: holders in memory order, and under an order other than the
-    identity some array held by the innermost role (see `search`'s docstring)."""
+    identity some array held by the innermost role (see docs/search.md)."""
     own = tuple(sorted(roles))
     inner = len(roles)
     return [p for p in holder_patterns(hierarchy) if keeps_order(p, roles)
