@@ -458,13 +458,17 @@ def _set(path: str, value):
 _DELETE = object()
 
 BAD_DOCUMENTS = [
-    (_set("levels[1].capacity", -5), "levels[1].capacity", "must be > 0"),
+    (_set("levels[1].capacity", -5), "levels[1].capacity",
+     "must be bytes (a whole number in 1..2^48)"),
     (_set("levels[1].capacity", 1.5), "levels[1].capacity", "whole number"),
-    (_set("levels[1].capacity", float("inf")), "levels[1].capacity", "must be finite"),
-    (_set("levels[1].capacity", "64KB"), "levels[1].capacity", "must be a number"),
+    (_set("levels[1].capacity", 10**100), "levels[1].capacity", "1..2^48"),
+    (_set("levels[1].energy_pj", 1e308), "levels[1].energy_pj", "<= 1e+06 (pJ per access)"),
+    (_set("levels[2].bandwidth", 5e-324), "levels[2].bandwidth", ">= 1e-06"),
+    (_set("levels[1].capacity", float("inf")), "levels[1].capacity", "got inf"),
+    (_set("levels[1].capacity", "64KB"), "levels[1].capacity", "must be bytes"),
     (_set("levels[1].capacity", None), "levels[1].capacity", "only the outermost level"),
     (_set("levels[0].capacity", 1 << 30), "levels[0].capacity", "must be unbounded (null)"),
-    (_set("levels[1].capacity", _DELETE), "levels[1].capacity", "missing"),
+    (_set("levels[1].capacity", _DELETE), "levels[1].capacity", "is required"),
     (_set("levels[2].capacity", {"I": 64, "W": 256}), "levels[2].capacity",
      "array(s) O in no key"),
     (_set("levels[2].capacity", {"I": 64, "W": 256, "O": 64, "P": 1}), "levels[2].capacity",
@@ -473,28 +477,29 @@ BAD_DOCUMENTS = [
      "array I is in two keys ('I+O', 'I')"),
     (_set("levels[2].capacity", {"I+I": 64, "W+O": 256}), "levels[2].capacity",
      "a key must name arrays"),
-    (_set("levels[2].capacity", {"I+O": -1, "W": 256}), "levels[2].capacity.I+O",
-     "must be >= 0"),
+    (_set("levels[2].capacity", {"I+O": -1, "W": 256}), "levels[2].capacity",
+     "bank 'I+O' must be a whole number of bytes in 0..2^48, got -1"),
     (_set("levels[2].capacity", {"I": 0, "W": 0, "O": 0}), "levels[2].capacity",
-     "at least one part > 0"),
-    (_set("levels[2].capacity.W", -1), "levels[2].capacity.W", "must be >= 0"),
+     "one bank > 0"),
+    (_set("levels[2].capacity.W", -1), "levels[2].capacity", "bank 'W' must be"),
     (_set("levels[2].capacity", 131072), "levels[2].capacity", "must not increase inwards"),
-    (_set("levels[1].access_bits", 0), "levels[1].access_bits", "must be > 0"),
+    (_set("levels[1].access_bits", 0), "levels[1].access_bits", "must be a whole number in 1.."),
     (_set("levels[1].access_bits", 12.5), "levels[1].access_bits", "whole number"),
-    (_set("levels[0].access_bits", _DELETE), "levels[0].access_bits", "missing"),
-    (_set("levels[0].energy_pj", -1), "levels[0].energy_pj", "must be >= 0"),
-    (_set("levels[0].energy_pj", float("nan")), "levels[0].energy_pj", "must be finite"),
-    (_set("levels[2].bandwidth", 0), "levels[2].bandwidth", "must be > 0"),
+    (_set("levels[0].access_bits", _DELETE), "levels[0].access_bits", "is required"),
+    (_set("levels[0].energy_pj", -1), "levels[0].energy_pj", "must be a number >= 0 and <= 1e+06"),
+    (_set("levels[0].energy_pj", float("nan")), "levels[0].energy_pj", "got nan"),
+    (_set("levels[2].bandwidth", 0), "levels[2].bandwidth", "must be a number >= 1e-06"),
     (_set("levels[2].bandwidth", True), "levels[2].bandwidth", "must be a number"),
-    (_set("levels[2].area_mm2_per_kb", -0.1), "levels[2].area_mm2_per_kb", "must be >= 0"),
-    (_set("levels[2].size", 3), "levels[2]", "unknown field(s) ['size']"),
+    (_set("levels[2].area_mm2_per_kb", -0.1), "levels[2].area_mm2_per_kb",
+     "must be a number >= 0"),
+    (_set("levels[2].size", 3), "levels[2].size", "unknown key"),
     (_set("levels[2].name", "SRAM"), "levels[2].name", "must be unique"),
     (_set("levels[1].name", ""), "levels[1].name", "non-empty string"),
     (_set("levels[1]", [1, 2]), "levels[1]", "must be a mapping"),
-    (_set("levels", []), "levels", "at least 2 levels"),
+    (_set("levels", []), "levels", "at least 2 items"),
     (_set("levels", {"DRAM": 1}), "levels", "must be a list"),
-    (_set("mac_energy_pj", -2), "mac_energy_pj", "must be >= 0"),
-    (_set("colour", "red"), "unknown field(s) ['colour']", "fields: name, levels"),
+    (_set("mac_energy_pj", -2), "mac_energy_pj", "must be a number >= 0"),
+    (_set("colour", "red"), "colour", "unknown key; known: datapath, levels"),
 ]
 
 
@@ -510,7 +515,7 @@ def test_bad_documents(edit, path: str, rule: str) -> None:
 
 
 def test_not_a_mapping() -> None:
-    with pytest.raises(HierarchyError, match=r"^hw.yaml: must be a mapping"):
+    with pytest.raises(HierarchyError, match=r"^hw.yaml: \(document\): must be a mapping"):
         hierarchy_from_dict([1, 2], "hw.yaml")
 
 

@@ -198,8 +198,8 @@ def test_datapath_clock_and_platform_clock_must_agree(tmp_path: Path) -> None:
      "no key: each of I, W, O goes in exactly one"),
     ("capacity: 65536", "capacity: {I+O: 1024, O+W: 2048}", "levels[1].capacity: array O is "
      "in two keys ('I+O', 'O+W')"),
-    ("capacity: 65536", "capacity: {I+O: 1024.5, W: 2048}", "levels[1].capacity: must be "
-     "bytes"),
+    ("capacity: 65536", "capacity: {I+O: 1024.5, W: 2048}", "levels[1].capacity: bank 'I+O' "
+     "must be a whole number of bytes"),
     ("capacity: 65536", "capacity: -4", "levels[1].capacity: must be bytes"),
     ("name: RF", "name: SRAM", "levels[2].name: level names must be unique"),
     ("energy_pj: 0.5}", "energy_pj: 0.5, speed: 3}", "levels[2].speed: unknown key"),

@@ -12,8 +12,9 @@ level inwards in elements per cycle; and optionally the area in mm² per KB.
 
 A `Hierarchy` lists its levels outermost (DRAM) first; the last level is the closest to the
 datapath (registers). Only the outermost level may be unbounded (capacity None).
-`hierarchy_from_dict` reads a parsed YAML/JSON document; every rule it enforces is reported in
-one line naming the field path (`levels[2].capacity`) and the rule.
+`hierarchy_from_dict` reads a parsed YAML/JSON document through the schema platforms use too
+(`schemas.memory`); every rule is reported in one line naming the field path
+(`levels[2].capacity`) and the rule.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ from typing import Any
 
 from workbench.errors import SpecError, WorkbenchError
 from workbench.hierarchy.datapath import Datapath, datapath_from_dict
+from workbench.schemas.base import fail, validate
 from workbench.schemas.capacity import capacity_banks_of
+from workbench.schemas.memory import HierarchyDoc, MemoryLevel, level_rules
 
 ARRAYS = ("I", "W", "O")
-LEVEL_FIELDS = ("name", "capacity", "access_bits", "energy_pj", "bandwidth", "area_mm2_per_kb")
-HIERARCHY_FIELDS = ("name", "levels", "mac_energy_pj", "datapath")
 
 # energy per access (pJ) of a memory of `size_bytes` accessed `width_bits` at a time
 SizeEnergy = Callable[[int, int], float]
@@ -295,59 +296,34 @@ def _capacity(value: Any, where: str) -> int | SplitCapacity | BankedCapacity | 
     return int(_number(value, where, integer=True))
 
 
-def _level(doc: Any, where: str) -> Level:
-    if not isinstance(doc, dict):
-        raise HierarchyError(f"{where}: must be a mapping of level fields, got {doc!r}")
-    unknown = sorted(set(map(str, doc)) - set(LEVEL_FIELDS))
-    if unknown:
-        raise HierarchyError(f"{where}: unknown field(s) {unknown}; fields: "
-                             + ", ".join(LEVEL_FIELDS))
-    for required in ("name", "access_bits"):
-        if required not in doc:
-            raise HierarchyError(f"{where}.{required}: missing (required)")
-    name = doc["name"]
-    if not isinstance(name, str) or not name.strip():
-        raise HierarchyError(f"{where}.name: must be a non-empty string, got {name!r}")
-    if "capacity" not in doc:
-        raise HierarchyError(f"{where}.capacity: missing (bytes, a mapping I/W/O or of banks "
-                             "such as I+O/W, or null for an unbounded outermost level)")
-    opt = {key: None if doc.get(key) is None else
-           _number(doc[key], f"{where}.{key}", strict=key == "bandwidth")
-           for key in ("energy_pj", "bandwidth", "area_mm2_per_kb")}
-    return Level(name=name, capacity_bytes=_capacity(doc["capacity"], f"{where}.capacity"),
-                 access_bits=int(_number(doc["access_bits"], f"{where}.access_bits",
-                                         integer=True)),
-                 energy_pj=opt["energy_pj"], bandwidth_elems_per_cycle=opt["bandwidth"],
-                 area_mm2_per_kb=opt["area_mm2_per_kb"])
+def level_of(model: MemoryLevel) -> Level:
+    """The model's Level of a validated level (`schemas.memory.MemoryLevel`)."""
+    capacity = model.capacity
+    return Level(name=model.name,
+                 capacity_bytes=_capacity(dict(capacity) if isinstance(capacity, tuple)
+                                          else capacity, "capacity"),
+                 access_bits=model.access_bits, energy_pj=model.energy_pj,
+                 bandwidth_elems_per_cycle=model.bandwidth,
+                 area_mm2_per_kb=model.area_mm2_per_kb)
 
 
 def hierarchy_from_dict(doc: Any, origin: str) -> Hierarchy:
-    """A Hierarchy from a parsed document {name?, mac_energy_pj?, datapath?, levels: [...]},
-    datapath {unroll: {C: 16, M: 16}, clock_mhz?}, levels
-    outermost first, each {name, capacity, access_bits, energy_pj?, bandwidth?,
-    area_mm2_per_kb?} (capacity: bytes, {I, W, O} or banks such as {I+O, W}, or null:
-    `_capacity`); `origin` (a file name) starts every error message."""
-    try:
-        if not isinstance(doc, dict):
-            raise HierarchyError(f"must be a mapping with a 'levels' list, got {doc!r}")
-        unknown = sorted(set(map(str, doc)) - set(HIERARCHY_FIELDS))
-        if unknown:
-            raise HierarchyError(f"unknown field(s) {unknown}; fields: "
-                                 + ", ".join(HIERARCHY_FIELDS))
-        raw = doc.get("levels")
-        if not isinstance(raw, list):
-            raise HierarchyError(f"levels: must be a list of levels (DRAM first), got {raw!r}")
-        levels = tuple(_level(item, f"levels[{i}]") for i, item in enumerate(raw))
-        check_levels(levels, "levels")
-        name = doc.get("name", "hierarchy")
-        if not isinstance(name, str) or not name.strip():
-            raise HierarchyError(f"name: must be a non-empty string, got {name!r}")
-        mac = _number(doc.get("mac_energy_pj", 0.0), "mac_energy_pj", strict=False)
+    """A Hierarchy from a parsed document {name?, mac_energy_pj?, datapath?, levels: [...]}
+    (`schemas.memory.HierarchyDoc`, the schema a platform's levels use too: datapath {unroll:
+    {C: 16, M: 16}, clock_mhz?}, levels outermost first, each {name, capacity, access_bits,
+    energy_pj?, bandwidth?, area_mm2_per_kb?}); `origin` (a file name) starts every error
+    message, one line naming the field path and the rule."""
+    model = validate(HierarchyDoc, doc, origin, HierarchyError)
+    broken = level_rules(model.levels)
+    if broken is not None:
+        fail(origin, *broken, HierarchyError)
+    levels = tuple(level_of(level) for level in model.levels)
+    datapath = None
+    if model.datapath is not None:
         try:
-            datapath = None if doc.get("datapath") is None else \
-                datapath_from_dict(doc["datapath"])
+            datapath = datapath_from_dict({"unroll": model.datapath.unroll or {},
+                                           "clock_mhz": model.datapath.clock_mhz})
         except SpecError as exc:
-            raise HierarchyError(str(exc)) from None
-        return Hierarchy(levels=levels, name=name, mac_energy_pj=mac, datapath=datapath)
-    except HierarchyError as exc:
-        raise HierarchyError(f"{origin}: {exc}") from None
+            raise HierarchyError(f"{origin}: {exc}") from None
+    return Hierarchy(levels=levels, name=model.name, mac_energy_pj=model.mac_energy_pj,
+                     datapath=datapath)

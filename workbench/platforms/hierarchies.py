@@ -14,7 +14,7 @@ from workbench.paths import data_file, data_files
 from workbench.platforms.parts import HierarchyDoc, level_rules
 from workbench.schemas.base import fail, validate
 
-HIERARCHY_KEYS = ("name", "levels", "datapath", "mac_energy_pj")  # a hierarchy file's fields
+HIERARCHY_KEYS = tuple(HierarchyDoc.model_fields)  # a hierarchy file's fields
 
 
 def list_hierarchies() -> list[str]:

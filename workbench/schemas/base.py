@@ -136,7 +136,8 @@ def shown(value: Any) -> str:
 
 # rules whose text states the offending value (no ", got ..." appended)
 SELF_DESCRIBED = {"missing", "extra_forbidden", "too_short", "groups_rule", "table_rule",
-                  "size_rule", "kernel_rule", "unique_rule", "cross_rule", "array_rule"}
+                  "size_rule", "kernel_rule", "unique_rule", "cross_rule", "array_rule",
+                 "bank_rule"}
 _MESSAGES = {
     "missing": "is required",
     "extra_forbidden": "unknown key",
