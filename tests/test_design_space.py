@@ -162,7 +162,7 @@ def test_invalid_platform_value_shows_one_line() -> None:
     shown = app.totals.value
     app.panel.fields["bus_elems_per_cycle"].value = 0
     status = html.unescape(app.status.value)
-    assert "bus_elems_per_cycle: must be a number" in status and "\n" not in status
+    assert "memory.levels[0].bandwidth: must be a number" in status and "\n" not in status
     assert app.totals.value == shown  # the last valid platform's results stay
     app.panel.fields["bus_elems_per_cycle"].value = 32
     assert app.totals.value == shown and "must be positive" not in app.status.value

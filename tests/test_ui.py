@@ -96,7 +96,7 @@ def test_selecting_a_point_shows_its_loop_nest_and_breakdown() -> None:
 def test_invalid_platform_value_shows_a_message_not_a_traceback() -> None:
     app = _app()
     app.panel.fields["bus_elems_per_cycle"].value = 0
-    assert "bus_elems_per_cycle: must be a number" in app.status.value
+    assert "memory.levels[0].bandwidth: must be a number" in app.status.value
     assert platforms.load_platform("idsp").bus_elems_per_cycle == 32
 
 
@@ -203,14 +203,50 @@ def test_network_switch_shows_a_status_line_while_it_works() -> None:
 
 
 def test_platform_panel_opens_a_preset_with_levels() -> None:
-    """A preset declaring `levels:` opens (its hierarchy is no widget) and its memory field
-    edits move the levels with it (the platform's rule: levels[1] is the local memory)."""
+    """A preset's whole memory is rows of widgets, DRAM first; the single-level names the apps
+    set are those rows' widgets (the platform's rule: levels[1] is the local memory)."""
     panel = ui.PlatformPanel("seed001_3level")
-    assert "levels_json" not in panel.fields
+    assert [row.name.value for row in panel.rows] == ["DRAM", "SRAM", "RF"]
     plat = panel.platform()
     assert plat.has_levels and plat.local_mem_bytes == 256 * 1024
+    assert panel.fields["local_mem_bytes"] is panel.rows[1].capacity
     panel.fields["local_mem_bytes"].value = 128 * 1024
     edited = panel.platform()
     assert edited.hierarchy_doc["levels"][1]["capacity"] == 128 * 1024
+    panel.rows[2].capacity.value = 512
+    assert panel.platform().memory.levels[2].capacity == 512
     panel.preset.value = "idsp"
-    assert not panel.platform().has_levels
+    assert not panel.platform().has_levels and len(panel.rows) == 2
+
+
+def test_platform_panel_gives_back_every_preset_unchanged() -> None:
+    for name in platforms.list_platforms():
+        assert ui.PlatformPanel(name).platform() == platforms.load_platform(name), name
+
+
+def test_platform_panel_adds_and_removes_levels_and_edits_every_part() -> None:
+    """idsp with a 512 B register file added inside its 128 KB: a three-level platform the
+    hierarchy plan reads; DMA, cluster and datapath edits reach their parts; an inner level
+    larger than the one outside it is one line naming the field, the last platform kept."""
+    panel = ui.PlatformPanel("idsp")
+    seen = []
+    panel.on_change(lambda: seen.append(1))
+    panel.add_level.click()
+    panel.rows[2].capacity.value = 512
+    panel.rows[2].name.value = "RF"
+    panel.fields["cores"].value = 4
+    panel.parts["dma"]["channels"].value = 2
+    panel.parts["cluster"]["static_pj_per_cycle"].value = 5.0
+    plat = panel.platform()
+    assert [(lv.name, lv.capacity) for lv in plat.memory.levels] == [
+        ("DRAM", None), ("local", 131072), ("RF", 512)]
+    assert (plat.cores, plat.dma_channels, plat.static_pj_per_cycle) == (4, 2, 5.0)
+    assert plat.has_levels and len(seen) >= 5
+    panel.rows[2].capacity.value = 1 << 20
+    with pytest.raises(WorkbenchError) as info:
+        panel.platform()
+    assert "memory.levels[2].capacity: capacities must not increase inwards" in str(info.value)
+    assert "\n" not in panel.message.value
+    panel.remove_level.click()
+    panel.remove_level.click()  # DRAM and the local memory stay
+    assert len(panel.platform().memory.levels) == 2

@@ -125,6 +125,8 @@ class Platform(StrictModel):
         if isinstance(doc, dict) and isinstance(doc.get("datapath"), dict):
             path = doc["datapath"]
             unroll = path.get("unroll")
+            if isinstance(unroll, tuple):  # a part as dumped: ((dimension, lanes), ...)
+                unroll = dict(unroll) if all(len(p) == 2 for p in unroll) else None
             if "macs_per_cycle" not in path and isinstance(unroll, dict) and unroll \
                     and all(isinstance(v, int) for v in unroll.values()):
                 doc = {**doc, "datapath": {**path, "macs_per_cycle": math.prod(unroll.values())}}

@@ -1,8 +1,12 @@
-"""A platform panel: a preset picker and one editable widget per Platform field."""
+"""The platform panel: a preset picker and the whole composed platform, part by part: the
+memory levels DRAM first (a row each, levels added or removed below the local memory), the
+datapath, DMA, cluster and energy. One widget per part field; `fields` also names them by the
+single-level names the apps use (`local_mem_bytes` is the local level's capacity widget)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import ipywidgets as widgets
 
@@ -10,53 +14,175 @@ from workbench import platforms
 from workbench.errors import WorkbenchError
 from workbench.ui.errors import error_html
 
-_SKIP = ("name", "title", "source")
 _CHOICES = {"overflow": platforms.OVERFLOW_MODES, "simd_style": platforms.SIMD_STYLES}
+_SCALAR_PARTS = ("datapath", "dma", "cluster", "energy")
+_HIDDEN = {("datapath", "unroll"), ("energy", "mac_pj")}  # kept from the preset as declared
+# the single-level names of the level fields (level index, field) the apps edit
+_LEVEL_NAMES = {(0, "bandwidth"): "bus_elems_per_cycle", (0, "energy_pj"): "ext_access_pj",
+                (1, "capacity"): "local_mem_bytes", (1, "energy_pj"): "local_access_pj",
+                (1, "from_size"): "size_aware_energy"}
+_LEVEL_FIELDS = ("name", "capacity", "access_bits", "energy_pj", "bandwidth")
+_ROW = widgets.Layout(width="118px")
+
+
+def _widget(name: str, value: Any, kind: type, width: str = "150px") -> widgets.Widget:
+    """One field's widget: a checkbox, a dropdown of its choices, or a number box."""
+    if kind is bool:
+        w = widgets.Checkbox(value=bool(value), description=name)
+    elif name in _CHOICES:
+        w = widgets.Dropdown(options=list(_CHOICES[name]), value=value, description=name)
+    elif kind is int:
+        w = widgets.IntText(value=int(value), description=name)
+    else:
+        w = widgets.FloatText(value=float(value), description=name)
+    w.style.description_width = width
+    return w
+
+
+class LevelRow:
+    """One memory level's widgets: name, capacity (bytes, all banks), access bits, energy (pJ
+    per access; 'from size' derives it from table 3) and bandwidth (elements per cycle, 0:
+    unlimited). DRAM's capacity is unbounded and shown so."""
+
+    def __init__(self, level: dict[str, Any], index: int) -> None:
+        self.index, self.banks = index, level["capacity"]
+        total = 0 if level["capacity"] is None else int(platforms.parts.capacity_total(
+            level["capacity"]))
+        self.name = widgets.Text(value=level["name"], layout=_ROW)
+        self.capacity = widgets.IntText(value=total, layout=_ROW, disabled=index == 0)
+        self.access_bits = widgets.IntText(value=level["access_bits"], layout=_ROW)
+        self.energy_pj = widgets.FloatText(value=level["energy_pj"] or 0.0, layout=_ROW)
+        self.from_size = widgets.Checkbox(value=level["energy_pj"] is None and index > 0,
+                                          description="from size", indent=False,
+                                          layout=widgets.Layout(width="90px"),
+                                          disabled=index == 0)
+        self.bandwidth = widgets.FloatText(value=level["bandwidth"] or 0.0, layout=_ROW)
+        self.view = widgets.HBox([self.name, self.capacity, self.access_bits, self.energy_pj,
+                                  self.from_size, self.bandwidth])
+
+    @property
+    def widgets(self) -> list[widgets.Widget]:
+        return [self.name, self.capacity, self.access_bits, self.energy_pj, self.from_size,
+                self.bandwidth]
+
+    def doc(self) -> dict[str, Any]:
+        """The level as the platform's schema reads it (banks resized in proportion)."""
+        capacity: Any = None
+        if self.index:
+            capacity = self.capacity.value
+            if isinstance(self.banks, tuple | dict):
+                banks = dict(self.banks)
+                capacity = dict(zip(banks, platforms.parts.scaled_parts(
+                    list(banks.values()), capacity), strict=True)) if capacity > 0 else capacity
+        return {"name": self.name.value, "capacity": capacity,
+                "access_bits": self.access_bits.value,
+                "energy_pj": None if self.from_size.value else self.energy_pj.value,
+                "bandwidth": self.bandwidth.value if not self.index  # DRAM: the bus, required
+                else self.bandwidth.value or None}
 
 
 class PlatformPanel:
-    """Widgets for every Platform field; `platform()` returns the edited Platform."""
+    """Widgets for the whole platform; `platform()` returns the edited Platform."""
 
     def __init__(self, preset: str = "idsp") -> None:
         self.preset = widgets.Dropdown(options=platforms.list_platforms(), value=preset,
                                        description="preset")
-        self.fields: dict[str, widgets.Widget] = {}
-        base = platforms.load_platform(preset)
-        for name in platforms.field_names():  # the single-level names
-            if name in _SKIP:
-                continue
-            value, kind = getattr(base, name), platforms.flat_type(name)
-            if kind is bool:
-                w = widgets.Checkbox(value=value, description=name)
-            elif name in _CHOICES:
-                w = widgets.Dropdown(options=list(_CHOICES[name]), value=value,
-                                     description=name)
-            elif kind is int:
-                w = widgets.IntText(value=value, description=name)
-            else:
-                w = widgets.FloatText(value=float(value), description=name)
-            w.style.description_width = "150px"
-            self.fields[name] = w
         self.message = widgets.HTML()
-        self.preset.observe(self._load_preset, names="value")
-        self.view = widgets.VBox([self.preset, *self.fields.values(), self.message])
+        self.levels_box = widgets.VBox()
+        self.add_level = widgets.Button(description="+ level inside", icon="plus")
+        self.remove_level = widgets.Button(description="− innermost level", icon="minus")
+        self.add_level.on_click(lambda _: self._add_level())
+        self.remove_level.on_click(lambda _: self._remove_level())
+        self.parts: dict[str, dict[str, widgets.Widget]] = {}
+        self.rows: list[LevelRow] = []
+        self.fields: dict[str, widgets.Widget] = {}
         self._listeners: list[Callable[[], None]] = []
-        for w in self.fields.values():
-            w.observe(lambda change: self._changed(), names="value")
         self._loading = False
+        self.view = widgets.VBox()
+        self.preset.observe(self._load_preset, names="value")
+        self._build(platforms.load_platform(preset))
+
+    # -- building -------------------------------------------------------------------------
+    def _build(self, base: platforms.Platform) -> None:
+        """Widgets for `base`'s parts (a new preset: all of them anew)."""
+        self.base = base
+        self.parts = {}
+        sections: list[widgets.Widget] = []
+        for part in _SCALAR_PARTS:
+            model = getattr(base, part)
+            boxes = {}
+            for field, info in type(model).model_fields.items():
+                if (part, field) in _HIDDEN:
+                    continue
+                kind = info.annotation if info.annotation in (int, float, bool, str) else float
+                value = getattr(base, field) if part == "energy" else getattr(model, field)
+                boxes[field] = _widget(field, value, kind)
+            self.parts[part] = boxes
+        if base.datapath.unroll:  # a declared MAC array sets the MACs per cycle
+            self.parts["datapath"]["macs_per_cycle"].disabled = True
+        self.parts["memory"] = {name: _widget(name, getattr(base.memory, name),
+                                              platforms.flat_type(name))
+                                for name in ("elem_bytes", "double_buffer")}
+        self.parts["platform"] = {"clock_mhz": _widget("clock_mhz", base.clock_mhz, float)}
+        self.rows = [LevelRow(level.doc(), i) for i, level in enumerate(base.memory.levels)]
+        self._index_fields()
+        head = widgets.HTML("<b>memory levels</b>, DRAM first: name, capacity (B), access "
+                            "(bits), energy (pJ/access), bandwidth (elements/cycle, 0: "
+                            "unlimited)")
+        self.levels_box.children = [row.view for row in self.rows]
+        memory = widgets.VBox([head, self.levels_box,
+                               widgets.HBox([self.add_level, self.remove_level]),
+                               *self.parts["memory"].values()])
+        for part in ("platform", *_SCALAR_PARTS):
+            sections.append(widgets.VBox([widgets.HTML(f"<b>{part}</b>"),
+                                          *self.parts[part].values()]))
+        self.view.children = [self.preset, memory, *sections, self.message]
+        for w in self._all_widgets():
+            w.observe(lambda change: self._changed(), names="value")
+
+    def _index_fields(self) -> None:
+        """`fields`: the part fields by their single-level names (what the apps set)."""
+        flat = {name: self.parts[part][field] for name, (part, field)
+                in platforms.platform.FLAT.items() if field in self.parts.get(part, {})}
+        flat["clock_mhz"] = self.parts["platform"]["clock_mhz"]
+        flat["core_pj_per_cycle"] = self.parts["energy"]["core_pj_per_cycle"]
+        for (i, field), name in _LEVEL_NAMES.items():
+            flat[name] = getattr(self.rows[i], field)
+        self.fields = flat
+
+    def _all_widgets(self) -> list[widgets.Widget]:
+        scalars = [w for part in self.parts.values() for w in part.values()]
+        return scalars + [w for row in self.rows for w in row.widgets]
+
+    def _add_level(self) -> None:
+        """A level inside the innermost one: half its capacity, its width and energy."""
+        inner = self.rows[-1].doc()
+        size = max(1, int(self.rows[-1].capacity.value) // 2)
+        row = LevelRow({**inner, "name": f"L{len(self.rows)}", "capacity": size}, len(self.rows))
+        for w in row.widgets:
+            w.observe(lambda change: self._changed(), names="value")
+        self.rows.append(row)
+        self.levels_box.children = [r.view for r in self.rows]
+        self._changed()
+
+    def _remove_level(self) -> None:
+        """Drop the innermost level (DRAM and the local memory stay)."""
+        if len(self.rows) > 2:
+            self.rows.pop()
+            self.levels_box.children = [r.view for r in self.rows]
+            self._changed()
 
     def _load_preset(self, change) -> None:
-        base = platforms.load_platform(change["new"])
         self._loading = True
         try:
-            for name, w in self.fields.items():
-                w.value = getattr(base, name)
+            self._build(platforms.load_platform(change["new"]))
         finally:
             self._loading = False
         self._changed()
 
+    # -- the apps' interface --------------------------------------------------------------
     def set_quietly(self, name: str, value) -> None:
-        """Change one field without notifying the listeners (the caller updates itself)."""
+        """Change one field (by its single-level name) without notifying the listeners."""
         self._loading = True
         try:
             self.fields[name].value = value
@@ -72,11 +198,26 @@ class PlatformPanel:
         """Call `callback()` whenever the preset or a field changes."""
         self._listeners.append(callback)
 
+    def doc(self) -> dict[str, Any]:
+        """The edited platform as a document in part form."""
+        doc = self.base.model_dump()
+        for part in _SCALAR_PARTS:
+            doc[part] = {**doc[part], **{f: w.value for f, w in self.parts[part].items()}}
+        doc["memory"] = {**doc["memory"], "levels": [row.doc() for row in self.rows],
+                         **{f: w.value for f, w in self.parts["memory"].items()}}
+        doc["clock_mhz"] = self.parts["platform"]["clock_mhz"].value
+        if doc["energy"]["core_pj_per_cycle"] == self.base.core_pj_per_cycle:
+            doc["energy"] = self.base.energy.model_dump()  # as declared (a MAC energy stays)
+        else:
+            doc["energy"]["mac_pj"] = None  # the core's energy, edited, wins
+        if doc["datapath"]["unroll"]:  # a declared MAC array sets the MACs
+            doc["datapath"].pop("macs_per_cycle")
+        return doc
+
     def platform(self) -> platforms.Platform:
-        """The preset with the edited fields; invalid values raise a one-line WorkbenchError."""
-        overrides = {name: w.value for name, w in self.fields.items()}
+        """The edited platform; invalid values raise a one-line WorkbenchError (also shown)."""
         try:
-            return platforms.load_platform(self.preset.value, **overrides)
+            return platforms.files.build(self.doc(), f"platform {self.base.name!r} as edited")
         except WorkbenchError as exc:
             self.message.value = error_html(exc)
             raise
