@@ -388,7 +388,7 @@ def test_a_weak_incumbent_still_prices_the_seed_points_first(monkeypatch) -> Non
     priced = []
     price = points._price
     monkeypatch.setattr(points, "_price",
-                        lambda *args, **kw: priced.append(len(args[3][0])) or price(*args, **kw))
+                        lambda *args, **kw: priced.append(len(args[2][0])) or price(*args, **kw))
     warm = search(conv2, small, prec, incumbents=[other])
     assert priced[0] == points.SEED  # the seed points first
     assert warm.energy_pj == pytest.approx(cold.energy_pj, rel=1e-12)

@@ -487,7 +487,7 @@ def test_relaxation_least_is_the_brute_force_least_or_says_one_is_below_the_limi
                 used[bank[k]] += foot[q]
             if all(u <= c for u, c in zip(used, caps, strict=True)):
                 sums.append(e)
-    got = _least_relaxed(rows, 0, len(rows), alone, energy, foot, caps, bank, add, mul,
+    got = _least_relaxed((rows, 0, len(rows)), alone, (energy, foot), (caps, bank), add, mul,
                          limit)
     if any((add + e) * mul < limit for e in sums):
         assert got == -np.inf

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.viz import design_plots as dp
-from workbench.viz.labels import CHAR_PX, place_labels
+from workbench.viz.labels import CHAR_PX, Scene, place_labels
 
 FRAME = (400.0, 280.0)
 FONT = 9.33
@@ -70,8 +70,8 @@ def test_labels_neither_overprint_nor_leave_the_frame(pts, roof, path) -> None:
     xs, ys = [p[0] for p in pts], [p[1] for p in pts]
     names = [f"layer{i}" for i in range(len(pts))]
     line_x, line_y = [p[0] for p in path], [p[1] for p in path]
-    out = place_labels(xs, ys, names, FRAME, marker_px=10, extra_y=[roof], lines_y=[roof],
-                       paths=[(line_x, line_y)])
+    out = place_labels(xs, ys, names, FRAME, Scene(marker_px=10, extra_y=[roof],
+                                                   lines_y=[roof], paths=[(line_x, line_y)]))
     px = _px(xs, FRAME[0])
     py = _px([*ys, roof], FRAME[1])
     path_px = _px(xs, FRAME[0], at=line_x), _px([*ys, roof], FRAME[1], at=line_y)
@@ -107,7 +107,7 @@ def test_a_blob_of_points_is_counted_in_one_label() -> None:
     count every point."""
     xs = [10 ** (2 + k * 0.035) for k in range(12)] + [1.0, 1e4]
     out = place_labels(xs[:12], [50.0] * 12, [f"c{k}" for k in range(12)], FRAME,
-                       others=([1.0, 1e4], [1.0, 1e4]))
+                       Scene(others=([1.0, 1e4], [1.0, 1e4])))
     texts = [t for t in out["label"] if t]
     assert 1 <= len(texts) < 12
     assert sum(1 + (int(t.split(" +")[1]) if " +" in t else 0) for t in texts) == 12
@@ -146,7 +146,7 @@ def test_a_line_through_a_labels_place_sends_it_elsewhere() -> None:
     roof = ([9.0, 40.0, 100.0], [5.0, 40.0, 40.0])  # right of (10, 10), rising, then flat
     free = place_labels(xs, ys, ["p", "q", "r"], FRAME)
     assert free["label_align"][0] == "left"  # text to the right of its point
-    blocked = place_labels(xs, ys, ["p", "q", "r"], FRAME, paths=[roof])
+    blocked = place_labels(xs, ys, ["p", "q", "r"], FRAME, Scene(paths=[roof]))
     assert blocked["label"][0] == "p" and blocked["label_align"][0] != "left"
     px, py = _px(xs, FRAME[0]), _px(ys, FRAME[1])
     roof_px = _px(xs, FRAME[0], at=roof[0]), _px(ys, FRAME[1], at=roof[1])
@@ -165,7 +165,7 @@ def test_a_line_through_a_labels_place_sends_it_elsewhere() -> None:
                               "ext_accesses": [1] * 3, "energy_pj": [1.0] * 3})
     data = dp.roofline_points_data(per_layer, {"x": roof[0], "y": roof[1], "peak": [40.0] * 3})
     assert data["label_align"] == place_labels(xs, ys, ["a", "b", "c"], dp.ROOFLINE_FRAME,
-                                               extra_y=[40.0], paths=[roof])["label_align"]
+                                               Scene(extra_y=[40.0], paths=[roof]))["label_align"]
 
 
 def test_tradeoff_hover_reads_in_units_that_fit() -> None:

@@ -23,6 +23,7 @@ from workbench.hierarchy.search_alone import AloneTables
 from workbench.hierarchy.search_bounds import incumbent, pattern_floor
 from workbench.hierarchy.search_class_floors import ClassFloors
 from workbench.hierarchy.search_classes import search_classes
+from workbench.hierarchy.search_context import RoleJob, RoleSearch, Space
 from workbench.hierarchy.search_grid import chain_classes, mirrored
 from workbench.hierarchy.search_levels import _blocking
 from workbench.hierarchy.search_memory import InnerMemory
@@ -38,7 +39,6 @@ from workbench.hierarchy.search_r import (
     search_r,
 )
 from workbench.hierarchy.search_roles import (
-    Roles,
     in_roles,
     role_orders,
     role_patterns,
@@ -113,8 +113,8 @@ def _least(layer: ConvLayer, hierarchy, precision: PrecisionLike,
     shared: dict = {}  # the class floors' role-free part (`search_classes`), built once
     for r, roles in enumerate(orders):  # the identity first: R's holders
         seen = in_roles(hierarchy, roles)
-        found = _search_roles(layer, seen, roles, precision, size_energy, bypass, per_dim,
-                              extent, best, share, stage(r), shared)
+        found = _search_roles(RoleJob(layer, seen, roles, precision, size_energy, bypass,
+                                      per_dim, extent), best, share, stage(r), shared)
         if found is not None:
             best, (rows_at, chosen, pattern) = found
             tiles = [{d: int(per_dim[d][rows_at[d]][g]) for d in DIMS} for g in range(on_chip)]
@@ -123,8 +123,8 @@ def _least(layer: ConvLayer, hierarchy, precision: PrecisionLike,
     done: set = set()  # the merged patterns searched (each under one assignment)
     for r, (k, hosts, virtual) in enumerate(parts, len(orders)):  # levels as one
         if on_chip == 2:
-            found = _search_roles(layer, virtual, (1,), precision, size_energy, True, one,
-                                  extent, best, share, stage(r), {},
+            found = _search_roles(RoleJob(layer, virtual, (1,), precision, size_energy, True,
+                                          one, extent), best, share, stage(r), {},
                                   new_patterns(virtual, hosts, done))
             if found is not None:
                 best, (rows_at, chosen, pattern) = found
@@ -145,19 +145,20 @@ def sliced(layer: ConvLayer, hierarchy: Hierarchy) -> bool:
                      for d in DIMS) > SMALL
 
 
-def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: PrecisionLike,
-                  size_energy: SizeEnergy | None, bypass: bool, per_dim: dict, extent: dict,
-                  best: float, share: tuple[int, int], stage: tuple[int, int],
+def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tuple[int, int],
                   shared: dict, patterns: list | None = None):
-    """S's part under one role order (`hierarchy`: seen under it): (energy pJ, where) of its
-    least blocking below `best`, or None. `stage`: this role order's index and their count
-    (the progress reported at each slice: role orders, then passes, then slices done);
+    """S's part under one role order (the job's `hierarchy`: seen under it): (energy pJ, where) of
+    its least blocking below `best`, or None. `stage`: this role order's index and their
+    count (the progress reported at each slice: role orders, then passes, then slices done);
     `shared`: what the role orders of one search share (the class floors' role-free part);
     `patterns`: the holder patterns to search (default: the role order's)."""
+    layer, hierarchy, roles, precision = job.layer, job.hierarchy, job.roles, job.precision
+    size_energy, bypass, per_dim, extent = job.size_energy, job.bypass, job.per_dim, job.extent
     on_chip = len(hierarchy.levels) - 1
     classes = {d: {g: chain_classes(per_dim[d], extent[d], g) for g in range(2, on_chip + 1)}
                for d in DIMS}  # role L−γ+1's view of each chain
     pj_bit = _pj_per_bit(hierarchy, size_energy)
+    space = Space(layer, hierarchy, per_dim, extent, classes, pj_bit, precision)
     if patterns is None:
         patterns = role_patterns(hierarchy, roles) if bypass else \
             holder_patterns(hierarchy)[:1]
@@ -179,9 +180,9 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
             return None
         memory = InnerMemory(layer, hierarchy, tuple(len(per_dim[d]) for d in DIMS),
                              precision) if small else None
-        found = search_classes(layer, hierarchy, per_dim, extent, classes, tables, pj_bit,
-                               precision, floors, best, shared["floors"], alone_tables, mirror,
-                               (0, 1) if small else share, stage, memory)
+        search = RoleSearch(space, tables, alone_tables, memory, mirror)
+        found = search_classes(search, floors, best, shared["floors"],
+                               (0, 1) if small else share, stage)
         if memory is not None:
             memory.keep()
         return found
@@ -207,6 +208,7 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
                       if (v := _ALONE.get(memo)) is not None})
         memory = InnerMemory(layer, hierarchy, tuple(len(per_dim[d]) for d in DIMS),
                              precision)
+    search = RoleSearch(space, tables, alone_tables, memory, mirror, pairs)
     # R's holders first (every level holds every array it can, as S did): its optimum is
     # usually close, so the other patterns are then priced against a low best energy
     # (a slice whose least floor for the other patterns, found in the first pass, reaches the
@@ -224,9 +226,8 @@ def _search_roles(layer: ConvLayer, hierarchy, roles: Roles, precision: Precisio
                 continue
             interrupt.check()  # a safe point: nothing half-stored (`interrupt`)
             found, slice_floor[i] = _points(
-                layer, hierarchy, per_dim, extent, classes, tables, pj_bit, precision, live,
-                xs, ys, best, alone if len(slices) == 1 else {},
-                [p for p in later if floors[p] < best], pairs, memory, alone_tables)
+                search, live, xs, ys, best, alone if len(slices) == 1 else {},
+                [p for p in later if floors[p] < best])
             if found is not None:
                 best, best_at = found
     if memory is not None:

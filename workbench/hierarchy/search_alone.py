@@ -120,14 +120,14 @@ def _factor(kind, d, c, stride, kernel):
 
 
 @numba.njit(cache=True, nogil=True)
-def alone_grid(lo, hi, step, p, sizes, which, kfull, kind, coef, width, bits, layer, cap,
-               lo_held, step_held):
-    """Per point of a grid (axes X, Y, C, M, N; dimension d's t_{γ−1}, t_γ, a datapath step's
-    min(u, t_{γ−1}), P at index i: lo[d, i], hi[d, i], step[d, i], p[d, i], i < sizes[d]), the
-    least energy (pJ) over the codes (tables
-    as `search_kernel.best_fitting`'s) of a block whose buffer fits `cap` bytes alone (inf:
-    none fits); the buffer is priced with t_{γ−1} and the step at lo_held, step_held (lo, step:
-    the block's own; other values: `inner_bound_grid`).
+def alone_grid(grid, table, cap, held):
+    """Per point of a grid (grid: (lo, hi, step, p, sizes); axes X, Y, C, M, N; dimension d's
+    t_{γ−1}, t_γ, a datapath step's min(u, t_{γ−1}), P at index i: lo[d, i], hi[d, i],
+    step[d, i], p[d, i], i < sizes[d]), the least energy (pJ) over the codes (table: (which,
+    kfull, kind, coef, width, bits, layer) as `search_kernel.best_fitting`'s) of a block whose
+    buffer fits `cap` bytes alone (inf: none fits); the buffer is priced with t_{γ−1} and the
+    step at held = (lo_held, step_held) (lo, step: the block's own; other values:
+    `inner_bound_grid`).
 
     Every count is a product of per-dimension integer factors (elements: `_elements`' per
     dimension, refills P_d / c_d) and a code's constant (kernel windows), exact in any order,
@@ -135,6 +135,9 @@ def alone_grid(lo, hi, step, p, sizes, which, kfull, kind, coef, width, bits, la
     numbers of pricing each point (`LevelBlocks.block`), bit for bit. Dimensions are nested
     largest innermost; a code whose partial buffer (a product of factors ≥ 1) already exceeds
     `cap` is dropped for the points inside."""
+    lo, hi, step, p, sizes = grid
+    which, kfull, kind, coef, width, bits, layer = table
+    lo_held, step_held = held
     nq = which.shape[0]
     kx_full, ky_full, sx, sy = layer[0], layer[1], layer[2], layer[3]
     out_bytes, psum_bytes = layer[4], layer[5]
@@ -253,8 +256,8 @@ def unit_alone_grid(layer: ConvLayer, chains: dict[str, np.ndarray], extent: dic
         lo[k, :sizes[k]] = tiles[:, gamma - 1]
         hi[k, :sizes[k]] = tiles[:, gamma] if gamma < on_chip else p[k, :sizes[k]]
     step = np.minimum(np.array([[lane_count(lanes, d)] for d in DIMS], dtype=float), lo)
-    return _alone_grid(layer, lo, hi, step, p, sizes, level_bytes, array, precision, lanes,
-                       gamma == 1, lo, step)
+    return _alone_grid(layer, (lo, hi, step, p, sizes), (lo, step), level_bytes, array,
+                       precision, (lanes, gamma == 1))
 
 
 def inner_bound_grid(layer: ConvLayer, t1: dict[str, np.ndarray], padded: dict[str, np.ndarray],
@@ -271,23 +274,27 @@ def inner_bound_grid(layer: ConvLayer, t1: dict[str, np.ndarray], padded: dict[s
         hi[k, :sizes[k]], p[k, :sizes[k]] = t1[d], padded[d]
     units = np.array([[lane_count(lanes, d)] for d in DIMS], dtype=float)
     ones = np.ones_like(hi)  # every argument (5, most): the kernel reads [d, i] unchecked
-    return _alone_grid(layer, hi, hi, np.minimum(units, hi), p, sizes, level_bytes, array,
-                       precision, lanes, True, ones, np.minimum(units, ones))
+    return _alone_grid(layer, (hi, hi, np.minimum(units, hi), p, sizes),
+                       (ones, np.minimum(units, ones)), level_bytes, array, precision,
+                       (lanes, True))
 
 
-def _alone_grid(layer: ConvLayer, lo, hi, step, p, sizes, level_bytes: float, array: str,
-                precision: PrecisionLike, lanes: frozenset[str], inner: bool, lo_held,
-                step_held) -> np.ndarray:
-    """`alone_grid` with the array's alone codes and widths (1 pJ/bit)."""
-    if len({np.shape(a) for a in (lo, hi, step, p, lo_held, step_held)}) > 1:
+def _alone_grid(layer: ConvLayer, grid: tuple, held: tuple, level_bytes: float, array: str,
+                precision: PrecisionLike, lanes_inner: tuple[frozenset[str], bool]) -> np.ndarray:
+    """`alone_grid` with the array's alone codes and widths (1 pJ/bit); grid (lo, hi, step, p,
+    sizes), held (lo_held, step_held) as its own; lanes_inner: the datapath's unrolled
+    dimensions and whether the level is the innermost."""
+    lo, hi, step, p, _ = grid
+    if len({np.shape(a) for a in (lo, hi, step, p, *held)}) > 1:
         raise ValueError("alone_grid's tile arrays must share one shape (read unchecked)")
-    which, kfull, kind = alone_tables(array, inner, lanes)
+    which, kfull, kind = alone_tables(array, lanes_inner[1], lanes_inner[0])
     width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}[array]
     n = len(kind)
-    return alone_grid(lo, hi, step, p, sizes, which, kfull, kind, np.ones(n), np.full(n, width,
-                      dtype=float), np.full(n, 8.0 * width), np.array(
-        [layer.Kx, layer.Ky, layer.Sx, layer.Sy, precision.outputs, precision.partial_sums],
-        dtype=float), float(level_bytes), lo_held, step_held)
+    table = (which, kfull, kind, np.ones(n), np.full(n, width, dtype=float),
+             np.full(n, 8.0 * width), np.array([layer.Kx, layer.Ky, layer.Sx, layer.Sy,
+                                                precision.outputs, precision.partial_sums],
+                                               dtype=float))
+    return alone_grid(grid, table, float(level_bytes), held)
 
 
 __all__ = ["SHARE", "TABLE_LIMIT", "AloneTables", "alone_grid", "inner_bound_grid",

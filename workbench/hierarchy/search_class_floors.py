@@ -17,6 +17,7 @@ from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
 from workbench.hierarchy.search_alone import _TABLES, AloneTables, inner_bound_grid
+from workbench.hierarchy.search_context import Space
 from workbench.hierarchy.search_grid import chain_classes
 from workbench.hierarchy.search_levels import _datapath_side, _level_table
 from workbench.hierarchy.search_space import (
@@ -276,9 +277,9 @@ class ClassFloors:
                                      * self._unit_at(alone, a, 1, at) for a in held_by[0])
             if held_by not in outer:
                 key = (1, held_by, None)
-                tables[key] = _level_table(self.layer, hierarchy, 1, self.per_dim,
-                                           self.extent, self.classes, None, pj_bit,
-                                           self.precision, pattern, tables.get(key), flat)
+                space = Space(self.layer, hierarchy, self.per_dim, self.extent, self.classes,
+                              pj_bit, self.precision)
+                tables[key] = _level_table(space, 1, None, pattern, tables.get(key), flat)
                 outer[held_by] = tables[key][0][flat]
             bound = self.mac[flat]
             for a_idx, chain in enumerate(pattern):

@@ -23,21 +23,17 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
-from workbench.hierarchy.search_alone import AloneTables
 from workbench.hierarchy.search_bounds import relaxed_floor
 from workbench.hierarchy.search_class_floors import ClassFloors, flat_grid
+from workbench.hierarchy.search_context import RoleSearch
 from workbench.hierarchy.search_levels import _datapath_side, _smallest
-from workbench.hierarchy.search_memory import InnerMemory
 from workbench.hierarchy.search_points import SEED, WEAK, _price
 from workbench.hierarchy.search_space import BATCH, Pattern, side_cost
 from workbench.layers.spec import ConvLayer
 
 
-def search_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
-                   classes: dict, tables: dict, pj_bit: np.ndarray, precision: PrecisionLike,
-                   patterns: dict[Pattern, float], best: float, floors: ClassFloors,
-                   alone: AloneTables, mirror: bool, share: tuple[int, int],
-                   stage: tuple[int, int], memory: InnerMemory | None = None):
+def search_classes(search: RoleSearch, patterns: dict[Pattern, float], best: float,
+                   floors: ClassFloors, share: tuple[int, int], stage: tuple[int, int]):
     """S's part under one role order, class combinations lowest bound first (`ClassFloors`):
     (energy pJ, where) of its least blocking below `best`, or None. `patterns`: each holder
     pattern's floor (pJ, `pattern_floor`); those below the best energy found are searched, and
@@ -46,9 +42,10 @@ def search_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent
     first pattern alone is priced first, at the classes of lowest bound holding about SEED
     points (found by a partition, not a sort of all), for a start. `share` (k, n): only the
     class combinations k, k + n, … (flat index); mirror: only points whose X chain index is
-    at most their Y chain index (lemma 5);
-    `memory`: the innermost level's bounds kept from other searches of the layer (one slice:
+    at most their Y chain index (lemma 5; the search's `mirror`); the search's `memory`: the
+    innermost level's bounds kept from other searches of the layer (one slice:
     `search_memory`), raising its floor and noted here as `search_points._price` does."""
+    layer, pj_bit, alone = search.space.layer, search.space.pj_bit, search.alone
     live = [p for p, f in patterns.items() if f < best]
     if not live:
         return None
@@ -64,9 +61,7 @@ def search_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent
         m = max(1, min(len(todo), SEED * len(todo) // max(1, int(floors.points(todo).sum()))))
         first = np.argpartition(bound[todo], m - 1)[:m] if m < len(todo) else \
             np.arange(len(todo))
-        found = _price_classes(layer, hierarchy, per_dim, extent, classes, tables, pj_bit,
-                               precision, live[:1], best, alone, mirror, todo[first], floors,
-                               memory)
+        found = _price_classes(search, live[:1], best, todo[first], floors)
         best = best if found is None else found[0]
     ends, i = None, 0
     while True:
@@ -90,23 +85,23 @@ def search_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent
         batch, here = batch[bound[batch] < best], live
         if floors.gamma == 2 and len(batch):  # the outer role's own best placements: the
             # classes and patterns of the batch whose bound with them is below the best
-            below = floors.outer_floor(tables, alone, pj_bit, live, batch) * layer.groups < best
+            below = floors.outer_floor(search.tables, alone, pj_bit, live, batch) * \
+                layer.groups < best
             batch = batch[below.any(axis=0)]
             here = [p for p, row in zip(live, below, strict=True) if row.any()]
-        priced = _price_classes(layer, hierarchy, per_dim, extent, classes, tables, pj_bit,
-                                precision, here, best, alone, mirror, batch, floors, memory)
+        priced = _price_classes(search, here, best, batch, floors)
         if priced is not None:
             found, best = priced, priced[0]
     return found
 
 
-def _price_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
-                   classes: dict, tables: dict, pj_bit: np.ndarray, precision: PrecisionLike,
-                   live: list[Pattern], best: float, alone: AloneTables, mirror: bool,
-                   batch: np.ndarray, floors: ClassFloors, memory: InnerMemory | None = None):
+def _price_classes(search: RoleSearch, live: list[Pattern], best: float, batch: np.ndarray,
+                   floors: ClassFloors):
     """Every point of the class combinations `batch` whose `relaxed_floor` (the unit alone
     floors gathered from the tables) is below `best`, priced as a slice's points are
     (`search_points._price`)."""
+    layer, hierarchy, per_dim, extent, _, pj_bit, precision = search.space.unpacked()
+    alone, mirror = search.alone, search.mirror
     interrupt.check()  # a safe point: nothing half-stored (`interrupt`)
     chain_at = floors.expand(batch)
     if mirror:
@@ -140,9 +135,8 @@ def _price_classes(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent
     if not n:
         return None
     rows = (np.arange(n),) + (np.zeros(n, dtype=np.intp),) * (len(DIMS) - 1)
-    return _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
-                  precision, live, slice(0, len(per_dim["X"])), chain_at, best, side, unit,
-                  memory, lift=False)
+    return _price(search, grid, rows, live, slice(0, len(per_dim["X"])), chain_at, best, side,
+                  unit, lift=False)
 
 
 def _points_side(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,

@@ -78,11 +78,12 @@ def _kernel(mode, full, stride):
 
 
 @numba.njit(cache=True, nogil=True)
-def _price(codes, which, kfull, kind, coef, width, bits, layer, c, ratio, outputs, energy,
-           foot):
+def _price(codes, table, c, ratio, outputs, energy, foot):
     """Energy (pJ) and buffer (bytes) of each code in `codes` at the point of c, ratio
-    (`LevelBlocks.block`), into energy[q], foot[q]: which[q, :5] the moved block's tiles,
+    (`LevelBlocks.block`), into energy[q], foot[q]; table: the code tables (which, kfull,
+    kind, coef, width, bits, layer; `best_fitting`): which[q, :5] the moved block's tiles,
     which[q, 5:] the buffer's, kfull[q] (moved FX, FY windows; rolls; buffer's windows)."""
+    which, kfull, kind, coef, width, bits, layer = table
     kx_full, ky_full, sx, sy = layer[0], layer[1], layer[2], layer[3]
     out_bytes, psum_bytes = layer[4], layer[5]
     for q in codes:
@@ -121,17 +122,20 @@ def _fits(rows, i, foot, caps, bank):
 
 
 @numba.njit(cache=True, nogil=True)
-def best_fitting(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer, rows, caps,
-                 bank):
+def best_fitting(points, table, fit):
     """Per point j, the least energy of a fitting placement and its row (inf, −1: none fits).
 
-    tiles (3, 5, n): t_{γ−1}, t_γ and a step's min(u, t_{γ−1}) per dimension (DIMS order) and
-    point; p (5, n): padded extents; outputs (n,); per code q: which[q, d] ∈ {LO, HI, ONE,
-    STEP} (STEP: a buffer's only), kfull[q] (kernel window K
-    along FX, FY, else 1), kind (I, W, O), coef (pJ per bit), width (bytes per element), bits
-    (I, W: bits per element; O: unused); layer: Kx, Ky, Sx, Sy, output bytes, partial-sum
-    bytes; rows (placements, held): code indices per held array; caps: the bytes of each of
-    the level's banks (`levels.capacity_banks`), bank: the bank of each held array."""
+    points: (tiles, p, outputs); table: (which, kfull, kind, coef, width, bits, layer); fit:
+    (rows, caps, bank). tiles (3, 5, n): t_{γ−1}, t_γ and a step's min(u, t_{γ−1}) per
+    dimension (DIMS order) and point; p (5, n): padded extents; outputs (n,); per code q:
+    which[q, d] ∈ {LO, HI, ONE, STEP} (STEP: a buffer's only), kfull[q] (kernel window K along
+    FX, FY, else 1), kind (I, W, O), coef (pJ per bit), width (bytes per element), bits (I, W:
+    bits per element; O: unused); layer: Kx, Ky, Sx, Sy, output bytes, partial-sum bytes; rows
+    (placements, held): code indices per held array; caps: the bytes of each of the level's
+    banks (`levels.capacity_banks`), bank: the bank of each held array."""
+    tiles, p, outputs = points
+    which = table[0]
+    rows, caps, bank = fit
     n = p.shape[1]
     best = np.full(n, np.inf)
     at = np.full(n, -1, dtype=np.int16)
@@ -142,8 +146,7 @@ def best_fitting(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer
     every = np.arange(which.shape[0])
     for j in range(n):
         _tiles_at(tiles, p, j, c, ratio)
-        _price(every, which, kfull, kind, coef, width, bits, layer, c, ratio, outputs[j],
-               energy, foot)
+        _price(every, table, c, ratio, outputs[j], energy, foot)
         least = np.inf
         for i in range(rows.shape[0]):
             e = energy[rows[i, 0]]
@@ -157,13 +160,12 @@ def best_fitting(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer
 
 
 @numba.njit(cache=True, nogil=True)
-def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer, rows, caps,
-                bank, alone, relaxed, relaxed_start, stage_codes, stage_start, outside, bound,
-                groups, best, lower):
+def least_total(points, table, fit, relax, outside, bound, groups, best, lower):
     """The first point of least total (outside[j] + the level's best fitting placement) ×
     groups below `best`: (total, point, placement), or (best, −1, −1) when none is below it.
 
-    As `best_fitting` for the codes, rows and caps; alone (held, a): per held array its alone
+    As `best_fitting` for points, table and fit; relax: (alone, relaxed, relaxed_start,
+    stage_codes, stage_start). alone (held, a): per held array its alone
     codes (indices into the codes; −1 pads); relaxed (r, held): rows of relaxations, table t
     at rows relaxed_start[t] … relaxed_start[t + 1], a −1 standing for any alone code of that
     array; stage_codes: the codes to price before relaxation t (stage_start[t] …), the rest
@@ -172,6 +174,10 @@ def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
     fitting energy at each point (pJ, one group; inf: nothing fits): `bound` where skipped, a
     relaxation's least where beaten, else the least over the placements fitting or not checked
     (those whose total reaches the best found), exact when one is below it."""
+    tiles, p, outputs = points
+    which = table[0]
+    rows, caps, bank = fit
+    alone, relaxed, relaxed_start, stage_codes, stage_start = relax
     held = rows.shape[1]
     energy = np.empty(which.shape[0])
     foot = np.empty(which.shape[0])
@@ -186,18 +192,17 @@ def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
         _tiles_at(tiles, p, j, c, ratio)
         beaten = False
         for t in range(tables):
-            _price(stage_codes[stage_start[t]:stage_start[t + 1]], which, kfull, kind, coef,
-                   width, bits, layer, c, ratio, outputs[j], energy, foot)
-            least = _least_relaxed(relaxed, relaxed_start[t], relaxed_start[t + 1], alone,
-                                   energy, foot, caps, bank, outside[j], groups, best)
+            _price(stage_codes[stage_start[t]:stage_start[t + 1]], table, c, ratio,
+                   outputs[j], energy, foot)
+            least = _least_relaxed((relaxed, relaxed_start[t], relaxed_start[t + 1]), alone,
+                                   (energy, foot), (caps, bank), outside[j], groups, best)
             lower[j] = max(lower[j], least)
             if (outside[j] + least) * groups >= best:
                 beaten = True
                 break
         if beaten:
             continue
-        _price(stage_codes[stage_start[tables]:], which, kfull, kind, coef, width, bits,
-               layer, c, ratio, outputs[j], energy, foot)
+        _price(stage_codes[stage_start[tables]:], table, c, ratio, outputs[j], energy, foot)
         least, chosen, unchecked = np.inf, -1, np.inf
         for i in range(rows.shape[0]):
             e = energy[rows[i, 0]]
@@ -214,13 +219,16 @@ def least_total(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
 
 
 @numba.njit(cache=True, nogil=True)
-def floor_under(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer, rows, caps,
-                bank, alone, relaxed, relaxed_start, stage_codes, stage_start, cap):
+def floor_under(points, table, fit, relax, cap):
     """Per point j, a lower bound on the level's least fitting energy, exact when below
     cap[j] (pJ, one group; inf: nothing fits): the relaxations in turn, stopping at one whose
     least reaches cap[j] (that least, a bound), then every placement, those whose energy
     reaches cap[j] not checked for fit (the least of them bounds the rest). Arguments as
     `least_total`'s."""
+    tiles, p, outputs = points
+    which = table[0]
+    rows, caps, bank = fit
+    alone, relaxed, relaxed_start, stage_codes, stage_start = relax
     n = p.shape[1]
     out = np.empty(n)
     held = rows.shape[1]
@@ -233,18 +241,17 @@ def floor_under(tiles, p, outputs, which, kfull, kind, coef, width, bits, layer,
         _tiles_at(tiles, p, j, c, ratio)
         low = 0.0
         for t in range(tables):
-            _price(stage_codes[stage_start[t]:stage_start[t + 1]], which, kfull, kind, coef,
-                   width, bits, layer, c, ratio, outputs[j], energy, foot)
-            low = max(low, _least_relaxed(relaxed, relaxed_start[t], relaxed_start[t + 1],
-                                          alone, energy, foot, caps, bank, 0.0, 1.0,
+            _price(stage_codes[stage_start[t]:stage_start[t + 1]], table, c, ratio,
+                   outputs[j], energy, foot)
+            low = max(low, _least_relaxed((relaxed, relaxed_start[t], relaxed_start[t + 1]),
+                                          alone, (energy, foot), (caps, bank), 0.0, 1.0,
                                           cap[j]))
             if low >= cap[j]:
                 break
         if low >= cap[j]:
             out[j] = low
             continue
-        _price(stage_codes[stage_start[tables]:], which, kfull, kind, coef, width, bits,
-               layer, c, ratio, outputs[j], energy, foot)
+        _price(stage_codes[stage_start[tables]:], table, c, ratio, outputs[j], energy, foot)
         least, unchecked = np.inf, np.inf
         for i in range(rows.shape[0]):
             e = energy[rows[i, 0]]
@@ -275,9 +282,9 @@ def _option(relaxed, r, k, alone, i):
 
 
 @numba.njit(cache=True, nogil=True)
-def _least_relaxed(relaxed, start, stop, alone, energy, foot, caps, bank, add, mul,
-                   limit):
-    """The least energy over rows start … stop of `relaxed`, each −1 replaced by every alone
+def _least_relaxed(span, alone, priced, banks, add, mul, limit):
+    """span: (relaxed, start, stop); priced: (energy, foot) of the codes; banks: (caps, bank).
+    The least energy over rows start … stop of `relaxed`, each −1 replaced by every alone
     code of its array, of the codes summed in held order among those fitting (inf: none);
     −inf as soon as a fitting sum e has (add + e) × mul < limit (then the least has too, and
     the callers need no more: the relaxation does not beat the point, and the least is below
@@ -288,6 +295,9 @@ def _least_relaxed(relaxed, start, stop, alone, energy, foot, caps, bank, add, m
     partial sum at or above the least found, or a bank's footprint over its bytes, ends its
     branch: every term is non-negative and float addition is monotone, so no completion of it
     could count."""
+    relaxed, start, stop = span
+    energy, foot = priced
+    caps, bank = banks
     held = relaxed.shape[1]
     least = np.inf
     m0 = _alone_count(alone, 0)

@@ -12,6 +12,7 @@ from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking
 from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, capacity_banks
+from workbench.hierarchy.search_context import Space
 from workbench.hierarchy.search_r import _footprints
 from workbench.hierarchy.search_space import (
     INNER,
@@ -84,9 +85,8 @@ def class_ids(classes: dict, gamma: int, chain_at: dict, one_x: bool
     return np.unique(np.ravel_multi_index(at, shape), return_inverse=True)
 
 
-def _level_table(layer: ConvLayer, hierarchy: Hierarchy, k: int, per_dim: dict, extent: dict,
-                 classes: dict, ox: int | None, pj_bit: np.ndarray, precision: PrecisionLike,
-                 pattern: Pattern, table: tuple | None, ids: np.ndarray) -> tuple:
+def _level_table(space: Space, k: int, ox: int | None, pattern: Pattern, table: tuple | None,
+                 ids: np.ndarray) -> tuple:
     """Outer level k's best placement (pJ one group, index) per class of X, Y, C, M, N (X: only
     the class of chain `ox`, axis of length 1, unless None): (energy, index, filled) flat
     arrays over the class combinations (`class_ids`), priced at the combinations `ids` where
@@ -94,6 +94,7 @@ def _level_table(layer: ConvLayer, hierarchy: Hierarchy, k: int, per_dim: dict, 
     combination on it is priced; most are never looked up); a new table is another search's
     of the same layer, level capacity and banks, arrays held, pJ per bit into the level,
     widths, lanes and X class (`_KEPT`: an app edit keeping the level), filled in place."""
+    layer, hierarchy, per_dim, extent, classes, pj_bit, precision = space.unpacked()
     gamma = len(hierarchy.levels) - k
     first = {d: np.unique(classes[d][gamma], return_index=True)[1] for d in DIMS}
     if ox is not None:

@@ -10,10 +10,7 @@ import math
 import numpy as np
 
 from workbench.hierarchy import interrupt
-from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
-from workbench.hierarchy.levels import Hierarchy
-from workbench.hierarchy.search_alone import AloneTables
 from workbench.hierarchy.search_bounds import (
     alone_floor,
     chain_terms,
@@ -22,6 +19,7 @@ from workbench.hierarchy.search_bounds import (
     r_blocks_fit,
     relaxed_floor,
 )
+from workbench.hierarchy.search_context import RoleSearch
 from workbench.hierarchy.search_grid import (
     LazyPoints,
     at_rows,
@@ -36,7 +34,6 @@ from workbench.hierarchy.search_levels import (
     _smallest,
     class_ids,
 )
-from workbench.hierarchy.search_memory import InnerMemory
 from workbench.hierarchy.search_space import (
     BATCH,
     LevelBlocks,
@@ -46,18 +43,14 @@ from workbench.hierarchy.search_space import (
     unrolled_dims,
     variant,
 )
-from workbench.layers.spec import ConvLayer
 
 SEED = 1 << 12    # points of lowest floor priced first when no best energy is known yet
 FIRST = 1 << 10   # points of lowest bound priced first at the innermost level (then ×4 a batch)
 WEAK = 16         # a best energy with more than WEAK × SEED points below it: seed points first
 
 
-def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
-            classes: dict, tables: dict, pj_bit: np.ndarray, precision: PrecisionLike,
-            live: list[Pattern], xs: slice, ys: slice, best: float, alone: dict,
-            later: list[Pattern], pairs: tuple[np.ndarray, np.ndarray] | None = None,
-            memory: InnerMemory | None = None, floors: AloneTables | None = None):
+def _points(search: RoleSearch, live: list[Pattern], xs: slice, ys: slice, best: float,
+            alone: dict, later: list[Pattern]):
     """Price slices of the X and Y chains under every live pattern: (energy pJ, where) of a
     blocking below `best`, or None, and the least floor (pJ) over the slice of the patterns
     `later` (inf if none). Points whose `relaxed_floor` reaches the best energy found are
@@ -66,10 +59,12 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
     `alone`: `chain_terms`' arrays, kept for the next call on the same slice (and gathered at
     the points priced), and the floor of `later` under the key "later" (with its patterns): a
     floor over a superset of the patterns (a least over more holder chains) bounds the live
-    ones too. `pairs`: (X, Y) chain index pairs searched instead of xs × ys (lemma 5).
-    `memory`: the innermost level's bounds kept from other searches of the layer, and where
-    this one's are noted (`search_memory`). `floors`: the alone floors priced per class of
-    chains, gathered into `alone` at the slice (`search_alone`)."""
+    ones too. The search's `pairs`: (X, Y) chain index pairs searched instead of xs × ys
+    (lemma 5); its `memory`: the innermost level's bounds kept from other searches of the
+    layer, and where this one's are noted (`search_memory`); its `alone`: the alone floors
+    priced per class of chains, gathered into `alone` at the slice (`search_alone`)."""
+    layer, hierarchy, per_dim, extent, classes, pj_bit, precision = search.space.unpacked()
+    pairs, floors = search.pairs, search.alone
     on_chip = len(hierarchy.levels) - 1
     width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
     chosen = {d: per_dim[d][{"X": xs, "Y": ys}.get(d, slice(None))] for d in DIMS}
@@ -109,26 +104,22 @@ def _points(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
     if np.count_nonzero(floor * layer.groups < best) > (WEAK if math.isfinite(best) else 1) * SEED:
         seed = np.argpartition(floor, SEED)[:SEED]
         rows = np.unravel_index(seed, shape)
-        found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
-                       precision, live, xs, chains_at(rows, xs, ys, pairs), best, side,
-                       memory=memory)
+        found = _price(search, grid, rows, live, xs, chains_at(rows, xs, ys, pairs), best,
+                       side)
         best = best if found is None else found[0]
     rows = np.unravel_index(np.nonzero(floor * layer.groups < best)[0], shape)
     if len(rows[0]):
         keys = {("term", a, p[i]) for p in live for i, a in enumerate(ARRAYS)} | \
             {(a, on_chip) for a in ARRAYS}  # and the innermost level's unit alone floors
         alone_at = {key: at_rows(alone[key], rows) for key in keys if key in alone}
-        found = _price(layer, hierarchy, grid, rows, classes, tables, per_dim, extent, pj_bit,
-                       precision, live, xs, chains_at(rows, xs, ys, pairs), best, side,
-                       alone_at, memory) or found
+        found = _price(search, grid, rows, live, xs, chains_at(rows, xs, ys, pairs), best,
+                       side, alone_at) or found
     return found, least_later
 
 
-def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, classes: dict,
-           tables: dict, per_dim: dict, extent: dict, pj_bit: np.ndarray,
-           precision: PrecisionLike, live: list[Pattern], xs: slice, chain_at: dict,
-           best: float, side: tuple, alone_at: dict | None = None,
-           memory: InnerMemory | None = None, lift: bool = True):
+def _price(search: RoleSearch, grid: dict, rows: tuple, live: list[Pattern], xs: slice,
+           chain_at: dict, best: float, side: tuple, alone_at: dict | None = None,
+           lift: bool = True):
     """`_points` at the grid points `rows` (index arrays over the axes X … N of the slice;
     `chain_at`: their chain index per dimension; `side`: the grid's MAC energy, datapath
     fetches at unit pJ/bit and smallest blocks, `_points`').
@@ -136,8 +127,11 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
     class when the slice has one X chain). With a best energy, a pattern is priced only at
     the points where its own relaxed floor (`chain_terms` of its chains; `alone_at`: their alone
     floors at these points, when known) is below it. The innermost level's floor is raised
-    to the bounds `memory` keeps, and the kernel's bounds are noted in it. `lift`: whether
-    to take the lifted bounds (`search_bounds.lifted`) when there is no `memory`."""
+    to the bounds the search's `memory` keeps, and the kernel's bounds are noted in it.
+    `lift`: whether to take the lifted bounds (`search_bounds.lifted`) when there is no
+    `memory`."""
+    layer, hierarchy, per_dim, extent, classes, pj_bit, precision = search.space.unpacked()
+    tables, memory = search.tables, search.memory
     on_chip = len(hierarchy.levels) - 1
     one_x = xs.stop - xs.start == 1
     flat = LazyPoints(grid, rows)  # gathered only where a count needs the tiles themselves
@@ -173,8 +167,8 @@ def _price(layer: ConvLayer, hierarchy: Hierarchy, grid: dict, rows: tuple, clas
             if (k, held_by) not in outer:
                 key = (k, held_by, classes["X"][on_chip + 1 - k][xs.start] if one_x else None)
                 table = tables[key] = _level_table(
-                    layer, hierarchy, k, per_dim, extent, classes, xs.start if one_x else None,
-                    pj_bit, precision, pattern, tables.get(key), ids[k][0])
+                    search.space, k, xs.start if one_x else None, pattern, tables.get(key),
+                    ids[k][0])
                 outer[k, held_by] = (table[0][ids[k][0]][ids[k][1]],
                                      table[1][ids[k][0]][ids[k][1]])
             energy, at = outer[k, held_by]

@@ -285,15 +285,15 @@ def _kernel_args(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
                          for d in DIMS])
 
     width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}
-    return (np.stack([rows_of(blocks.lo), rows_of(blocks.hi), rows_of(blocks.step)]),
-            rows_of(blocks.p),
-            np.broadcast_to(np.asarray(blocks.outputs, dtype=float), (n,)), which, kfull,
-            kind, np.array([blocks.coef[a] for a in arrays], dtype=float),
-            np.array([width[a] for a in arrays], dtype=float),
-            np.array([8 * width[a] for a in arrays], dtype=float),
-            np.array([lay.Kx, lay.Ky, lay.Sx, lay.Sy, prec.outputs, prec.partial_sums],
-                     dtype=float), rows, np.array(caps, dtype=float),
-            np.array(bank, dtype=np.int64)), relaxations
+    points = (np.stack([rows_of(blocks.lo), rows_of(blocks.hi), rows_of(blocks.step)]),
+              rows_of(blocks.p), np.broadcast_to(np.asarray(blocks.outputs, dtype=float), (n,)))
+    table = (which, kfull, kind, np.array([blocks.coef[a] for a in arrays], dtype=float),
+             np.array([width[a] for a in arrays], dtype=float),
+             np.array([8 * width[a] for a in arrays], dtype=float),
+             np.array([lay.Kx, lay.Ky, lay.Sx, lay.Sy, prec.outputs, prec.partial_sums],
+                      dtype=float))
+    fit = (rows, np.array(caps, dtype=float), np.array(bank, dtype=np.int64))
+    return (points, table, fit), relaxations
 
 
 def _halves(n: int) -> int:
@@ -313,9 +313,9 @@ def _other_half(fn, *args):
 def _points_of(args: tuple, a: int, b: int) -> tuple:
     """`_kernel_args`' arguments at points a … b (tiles and extents copied contiguous, as
     the kernels were compiled for)."""
-    tiles, p, outputs, *rest = args
-    return (np.ascontiguousarray(tiles[:, :, a:b]), np.ascontiguousarray(p[:, a:b]),
-            outputs[a:b], *rest)
+    (tiles, p, outputs), *rest = args
+    return ((np.ascontiguousarray(tiles[:, :, a:b]), np.ascontiguousarray(p[:, a:b]),
+             outputs[a:b]), *rest)
 
 
 def best_placements(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
@@ -355,15 +355,15 @@ def least_total_at(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, .
     outside, bound = np.asarray(outside, dtype=float), np.asarray(bound, dtype=float)
     h = _halves(len(bound))
     if not h:
-        total, j, i = least_total(*args, *relaxations, outside, bound, float(groups),
+        total, j, i = least_total(*args, relaxations, outside, bound, float(groups),
                                   float(best), lower)
         return float(total), int(j), int(i), lower
     # each half from `best`: the second's least, when below the first's, is the least the
     # one call finds past the first half (its first point of least total; at a point, the
     # least placement below any best above it); a tie keeps the first half's, as one call
-    later = _other_half(least_total, *_points_of(args, h, None), *relaxations, outside[h:],
+    later = _other_half(least_total, *_points_of(args, h, None), relaxations, outside[h:],
                         bound[h:], float(groups), float(best), lower[h:])
-    total, j, i = least_total(*_points_of(args, 0, h), *relaxations, outside[:h], bound[:h],
+    total, j, i = least_total(*_points_of(args, 0, h), relaxations, outside[:h], bound[:h],
                               float(groups), float(best), lower[:h])
     total_b, j_b, i_b = later.result()
     if j_b >= 0 and total_b < total:
@@ -382,9 +382,9 @@ def floors_under(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, ...
     cap = np.asarray(cap, dtype=float)
     h = _halves(len(cap))
     if not h:
-        return floor_under(*args, *relaxations, cap)
-    later = _other_half(floor_under, *_points_of(args, h, None), *relaxations, cap[h:])
-    return np.concatenate([floor_under(*_points_of(args, 0, h), *relaxations, cap[:h]),
+        return floor_under(*args, relaxations, cap)
+    later = _other_half(floor_under, *_points_of(args, h, None), relaxations, cap[h:])
+    return np.concatenate([floor_under(*_points_of(args, 0, h), relaxations, cap[:h]),
                            later.result()])
 
 

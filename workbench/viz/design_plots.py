@@ -28,7 +28,7 @@ from workbench.perf import CYCLE_PARTS, ENERGY_PARTS
 from workbench.tiling import SCHEDULES
 from workbench.viz.common import PART_COLORS, SCHEDULE_COLORS, TOOLS, apply_labels, hover
 from workbench.viz.explore_plots import data_ranges, roofline_data
-from workbench.viz.labels import place_labels
+from workbench.viz.labels import Scene, place_labels
 from workbench.viz.units import TILE_HEADER, fmt_energy, fmt_ms, human_axes, log_ticks
 
 MEMORY_COLUMNS = ("memory_bytes", "memory", "log2", "time_ms", "energy_uj", "throughput_gops",
@@ -105,9 +105,10 @@ def front_points_data(front: pd.DataFrame, sizes: pd.DataFrame) -> dict[str, lis
     data = memory_points_data(front)
     others = memory_points_data(sizes)
     return data | place_labels(data["time_ms"], data["energy_uj"], data["memory"],
-                               TRADEOFF_FRAME, others=(others["time_ms"], others["energy_uj"]),
-                               paths=[(others["time_ms"], others["energy_uj"])],
-                               marker_px=22, padding=0.1)  # the selected size's cross
+                               TRADEOFF_FRAME, Scene(
+                                   others=(others["time_ms"], others["energy_uj"]),
+                                   paths=[(others["time_ms"], others["energy_uj"])],
+                                   marker_px=22, padding=0.1))  # the selected size's cross
 
 
 def roofline_points_data(per_layer: pd.DataFrame, roofs: dict | None) -> dict[str, list]:
@@ -117,7 +118,7 @@ def roofline_points_data(per_layer: pd.DataFrame, roofs: dict | None) -> dict[st
     peak = [] if roofs is None else list(roofs["peak"][:1])
     paths = [] if roofs is None else [(list(roofs["x"]), list(roofs["y"]))]
     return data | place_labels(data["ctc"], data["throughput_gops"], data["layer"],
-                               ROOFLINE_FRAME, extra_y=peak, paths=paths)
+                               ROOFLINE_FRAME, Scene(extra_y=peak, paths=paths))
 
 
 def selected_memory_data(sizes: pd.DataFrame, memory_bytes: float) -> dict[str, list]:

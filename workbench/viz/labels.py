@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 CHAR_PX = 0.58   # average glyph width per font pixel (sans-serif)
 NEAR_PX = 6.0    # points closer than this (both axes) share one label
@@ -45,20 +46,34 @@ def _pixels(values: Sequence[float], extra: Sequence[float], size_px: float, log
     return [at(v) for v in values]
 
 
+@dataclass(frozen=True)
+class Scene:
+    """What else a plot draws that labels must respect: `log` (x, y) axis scales; `others`
+    (x, y) points also drawn (the ranges span them, labels avoid them); `extra_y` values the
+    y range also spans; `lines_y` horizontal lines labels avoid (a roof: give it in both);
+    `paths` polylines (x values, y values) labels do not cross (the range does not span
+    them); `marker_px` the markers' size, `font_px` the text's, `padding` the range's margin
+    (a fraction of it)."""
+
+    log: tuple[bool, bool] = (True, True)
+    others: tuple[Sequence[float], Sequence[float]] = ((), ())
+    extra_y: Sequence[float] = ()
+    lines_y: Sequence[float] = ()
+    paths: Sequence[tuple[Sequence[float], Sequence[float]]] = ()
+    marker_px: float = 10.0
+    font_px: float = 9.33
+    padding: float = 0.2
+
+
 def place_labels(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str],
-                 frame_px: tuple[float, float], log: tuple[bool, bool] = (True, True),
-                 others: tuple[Sequence[float], Sequence[float]] = ((), ()),
-                 extra_y: Sequence[float] = (), lines_y: Sequence[float] = (),
-                 paths: Sequence[tuple[Sequence[float], Sequence[float]]] = (),
-                 marker_px: float = 10.0, font_px: float = 9.33,
-                 padding: float = 0.2) -> dict[str, list]:
+                 frame_px: tuple[float, float], scene: Scene = Scene()) -> dict[str, list]:
     """Columns `label` (text, '' when left out), `label_align` ('left', 'right', 'center'),
     `label_dx` and `label_dy` (px offsets, the text's bottom at y + dy) for a LabelSet over
-    the points, in their order; `frame_px` is the plot frame's (width, height); `others`
-    (x, y) are points also drawn (the ranges span them, labels avoid them), `extra_y` values
-    the y range also spans, `lines_y` horizontal lines labels avoid (a roof: give it in both);
-    `paths` polylines (x values, y values) drawn over the plot that labels do not cross (the
-    range does not span them), `marker_px` the markers' size."""
+    the points, in their order; `frame_px` is the plot frame's (width, height), `scene` the
+    rest of the plot (`Scene`)."""
+    log, others, extra_y, lines_y, paths = (scene.log, scene.others, scene.extra_y,
+                                            scene.lines_y, scene.paths)
+    marker_px, font_px, padding = scene.marker_px, scene.font_px, scene.padding
     px = _pixels([*xs, *others[0]], [], frame_px[0], log[0], padding)
     py = _pixels([*ys, *others[1]], extra_y, frame_px[1], log[1], padding)
     r = marker_px / 2
