@@ -22,6 +22,7 @@ from __future__ import annotations
 import html
 import math
 import re
+from dataclasses import astuple, dataclass
 
 import ipywidgets as widgets
 from bokeh.models import ColumnDataSource
@@ -74,18 +75,42 @@ STALE = "; the plots and summary still show the last hierarchy that worked"
 _STYLE = {"description_width": "110px"}
 
 
+@dataclass(frozen=True)
+class HierarchySetup:
+    """What the memory-hierarchy app starts from: the network (conv layers, and fc with
+    `include_fc`); on-chip level sizes (KB, outermost first), split I/W/O in `ratio` or
+    shared, access width (bits); the capacity budget (KB) and the co-design grid of sizes
+    (KB); element and partial-sum bytes; MAC and DRAM energies (pJ, DRAM per 16 bits); the
+    datapath (a key of DATAPATHS); the budget's axis ("capacity" or "area": mm² at
+    `mm2_per_kb`); whether to search ahead (`prefetch`) and in the background."""
+
+    network: str = "lenet5"
+    sizes_kb: tuple[float, ...] = (32, 1)
+    split: bool = False
+    ratio: tuple[int, int, int] = (1, 16, 1)
+    width_bits: int = 64
+    budget_kb: float = 64
+    grid_kb: tuple[float, ...] = (1, 4, 16, 64, 256)
+    include_fc: bool = False
+    elem_bytes: int = 2
+    psum_bytes: int = 4
+    mac_pj: float = 1.0
+    dram_pj_per_16b: float = 320.0
+    datapath: str = "1 MAC"
+    axis: str = "capacity"
+    area_budget_mm2: float = 0.5
+    mm2_per_kb: float = SEED001_MM2_PER_KB
+    prefetch: bool = False
+    background: bool = False
+
+
 class HierarchyView:
     """Widgets, bokeh sources and callbacks of the memory-hierarchy app."""
 
-    def __init__(self, network: str = "lenet5", sizes_kb: tuple[float, ...] = (32, 1),
-                 split: bool = False, ratio: tuple[int, int, int] = (1, 16, 1),
-                 width_bits: int = 64, budget_kb: float = 64,
-                 grid_kb: tuple[float, ...] = (1, 4, 16, 64, 256), include_fc: bool = False,
-                 elem_bytes: int = 2, psum_bytes: int = 4, mac_pj: float = 1.0,
-                 dram_pj_per_16b: float = 320.0, datapath: str = "1 MAC",
-                 axis: str = "capacity", area_budget_mm2: float = 0.5,
-                 mm2_per_kb: float = SEED001_MM2_PER_KB, prefetch: bool = False,
-                 background: bool = False) -> None:
+    def __init__(self, setup: HierarchySetup = HierarchySetup()) -> None:
+        (network, sizes_kb, split, ratio, width_bits, budget_kb, grid_kb, include_fc,
+         elem_bytes, psum_bytes, mac_pj, dram_pj_per_16b, datapath, axis, area_budget_mm2,
+         mm2_per_kb, prefetch, background) = astuple(setup)
         if not 1 <= len(sizes_kb) <= MAX_LEVELS - 1:
             raise WorkbenchError(f"sizes_kb: 1 to {MAX_LEVELS - 1} on-chip levels, got "
                                  f"{list(sizes_kb)}")
@@ -375,5 +400,5 @@ class HierarchyView:
 
 
 def hierarchy_view(**kwargs) -> HierarchyView:
-    """Build the memory-hierarchy app (keyword arguments as HierarchyView)."""
-    return HierarchyView(**kwargs)
+    """Build the memory-hierarchy app (keyword arguments: the fields of `HierarchySetup`)."""
+    return HierarchyView(HierarchySetup(**kwargs))
