@@ -46,22 +46,9 @@ fuzz: $(STAMP)
 	WORKBENCH_FUZZ_FILES=$${WORKBENCH_FUZZ_FILES:-2000} $(PY) -m pytest -q -p no:cacheprovider \
 		tests/test_fuzz_yaml.py tests/test_import_fuzz.py -k "mutated"
 
+# every benchmark, its output kept in benchmarks/results/ with the commit and the machine
 bench: $(STAMP)
-	$(PY) benchmarks/bench_explore.py
-	$(PY) benchmarks/bench_cores.py
-	$(PY) benchmarks/bench_fusion.py
-	$(PY) benchmarks/bench_grouped.py
-	$(PY) benchmarks/bench_sweep.py
-	$(PY) benchmarks/bench_sweep_browser.py
-	$(PY) benchmarks/bench_quant.py
-	$(PY) benchmarks/bench_simd.py
-	$(PY) benchmarks/bench_dataflow.py
-	$(PY) benchmarks/bench_seed001_energy.py
-	$(PY) benchmarks/bench_hierarchy.py
-	$(PY) benchmarks/bench_hierarchy_reach.py
-	$(PY) benchmarks/bench_hierarchy_gaps.py
-	$(PY) benchmarks/bench_seed001_figs.py
-	$(PY) benchmarks/bench_peers.py  # prints how to install the 'peers' extra if ZigZag is absent
+	$(PY) benchmarks/run.py
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .hypothesis
