@@ -95,6 +95,12 @@ def window(node: Any, name: str, ctx: ImportContext, x: str,
     if x in ctx.pad_before:
         x, ((t, left), (b, r)) = ctx.pad_before[x]
         begin, end = (begin[0] + t, begin[1] + left), (end[0] + b, end[1] + r)
+    _, ih, iw = ctx.maps(x, node, name)  # the unpadded input when a Pad was folded
+    for axis, size, k, d, b, e in zip(("height", "width"), (ih, iw), kernel, dilation, begin,
+                                      end, strict=True):
+        if (k - 1) * d + 1 > size + b + e:
+            raise SpecError(f"{where}: kernel span {(k - 1) * d + 1} larger than padded input "
+                            f"{size + b + e} on {axis}")
     return {"x": x, "kernel": kernel, "stride": stride, "dilation": dilation, "begin": begin,
             "end": end, "group": attrs.get("group", 1)}
 
