@@ -230,10 +230,9 @@ def read_layers(net: Network, model: Any, reader: Reader, acc_bits: int = 32,
     return QuantizedModel(net, graph_of(net), params, formats, found, joins, tuple(floats))
 
 
-def load_quantized(path: str | Path, acc_bits: int = 32, overflow: str = "wrap"
-                   ) -> QuantizedModel:
-    """Read a QDQ or QLinear ONNX model: network, weights, per-layer formats and flags, with
-    every conv/fc layer on a BW(acc)-bit accumulator."""
+def read_model(path: str | Path) -> Any:
+    """The ONNX model of a quantized file (FileFormatError when unreadable; SpecError for a
+    float model or dynamic quantization)."""
     import onnx
 
     path = Path(path)
@@ -251,6 +250,17 @@ def load_quantized(path: str | Path, acc_bits: int = 32, overflow: str = "wrap"
         raise SpecError(f"ONNX file {str(path)!r}: a float model (no QuantizeLinear, "
                         "DequantizeLinear or QLinear node); --from-model reads quantized "
                         "models: give the float model as the network to quantize it")
+    return model
+
+
+def load_quantized(path: str | Path, acc_bits: int = 32, overflow: str = "wrap"
+                   ) -> QuantizedModel:
+    """Read a QDQ or QLinear ONNX model: network, weights, per-layer formats and flags, with
+    every conv/fc layer on a BW(acc)-bit accumulator."""
+    import onnx
+
+    path = Path(path)
+    model = read_model(path)
     reader = Reader(model)
     with tempfile.TemporaryDirectory() as tmp:
         twin = Path(tmp) / path.name
