@@ -6,7 +6,9 @@ Needs torch and torchvision (not run or test dependencies of the workbench)::
     .venv/bin/python data/make_onnx_corpus.py
 
 data/onnx/transformers/ holds the attention and LayerNorm models of `TRANSFORMERS` (DeiT-S and
-a MobileViT-XXS-style network are defined here, the others come from torchvision).
+a MobileViT-XXS-style network are defined here, the others come from torchvision);
+data/onnx/detection/ the whole detection models of `DETECTION` (transform, If, TopK,
+NonZero and all), which the importer cuts down to backbone and heads.
 
 Every model is built with weights=None, put in eval mode and exported at batch 1
 (inception_v3 at 299×299, the others at 224×224) with torch's legacy (TorchScript) exporter,
@@ -56,6 +58,12 @@ def build(name: str):
     """The torchvision model `name`, untrained, in eval mode, and its example input."""
     import torch
 
+    if name in DETECTION:
+        from torchvision.models import detection
+
+        _torchvision()
+        model = getattr(detection, name)(weights=None, weights_backbone=None).eval()
+        return model, [torch.zeros(3, DETECTION[name], DETECTION[name])]
     if name in CUSTOM:
         side = 256 if name == "mobilevit_xxs" else 224  # MobileViT's own input size
         return CUSTOM[name]().eval(), torch.zeros(1, 3, side, side)
@@ -150,6 +158,9 @@ def _mobilevit_xxs():
 
 
 CUSTOM = {"deit_small": _deit_small, "mobilevit_xxs": _mobilevit_xxs}
+# data/onnx/detection/: whole torchvision detection models, transform and post-processing
+# included (weights=None, weights_backbone=None), fed one image of this side
+DETECTION = {"ssdlite320_mobilenet_v3_large": 320, "retinanet_resnet50_fpn": 800}
 
 
 def strip_weights(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -192,7 +203,8 @@ def export(name: str, path: Path, dynamo: bool = False) -> None:
                 program.save(str(raw))
             else:
                 torch.onnx.export(model, (x,), str(raw), dynamo=False, opset_version=OPSET,
-                                  input_names=["input"], output_names=["logits"])
+                                  input_names=["input"],
+                                  output_names=None if name in DETECTION else ["logits"])
         proto = onnx.load(str(raw))
     proto = strip_weights(proto)
     exporter = "dynamo" if dynamo else "legacy"
@@ -214,6 +226,8 @@ def main() -> None:
     for name, dynamo in TRANSFORMERS:
         export(name, OUT / "transformers" / f"{name}{'_dynamo' if dynamo else ''}.onnx",
                dynamo=dynamo)
+    for name in DETECTION:
+        export(name, OUT / "detection" / f"{name}.onnx")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ class OnnxGraph:
     batch: int
     opset: int
     known_ops: frozenset[str] = field(default_factory=frozenset)
+    cut: list[str] = field(default_factory=list)  # what `onnx_cut.cut_front` cut, one line
 
     def is_constant(self, tensor: str) -> bool:
         return tensor in self.weights or tensor in self.values
@@ -256,6 +257,9 @@ def read_onnx(path: str | Path,
     model = _load(path)
     graph = model.graph
     _check_acyclic(graph, origin)
+    cut = _cut_transform(model, input_shape, origin)
+    if cut:
+        input_shape = None  # the new input has it
     weights = _weights(graph)
     data_inputs = [v.name for v in graph.input if v.name not in weights]
     if not data_inputs:  # every input feeds a weight slot somewhere: take the first one
@@ -279,7 +283,19 @@ def read_onnx(path: str | Path,
         if not changed:
             break
     model = _infer(model, origin)
-    return model, _collect(model, values, weights, data_inputs, batch, opset, known)
+    g = _collect(model, values, weights, data_inputs, batch, opset, known)
+    g.cut = [cut] if cut else []
+    return model, g
+
+
+def _cut_transform(model: Any, input_shape: tuple[int, ...] | None, origin: str) -> str:
+    """Cut a resizing input transform (`onnx_cut.cut_front`); its warning text or ""."""
+    from workbench.layers.onnx_cut import cut_front
+
+    graph = model.graph
+    inits = {i.name for i in graph.initializer}
+    data = next((v.name for v in graph.input if v.name not in inits), None)
+    return (cut_front(model, data, input_shape, origin) or "") if data else ""
 
 
 def _collect(model: Any, values: dict[str, np.ndarray], weights: set[str],

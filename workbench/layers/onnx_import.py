@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import FileFormatError, SpecError, WorkbenchError
-from workbench.layers import onnx_maps, onnx_matmul, onnx_ops, onnx_patterns
+from workbench.layers import onnx_cut, onnx_maps, onnx_matmul, onnx_ops, onnx_patterns
 from workbench.layers.network import Network
 from workbench.layers.onnx_context import ImportContext
 from workbench.layers.onnx_graph import read_onnx
@@ -154,7 +154,9 @@ def _network(path: Path, name: str | None, strict: bool,
     short = [short_name(n) for n in raw]
     names = short if len(set(short)) == len(set(raw)) else raw  # readable, if still unique
     gelu = {p.last: p for p in onnx_patterns.find_gelu(g)}
-    inside = {i for p in gelu.values() for i in p.members} - set(gelu)
+    cut, cut_texts = onnx_cut.cut_back(g.nodes, {v.name for v in model.graph.input} | {
+        i.name for i in model.graph.initializer})
+    inside = ({i for p in gelu.values() for i in p.members} - set(gelu)) | cut
     for index, node in enumerate(g.nodes):
         node_name = names[index]
         if not node.output or not node.output[0]:
@@ -185,6 +187,8 @@ def _network(path: Path, name: str | None, strict: bool,
         raise SpecError(f"{origin}: no layer to import (the graph computes only constants "
                         "or shapes)")
     _warn(ctx, origin)
+    for text in g.cut + cut_texts:
+        warnings.warn(f"{origin}: {text}", onnx_cut.CutWarning, stacklevel=2)
     return Network(name or path.stem, tuple(ctx.layers), title=_title(model),
                    source=f"ONNX {path.name}", inputs=dict(ctx.reads),
                    unbiased=frozenset(ctx.unbiased))

@@ -1,0 +1,98 @@
+"""Detection graphs (data/onnx/detection/): the input transform and the data-dependent
+post-processing are cut with one warning line each, the backbone and heads are counted.
+
+References: torchvision's published GFLOPS (= GMACs) of each model's COCO weights, and MACs
+recomputed per Conv node from the shapes onnxruntime produces when it runs the whole graph
+(random weights, transform and post-processing included).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from model_files import save_graph
+from onnx import helper, numpy_helper
+
+from workbench import layers
+from workbench.errors import WorkbenchError
+from workbench.layers.onnx_cut import CutWarning
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = ROOT / "data" / "onnx" / "detection"
+PUBLISHED = {"ssdlite320_mobilenet_v3_large": (320, 0.583),
+             "retinanet_resnet50_fpn": (800, 151.54)}
+
+
+def _load(name: str, side: int) -> tuple[layers.Network, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        net = layers.load_network(FILES / f"{name}.onnx", input_shape=(3, side, side))
+    return net, [str(w.message) for w in caught if issubclass(w.category, CutWarning)]
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_backbone_and_heads_give_the_published_macs(name: str) -> None:
+    side, gmacs = PUBLISHED[name]
+    net, cut = _load(name, side)
+    assert net.macs / 1e9 == pytest.approx(gmacs, rel=0.01)
+    assert len(cut) == 2 and all("\n" not in line for line in cut)
+    transform, post = cut
+    assert "cut the input transform" in transform and f"1×3×{side}×{side}" in transform
+    assert "Resize" in transform and "Pad" in transform
+    assert "cut data-dependent post-processing" in post
+    assert any(op in post for op in ("NonZero", "TopK", "If"))
+    assert net.layers[0].in_shape == (3, side, side)
+    heads = [lay for lay in net if lay.name.startswith("head.")]
+    assert heads and {lay.kind for lay in heads} <= {
+        "conv", "activation", "transpose", "concat", "affine", "eltwise"}
+    assert sum(lay.kind == "conv" for lay in heads) >= 10
+
+
+def test_transform_needs_the_input_shape() -> None:
+    with pytest.raises(WorkbenchError) as err:
+        layers.load_network(FILES / "ssdlite320_mobilenet_v3_large.onnx")
+    text = str(err.value)
+    assert "\n" not in text and "--input-shape C,H,W" in text
+
+
+def test_ssdlite_conv_macs_equal_onnxruntime_shapes() -> None:
+    ort = pytest.importorskip("onnxruntime")
+    model = onnx.load(str(FILES / "ssdlite320_mobilenet_v3_large.onnx"))
+    convs = [n for n in model.graph.node if n.op_type == "Conv"]
+    model.graph.output.extend(helper.make_empty_tensor_value_info(n.output[0]) for n in convs)
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    feeds = {i.name: (rng.standard_normal(i.shape) * 0.1).astype(np.float32)
+             for i in session.get_inputs()}
+    feeds["input"] = rng.uniform(0, 1, (3, 320, 320)).astype(np.float32)
+    names = [o.name for o in session.get_outputs()]
+    got = dict(zip(names, session.run(None, feeds), strict=True))
+    weights = {i.name: i.shape for i in session.get_inputs()}
+    expected = sum(math.prod(got[n.output[0]].shape) * math.prod(weights[n.input[1]][1:])
+                   for n in convs)
+    net, _ = _load("ssdlite320_mobilenet_v3_large", 320)
+    assert net.macs == expected
+
+
+def test_topk_and_if_are_cut_with_one_line_each(tmp_path: Path) -> None:
+    """conv → relu → TopK (data-dependent selection) → Gather: conv and relu stay."""
+    w = numpy_helper.from_array(np.zeros((4, 3, 3, 3), np.float32), "w")
+    k = numpy_helper.from_array(np.array([5], np.int64), "k")
+    flat = numpy_helper.from_array(np.array([1, -1], np.int64), "flat")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Reshape", ["r", "flat"], ["f"], name="reshape"),
+             helper.make_node("TopK", ["f", "k"], ["v", "i"], name="topk"),
+             helper.make_node("Gather", ["f", "i"], ["y"], name="pick", axis=1)]
+    path = save_graph(tmp_path / "topk.onnx", nodes, [1, 3, 8, 8], [1, 5], [w, k, flat])
+    with pytest.warns(CutWarning) as caught:
+        net = layers.load_network(path)
+    assert [lay.name for lay in net] == ["conv", "relu"]
+    lines = [str(c.message) for c in caught if c.category is CutWarning]
+    assert len(lines) == 1 and "2 node(s) from 'topk' (TopK, Gather)" in lines[0]
