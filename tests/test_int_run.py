@@ -11,6 +11,7 @@ as onnxruntime computes them), with a direct loop over the kernel taps.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -237,3 +238,18 @@ def test_qdq_accumulators_equal_a_numpy_integer_reference(models) -> None:
         got = stats[node.name]
         assert (got.max_abs, got.outputs) == (np.abs(acc).max(), acc.size)
         assert got.overflowing == int(((acc < -(1 << 15)) | (acc > (1 << 15) - 1)).sum())
+
+
+@pytest.mark.parametrize("name", ["pt_qop_se", "pc_qop_se"])
+def test_qoperator_models_import_with_their_macs(models, name: str) -> None:
+    """QGemm, QLinearMul (the SE scale), QLinearSigmoid and QLinearGlobalAveragePool of
+    onnxruntime's domain import as their float forms, with no unknown operator: conv1 8 maps
+    × 8×8 × 3·3·3, the SE 1×1 conv 8 × 8 on one pixel, conv2 6 × 6×6 × 8·3·3, fc 10 × 216."""
+    from workbench import layers
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        net = layers.load_network(models[name])
+    assert [lay.macs for lay in net if lay.macs] == [8 * 64 * 27, 8 * 8, 6 * 36 * 72, 10 * 216]
+    assert [lay.kind for lay in net] == ["conv", "pool", "conv", "activation", "scale", "conv",
+                                         "fc"]

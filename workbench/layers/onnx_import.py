@@ -74,6 +74,13 @@ CONVERTERS: dict[str, Callable[[ImportContext, Any, str], None]] = {
     **dict.fromkeys(("Resize", "Upsample"), onnx_maps.convert_resize),
     "Transpose": onnx_maps.convert_transpose,
 }
+# onnxruntime's quantized operators (domain com.microsoft): counted as their float forms
+MS_CONVERTERS: dict[str, Callable[[ImportContext, Any, str], None]] = {
+    "QGemm": onnx_matmul.convert_matmul,
+    **dict.fromkeys(("QLinearAdd", "QLinearMul"), onnx_maps.convert_arithmetic),
+    **dict.fromkeys(("QLinearSigmoid", "QLinearLeakyRelu"), onnx_maps.convert_activation),
+    "QLinearGlobalAveragePool": onnx_ops.convert_qlinear_global_pool,
+}
 SUPPORTED = tuple(sorted({*CONVERTERS, *PASS_THROUGH, *SHAPE_OPS}))
 
 
@@ -172,7 +179,8 @@ def _network(path: Path, name: str | None, strict: bool,
             continue
         if not node.input or not node.input[0]:
             raise SpecError(f"{origin}: node {node_name!r} ({node.op_type}) has no data input")
-        converter = CONVERTERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        converter = CONVERTERS.get(node.op_type) if node.domain in ("", "ai.onnx") else \
+            MS_CONVERTERS.get(node.op_type) if node.domain == "com.microsoft" else None
         try:
             if converter is None:
                 _unknown(ctx, node, node_name, strict, origin)

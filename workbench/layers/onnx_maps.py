@@ -49,9 +49,11 @@ from workbench.layers.stream_spec import (
 ACTIVATION_OPS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "HardSwish": "hardswish",
                   "HardSigmoid": "hardsigmoid", "LeakyRelu": "leaky_relu", "PRelu": "prelu",
                   "Elu": "elu", "Selu": "selu", "Gelu": "gelu", "Softplus": "softplus",
-                  "Mish": "mish", "Clip": "clip"}
+                  "Mish": "mish", "Clip": "clip", "QLinearSigmoid": "sigmoid",
+                  "QLinearLeakyRelu": "leaky_relu"}
 ARITHMETIC = {"Add": "sum", "Sum": "sum", "Sub": "sum", "Mul": "prod", "Div": "prod",
-              "Max": "max", "Min": "max", "Mean": "sum", "Pow": "prod"}
+              "Max": "max", "Min": "max", "Mean": "sum", "Pow": "prod",
+              "QLinearAdd": "sum", "QLinearMul": "prod"}  # the last two: com.microsoft
 
 
 def _f32(value: float) -> float:

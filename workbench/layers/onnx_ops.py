@@ -172,6 +172,13 @@ def _global(ctx: ImportContext, node: Any, name: str, mode: str) -> None:
     ctx.add(PoolLayer(name, c, w, h, w, h, 1, 1, On=ctx.batch, mode=mode), node, [x])
 
 
+def convert_qlinear_global_pool(ctx: ImportContext, node: Any, name: str) -> None:
+    """com.microsoft QLinearGlobalAveragePool (NCHW): a global average pool."""
+    if attrs_of(node).get("channels_last", 0):
+        raise SpecError(f"{ctx.where(node, name)}: channels_last pooling is not supported")
+    _global(ctx, node, name, "avg")
+
+
 def convert_pool(ctx: ImportContext, node: Any, name: str) -> None:
     """MaxPool, AveragePool and the global pools."""
     mode = POOL_MODE[node.op_type]
