@@ -55,6 +55,9 @@ def cmd_quantize(args: argparse.Namespace) -> None:
     own = args.network if str(args.network).lower().endswith(".onnx") else None
     params = quant.load_weights(args.weights or own or shipped_weights(net), net)
     data = load_data(args.data or "mnist", net)
+    if args.float_formats:
+        float_formats(net, params, data, args)
+        return
     n = args.images
     res = quant.search(net, params, data["calib_x"], data["calib_x"][:n], data["calib_y"][:n],
                        acc_bits=args.acc_bits, bound=args.bound, overflow=args.overflow,
@@ -85,6 +88,30 @@ def cmd_quantize(args: argparse.Namespace) -> None:
             search_accuracy=res.accuracy))
 
 
+def float_formats(net: layers.Network, params: dict, data: dict,
+                  args: argparse.Namespace) -> None:
+    """Per-layer held-out accuracy and bytes per image of each float format."""
+    from workbench.quant import floats
+
+    names = [n.strip() for n in args.float_formats.split(",") if n.strip()]
+    for name in names:
+        floats.float_format(name)  # a one-line error for an unknown name, before any work
+    x, y = data["test_x"][:args.images], data["test_y"][:args.images]
+    base = quant.accuracy(net, params, x, y)
+    table = floats.layer_accuracy(net, params, x, y, names)
+    sizes = {name: floats.bytes_moved(net, floats.FORMATS[name].bytes) for name in names}
+    if args.json:
+        print(json.dumps({"float32_accuracy": base, "images": len(y), "accuracy": table,
+                          "bytes_per_image": sizes}, indent=1))
+        return
+    print(f"{net.name}: held-out accuracy on {len(y)} images with one layer (its weights and "
+          f"the maps it writes) in each format; float32 {base:.2%}")
+    frame = pd.DataFrame(table).rename_axis("layer").reset_index()
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.2%}"))
+    print("bytes per image (weights once, each layer's input and output maps once): "
+          + ", ".join(f"{k} {v:,}" for k, v in sizes.items()))
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("quantize", parents=[common],
                        help="per-layer fixed-point formats for narrow accumulators")
@@ -112,6 +139,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--images", type=positive_int, default=1000,
                    help="search (or --from-model calibration) images, from the calibration "
                         "set (default: %(default)s)")
+    p.add_argument("--float-formats", metavar="F1,F2", default=None,
+                   help="instead of the fixed-point search: held-out accuracy per layer in "
+                        "each float format (fp16, bf16, fp8-e4m3, fp8-e5m2) and the bytes "
+                        "each moves per image")
     p.add_argument("--out", type=output_file,
                    help="write the per-layer configuration and the held-out accuracy to "
                         "this YAML file")
