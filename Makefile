@@ -58,6 +58,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_dataflow.py
 	$(PY) benchmarks/bench_seed001_energy.py
 	$(PY) benchmarks/bench_hierarchy.py
+	$(PY) benchmarks/bench_torchvision_import.py
 	$(PY) benchmarks/bench_hierarchy_reach.py
 	$(PY) benchmarks/bench_hierarchy_gaps.py
 	$(PY) benchmarks/bench_seed001_figs.py
