@@ -24,8 +24,9 @@ from workbench.layers.onnx_cut import CutWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ROOT / "data" / "onnx" / "detection"
-PUBLISHED = {"ssdlite320_mobilenet_v3_large": (320, 0.583),
-             "retinanet_resnet50_fpn": (800, 151.54)}
+# model: (image side, GMACs, parameters in millions)
+PUBLISHED = {"ssdlite320_mobilenet_v3_large": (320, 0.583, 3.440934),
+             "retinanet_resnet50_fpn": (800, 151.54, 34.014999)}
 
 
 def _load(name: str, side: int) -> tuple[layers.Network, list[str]]:
@@ -37,9 +38,12 @@ def _load(name: str, side: int) -> tuple[layers.Network, list[str]]:
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_backbone_and_heads_give_the_published_macs(name: str) -> None:
-    side, gmacs = PUBLISHED[name]
+    side, gmacs, mparams = PUBLISHED[name]
     net, cut = _load(name, side)
     assert net.macs / 1e9 == pytest.approx(gmacs, rel=0.01)
+    # weights shared by layers (RetinaNet's heads at five pyramid levels) count once
+    assert (net.params + net.biases) / 1e6 == pytest.approx(mparams, rel=0.01)
+    assert len(net.shared) == (40 if name.startswith("retinanet") else 0)
     assert len(cut) == 2 and all("\n" not in line for line in cut)
     transform, post = cut
     assert "cut the input transform" in transform and f"1×3×{side}×{side}" in transform

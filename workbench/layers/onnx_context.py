@@ -36,6 +36,8 @@ class ImportContext:
     pad_before: dict[str, tuple[str, Pads]] = field(default_factory=dict)  # folded Pad
     unknown: dict[str, list[str]] = field(default_factory=dict)  # op type -> node names
     notes: list[str] = field(default_factory=list)
+    weight_owner: dict[tuple, str] = field(default_factory=dict)  # (weight, bias) -> layer
+    shared: set[str] = field(default_factory=set)  # layers reusing an owner's weights
 
     def __post_init__(self) -> None:
         for node in self.g.nodes:
@@ -125,6 +127,15 @@ class ImportContext:
         self.tensor_of[name] = node.output[0] if node.output else ""
         if biased is False:
             self.unbiased.add(name)
+
+    def uses_weight(self, weight: str, bias: str = "") -> None:
+        """The layer just added reads these weight and bias tensors: shared when an earlier
+        layer read both."""
+        name, key = self.layers[-1].name, (weight, bias)
+        if key in self.weight_owner:
+            self.shared.add(name)
+        else:
+            self.weight_owner[key] = name
 
     def alias(self, node: Any, tensor: str) -> None:
         """The node's outputs are `tensor` for the layer graph (shape ops, folded ops)."""

@@ -199,4 +199,4 @@ def _network(path: Path, name: str | None, strict: bool,
         warnings.warn(f"{origin}: {text}", onnx_cut.CutWarning, stacklevel=2)
     return Network(name or path.stem, tuple(ctx.layers), title=_title(model),
                    source=f"ONNX {path.name}", inputs=dict(ctx.reads),
-                   unbiased=frozenset(ctx.unbiased))
+                   unbiased=frozenset(ctx.unbiased), shared=frozenset(ctx.shared))

@@ -104,6 +104,8 @@ def convert_matmul(ctx: ImportContext, node: Any, name: str) -> None:
     slot = BIAS_SLOT.get(node.op_type)
     biased = slot is not None and len(node.input) > slot and bool(node.input[slot])
     ctx.add(layer, node, reads, biased=biased if ctx.g.is_constant(b) else None)
+    if ctx.g.is_constant(b):
+        ctx.uses_weight(b, node.input[slot] if biased else "")
 
 
 def _linear(ctx: ImportContext, node: Any, name: str, out: tuple[int, ...],

@@ -130,6 +130,7 @@ def convert_conv(ctx: ImportContext, node: Any, name: str) -> None:
     bias = BIAS_SLOT.get(node.op_type)
     biased = bias is not None and len(node.input) > bias and bool(node.input[bias])
     ctx.add(layer, node, [win["x"]], biased=biased)
+    ctx.uses_weight(node.input[slot], node.input[bias] if biased else "")
 
 
 def convert_conv_transpose(ctx: ImportContext, node: Any, name: str) -> None:
