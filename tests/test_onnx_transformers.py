@@ -256,3 +256,12 @@ def test_layer_norm_and_row_softmax(tmp_path: Path) -> None:
         layers.load_network(_save(tmp_path / "ln1.onnx", bad, [1, 5, 6], [1, 5, 6],
                                   [numpy_helper.from_array(np.ones(30, np.float32), "g"),
                                    numpy_helper.from_array(np.ones(30, np.float32), "b")]))
+
+
+def test_layer_norm_of_feature_vectors(tmp_path: Path) -> None:
+    """N × F (a classifier's LayerNorm, as in MaxViT): one row of F features per image."""
+    scale = numpy_helper.from_array(np.ones(12, np.float32), "g")
+    nodes = [helper.make_node("LayerNormalization", ["x", "g"], ["y"], name="ln")]
+    net = layers.load_network(_save(tmp_path / "ln2.onnx", nodes, [1, 12], [1, 12], [scale]))
+    ln = net["ln"]
+    assert (ln.in_shape, ln.params, ln.biases, ln.ops) == ((1, 1, 12), 12, 0, 6 * 12)

@@ -265,7 +265,7 @@ def convert_layernorm(ctx: ImportContext, node: Any, name: str) -> None:
     if not isinstance(axis, int) or axis % len(shape) != len(shape) - 1:
         raise SpecError(f"{ctx.where(node, name)}: normalization over axis {axis} of "
                         f"{list(shape)}; only the last axis is supported")
-    c, h, w = ctx.maps(x, node, name)
+    c, h, w = ctx.maps(x, node, name) if len(shape) > 2 else (1, 1, shape[-1])  # N × F: a row
     counts = []
     for slot in (1, 2):
         given = len(node.input) > slot and bool(node.input[slot])
