@@ -100,3 +100,34 @@ def test_topk_and_if_are_cut_with_one_line_each(tmp_path: Path) -> None:
     assert [lay.name for lay in net] == ["conv", "relu"]
     lines = [str(c.message) for c in caught if c.category is CutWarning]
     assert len(lines) == 1 and "2 node(s) from 'topk' (TopK, Gather)" in lines[0]
+
+
+def test_masks_the_network_reads_are_not_cut(tmp_path: Path) -> None:
+    """Equal → Where on the main path (as Swin's window mask): no cut, the layers stay."""
+    w = numpy_helper.from_array(np.zeros((4, 3, 3, 3), np.float32), "w")
+    zero = numpy_helper.from_array(np.array(0.0, np.float32), "zero")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Equal", ["c", "zero"], ["m"], name="mask"),
+             helper.make_node("Where", ["m", "zero", "c"], ["y"], name="select")]
+    path = save_graph(tmp_path / "mask.onnx", nodes, [1, 3, 8, 8], [1, 4, 6, 6], [w, zero])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        net = layers.load_network(path)
+    assert not [c for c in caught if c.category is CutWarning]
+    assert [lay.name for lay in net] == ["conv", "mask", "select"]
+
+
+def test_pads_from_shape_arithmetic_with_mod(tmp_path: Path) -> None:
+    """Pad amounts computed as (W mod 4) from the input's shape (Swin's window padding)."""
+    consts = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (
+        ("three", 3), ("four", 4), ("zeros", [0] * 7), ("ax", [0]))]
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "three"], ["wd"], name="width", axis=0),
+             helper.make_node("Mod", ["wd", "four"], ["r"], name="mod"),
+             helper.make_node("Unsqueeze", ["r", "ax"], ["r1"], name="unsq"),
+             helper.make_node("Concat", ["zeros", "r1"], ["pads"], name="pads", axis=0),
+             helper.make_node("Pad", ["x", "pads"], ["p"], name="pad"),
+             helper.make_node("Relu", ["p"], ["y"], name="relu")]
+    path = save_graph(tmp_path / "mod.onnx", nodes, [1, 3, 5, 5], [1, 3, 5, 6], consts)
+    net = layers.load_network(path)
+    assert net["relu"].in_shape == (3, 5, 6)  # 5 mod 4 = 1 column of padding

@@ -6,9 +6,9 @@
   input of the per-image size `input_shape` (C, H, W): the size the backbone sees, which the
   transform would have made. Without `input_shape` that is a one-line error asking for it.
 - Post-processing: control flow (If, Loop, Scan), data-dependent selection (NonZero, TopK,
-  NonMaxSuppression, RoiAlign, and the comparisons and masks that feed it: Greater, Less,
-  Equal, Not, And, Or, Where), the nodes that read the image sizes the cut transform made,
-  and every node that reads what was cut. The backbone and the heads stay.
+  NonMaxSuppression, RoiAlign), the nodes that read the image sizes the cut transform made,
+  every node that reads what was cut, and the comparisons and masks (Greater, Less, Equal,
+  Not, And, Or, Where) that only cut nodes read. The backbone and the heads stay.
 
 Each connected cut sub-graph is one warning line (`CutWarning`): its node count, its operator
 types and its first node.
@@ -22,9 +22,10 @@ from typing import Any
 from workbench.errors import FileFormatError
 
 TRANSFORM_OPS = ("Resize", "Upsample", "Shape", "If", "Loop")
-CUT_OPS = ("If", "Loop", "Scan", "NonZero", "TopK", "NonMaxSuppression", "RoiAlign",
-           "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual", "Not", "And", "Or",
-           "Where")  # the last: comparisons and masks, which only select
+CUT_OPS = ("If", "Loop", "Scan", "NonZero", "TopK", "NonMaxSuppression", "RoiAlign")
+# comparisons and masks: cut when everything that reads them is cut (they only select)
+SELECT_OPS = ("Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual", "Not", "And", "Or",
+              "Where")
 CONVS = ("Conv", "QLinearConv", "ConvInteger")
 
 
@@ -95,6 +96,16 @@ def cut_back(nodes: list[Any], known: set[str]) -> tuple[set[int], list[str]]:
         if node.op_type in CUT_OPS or dangling or any(t in cut_tensors for t in node.input):
             cut.add(i)
             cut_tensors.update(o for o in node.output if o)
+    readers: dict[str, list[int]] = {}
+    for i, node in enumerate(nodes):
+        for t in node.input:
+            if t:
+                readers.setdefault(t, []).append(i)
+    for i in range(len(nodes) - 1, -1, -1):  # selections feeding only what was cut
+        node = nodes[i]
+        read_by = [r for o in node.output if o for r in readers.get(o, [])]
+        if node.op_type in SELECT_OPS and read_by and all(r in cut for r in read_by):
+            cut.add(i)
     parent = {i: i for i in cut}
 
     def root(i: int) -> int:

@@ -107,6 +107,8 @@ OPS: dict[str, Op] = {
     "Mul": lambda n, a, k: a[0] * a[1],
     "Div": lambda n, a, k: _int_div(a[0], a[1]),
     "Neg": lambda n, a, k: -a[0],
+    "Mod": lambda n, a, k: (np.fmod if k.get("fmod", 0) else np.mod)(a[0], a[1]),
+    "Transpose": lambda n, a, k: np.transpose(a[0], k.get("perm")),
     "Max": lambda n, a, k: np.maximum.reduce(a),
     "Min": lambda n, a, k: np.minimum.reduce(a),
     "Floor": lambda n, a, k: np.floor(a[0]),
