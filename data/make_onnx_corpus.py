@@ -160,7 +160,8 @@ def _mobilevit_xxs():
 CUSTOM = {"deit_small": _deit_small, "mobilevit_xxs": _mobilevit_xxs}
 # data/onnx/detection/: whole torchvision detection models, transform and post-processing
 # included (weights=None, weights_backbone=None), fed one image of this side
-DETECTION = {"ssdlite320_mobilenet_v3_large": 320, "retinanet_resnet50_fpn": 800}
+DETECTION = {"ssdlite320_mobilenet_v3_large": 320, "retinanet_resnet50_fpn": 800,
+             "fasterrcnn_resnet50_fpn": 800}
 
 
 def strip_weights(model: onnx.ModelProto) -> onnx.ModelProto:

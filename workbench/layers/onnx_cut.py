@@ -8,7 +8,8 @@
 - Post-processing: control flow (If, Loop, Scan), data-dependent selection (NonZero, TopK,
   NonMaxSuppression, RoiAlign), the nodes that read the image sizes the cut transform made,
   every node that reads what was cut, and the comparisons and masks (Greater, Less, Equal,
-  Not, And, Or, Where) that only cut nodes read. The backbone and the heads stay.
+  Not, And, Or, Where) and the nodes without a static shape that only cut nodes read (box
+  decoding before NMS). The backbone and the heads stay.
 
 Each connected cut sub-graph is one warning line (`CutWarning`): its node count, its operator
 types and its first node.
@@ -83,7 +84,8 @@ def cut_front(model: Any, data_input: str, input_shape: tuple[int, ...] | None,
     return text
 
 
-def cut_back(nodes: list[Any], known: set[str]) -> tuple[set[int], list[str]]:
+def cut_back(nodes: list[Any], known: set[str],
+             shapes: dict | None = None) -> tuple[set[int], list[str]]:
     """(indices of the nodes to cut, one warning text per connected cut sub-graph): the
     CUT_OPS nodes, the nodes reading a tensor that nothing makes any more (the transform's
     image sizes, once it is cut; `known`: graph inputs and initializers), and every node that
@@ -101,10 +103,13 @@ def cut_back(nodes: list[Any], known: set[str]) -> tuple[set[int], list[str]]:
         for t in node.input:
             if t:
                 readers.setdefault(t, []).append(i)
-    for i in range(len(nodes) - 1, -1, -1):  # selections feeding only what was cut
+    shapes = shapes if shapes is not None else {}
+    for i in range(len(nodes) - 1, -1, -1):  # selections, shapeless nodes only cut ones read
         node = nodes[i]
         read_by = [r for o in node.output if o for r in readers.get(o, [])]
-        if node.op_type in SELECT_OPS and read_by and all(r in cut for r in read_by):
+        shapeless = any(o and o in shapes and shapes[o] is None for o in node.output)
+        if (node.op_type in SELECT_OPS or shapeless) and read_by and all(
+                r in cut for r in read_by):
             cut.add(i)
     parent = {i: i for i in cut}
 

@@ -162,7 +162,7 @@ def _network(path: Path, name: str | None, strict: bool,
     names = short if len(set(short)) == len(set(raw)) else raw  # readable, if still unique
     gelu = {p.last: p for p in onnx_patterns.find_gelu(g)}
     cut, cut_texts = onnx_cut.cut_back(g.nodes, {v.name for v in model.graph.input} | {
-        i.name for i in model.graph.initializer})
+        i.name for i in model.graph.initializer}, g.shapes)
     inside = ({i for p in gelu.values() for i in p.members} - set(gelu)) | cut
     for index, node in enumerate(g.nodes):
         node_name = names[index]
