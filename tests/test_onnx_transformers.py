@@ -265,3 +265,30 @@ def test_layer_norm_of_feature_vectors(tmp_path: Path) -> None:
     net = layers.load_network(_save(tmp_path / "ln2.onnx", nodes, [1, 12], [1, 12], [scale]))
     ln = net["ln"]
     assert (ln.in_shape, ln.params, ln.biases, ln.ops) == ((1, 1, 12), 12, 0, 6 * 12)
+
+
+@pytest.mark.parametrize(("equation", "a", "b"), [
+    ("bghid,bghjd->bghij", [1, 2, 3, 5, 4], [1, 2, 3, 7, 4]),  # MaxViT's Q·Kᵀ
+    ("bghij,bghjd->bghid", [1, 2, 3, 5, 7], [1, 2, 3, 7, 4]),  # its scores·V
+    ("bij,bjk->bik", [2, 3, 4], [2, 4, 6])])
+def test_einsum_macs_are_output_times_contracted(tmp_path: Path, equation: str, a: list[int],
+                                                 b: list[int]) -> None:
+    """Reference: numpy's einsum output size × the sizes of the indices it sums over."""
+    nodes = [helper.make_node("Relu", ["B_in"], ["B"], name="relu"),
+             helper.make_node("Einsum", ["x", "B"], ["y"], name="es", equation=equation)]
+    out = np.einsum(equation, np.zeros(a), np.zeros(b))
+    graph = helper.make_graph(nodes, "g", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, a),
+        helper.make_tensor_value_info("B_in", TensorProto.FLOAT, b)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out.shape))])
+    path = tmp_path / "es.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        net = layers.load_network(path)
+    ins, result = equation.split("->")
+    summed = set(ins.replace(",", "")) - set(result)
+    sizes = dict(zip(ins.split(",")[0], a, strict=True)) | dict(zip(ins.split(",")[1], b,
+                                                                    strict=True))
+    assert net["es"].macs == out.size * math.prod(sizes[i] for i in summed)
+    assert net["es"].inputs == 2

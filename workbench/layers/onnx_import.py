@@ -73,6 +73,7 @@ CONVERTERS: dict[str, Callable[[ImportContext, Any, str], None]] = {
     "LayerNormalization": onnx_maps.convert_layernorm,
     **dict.fromkeys(("Resize", "Upsample"), onnx_maps.convert_resize),
     "Transpose": onnx_maps.convert_transpose,
+    "Einsum": onnx_matmul.convert_einsum,
 }
 # onnxruntime's quantized operators (domain com.microsoft): counted as their float forms
 MS_CONVERTERS: dict[str, Callable[[ImportContext, Any, str], None]] = {

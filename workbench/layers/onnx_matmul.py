@@ -10,6 +10,8 @@ N is one factor of the leading dimensions, whatever else they hold (tokens, head
   (rows = output elements / (N·M)), or an fc layer when there is one row.
 - Of two data tensors (attention's Q·Kᵀ and A·V): a non-tiled layer with its exact MACs whose
   operands are both read from memory (`GenericLayer`, inputs = 2).
+- A two-operand explicit Einsum costs the product of the sizes of all the indices it names
+  (`einsum_macs`), as a non-tiled layer like attention's products.
 - Every node's MACs are checked against the product of its inferred shapes; a disagreement
   (an operand shape that does not multiply, a batch that does not divide the rows) is a
   one-line error, never a silent miscount.
@@ -124,3 +126,46 @@ def _linear(ctx: ImportContext, node: Any, name: str, out: tuple[int, ...],
     if rows == 1:
         return ConvLayer.fc(name, k, m, On=ctx.batch)
     return ConvLayer(name=name, Ox=rows, Oy=1, Oc=m, On=ctx.batch, Kc=k)
+
+
+def einsum_macs(equation: str, shapes: list[tuple[int, ...]]) -> int:
+    """Multiply-accumulates of an explicit einsum of two operands: the product of the sizes of
+    every index either operand names (each combination is one product, summed over the
+    indices the output drops). ValueError for other forms (ellipsis, one or three operands,
+    sizes that disagree)."""
+    text = equation.replace(" ", "")
+    if "->" not in text or "." in text:
+        raise ValueError("only explicit equations without an ellipsis are counted")
+    terms = text.split("->")[0].split(",")
+    if len(terms) != 2 or len(shapes) != 2:
+        raise ValueError("only two-operand einsums are counted")
+    sizes: dict[str, int] = {}
+    for term, shape in zip(terms, shapes, strict=True):
+        if len(term) != len(shape):
+            raise ValueError(f"{term!r} names {len(term)} indices for shape {list(shape)}")
+        for index, size in zip(term, shape, strict=True):
+            if sizes.setdefault(index, size) != size and 1 not in (size, sizes[index]):
+                raise ValueError(f"index {index!r} has sizes {sizes[index]} and {size}")
+            sizes[index] = max(sizes[index], size)
+    return math.prod(sizes.values())
+
+
+def convert_einsum(ctx: ImportContext, node: Any, name: str) -> None:
+    """A two-operand Einsum (MaxViT's attention): a non-tiled layer with its exact MACs,
+    both operands read from memory; any other Einsum is a one-line error."""
+    where = ctx.where(node, name)
+    equation = attrs_of(node).get("equation", b"")
+    equation = equation.decode() if isinstance(equation, bytes) else str(equation)
+    operands = [i for i in node.input if i]
+    try:
+        total = einsum_macs(equation, [ctx.shape(i, node, name) for i in operands])
+    except ValueError as exc:
+        raise SpecError(f"{where}: einsum {equation!r} is not counted ({exc})") from None
+    if total % ctx.batch:
+        raise SpecError(f"{where}: {total} MACs do not divide into {ctx.batch} images")
+    reads = ctx.data_inputs(node)
+    c, h, w = ctx.maps(node.output[0], node, name)
+    ca, ha, wa = ctx.maps(operands[0], node, name)
+    ctx.add(GenericLayer(name, "Einsum", ca, ha, wa, c, h, w, ctx.batch,
+                         inputs=max(1, len(reads)), macs_per_image=total // ctx.batch),
+            node, reads)
