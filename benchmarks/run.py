@@ -15,7 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ORDER = ("explore", "cores", "fusion", "grouped", "sweep", "sweep_browser", "quant", "simd",
-         "dataflow", "seed001_energy", "hierarchy")
+         "dataflow", "seed001_energy", "hierarchy", "torchvision_import")
 
 
 def _git(*args: str) -> str:

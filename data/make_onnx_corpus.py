@@ -5,6 +5,11 @@ Needs torch and torchvision (not run or test dependencies of the workbench)::
     .venv/bin/pip install torch torchvision
     .venv/bin/python data/make_onnx_corpus.py
 
+data/onnx/transformers/ holds the attention and LayerNorm models of `TRANSFORMERS` (DeiT-S and
+a MobileViT-XXS-style network are defined here, the others come from torchvision);
+data/onnx/detection/ the whole detection models of `DETECTION` (transform, If, TopK,
+NonZero and all), which the importer cuts down to backbone and heads.
+
 Every model is built with weights=None, put in eval mode and exported at batch 1
 (inception_v3 at 299×299, the others at 224×224) with torch's legacy (TorchScript) exporter,
 which folds BatchNormalization into the convolutions. ResNet-18 is also exported with the
@@ -33,6 +38,10 @@ SMALL = 16  # elements: initializers up to this size stay in the file
 MODELS = ("resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
           "shufflenet_v2_x1_0", "squeezenet1_0", "googlenet", "densenet121", "inception_v3")
 OPSET = 17
+# data/onnx/transformers/: (model, dynamo exporter?) — ViT-B/16 from both exporters, DeiT-S and
+# ConvNeXt-T (LayerNormalization), a MobileViT-XXS-style network (attention on unfolded patches)
+TRANSFORMERS = (("vit_b_16", False), ("vit_b_16", True), ("deit_small", False),
+                ("convnext_tiny", False), ("mobilevit_xxs", False))
 
 
 def _torchvision():
@@ -49,6 +58,15 @@ def build(name: str):
     """The torchvision model `name`, untrained, in eval mode, and its example input."""
     import torch
 
+    if name in DETECTION:
+        from torchvision.models import detection
+
+        _torchvision()
+        model = getattr(detection, name)(weights=None, weights_backbone=None).eval()
+        return model, [torch.zeros(3, DETECTION[name], DETECTION[name])]
+    if name in CUSTOM:
+        side = 256 if name == "mobilevit_xxs" else 224  # MobileViT's own input size
+        return CUSTOM[name]().eval(), torch.zeros(1, 3, side, side)
     models = _torchvision()
     kwargs = {"weights": None}
     if name in ("googlenet", "inception_v3"):
@@ -56,6 +74,94 @@ def build(name: str):
     model = getattr(models, name)(**kwargs).eval()
     side = 299 if name == "inception_v3" else 224
     return model, torch.zeros(1, 3, side, side)
+
+
+def _deit_small():
+    """DeiT-S's shape (Touvron et al. 2021, without the distillation token): ViT with 384
+    features, 6 heads, 12 layers, MLP 1536."""
+    from torchvision.models.vision_transformer import VisionTransformer
+
+    return VisionTransformer(image_size=224, patch_size=16, num_layers=12, num_heads=6,
+                             hidden_dim=384, mlp_dim=1536)
+
+
+def _mobilevit_xxs():
+    """A MobileViT-XXS-style network (Mehta & Rastegari 2022), at 256×256: inverted residuals, then
+    MobileViT blocks that unfold 2×2 patches into token sequences, run transformer layers
+    (LayerNorm, attention, SiLU MLP) over them and fold them back."""
+    import torch
+    from torch import nn
+
+    def conv(cin, cout, k=1, s=1, groups=1, act=True):
+        layers = [nn.Conv2d(cin, cout, k, s, k // 2, groups=groups, bias=False),
+                  nn.BatchNorm2d(cout)]
+        return nn.Sequential(*layers, *([nn.SiLU()] if act else []))
+
+    class MV2(nn.Module):
+        def __init__(self, cin, cout, s, e=2):
+            super().__init__()
+            mid = cin * e
+            self.res = s == 1 and cin == cout
+            self.body = nn.Sequential(conv(cin, mid), conv(mid, mid, 3, s, groups=mid),
+                                      conv(mid, cout, act=False))
+
+        def forward(self, x):
+            return x + self.body(x) if self.res else self.body(x)
+
+    class Attention(nn.Module):
+        def __init__(self, d, heads=4):
+            super().__init__()
+            self.heads, self.qkv, self.out = heads, nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+        def forward(self, x):  # x: [B·P, N, d]
+            b, n, d = x.shape
+            q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, d // self.heads).permute(
+                2, 0, 3, 1, 4)
+            att = (q @ k.transpose(-2, -1)) * (d // self.heads) ** -0.5
+            y = (att.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, n, d)
+            return self.out(y)
+
+    class Layer(nn.Module):
+        def __init__(self, d, mlp):
+            super().__init__()
+            self.ln1, self.att = nn.LayerNorm(d), Attention(d)
+            self.ln2 = nn.LayerNorm(d)
+            self.mlp = nn.Sequential(nn.Linear(d, mlp), nn.SiLU(), nn.Linear(mlp, d))
+
+        def forward(self, x):
+            x = x + self.att(self.ln1(x))
+            return x + self.mlp(self.ln2(x))
+
+    class MobileViTBlock(nn.Module):
+        def __init__(self, c, d, depth, mlp):
+            super().__init__()
+            self.local = nn.Sequential(conv(c, c, 3), nn.Conv2d(c, d, 1, bias=False))
+            self.layers = nn.Sequential(*[Layer(d, mlp) for _ in range(depth)])
+            self.ln = nn.LayerNorm(d)
+            self.proj, self.fuse = conv(d, c), conv(2 * c, c, 3)
+
+        def forward(self, x):
+            y = self.local(x)
+            b, d, h, w = y.shape
+            t = y.reshape(b, d, h // 2, 2, w // 2, 2).permute(0, 3, 5, 2, 4, 1).reshape(
+                b * 4, (h // 2) * (w // 2), d)  # unfold: [B·4 patch pixels, tokens, d]
+            t = self.ln(self.layers(t))
+            y = t.reshape(b, 2, 2, h // 2, w // 2, d).permute(0, 5, 3, 1, 4, 2).reshape(
+                b, d, h, w)  # fold
+            return self.fuse(torch.cat([x, self.proj(y)], 1))
+
+    return nn.Sequential(
+        conv(3, 16, 3, 2), MV2(16, 16, 1), MV2(16, 24, 2), MV2(24, 24, 1), MV2(24, 24, 1),
+        MV2(24, 48, 2), MobileViTBlock(48, 64, 2, 128), MV2(48, 64, 2),
+        MobileViTBlock(64, 80, 4, 160), MV2(64, 80, 2), MobileViTBlock(80, 96, 3, 192),
+        conv(80, 320), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(320, 1000))
+
+
+CUSTOM = {"deit_small": _deit_small, "mobilevit_xxs": _mobilevit_xxs}
+# data/onnx/detection/: whole torchvision detection models, transform and post-processing
+# included (weights=None, weights_backbone=None), fed one image of this side
+DETECTION = {"ssdlite320_mobilenet_v3_large": 320, "retinanet_resnet50_fpn": 800,
+             "fasterrcnn_resnet50_fpn": 800}
 
 
 def strip_weights(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -88,6 +194,8 @@ def export(name: str, path: Path, dynamo: bool = False) -> None:
     model, x = build(name)
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "model.onnx"
+        # attention's fused fast path has no ONNX form in the legacy exporter
+        torch.backends.mha.set_fastpath_enabled(False)
         with torch.no_grad():
             if dynamo:
                 program = torch.onnx.export(model, (x,), dynamo=True, opset_version=18,
@@ -96,13 +204,15 @@ def export(name: str, path: Path, dynamo: bool = False) -> None:
                 program.save(str(raw))
             else:
                 torch.onnx.export(model, (x,), str(raw), dynamo=False, opset_version=OPSET,
-                                  input_names=["input"], output_names=["logits"])
+                                  input_names=["input"],
+                                  output_names=None if name in DETECTION else ["logits"])
         proto = onnx.load(str(raw))
     proto = strip_weights(proto)
     exporter = "dynamo" if dynamo else "legacy"
     version = torch.__version__.split("+")[0]
+    origin = f"{name} of data/make_onnx_corpus.py" if name in CUSTOM else f"torchvision {name}"
     helper.set_model_props(proto, {
-        "source": f"torchvision {name} (weights=None), torch {version} {exporter} exporter, "
+        "source": f"{origin} (weights=None), torch {version} {exporter} exporter, "
                   "structure only"})
     onnx.checker.check_model(proto)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -114,6 +224,11 @@ def main() -> None:
     for name in MODELS:
         export(name, OUT / f"{name}.onnx")
     export("resnet18", OUT / "variants" / "resnet18_dynamo.onnx", dynamo=True)
+    for name, dynamo in TRANSFORMERS:
+        export(name, OUT / "transformers" / f"{name}{'_dynamo' if dynamo else ''}.onnx",
+               dynamo=dynamo)
+    for name in DETECTION:
+        export(name, OUT / "detection" / f"{name}.onnx")
 
 
 if __name__ == "__main__":

@@ -139,3 +139,14 @@ def _caffe_body(op: tuple) -> tuple[str, str]:
     if op[0] == "fc":
         return "InnerProduct", f"inner_product_param {{ num_output: {op[1]} }}"
     return "Softmax", ""
+
+
+def save_graph(path: Path, nodes: list, x: list[int], y: list[int], inits: list,
+               opset: int = 17) -> Path:
+    """An ONNX file of `nodes` from data input "x" (shape x) to output "y" (shape y)."""
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, x)], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, y)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.save(model, str(path))
+    return path

@@ -19,7 +19,9 @@ memory (concat: none, DMA only). CC_tile = ops of a full chunk / simd_lanes.
 
 Imported layers: a scale layer also fetches its maps' vector values per chunk (one more get);
 an affine layer keeps its constants local, and so does a prelu its slopes (not fetched); a
-shuffle is a DMA-only copy like concat (one gather per chunk); a resize is chunked over its
+shuffle or a transpose is a DMA-only copy like concat (one gather per chunk); a layer norm
+keeps its scales and shifts local and normalizes whole W-long rows (chunks hold full rows); a
+row softmax is split over maps like an activation; a resize is chunked over its
 input grid, each point writing Fy·Fx outputs; a generic layer is element-wise on its output
 shape with `inputs` inputs of that shape.
 """
@@ -46,14 +48,18 @@ from workbench.layers.spec import (
 from workbench.layers.stream_spec import (
     AffineLayer,
     GenericLayer,
+    LayerNormLayer,
     ResizeLayer,
+    RowSoftmaxLayer,
     ScaleLayer,
     ShuffleLayer,
+    TransposeLayer,
 )
 from workbench.platforms import Platform
 
 STREAMED = (PoolLayer, ActivationLayer, LRNLayer, SoftmaxLayer, EltwiseLayer, ConcatLayer,
-            ScaleLayer, AffineLayer, ShuffleLayer, ResizeLayer, GenericLayer)
+            ScaleLayer, AffineLayer, ShuffleLayer, ResizeLayer, GenericLayer, LayerNormLayer,
+            RowSoftmaxLayer, TransposeLayer)
 OBJECTIVES = ("cycles", "energy", "accesses", "edp")
 Window = tuple[int, int, int, int]  # kernel, stride, pad, input extent
 
@@ -83,7 +89,7 @@ def geometry(layer: Layer) -> Geometry:
     if not isinstance(layer, STREAMED):
         raise WorkbenchError(f"layer {layer.name!r} is a {layer.kind} layer; streaming covers "
                              "pool, lrn, eltwise, concat, activation, softmax, scale, affine, "
-                             "shuffle, resize and generic layers")
+                             "shuffle, resize, layernorm, transpose and generic layers")
     n = layer.On
     if isinstance(layer, ResizeLayer):
         c, h, w = layer.in_shape
@@ -100,7 +106,7 @@ def geometry(layer: Layer) -> Geometry:
     if isinstance(layer, LRNLayer):
         lrn = (layer.size, 1, layer.size // 2, c)
         return Geometry(c, h, w, lrn, same, cols, n, 1, 2 * layer.size + 3, True)
-    if isinstance(layer, ConcatLayer | ShuffleLayer):
+    if isinstance(layer, ConcatLayer | ShuffleLayer | TransposeLayer):
         starts = tuple(int(s) for s in np.cumsum(layer.parts)[:-1]) \
             if isinstance(layer, ConcatLayer) else ()
         return Geometry(c, h, w, (1, 1, 0, c), same, cols, n, 1, 0, False, starts)

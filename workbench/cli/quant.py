@@ -45,6 +45,8 @@ def cmd_quantize(args: argparse.Namespace) -> None:
             raise WorkbenchError("give a network or --from-model, not both")
         if args.input_shape:
             raise WorkbenchError("--input-shape applies to a network, not to --from-model")
+        from workbench.cli.from_model import cmd_from_model
+
         cmd_from_model(args)
         return
     if not args.network:
@@ -53,6 +55,9 @@ def cmd_quantize(args: argparse.Namespace) -> None:
     own = args.network if str(args.network).lower().endswith(".onnx") else None
     params = quant.load_weights(args.weights or own or shipped_weights(net), net)
     data = load_data(args.data or "mnist", net)
+    if args.float_formats:
+        float_formats(net, params, data, args)
+        return
     n = args.images
     res = quant.search(net, params, data["calib_x"], data["calib_x"][:n], data["calib_y"][:n],
                        acc_bits=args.acc_bits, bound=args.bound, overflow=args.overflow,
@@ -83,74 +88,28 @@ def cmd_quantize(args: argparse.Namespace) -> None:
             search_accuracy=res.accuracy))
 
 
-def load_calibration(spec: str, net: layers.Network) -> tuple[np.ndarray, np.ndarray | None]:
-    """Calibration images (and labels when given): 'mnist', or an .npz with calib_x
-    [, calib_y] (NCHW), checked as `quant.weights.load_data_npz` checks them."""
-    if spec == "mnist":
-        from workbench.quant import mnist
+def float_formats(net: layers.Network, params: dict, data: dict,
+                  args: argparse.Namespace) -> None:
+    """Per-layer held-out accuracy and bytes per image of each float format."""
+    from workbench.quant import floats
 
-        x, y = mnist.load("calib")
-        found = validate_data({"calib_x": x, "calib_y": y}, "data 'mnist'",
-                              tuple(net.layers[0].in_shape), calibration_only=True)
-    else:
-        found = load_data_npz(spec, net, calibration_only=True)
-    return found["calib_x"], found["calib_y"]
-
-
-def cmd_from_model(args: argparse.Namespace) -> None:
-    """Per-layer formats and accumulator bounds of a quantized ONNX model."""
-    from workbench.quant import from_model, infer, overflow
-
-    model = from_model.load_quantized(args.from_model, args.acc_bits, args.overflow)
-    x = y = None
-    if args.data:
-        x, y = load_calibration(args.data, model.net)
-        x, y = x[:args.images], (y[:args.images] if y is not None else None)
-    table = overflow.overflow_table(model.net, model.params, model.formats, args.acc_bits, x,
-                                    model.graph)
-    flags = {name: list(info.flags) for name, info in model.layers.items() if info.flags}
-    flags.update({name: list(f) for name, f in model.joins.items() if f})
-    summary: dict = {"model": model.net.name, "acc_bits": args.acc_bits,
-                     "overflow": args.overflow, "images": 0 if x is None else len(x),
-                     "unquantized": list(model.unquantized), "flags": flags}
-    if x is not None:
-        narrow = infer.logits(model.net, model.params, x, model.formats, model.graph)
-        exact = infer.logits(model.net, model.params, x, model.with_accumulator(
-            overflow.EXACT_BITS), model.graph)
-        summary["top1_agreement"] = float((narrow.argmax(1) == exact.argmax(1)).mean())
-        if y is not None:
-            summary["fixed_accuracy"] = float((narrow.argmax(1) == y).mean())
-            summary["exact_accuracy"] = float((exact.argmax(1) == y).mean())
+    names = [n.strip() for n in args.float_formats.split(",") if n.strip()]
+    for name in names:
+        floats.float_format(name)  # a one-line error for an unknown name, before any work
+    x, y = data["test_x"][:args.images], data["test_y"][:args.images]
+    base = quant.accuracy(net, params, x, y)
+    table = floats.layer_accuracy(net, params, x, y, names)
+    sizes = {name: floats.bytes_moved(net, floats.FORMATS[name].bytes) for name in names}
     if args.json:
-        print(json.dumps({**summary, "layers": json.loads(table.to_json(orient="records"))},
-                         indent=1))
+        print(json.dumps({"float32_accuracy": base, "images": len(y), "accuracy": table,
+                          "bytes_per_image": sizes}, indent=1))
         return
-    print(f"{model.net.name} ({model.net.source}): {len(table)} quantized conv/fc layers; "
-          f"accumulator bits each bound needs vs {args.acc_bits}-bit accumulators "
-          f"({args.overflow})")
-    shown = table.assign(overflowing=[f"{o} of {n}" if n is not None and n == n else None
-                                      for o, n in zip(table.overflowing, table.outputs,
-                                                      strict=True)])
-    shown = shown.drop(columns=["acc_bits", "outputs"]).rename(columns={
-        "worst_bits": "worst", "weights_bits": "w-aware", "data_bits": "data",
-        "max_abs_acc": "max|acc|"}).astype(object)
-    shown = shown.where(shown.notna(), "n/a")
-    with pd.option_context("display.width", 200, "display.max_columns", 50):
-        print(shown.to_string(index=False))
-    for name in model.unquantized:
-        print(f"{name}: not quantized in the model (float input or weights): runs in float")
-    for lines in flags.values():
-        for line in lines:
-            print(f"flag: {line}")
-    if x is None:
-        print("data bound: n/a (give --data with calibration images)")
-    else:
-        line = (f"{len(x)} calibration images: top-1 agreement of {args.acc_bits}-bit with "
-                f"exact accumulators {summary['top1_agreement']:.1%}")
-        if y is not None:
-            line += (f"; accuracy {summary['fixed_accuracy']:.1%} ({args.acc_bits}-bit) vs "
-                     f"{summary['exact_accuracy']:.1%} (exact)")
-        print(line)
+    print(f"{net.name}: held-out accuracy on {len(y)} images with one layer (its weights and "
+          f"the maps it writes) in each format; float32 {base:.2%}")
+    frame = pd.DataFrame(table).rename_axis("layer").reset_index()
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.2%}"))
+    print("bytes per image (weights once, each layer's input and output maps once): "
+          + ", ".join(f"{k} {v:,}" for k, v in sizes.items()))
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -158,8 +117,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        help="per-layer fixed-point formats for narrow accumulators")
     add_network(p, optional=True)
     p.add_argument("--from-model", metavar="MODEL.onnx",
-                   help="a quantized (QDQ or QLinear) ONNX model: its formats, and per layer "
-                        "the accumulator bits the worst/weights/data bounds need")
+                   help="a quantized (QDQ or QOperator) ONNX model: run in its own integer "
+                        "arithmetic, per layer the accumulators on --data (or generated "
+                        "images) and the worst/weights bounds")
     p.add_argument("--weights", default=None,
                    help=".npz (or a name under data/weights) or .onnx with initializers "
                         "(default: an ONNX network's own initializers, the weights shipped "
@@ -179,6 +139,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--images", type=positive_int, default=1000,
                    help="search (or --from-model calibration) images, from the calibration "
                         "set (default: %(default)s)")
+    p.add_argument("--float-formats", metavar="F1,F2", default=None,
+                   help="instead of the fixed-point search: held-out accuracy per layer in "
+                        "each float format (fp16, bf16, fp8-e4m3, fp8-e5m2) and the bytes "
+                        "each moves per image")
     p.add_argument("--out", type=output_file,
                    help="write the per-layer configuration and the held-out accuracy to "
                         "this YAML file")

@@ -3,7 +3,9 @@
 `inputs` (optional) records the graph: for each layer name, the names of the layers whose
 outputs it reads, in order ("" for the network's input). Without it the network is a chain
 (each layer reads the previous one). `unbiased` names the conv/fc layers that have no bias
-term (a Caffe `bias_term: false`, an ONNX Conv without bias input).
+term (a Caffe `bias_term: false`, an ONNX Conv without bias input). `shared` names the layers
+that run an earlier layer's weights and bias again (RetinaNet's heads at each pyramid level):
+they count once in `params` and `biases`; each layer still reads them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class Network:
     source: str = ""
     inputs: Mapping[str, tuple[str, ...]] | None = field(default=None, compare=False)
     unbiased: frozenset[str] = frozenset()
+    shared: frozenset[str] = frozenset()  # layers reusing an earlier layer's weights
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -41,6 +44,7 @@ class Network:
                                 "that does not come before it")
             seen.add(layer.name)
         object.__setattr__(self, "unbiased", frozenset(self.unbiased))
+        object.__setattr__(self, "shared", frozenset(self.shared))
 
     def producers(self, name: str) -> tuple[str, ...]:
         """Names of the layers whose outputs layer `name` reads ("" for the network input)."""
@@ -78,12 +82,13 @@ class Network:
 
     @property
     def params(self) -> int:
-        """Weights of all layers (biases excluded, see `biases`)."""
-        return sum(layer.params for layer in self.layers)
+        """Weights of all layers (biases excluded, see `biases`), each shared set once."""
+        return sum(layer.params for layer in self.layers if layer.name not in self.shared)
 
     @property
     def biases(self) -> int:
-        return sum(self.layer_biases(layer) for layer in self.layers)
+        return sum(self.layer_biases(layer) for layer in self.layers
+                   if layer.name not in self.shared)
 
     def tiled_layers(self) -> list[ConvLayer]:
         """The conv and fully connected layers: the ones the tiling engine maps."""
@@ -94,7 +99,7 @@ class Network:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise SpecError(f"network {self.name!r}: batch must be a positive integer, got {n!r}")
         return Network(self.name, tuple(layer.with_batch(n) for layer in self.layers),
-                       self.title, self.source, self.inputs, self.unbiased)
+                       self.title, self.source, self.inputs, self.unbiased, self.shared)
 
     def summary(self, elem_bytes: int = 2) -> pd.DataFrame:
         """One row per layer: kind (an activation's function and parameters), shapes, MACs,

@@ -4,6 +4,7 @@ operator converters share (`onnx_ops`, `onnx_maps`)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,8 @@ class ImportContext:
     pad_before: dict[str, tuple[str, Pads]] = field(default_factory=dict)  # folded Pad
     unknown: dict[str, list[str]] = field(default_factory=dict)  # op type -> node names
     notes: list[str] = field(default_factory=list)
+    weight_owner: dict[tuple, str] = field(default_factory=dict)  # (weight, bias) -> layer
+    shared: set[str] = field(default_factory=set)  # layers reusing an owner's weights
 
     def __post_init__(self) -> None:
         for node in self.g.nodes:
@@ -63,21 +66,34 @@ class ImportContext:
         return shape
 
     def maps(self, tensor: str, node: Any, name: str) -> Shape:
-        """(C, H, W) of an NCHW tensor, (C, 1, L) of NCL, (F, 1, 1) of NF."""
-        shape = self.shape(tensor, node, name)
+        """(C, H, W) of an NCHW tensor, (C, 1, L) of NCL, (F, 1, 1) of NF, (C·D·…, H, W) of
+        N × C × D × … × H × W. A leading dimension
+        other than the batch N (tokens, or N·heads) is a multiple of it: the tensor is then read
+        as N × (its leading dim / N) × the rest, so that no element is lost."""
+        shape = self.per_image(self.shape(tensor, node, name), tensor, node, name)
         if len(shape) == 4:
             return (shape[1], shape[2], shape[3])
         if len(shape) == 3:
             return (shape[1], 1, shape[2])
         if len(shape) == 2:
             return (shape[1], 1, 1)
-        if len(shape) > 4:
-            rest = 1
-            for d in shape[3:]:
-                rest *= d
-            return (shape[1], shape[2], rest)
+        if len(shape) > 4:  # N × … × H × W: the dimensions between N and H·W are maps
+            return (math.prod(shape[1:-2]), shape[-2], shape[-1])
         raise SpecError(f"{self.where(node, name)}: expected an N×C×H×W, N×C×L or N×F tensor, "
                         f"got shape {list(shape)} for {tensor!r}")
+
+    def per_image(self, shape: tuple[int, ...], tensor: str, node: Any,
+                  name: str) -> tuple[int, ...]:
+        """The shape with a leading dimension that is not the batch N split into N × the rest
+        (a [tokens, features] tensor at N = 1 is 1 × tokens × features)."""
+        lead, n = shape[0] if shape else 1, self.batch
+        if not shape or lead == n or lead < n:  # a tensor broadcast over the batch: as is
+            return shape
+        if lead % n:
+            raise SpecError(f"{self.where(node, name)}: tensor {tensor!r} of shape "
+                            f"{list(shape)} has a leading dimension {lead} that is not a "
+                            f"multiple of the batch {n}")
+        return (n, lead // n, *shape[1:])
 
     def data_inputs(self, node: Any) -> list[str]:
         """The node's inputs that carry data (not weights or constants)."""
@@ -111,6 +127,15 @@ class ImportContext:
         self.tensor_of[name] = node.output[0] if node.output else ""
         if biased is False:
             self.unbiased.add(name)
+
+    def uses_weight(self, weight: str, bias: str = "") -> None:
+        """The layer just added reads these weight and bias tensors: shared when an earlier
+        layer read both."""
+        name, key = self.layers[-1].name, (weight, bias)
+        if key in self.weight_owner:
+            self.shared.add(name)
+        else:
+            self.weight_owner[key] = name
 
     def alias(self, node: Any, tensor: str) -> None:
         """The node's outputs are `tensor` for the layer graph (shape ops, folded ops)."""

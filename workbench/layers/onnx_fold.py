@@ -107,6 +107,8 @@ OPS: dict[str, Op] = {
     "Mul": lambda n, a, k: a[0] * a[1],
     "Div": lambda n, a, k: _int_div(a[0], a[1]),
     "Neg": lambda n, a, k: -a[0],
+    "Mod": lambda n, a, k: (np.fmod if k.get("fmod", 0) else np.mod)(a[0], a[1]),
+    "Transpose": lambda n, a, k: np.transpose(a[0], k.get("perm")),
     "Max": lambda n, a, k: np.maximum.reduce(a),
     "Min": lambda n, a, k: np.minimum.reduce(a),
     "Floor": lambda n, a, k: np.floor(a[0]),
@@ -189,7 +191,8 @@ def fold_constants(model: Any, g: OnnxGraph) -> bool:
 
 def give_unknown_shapes(model: Any, g: OnnxGraph) -> bool:
     """Declare the output of each operator ONNX does not know with its first data input's
-    shape and type; True if one was added."""
+    shape and type (onnxruntime's QGemm, global pool, QLinearAdd/Mul: their own, `_ms_shape`);
+    True if one was added."""
     from onnx import helper
 
     added = False
@@ -202,9 +205,41 @@ def give_unknown_shapes(model: Any, g: OnnxGraph) -> bool:
                        and g.shapes.get(i) is not None), None)
         if source is None:
             continue
+        shape = _ms_shape(node, g) if node.op_type in MS_SHAPES else g.shapes[source]
+        if shape is None:
+            continue
         info = helper.make_tensor_value_info(node.output[0], g.dtypes.get(source, 1) or 1,
-                                             list(g.shapes[source]))
+                                             list(shape))
         model.graph.value_info.append(info)
-        g.shapes[node.output[0]] = g.shapes[source]
+        g.shapes[node.output[0]] = shape
         added = True
     return added
+
+
+MS_SHAPES = ("QGemm", "QLinearGlobalAveragePool", "QLinearAdd", "QLinearMul")
+
+
+def _ms_shape(node: Any, g: OnnxGraph) -> tuple[int, ...] | None:
+    """The output shape of an onnxruntime quantized operator whose shape is not its first
+    input's: QGemm [M, N] (A at input 0, B at input 3, transA/transB), the NCHW global pool
+    [N, C, 1, 1], QLinearAdd/Mul the broadcast of A (input 0) and B (input 3)."""
+    a = g.shapes.get(node.input[0])
+    b = g.shapes.get(node.input[3]) if len(node.input) > 3 else None
+    if a is None:
+        return None
+    attrs = _attrs(node)
+    if node.op_type == "QLinearGlobalAveragePool":
+        return None if attrs.get("channels_last", 0) or len(a) < 3 else (
+            *a[:2], *[1] * (len(a) - 2))
+    if b is None:
+        return None
+    if node.op_type in ("QLinearAdd", "QLinearMul"):
+        try:
+            return tuple(int(d) for d in np.broadcast_shapes(a, b))
+        except ValueError:
+            return None
+    if len(a) != 2 or len(b) != 2:
+        return None
+    m = a[1] if attrs.get("transA", 0) else a[0]
+    n = b[0] if attrs.get("transB", 0) else b[1]
+    return (m, n)

@@ -55,6 +55,7 @@ class OnnxGraph:
     batch: int
     opset: int
     known_ops: frozenset[str] = field(default_factory=frozenset)
+    cut: list[str] = field(default_factory=list)  # what `onnx_cut.cut_front` cut, one line
 
     def is_constant(self, tensor: str) -> bool:
         return tensor in self.weights or tensor in self.values
@@ -148,6 +149,11 @@ def _fix_batch(graph: Any, data_inputs: list[str], origin: str) -> int:
         for axis, dim in enumerate(dims):
             if dim.HasField("dim_value") and dim.dim_value > 0:
                 continue
+            if dim.HasField("dim_value") and dim.dim_value == 0:
+                shape = [d.dim_value if d.HasField("dim_value") else d.dim_param or "?"
+                         for d in dims]
+                raise FileFormatError(f"{origin}: input {value.name!r} has a zero dimension at "
+                                      f"axis {axis} (shape {shape}): an empty tensor")
             if axis != 0:
                 label = dim.dim_param or "?"
                 raise FileFormatError(f"{origin}: input {value.name!r} has a dynamic dimension "
@@ -158,6 +164,28 @@ def _fix_batch(graph: Any, data_inputs: list[str], origin: str) -> int:
         if value.name == data_inputs[0] and len(dims):
             batch = dims[0].dim_value
     return batch
+
+
+def _check_acyclic(graph: Any, origin: str) -> None:
+    """A one-line error naming a node on a cycle (ONNX graphs are acyclic)."""
+    made_by = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
+    state: dict[int, int] = {}  # 1: on the current path, 2: done
+    for start in range(len(graph.node)):
+        stack = [(start, iter(graph.node[start].input))]
+        while stack:
+            index, inputs = stack[-1]
+            state.setdefault(index, 1)
+            nxt = next((made_by[t] for t in inputs if t in made_by), None)
+            if nxt is None:
+                state[index] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                name = graph.node[nxt].name or graph.node[nxt].output[0]
+                raise FileFormatError(f"{origin}: the graph has a cycle through node {name!r} "
+                                      f"({graph.node[nxt].op_type}); ONNX graphs must be "
+                                      "acyclic")
+            elif nxt not in state:
+                stack.append((nxt, iter(graph.node[nxt].input)))
 
 
 def _check_opset(model: Any, origin: str) -> int:
@@ -228,6 +256,10 @@ def read_onnx(path: str | Path,
     origin = f"ONNX file {str(path)!r}"
     model = _load(path)
     graph = model.graph
+    _check_acyclic(graph, origin)
+    cut = _cut_transform(model, input_shape, origin)
+    if cut:
+        input_shape = None  # the new input has it
     weights = _weights(graph)
     data_inputs = [v.name for v in graph.input if v.name not in weights]
     if not data_inputs:  # every input feeds a weight slot somewhere: take the first one
@@ -251,7 +283,19 @@ def read_onnx(path: str | Path,
         if not changed:
             break
     model = _infer(model, origin)
-    return model, _collect(model, values, weights, data_inputs, batch, opset, known)
+    g = _collect(model, values, weights, data_inputs, batch, opset, known)
+    g.cut = [cut] if cut else []
+    return model, g
+
+
+def _cut_transform(model: Any, input_shape: tuple[int, ...] | None, origin: str) -> str:
+    """Cut a resizing input transform (`onnx_cut.cut_front`); its warning text or ""."""
+    from workbench.layers.onnx_cut import cut_front
+
+    graph = model.graph
+    inits = {i.name for i in graph.initializer}
+    data = next((v.name for v in graph.input if v.name not in inits), None)
+    return (cut_front(model, data, input_shape, origin) or "") if data else ""
 
 
 def _collect(model: Any, values: dict[str, np.ndarray], weights: set[str],

@@ -3,11 +3,13 @@
 Reading (`onnx_graph`): weight data is never needed (architecture-only files, missing
 external data), shapes come from shape inference plus the evaluation of shape arithmetic.
 Layers, named after their nodes: conv/fc (`onnx_ops`: Conv, QLinearConv, ConvInteger,
-ConvTranspose, Gemm, MatMul, QLinearMatMul, MatMulInteger), pooling and global reductions,
-and the map operators of `onnx_maps` (activations, BatchNormalization, arithmetic, Concat,
-Softmax, LRN, Resize, channel shuffle). Shape-only operators (Flatten, Reshape, Squeeze,
-Unsqueeze, Split, Slice, Gather, Identity, Dropout, Cast, QuantizeLinear, DequantizeLinear, a
-layout Transpose) pass through: the next layer reads the tensor with its own inferred shape.
+ConvTranspose; `onnx_matmul`: Gemm, MatMul, QLinearMatMul, MatMulInteger), pooling and global
+reductions, and the map operators of `onnx_maps` (activations, BatchNormalization, arithmetic,
+Concat, Softmax, LRN, Resize, channel shuffle, LayerNormalization, a data-moving Transpose),
+and the GELU that exporters write as Div → Erf → Add → Mul → Mul (`onnx_patterns`).
+Shape-only operators (Flatten, Reshape, Squeeze, Unsqueeze, Split, Slice, Gather, Identity,
+Dropout, Cast, QuantizeLinear, DequantizeLinear, a Transpose of size-1 dimensions) pass
+through: the next layer reads the tensor with its own inferred shape.
 Computations on constants or shapes alone are skipped.
 
 An operator the workbench does not know is carried as a non-tiled `GenericLayer` with its
@@ -26,11 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import FileFormatError, SpecError, WorkbenchError
-from workbench.layers import onnx_maps, onnx_ops
+from workbench.layers import onnx_cut, onnx_maps, onnx_matmul, onnx_ops, onnx_patterns
 from workbench.layers.network import Network
 from workbench.layers.onnx_context import ImportContext
 from workbench.layers.onnx_graph import read_onnx
 from workbench.layers.onnx_names import short_name
+from workbench.layers.spec import ActivationLayer
 
 PASS_THROUGH = ("Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Cast",
                 "CastLike", "QuantizeLinear", "DequantizeLinear", "Split", "Slice", "Gather",
@@ -56,7 +59,7 @@ CONVERTERS: dict[str, Callable[[ImportContext, Any, str], None]] = {
     **dict.fromkeys(("Conv", "QLinearConv", "ConvInteger"), onnx_ops.convert_conv),
     "ConvTranspose": onnx_ops.convert_conv_transpose,
     **dict.fromkeys(("Gemm", "MatMul", "QLinearMatMul", "MatMulInteger"),
-                    onnx_ops.convert_matmul),
+                    onnx_matmul.convert_matmul),
     **dict.fromkeys(("MaxPool", "AveragePool", "GlobalMaxPool", "GlobalAveragePool"),
                     onnx_ops.convert_pool),
     **dict.fromkeys(("ReduceMean", "ReduceMax", "ReduceSum"), onnx_ops.convert_reduce),
@@ -67,8 +70,17 @@ CONVERTERS: dict[str, Callable[[ImportContext, Any, str], None]] = {
     "Concat": onnx_maps.convert_concat,
     **dict.fromkeys(("Softmax", "LogSoftmax"), onnx_maps.convert_softmax),
     "LRN": onnx_maps.convert_lrn,
+    "LayerNormalization": onnx_maps.convert_layernorm,
     **dict.fromkeys(("Resize", "Upsample"), onnx_maps.convert_resize),
     "Transpose": onnx_maps.convert_transpose,
+    "Einsum": onnx_matmul.convert_einsum,
+}
+# onnxruntime's quantized operators (domain com.microsoft): counted as their float forms
+MS_CONVERTERS: dict[str, Callable[[ImportContext, Any, str], None]] = {
+    "QGemm": onnx_matmul.convert_matmul,
+    **dict.fromkeys(("QLinearAdd", "QLinearMul"), onnx_maps.convert_arithmetic),
+    **dict.fromkeys(("QLinearSigmoid", "QLinearLeakyRelu"), onnx_maps.convert_activation),
+    "QLinearGlobalAveragePool": onnx_ops.convert_qlinear_global_pool,
 }
 SUPPORTED = tuple(sorted({*CONVERTERS, *PASS_THROUGH, *SHAPE_OPS}))
 
@@ -149,15 +161,27 @@ def _network(path: Path, name: str | None, strict: bool,
            for index, node in enumerate(g.nodes)]
     short = [short_name(n) for n in raw]
     names = short if len(set(short)) == len(set(raw)) else raw  # readable, if still unique
+    gelu = {p.last: p for p in onnx_patterns.find_gelu(g)}
+    cut, cut_texts = onnx_cut.cut_back(g.nodes, {v.name for v in model.graph.input} | {
+        i.name for i in model.graph.initializer}, g.shapes)
+    inside = ({i for p in gelu.values() for i in p.members} - set(gelu)) | cut
     for index, node in enumerate(g.nodes):
         node_name = names[index]
         if not node.output or not node.output[0]:
             raise SpecError(f"{origin}: node {node_name!r} ({node.op_type}) has no output")
+        if index in inside:
+            continue
+        if index in gelu:
+            x = gelu[index].x
+            ctx.add(ActivationLayer(node_name, *ctx.maps(x, node, node_name), ctx.batch,
+                                    func="gelu"), node, [x])
+            continue
         if _skipped(ctx, node):
             continue
         if not node.input or not node.input[0]:
             raise SpecError(f"{origin}: node {node_name!r} ({node.op_type}) has no data input")
-        converter = CONVERTERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        converter = CONVERTERS.get(node.op_type) if node.domain in ("", "ai.onnx") else \
+            MS_CONVERTERS.get(node.op_type) if node.domain == "com.microsoft" else None
         try:
             if converter is None:
                 _unknown(ctx, node, node_name, strict, origin)
@@ -172,6 +196,8 @@ def _network(path: Path, name: str | None, strict: bool,
         raise SpecError(f"{origin}: no layer to import (the graph computes only constants "
                         "or shapes)")
     _warn(ctx, origin)
+    for text in g.cut + cut_texts:
+        warnings.warn(f"{origin}: {text}", onnx_cut.CutWarning, stacklevel=2)
     return Network(name or path.stem, tuple(ctx.layers), title=_title(model),
                    source=f"ONNX {path.name}", inputs=dict(ctx.reads),
-                   unbiased=frozenset(ctx.unbiased))
+                   unbiased=frozenset(ctx.unbiased), shared=frozenset(ctx.shared))

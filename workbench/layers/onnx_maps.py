@@ -13,7 +13,10 @@ LRN, Resize/Upsample and the channel shuffle.
 - Concat along the channels: a concat layer (other axes: a generic layer).
 - Resize/Upsample by integer factors: a resize layer (other sizes: a generic layer).
 - Reshape → Transpose(perm 0, 2, 1, 3, 4) → Reshape (ShuffleNet): a shuffle layer at the
-  Transpose; the Reshapes around it pass through.
+  Transpose; the Reshapes around it pass through. Any other Transpose that moves data (tokens
+  ↔ features, heads ↔ tokens) is a transpose layer, a copy; Reshape and Flatten are views.
+- LayerNormalization over the last axis: a layernorm layer. Softmax over the last axis of a
+  tensor with rows (attention scores): a row softmax.
 """
 
 from __future__ import annotations
@@ -35,17 +38,22 @@ from workbench.layers.spec import (
 from workbench.layers.stream_spec import (
     AffineLayer,
     GenericLayer,
+    LayerNormLayer,
     ResizeLayer,
+    RowSoftmaxLayer,
     ScaleLayer,
     ShuffleLayer,
+    TransposeLayer,
 )
 
 ACTIVATION_OPS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "HardSwish": "hardswish",
                   "HardSigmoid": "hardsigmoid", "LeakyRelu": "leaky_relu", "PRelu": "prelu",
                   "Elu": "elu", "Selu": "selu", "Gelu": "gelu", "Softplus": "softplus",
-                  "Mish": "mish", "Clip": "clip"}
+                  "Mish": "mish", "Clip": "clip", "QLinearSigmoid": "sigmoid",
+                  "QLinearLeakyRelu": "leaky_relu"}
 ARITHMETIC = {"Add": "sum", "Sum": "sum", "Sub": "sum", "Mul": "prod", "Div": "prod",
-              "Max": "max", "Min": "max", "Mean": "sum", "Pow": "prod"}
+              "Max": "max", "Min": "max", "Mean": "sum", "Pow": "prod",
+              "QLinearAdd": "sum", "QLinearMul": "prod"}  # the last two: com.microsoft
 
 
 def _f32(value: float) -> float:
@@ -163,6 +171,8 @@ def _by_constant(ctx: ImportContext, node: Any, name: str, x: str) -> None:
              for i in consts]
     per_map = all(s in (1, c) for s in sizes) and node.op_type in ("Add", "Sub", "Mul", "Div")
     out = ctx.maps(node.output[0], node, name)
+    if _row_bias(ctx, node, x, consts):
+        return
     if not per_map or out != (c, h, w):
         generic_layer(ctx, node, name, [x])
         return
@@ -175,6 +185,25 @@ def _by_constant(ctx: ImportContext, node: Any, name: str, x: str) -> None:
     layer = AffineLayer(name, c, h, w, ctx.batch, scales=0 if shift else count,
                         shifts=count if shift else 0)
     ctx.add(layer, node, [x])
+
+
+def _row_bias(ctx: ImportContext, node: Any, x: str, consts: list[str]) -> bool:
+    """A bias (Add/Sub) or scale (Mul/Div) along the last axis, of one value per output
+    feature, after a linear layer (MatMul by a matrix) that nothing else reads: folded into it
+    as its bias or its weights; True if done."""
+    layer = ctx.foldable_into(x)
+    shape = ctx.g.shapes.get(x)
+    if layer is None or shape is None or node.op_type not in ("Add", "Sub", "Mul", "Div"):
+        return False
+    for const in consts:
+        cs = ctx.g.shapes.get(const)
+        if cs is None or math.prod(cs) not in (1, layer.Oc) or (
+                cs and math.prod(cs) != cs[-1]) or ctx.g.shapes.get(node.output[0]) != shape:
+            return False
+    if shape[-1] != layer.Oc:
+        return False
+    ctx.fold(node, layer, bias=node.op_type in ("Add", "Sub"))
+    return True
 
 
 def convert_arithmetic(ctx: ImportContext, node: Any, name: str) -> None:
@@ -215,14 +244,47 @@ def convert_concat(ctx: ImportContext, node: Any, name: str) -> None:
 
 
 def convert_softmax(ctx: ImportContext, node: Any, name: str) -> None:
-    c, h, w = ctx.maps(node.input[0], node, name)
-    ctx.add(SoftmaxLayer(name, c, h, w, ctx.batch), node, [node.input[0]])
+    """Softmax over the last axis of a tensor with rows (rank ≥ 3, W > 1: attention over the
+    tokens) normalizes each row alone; any other softmax normalizes across the maps."""
+    x = node.input[0]
+    c, h, w = ctx.maps(x, node, name)
+    rank = len(ctx.per_image(ctx.shape(x, node, name), x, node, name))
+    default = -1 if ctx.g.opset >= 13 else 1
+    axis = attrs_of(node).get("axis", default)
+    if rank >= 3 and w > 1 and isinstance(axis, int) and axis % rank == rank - 1:
+        ctx.add(RowSoftmaxLayer(name, c, h, w, ctx.batch), node, [x])
+        return
+    ctx.add(SoftmaxLayer(name, c, h, w, ctx.batch), node, [x])
+
+
+def convert_layernorm(ctx: ImportContext, node: Any, name: str) -> None:
+    """LayerNormalization over the last axis, with its scale (and shift) of W values."""
+    x = node.input[0]
+    shape = ctx.per_image(ctx.shape(x, node, name), x, node, name)
+    axis = attrs_of(node).get("axis", -1)
+    if not isinstance(axis, int) or axis % len(shape) != len(shape) - 1:
+        raise SpecError(f"{ctx.where(node, name)}: normalization over axis {axis} of "
+                        f"{list(shape)}; only the last axis is supported")
+    c, h, w = ctx.maps(x, node, name) if len(shape) > 2 else (1, 1, shape[-1])  # N × F: a row
+    counts = []
+    for slot in (1, 2):
+        given = len(node.input) > slot and bool(node.input[slot])
+        size = math.prod(ctx.g.shapes.get(node.input[slot]) or (w,)) if given else 0
+        if size not in (0, 1, w):
+            raise SpecError(f"{ctx.where(node, name)}: {('scale', 'bias')[slot - 1]} of "
+                            f"{size} values for rows of {w}")
+        counts.append(w if size else 0)
+    ctx.add(LayerNormLayer(name, c, h, w, ctx.batch, scales=counts[0], shifts=counts[1]),
+            node, [x])
 
 
 def convert_lrn(ctx: ImportContext, node: Any, name: str) -> None:
     attrs = attrs_of(node)
+    if "size" not in attrs:
+        raise SpecError(f"{ctx.where(node, name)}: attribute 'size' is missing (the ONNX spec "
+                        "requires it: the number of maps each window sums over)")
     c, h, w = ctx.maps(node.input[0], node, name)
-    ctx.add(LRNLayer(name, c, h, w, ctx.batch, size=attrs.get("size", 5),
+    ctx.add(LRNLayer(name, c, h, w, ctx.batch, size=attrs["size"],
                      alpha=_f32(attrs.get("alpha", 1e-4)), beta=_f32(attrs.get("beta", 0.75)),
                      k=_f32(attrs.get("bias", 1.0))), node, [node.input[0]])
 
@@ -241,8 +303,9 @@ def convert_resize(ctx: ImportContext, node: Any, name: str) -> None:
 
 
 def convert_transpose(ctx: ImportContext, node: Any, name: str) -> None:
-    """The channel shuffle's Transpose is a shuffle layer; any other Transpose a layout change
-    passed through."""
+    """The channel shuffle's Transpose is a shuffle layer; a Transpose that moves data a
+    transpose layer (a copy); one that only moves size-1 dimensions is a view, passed
+    through."""
     x = node.input[0]
     shape = ctx.g.shapes.get(x)
     perm = list(attrs_of(node).get("perm", []))
@@ -250,4 +313,9 @@ def convert_transpose(ctx: ImportContext, node: Any, name: str) -> None:
         c, h, w = shape[1] * shape[2], shape[3], shape[4]
         ctx.add(ShuffleLayer(name, c, h, w, ctx.batch, groups=shape[1]), node, [x])
         return
-    ctx.alias(node, x)
+    moved = [p for p in perm if shape is not None and 0 <= p < len(shape) and shape[p] > 1]
+    if shape is None or moved == sorted(moved):  # only size-1 dimensions move: a view
+        ctx.alias(node, x)
+        return
+    c, h, w = ctx.maps(node.output[0], node, name)
+    ctx.add(TransposeLayer(name, c, h, w, ctx.batch), node, [x])

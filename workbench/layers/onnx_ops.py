@@ -1,5 +1,5 @@
 """ONNX operators with windows or weights: Conv (also QLinearConv, ConvInteger), ConvTranspose,
-Gemm/MatMul (also QLinearMatMul, MatMulInteger), pooling and global reductions, Pad.
+pooling and global reductions, Pad.
 
 - Conv: kernel from `kernel_shape` or the weight's shape; strides, dilations, pads (begin and
   end apart) and auto_pad; the layer reads exactly the producer's input size (`windows`).
@@ -9,8 +9,6 @@ Gemm/MatMul (also QLinearMatMul, MatMulInteger), pooling and global reductions, 
   (same MACs, weights and output elements; the output is the pixel-shuffled layout), and is
   imported as that tiled layer. Any other ConvTranspose is carried as a non-tiled layer with its
   exact MAC count (Cin·Cout/groups·Ky·Kx per input pixel), costed as streaming, with a warning.
-- MatMul by a constant K×M matrix on an N×…×K input is an fc layer (one row) or a 1×1
-  convolution over the rows; a MatMul of two data tensors is a non-tiled layer with its MACs.
 """
 
 from __future__ import annotations
@@ -97,6 +95,12 @@ def window(node: Any, name: str, ctx: ImportContext, x: str,
     if x in ctx.pad_before:
         x, ((t, left), (b, r)) = ctx.pad_before[x]
         begin, end = (begin[0] + t, begin[1] + left), (end[0] + b, end[1] + r)
+    _, ih, iw = ctx.maps(x, node, name)  # the unpadded input when a Pad was folded
+    for axis, size, k, d, b, e in zip(("height", "width"), (ih, iw), kernel, dilation, begin,
+                                      end, strict=True):
+        if (k - 1) * d + 1 > size + b + e:
+            raise SpecError(f"{where}: kernel span {(k - 1) * d + 1} larger than padded input "
+                            f"{size + b + e} on {axis}")
     return {"x": x, "kernel": kernel, "stride": stride, "dilation": dilation, "begin": begin,
             "end": end, "group": attrs.get("group", 1)}
 
@@ -126,6 +130,7 @@ def convert_conv(ctx: ImportContext, node: Any, name: str) -> None:
     bias = BIAS_SLOT.get(node.op_type)
     biased = bias is not None and len(node.input) > bias and bool(node.input[bias])
     ctx.add(layer, node, [win["x"]], biased=biased)
+    ctx.uses_weight(node.input[slot], node.input[bias] if biased else "")
 
 
 def convert_conv_transpose(ctx: ImportContext, node: Any, name: str) -> None:
@@ -157,42 +162,6 @@ def convert_conv_transpose(ctx: ImportContext, node: Any, name: str) -> None:
                          macs_per_image=weights * h * w, weights=weights), node, [win["x"]])
 
 
-def convert_matmul(ctx: ImportContext, node: Any, name: str) -> None:
-    """Gemm, MatMul, QLinearMatMul, MatMulInteger."""
-    where = ctx.where(node, name)
-    op = node.op_type
-    b_slot = 3 if op == "QLinearMatMul" else 1
-    if len(node.input) <= b_slot:
-        raise SpecError(f"{where}: needs two operands")
-    a, b = node.input[0], node.input[b_slot]
-    attrs = attrs_of(node)
-    a_shape, out = ctx.shape(a, node, name), ctx.shape(node.output[0], node, name)
-    b_shape = ctx.g.shapes.get(b)
-    if op == "Gemm" and (attrs.get("transA", 0) or len(a_shape) != 2):
-        raise SpecError(f"{where}: Gemm needs an N×K input and transA = 0")
-    if len(a_shape) < 2 or len(out) < 2:
-        raise SpecError(f"{where}: operands must be at least 2-D, got {list(a_shape)}")
-    k = a_shape[-1]
-    m = out[-1]
-    rows = math.prod(a_shape[1:-1])
-    biased = op == "Gemm" and len(node.input) > 2 and bool(node.input[2])
-    if not ctx.g.is_constant(b):
-        c, h, w = ctx.maps(node.output[0], node, name)
-        ca, ha, wa = ctx.maps(a, node, name)
-        macs = math.prod(out[1:]) * k
-        ctx.add(GenericLayer(name, op, ca, ha, wa, c, h, w, ctx.batch,
-                             inputs=len(ctx.data_inputs(node)), macs_per_image=macs),
-                node, ctx.data_inputs(node))
-        return
-    if b_shape is not None and len(b_shape) != 2:
-        raise SpecError(f"{where}: the weight must be a K×M matrix, got {list(b_shape)}")
-    if rows == 1:
-        layer = ConvLayer.fc(name, k, m, On=ctx.batch)
-    else:
-        layer = ConvLayer(name=name, Ox=rows, Oy=1, Oc=m, On=ctx.batch, Kc=k)
-    ctx.add(layer, node, [a], biased=biased)
-
-
 POOL_MODE = {"MaxPool": "max", "AveragePool": "avg", "GlobalMaxPool": "max",
              "GlobalAveragePool": "avg", "ReduceMean": "avg", "ReduceMax": "max",
              "ReduceSum": "avg"}
@@ -202,6 +171,13 @@ def _global(ctx: ImportContext, node: Any, name: str, mode: str) -> None:
     x = node.input[0]
     c, h, w = ctx.maps(x, node, name)
     ctx.add(PoolLayer(name, c, w, h, w, h, 1, 1, On=ctx.batch, mode=mode), node, [x])
+
+
+def convert_qlinear_global_pool(ctx: ImportContext, node: Any, name: str) -> None:
+    """com.microsoft QLinearGlobalAveragePool (NCHW): a global average pool."""
+    if attrs_of(node).get("channels_last", 0):
+        raise SpecError(f"{ctx.where(node, name)}: channels_last pooling is not supported")
+    _global(ctx, node, name, "avg")
 
 
 def convert_pool(ctx: ImportContext, node: Any, name: str) -> None:

@@ -204,3 +204,49 @@ class GenericLayer:
 
     def with_batch(self, n: int) -> GenericLayer:
         return dataclasses.replace(self, On=n)
+
+
+@dataclass(frozen=True, slots=True)
+class LayerNormLayer(MapLayer):
+    """Layer normalization of each W-long row of C × H × W (a token's features), then an
+    optional per-feature scale and shift (`scales`, `shifts`: 0 or W learned values). Ops per
+    element: sum, subtract the mean, square and sum, multiply by 1/σ (5), + 1 for the scale,
+    + 1 for the shift; the per-row square root and divisions are not counted."""
+
+    scales: int = 0
+    shifts: int = 0
+    kind: ClassVar[str] = "layernorm"
+
+    def __post_init__(self) -> None:
+        MapLayer.__post_init__(self)
+        for field, value in (("scales", self.scales), ("shifts", self.shifts)):
+            if isinstance(value, bool) or not isinstance(value, int) or value not in (
+                    0, self.W):
+                raise SpecError(f"layer {self.name!r}: {field} must be 0 or W = {self.W}, "
+                                f"got {value!r}")
+
+    params = property(lambda self: self.scales)
+    biases = property(lambda self: self.shifts)
+
+    @property
+    def ops(self) -> int:
+        return (5 + bool(self.scales) + bool(self.shifts)) * self.elements
+
+
+@dataclass(frozen=True, slots=True)
+class RowSoftmaxLayer(MapLayer):
+    """Softmax of each W-long row of C × H × W on its own (attention scores over the tokens):
+    exponent, sum and divide per element; rows are independent, so the maps split over cores
+    as for any map layer (unlike `SoftmaxLayer`, which normalizes across the maps)."""
+
+    kind: ClassVar[str] = "softmax"
+    ops_per_element: ClassVar[int] = 3
+
+
+@dataclass(frozen=True, slots=True)
+class TransposeLayer(MapLayer):
+    """A layout change that moves data (a Transpose whose permutation, size-1 dimensions left
+    out, is not the identity), writing C × H × W outputs: a DMA copy, no ops."""
+
+    kind: ClassVar[str] = "transpose"
+    ops_per_element: ClassVar[int] = 0

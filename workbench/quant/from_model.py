@@ -55,6 +55,7 @@ from workbench.quant.onnx_quant import (
 
 DYNAMIC = ("ConvInteger", "MatMulInteger", "DynamicQuantizeLinear")
 JOINS = ("Add", "Sum", "Max", "Concat")
+QUANTIZED_OPS = ("QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul")
 
 
 @dataclass(frozen=True)
@@ -229,10 +230,9 @@ def read_layers(net: Network, model: Any, reader: Reader, acc_bits: int = 32,
     return QuantizedModel(net, graph_of(net), params, formats, found, joins, tuple(floats))
 
 
-def load_quantized(path: str | Path, acc_bits: int = 32, overflow: str = "wrap"
-                   ) -> QuantizedModel:
-    """Read a QDQ or QLinear ONNX model: network, weights, per-layer formats and flags, with
-    every conv/fc layer on a BW(acc)-bit accumulator."""
+def read_model(path: str | Path) -> Any:
+    """The ONNX model of a quantized file (FileFormatError when unreadable; SpecError for a
+    float model or dynamic quantization)."""
     import onnx
 
     path = Path(path)
@@ -246,10 +246,29 @@ def load_quantized(path: str | Path, acc_bits: int = 32, overflow: str = "wrap"
         raise SpecError(f"ONNX file {str(path)!r}: {', '.join(dynamic)} (dynamic "
                         "quantization) states no activation scale; --from-model reads QDQ "
                         "and QLinear models")
+    if not any(n.op_type in QUANTIZED_OPS for n in model.graph.node):
+        raise SpecError(f"ONNX file {str(path)!r}: a float model (no QuantizeLinear, "
+                        "DequantizeLinear or QLinear node); --from-model reads quantized "
+                        "models: give the float model as the network to quantize it")
+    return model
+
+
+def load_quantized(path: str | Path, acc_bits: int = 32, overflow: str = "wrap"
+                   ) -> QuantizedModel:
+    """Read a QDQ or QLinear ONNX model: network, weights, per-layer formats and flags, with
+    every conv/fc layer on a BW(acc)-bit accumulator."""
+    import onnx
+
+    path = Path(path)
+    model = read_model(path)
     reader = Reader(model)
     with tempfile.TemporaryDirectory() as tmp:
         twin = Path(tmp) / path.name
         onnx.save(float_twin(model, reader), str(twin))
         net = load_network(str(twin))
     net = replace(net, name=path.stem, source=f"ONNX {path.name} (quantized)")
-    return read_layers(net, model, reader, acc_bits, overflow)
+    found = read_layers(net, model, reader, acc_bits, overflow)
+    if not any(isinstance(f, LayerFormat) for f in found.formats.values()):
+        raise SpecError(f"ONNX file {str(path)!r}: no conv/fc layer has quantized input and "
+                        "weights (all run in float); --from-model reads quantized models")
+    return found

@@ -147,10 +147,15 @@ class Reader:
 
 def real(q: np.ndarray, scale: Scale, axis: int = 0) -> np.ndarray:
     """scale · (q − zero_point), per channel along `axis` when the scale is a vector."""
-    s, z = scale.scale, scale.zero_point
+    s, z = np.asarray(scale.scale), np.asarray(scale.zero_point)
+    if s.size == 1:  # one scale, whatever its shape ((1,) on a 1-D bias is per tensor)
+        s, z = s.reshape(()), z.reshape(())
     if s.ndim:
+        if not q.ndim or s.size != q.shape[axis % q.ndim]:
+            raise SpecError(f"{s.size} scales for a tensor of shape {list(q.shape)} along "
+                            f"axis {axis}")
         shape = [1] * q.ndim
-        shape[axis] = -1
+        shape[axis % q.ndim] = -1
         s, z = s.reshape(shape), z.reshape(shape)
     return s * (q - z)
 
