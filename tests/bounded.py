@@ -1,0 +1,76 @@
+"""Run a child process and measure it: exit code, output, seconds and its own peak resident
+memory (`os.wait4` reports the rusage of that one child, not of every child the test process
+ever had). A child that outlives its time budget is killed and reported as timed out."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a child did: rc (None: killed at the time budget), stdout, stderr, wall seconds
+    and peak resident memory in MiB."""
+
+    rc: int | None
+    out: str
+    err: str
+    seconds: float
+    peak_mib: float
+
+    def one_line_refusal(self) -> str:
+        """The refusal line of a clean failure (rc 2, no traceback, one stderr line)."""
+        lines = self.err.strip().splitlines()
+        assert self.rc == 2, (self.rc, self.err[-2000:])
+        assert "Traceback" not in self.err and len(lines) == 1, self.err[-2000:]
+        return lines[0]
+
+
+def measure(args: list[str], timeout_s: float, env: dict[str, str] | None = None,
+            cwd: Path | None = None) -> Measured:
+    """Run `args` (a list, no shell) with output to files, kill its process group at
+    `timeout_s`, and return its figures."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(args, stdout=out, stderr=err, cwd=cwd, start_new_session=True,
+                                env={**os.environ, "OPENBLAS_NUM_THREADS": "1", **(env or {})})
+        rc: int | None = None
+        usage = None
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                rc = os.waitstatus_to_exitcode(status)
+                break
+            if time.monotonic() - start > timeout_s:
+                os.killpg(proc.pid, signal.SIGKILL)
+                _pid, _status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.02)
+        proc.returncode = rc if rc is not None else -9  # reaped here, not by Popen
+        seconds = time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        return Measured(rc, out.read().decode(errors="replace"),
+                        err.read().decode(errors="replace"), seconds,
+                        usage.ru_maxrss / 1024)
+
+
+def workbench(*args: str, timeout_s: float = 60, env: dict[str, str] | None = None,
+              cwd: Path | None = None) -> Measured:
+    """`workbench ARGS` in a child process, measured."""
+    return measure([sys.executable, "-m", "workbench.cli", *args], timeout_s, env, cwd)
+
+
+def python(code: str, timeout_s: float = 60, env: dict[str, str] | None = None) -> Measured:
+    """`python -c CODE` in a child process, measured."""
+    return measure([sys.executable, "-c", code], timeout_s, env)
