@@ -4,7 +4,9 @@ a one-line refusal."""
 
 from __future__ import annotations
 
-from bounded import python
+from pathlib import Path
+
+from bounded import npz_bomb, python, workbench
 
 IMPORTS_MIB = 450  # python + numpy + pandas + the workbench, before any work (~330 MiB)
 
@@ -29,3 +31,48 @@ for n in (2000, 20000):
     assert abs(big / small - 10) < 1e-9  # alike layers cost alike: 10x the cycles
     assert run.peak_mib < IMPORTS_MIB + 200, run.peak_mib
     assert run.seconds < 45, run.seconds
+
+
+GIB_AND_A_HALF = 1536 << 20  # bytes of zeros in each bomb
+
+
+def test_weights_bomb_is_refused_from_its_header(tmp_path: Path) -> None:
+    """A 7 MB --weights file of 1.5 GiB of zeros in a wrong shape: refused from its npy
+    header (the shape), nothing decompressed (it peaked at twice the zeros before)."""
+    bomb = npz_bomb(tmp_path / "w.npz", "conv1.weight", (GIB_AND_A_HALF // 4, 1, 1, 1))
+    assert bomb.stat().st_size < 16 << 20
+    run = workbench("quantize", "lenet5", "--weights", str(bomb), timeout_s=60)
+    line = run.one_line_refusal()
+    assert "conv1.weight: layer 'conv1' expects weight shape (32, 1, 5, 5), file has " \
+           "(402653184, 1, 1, 1)" in line
+    assert run.peak_mib < IMPORTS_MIB + 100, run.peak_mib
+    assert run.seconds < 30
+
+
+def test_data_bomb_beyond_the_budget_is_refused(tmp_path: Path) -> None:
+    """A --data file whose images have the right shape, 1.5 GiB of them: under a 1 GB
+    --max-memory it is refused from its header with the estimate; nothing is decompressed."""
+    images = GIB_AND_A_HALF // (28 * 28 * 4)
+    bomb = npz_bomb(tmp_path / "d.npz", "calib_x", (images, 1, 28, 28))
+    run = workbench("--max-memory", "1GB", "quantize", "lenet5", "--data", str(bomb),
+                    timeout_s=60)
+    line = run.one_line_refusal()
+    assert f"data file {str(bomb)!r} (1.5 GiB of arrays decompressed): needs an estimated " \
+           "3 GiB of memory, beyond the budget of 1 GiB (--max-memory" in line, line
+    assert run.peak_mib < IMPORTS_MIB + 100, run.peak_mib
+    # the same budget as an environment variable, and a budget it fits in: it is read
+    run = workbench("quantize", "lenet5", "--data", str(bomb), "--images", "1", timeout_s=60,
+                    env={"WORKBENCH_MAX_MEMORY": "1GB"})
+    assert "beyond the budget of 1 GiB" in run.one_line_refusal()
+
+
+def test_a_pickled_array_gets_our_message_not_numpys(tmp_path: Path) -> None:
+    import numpy as np
+
+    path = tmp_path / "objects.npz"
+    np.savez(path, **{"conv1.weight": np.array([{"a": 1}, None], dtype=object)})
+    run = workbench("quantize", "lenet5", "--weights", str(path), timeout_s=60)
+    line = run.one_line_refusal()
+    assert "array 'conv1.weight' holds Python objects (dtype object); only numeric arrays " \
+           "are read" in line
+    assert "allow_pickle" not in line

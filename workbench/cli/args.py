@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from workbench import resources
 from workbench.errors import WorkbenchError
 from workbench.report.output import check_output_dir, check_output_file
 
@@ -65,6 +66,14 @@ def size(text: str) -> int:
     """A memory size for argparse (see `parse_bytes`)."""
     try:
         return parse_bytes(text)
+    except WorkbenchError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def memory_budget(text: str) -> int:
+    """A memory budget for --max-memory ('2GB', '512MB', '1.5G'; see `resources.parse_size`)."""
+    try:
+        return resources.parse_size(text)
     except WorkbenchError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

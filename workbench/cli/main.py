@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pandas as pd
 
-from workbench import layers, platforms
-from workbench.cli.args import add_network, positive_int
+from workbench import layers, platforms, resources
+from workbench.cli.args import add_network, memory_budget, positive_int
 from workbench.errors import WorkbenchError
 
 
@@ -78,12 +78,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="workbench", description=__doc__)
     # --json before or after the command: the command's flag must not reset the global one
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    budget_help = ("memory budget, e.g. 2GB: inputs estimated to need more are refused "
+                   f"before work starts (default: ${resources.ENV}, else "
+                   f"{resources.BUDGET_FRACTION:.0%} of this machine's memory)")
+    parser.add_argument("--max-memory", type=memory_budget, default=None, metavar="SIZE",
+                        help=budget_help)
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="one JSON document on stdout")
     common.add_argument("--strict", action="store_true", default=argparse.SUPPRESS,
                         help="an ONNX operator the workbench does not know is an error")
+    common.add_argument("--max-memory", type=memory_budget, default=argparse.SUPPRESS,
+                        metavar="SIZE", help=budget_help)
 
     p = sub.add_parser("networks", parents=[common], help="list the zoo networks")
     p.set_defaults(func=cmd_networks)
@@ -136,6 +143,8 @@ def _warnings_as_lines(args: argparse.Namespace) -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.max_memory is not None:  # workers and kernels this command starts inherit it
+        os.environ[resources.ENV] = str(args.max_memory)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, functools.partial(_terminate, os.getpid()))
     try:
