@@ -76,3 +76,58 @@ def test_a_pickled_array_gets_our_message_not_numpys(tmp_path: Path) -> None:
     assert "array 'conv1.weight' holds Python objects (dtype object); only numeric arrays " \
            "are read" in line
     assert "allow_pickle" not in line
+
+
+def test_a_grid_of_960_million_cases_is_refused_by_its_count(tmp_path: Path) -> None:
+    """A 15 KB grid of 9.6e8 cases was expanded in memory up front (MemoryError at 7.7 GB):
+    its cases are now counted, not built, and the estimate refused."""
+    import yaml
+
+    doc = {"networks": ["lenet5"], "platforms": ["idsp", "nve"],
+           "buffer_kb": list(range(1, 101)), "acc_bits": list(range(2, 42)),
+           "overrides": {"cores": list(range(1, 101)),
+                         "dma_setup_cycles": list(range(100, 200))},
+           "objectives": ["cycles", "energy", "accesses", "edp"],
+           "fusion": ["auto", "off", "force"]}
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump(doc))
+    assert grid.stat().st_size < 16 << 10
+    run = workbench("sweep", str(grid), "--out", str(tmp_path / "out"), timeout_s=60)
+    line = run.one_line_refusal()
+    assert "grid of 960,000,000 cases (16 KiB each in a run): needs an estimated 14.3 TiB of " \
+           "memory, beyond the budget" in line, line
+    assert run.peak_mib < IMPORTS_MIB + 100 and run.seconds < 30, run.figures()
+    assert not (tmp_path / "out" / "rows").exists()  # refused before any work started
+
+
+def test_grid_cases_are_lazy_and_counted() -> None:
+    from workbench import sweep
+
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[16, 32],
+                      acc_bits=[8, 16], overrides={"cores": [1, 2, 4]}, fusion=["auto", "off"])
+    lazy = sweep.iter_cases(grid)
+    first = next(lazy)
+    assert (first.memory_bytes, first.acc_bits, first.overrides, first.fusion) == (
+        16384, 8, (("cores", 1),), "auto")
+    every = sweep.cases(grid)
+    assert sweep.case_count(grid) == len(every) == 2 * 2 * 3 * 2
+    assert [first, *lazy] == every
+    assert len({c.case_id for c in every}) == len(every)
+
+
+def test_grid_buffer_kb_has_a_physical_range() -> None:
+    """buffer_kb 10**100 gave "internal error OverflowError" in every case; now the grid
+    refuses it (and a subnormal, zero or negative size) in one line naming the field."""
+    import pytest
+
+    from workbench import sweep
+    from workbench.errors import WorkbenchError
+
+    for value in (10**100, 1e308, 2.0**38 + 1, 5e-324, 0, -1, 0.0009):
+        with pytest.raises(WorkbenchError) as info:
+            sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[value])
+        text = str(info.value)
+        assert text.startswith("grid: buffer_kb[0]: must be a number of KB from 1/1024 (1 byte) "
+                               "to 2^38 (2^48 B), got ") and len(text) < 200, text
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[1 / 1024, 2**38])
+    assert [c.memory_bytes for c in sweep.cases(grid)] == [1, 2**48]

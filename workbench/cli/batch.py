@@ -95,7 +95,7 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     grid = sweep.Grid.from_yaml(args.grid)
     if args.objective:
         grid = dataclasses.replace(grid, objectives=list(args.objective))
-    total = len(sweep.cases(grid))
+    total = sweep.check_size(grid)
 
     def started(pool, pending: int) -> None:
         if not args.json:

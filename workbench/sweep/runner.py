@@ -19,7 +19,7 @@ from workbench.sweep.engine import (
     progress_bar,
 )
 from workbench.sweep.evaluate import run_case
-from workbench.sweep.grid import Case, Grid, cases
+from workbench.sweep.grid import Case, Grid, cases, iter_cases
 from workbench.sweep.store import SweepStore
 
 Outcome = tuple[str, dict | None, str | None, bool, float]  # id, row, error, written, seconds
@@ -131,7 +131,7 @@ def run(grid: Grid, out_dir: str | Path | None = None, jobs: int = 1, progress: 
 
 def _read_only(store: SweepStore, grid: Grid, grid_notes: list[str]) -> pd.DataFrame:
     """A sweep directory this process cannot write: its rows when the grid is complete."""
-    ids = {c.case_id for c in cases(grid)}
+    ids = {c.case_id for c in iter_cases(grid)}
     pending = len(ids - store.done_ids())
     if pending:
         raise WorkbenchError(f"sweep directory {str(store.root)!r} is read-only and {pending} "
@@ -196,7 +196,7 @@ def run_reports(grid: Grid, out_dir: str | Path, jobs: int = 1, progress: bool =
     reports = Path(out_dir) / "reports"
     reports.mkdir(parents=True, exist_ok=True)
     unique: dict[tuple, Case] = {}
-    for case in cases(grid):
+    for case in iter_cases(grid):
         unique.setdefault((case.network, case.platform, case.batch, case.memory_bytes), case)
     todo = [(c, grid, reports / f"{c.case_id}.html") for c in unique.values()
             if not (reports / f"{c.case_id}.html").exists()]
