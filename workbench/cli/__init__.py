@@ -1,7 +1,41 @@
 """The `workbench` command line, one module per command group: `main` (parser, dispatch,
 one-line errors), `args` (argument types checked before any work), `explore` (explore,
-traffic), `quant` (quantize), `simd`, `batch` (sweep, report)."""
+traffic), `quant` (quantize), `simd`, `batch` (sweep, report).
 
-from workbench.cli.main import build_parser, main
+`main` here is the console entry point: it imports the command line (numpy, pandas: a second
+or two) under SIGTERM and Ctrl-C handling, so an interrupt at any moment ends in one line."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+INTERRUPTED = 130
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line (`workbench.cli.main.main`); exit code."""
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _stop)  # until main() installs its own
+        from workbench.cli.main import main as run
+    except KeyboardInterrupt:
+        print("workbench: interrupted while starting; nothing was done", file=sys.stderr)
+        return INTERRUPTED
+    return run(argv)
+
+
+def build_parser() -> Any:
+    """The argparse parser of the command line (`workbench.cli.main.build_parser`)."""
+    from workbench.cli.main import build_parser as build
+
+    return build()
+
 
 __all__ = ["build_parser", "main"]

@@ -104,8 +104,11 @@ def cmd_sweep(args: argparse.Namespace) -> None:
                 where += f", dashboard {pool.dashboard}"
             print(f"{pending} of {total} cases to run {where}", file=sys.stderr, flush=True)
 
+    patience = sweep.Patience(no_worker_s=args.no_worker_timeout,
+                              worker_losses=args.max_worker_losses,
+                              task_kills=args.max_case_kills)
     with sweep.executor(args.jobs, args.scheduler, engine="dask",
-                        connect_timeout_s=args.connect_timeout) as pool:
+                        connect_timeout_s=args.connect_timeout, patience=patience) as pool:
         frame = sweep.run(grid, args.out, progress=not args.json, pool=pool, on_start=started)
         failures = sweep.run_reports(grid, args.out, progress=not args.json,
                                      pool=pool) if grid.reports else {}
@@ -155,6 +158,15 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         "$DASK_SCHEDULER_ADDRESS, else an embedded cluster)")
     p.add_argument("--connect-timeout", type=positive_number, default=20.0, metavar="SECONDS",
                    help="how long to keep trying the scheduler (default: %(default)s)")
+    p.add_argument("--no-worker-timeout", type=positive_number, default=30.0, metavar="SECONDS",
+                   help="end the sweep (rows kept) when no Dask worker stays up this long "
+                        "(default: %(default)s)")
+    p.add_argument("--max-worker-losses", type=positive_int, default=10, metavar="N",
+                   help="end the sweep (rows kept) when more Dask workers than this are lost "
+                        "(default: %(default)s)")
+    p.add_argument("--max-case-kills", type=positive_int, default=3, metavar="N",
+                   help="end the sweep (rows kept) when one case's task kills its worker this "
+                        "many times, e.g. out of memory (default: %(default)s)")
     p.add_argument("--status", metavar="DIR", default=None,
                    help="print done/failed/pending counts of a sweep directory and stop")
     p.add_argument("--objective", action="append", choices=OBJECTIVES,

@@ -43,6 +43,17 @@ def run_batch(task: tuple[list[Case], Grid, str | None, str | None]) -> list[Out
     return outcomes
 
 
+def running_case(task: tuple[list[Case], Grid, str | None, str | None]) -> str:
+    """The case a batch task is at: its first case not committed yet (workers that see the
+    sweep directory commit each row as it is done), for a message."""
+    batch, _grid, out_dir, _token = task
+    done = SweepStore(out_dir).done_ids() if out_dir is not None else set()
+    pending = [case for case in batch if case.case_id not in done] or batch
+    others = len(pending) - 1
+    return pending[0].describe() + (f" (or one of the {others} pending case(s) after it in "
+                                    "its batch)" if others and out_dir is None else "")
+
+
 def notes(grid: Grid) -> list[str]:
     """Checks the grid's weights and data files (one-line errors); returns a note per network
     that gets no accuracy column."""
@@ -95,7 +106,7 @@ def run(grid: Grid, out_dir: str | Path | None = None, jobs: int = 1, progress: 
             client_writes = 0
             bar = progress_bar(len(todo), progress, "case")
             try:
-                for outcomes in pool.imap(run_batch, tasks):
+                for outcomes in pool.imap(run_batch, tasks, describe=running_case):
                     for case_id, row, error, written, seconds in outcomes:
                         compute += seconds
                         if store is not None and not written:
