@@ -7,6 +7,7 @@ or two) under SIGTERM and Ctrl-C handling, so an interrupt at any moment ends in
 
 from __future__ import annotations
 
+import importlib
 import signal
 import sys
 from collections.abc import Sequence
@@ -19,23 +20,32 @@ def _stop(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _command_line() -> Any:
+    """The module workbench.cli.main (importing it sets this package's attribute `main` to
+    the module: the entry point is put back)."""
+    module = importlib.import_module("workbench.cli.main")
+    globals()["main"] = _entry
+    return module
+
+
+def _entry(argv: Sequence[str] | None = None) -> int:
     """Run the command line (`workbench.cli.main.main`); exit code."""
     try:
         if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _stop)  # until main() installs its own
-        from workbench.cli.main import main as run
+        module = _command_line()
     except KeyboardInterrupt:
         print("workbench: interrupted while starting; nothing was done", file=sys.stderr)
         return INTERRUPTED
-    return run(argv)
+    return module.main(argv)
 
 
 def build_parser() -> Any:
     """The argparse parser of the command line (`workbench.cli.main.build_parser`)."""
-    from workbench.cli.main import build_parser as build
+    return _command_line().build_parser()
 
-    return build()
+
+main = _entry
 
 
 __all__ = ["build_parser", "main"]

@@ -40,6 +40,21 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer in low..high ('16'; not '64' when high is 62)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer in {low}..{high}, got "
+                                             f"{resources.cut(text)}")
+        return value
+    parse.__name__ = f"integer in {low}..{high}"
+    return parse
+
+
 def positive_number(text: str) -> float:
     """A finite number > 0 ('64', '0.5'; not '0', '-5', 'inf', 'nan' or '')."""
     try:

@@ -11,6 +11,7 @@ import time
 from workbench.cli.args import add_network, output_dir, output_file, positive_int, positive_number
 from workbench.errors import WorkbenchError
 from workbench.explore.query import OBJECTIVES
+from workbench.resources import cut
 
 
 def _parse_params(items: list[str]) -> dict:
@@ -20,14 +21,14 @@ def _parse_params(items: list[str]) -> dict:
     params = {}
     for item in items or []:
         if "=" not in item:
-            raise WorkbenchError(f"--params {item!r}: must look like key=value")
+            raise WorkbenchError(f"--params {cut(item)}: must look like key=value")
         key, value = item.split("=", 1)
         try:
             params[key.strip()] = yaml.safe_load(value)
         except yaml.YAMLError as exc:
             reason = str(exc).splitlines()[0]
-            raise WorkbenchError(f"--params {key.strip()}: value {value!r} is not a number, "
-                                 f"list or string ({reason})") from None
+            raise WorkbenchError(f"--params {key.strip()[:80]}: value {cut(value)} is "
+                                 f"not a number, list or string ({reason[:80]})") from None
     return params
 
 
@@ -41,7 +42,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     if not args.network:
         raise WorkbenchError("report: needs a network (or --sweep DIR)")
     params = _parse_params(args.params)
-    check_parameters(params)  # before anything is loaded or computed
+    check_parameters(params, "--params")  # before anything is loaded or computed
     # fail fast, one line, before starting a kernel
     layers.load_network(args.network, input_shape=args.input_shape)
     platforms.load_platform(args.platform)
