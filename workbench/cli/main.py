@@ -32,10 +32,20 @@ def _emit(args: argparse.Namespace, table: pd.DataFrame, title: str = "",
         print(table.to_string(index=False))
 
 
+def _loaded(names: list[str], load: Callable[[str], object],
+            what: str) -> Iterator[tuple[str, object]]:
+    """(name, loaded) for each name; one that fails (a bad file in a WORKBENCH_DATA folder)
+    is skipped with a warning line naming it, and the rest load."""
+    for name in names:
+        try:
+            yield name, load(name)
+        except (WorkbenchError, OSError) as exc:
+            warnings.warn(f"{what} {name!r} skipped: {exc}", stacklevel=2)
+
+
 def cmd_networks(args: argparse.Namespace) -> None:
     rows = []
-    for name in layers.list_networks():
-        net = layers.load_network(name)
+    for name, net in _loaded(layers.list_networks(), layers.load_network, "network"):
         rows.append({"network": name, "title": net.title, "layers": len(net),
                      "tiled": len(net.tiled_layers()), "macs_M": round(net.macs / 1e6, 2),
                      "params_M": round(net.params / 1e6, 3)})
@@ -56,8 +66,7 @@ def cmd_show(args: argparse.Namespace) -> None:
 
 def cmd_platforms(args: argparse.Namespace) -> None:
     rows = []
-    for name in platforms.list_platforms():
-        p = platforms.load_platform(name)
+    for name, p in _loaded(platforms.list_platforms(), platforms.load_platform, "platform"):
         rows.append({"platform": name, "clock_MHz": p.clock_mhz, "MAC/cycle": p.macs_per_cycle,
                      "bus_elem/cycle": p.bus_elems_per_cycle, "elem_B": p.elem_bytes,
                      "dma_setup": p.dma_setup_cycles, "local_KB": p.local_mem_bytes / 1024,
