@@ -131,3 +131,42 @@ def test_grid_buffer_kb_has_a_physical_range() -> None:
                                "to 2^38 (2^48 B), got ") and len(text) < 200, text
     grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[1 / 1024, 2**38])
     assert [c.memory_bytes for c in sweep.cases(grid)] == [1, 2**48]
+
+
+def _network(path: Path, pool_input: list[int], top_input: bool) -> Path:
+    head = "name: t\n" + ("input: [3, 32, 32]\n" if top_input else "") + "layers:\n"
+    conv = "  - {name: c1, type: conv, maps: 8, kernel: 3, pad: 1}\n" if top_input else ""
+    path.write_text(head + conv + "  - {name: p, type: pool, mode: max, kernel: 2, stride: 2, "
+                    f"input: {pool_input}}}\n")
+    return path
+
+
+def test_a_streamed_layer_must_read_the_previous_output(tmp_path: Path) -> None:
+    """A pool whose own `input:` contradicted the conv before it was accepted, and a huge one
+    ended in a 3.6 TiB allocation traceback (streaming.py)."""
+    run = workbench("explore", str(_network(tmp_path / "n.yaml", [1000000, 1000000, 16], True)))
+    assert "layers[1].input: must be the previous layer's output [8, 32, 32] (a pool layer " \
+           "reads it), got [1000000, 1000000, 16] (layer 'p')" in run.one_line_refusal()
+    assert run.peak_mib < IMPORTS_MIB and run.seconds < 20, run.figures()
+    agrees = workbench("show", str(_network(tmp_path / "ok.yaml", [8, 32, 32], True)), "--json")
+    assert agrees.rc == 0 and '"output":"8x16x16"' in agrees.out.replace(" ", "")
+
+
+def test_a_huge_streamed_layer_is_refused_by_its_estimate(tmp_path: Path) -> None:
+    """The same pool as a table's own layer (valid, 3e9 output rows): its chunk sizes are
+    estimated (268 GiB) and refused before any array is allocated; a small enough one runs,
+    and the estimate is near its real peak."""
+    run = workbench("explore", str(_network(tmp_path / "n.yaml", [3, 1000000000, 4], False)))
+    line = run.one_line_refusal()
+    assert "layer 'p': pricing its 500,000,000 × 3 chunk sizes (pool layer, up to 1 core(s)): " \
+           "needs an estimated 268 GiB of memory, beyond the budget of " in line, line
+    assert run.peak_mib < IMPORTS_MIB and run.seconds < 20, run.figures()
+    path = _network(tmp_path / "mid.yaml", [2000, 4000, 8], False)
+    small = workbench("--max-memory", "100MB", "explore", str(path))
+    assert "needs an estimated 732 MiB of memory, beyond the budget of 100 MiB" in \
+        small.one_line_refusal()
+    fits = workbench("explore", str(path), "--json", timeout_s=60)
+    assert fits.rc == 0, fits.err[-2000:]
+    print(fits.figures())
+    base = python("import workbench.explore, workbench.streaming")
+    assert 0.5 * 732 < fits.peak_mib - base.peak_mib < 1.5 * 732, (fits.figures(), base.figures())

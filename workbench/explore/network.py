@@ -38,6 +38,7 @@ from workbench.layers.network import Network
 from workbench.layers.spec import ActivationLayer, ConcatLayer, EltwiseLayer, Layer
 from workbench.perf import CountVector, layer_local_accesses, price
 from workbench.platforms import Platform
+from workbench.resources import ResourceError
 from workbench.tiling.model import SCHEDULES, TILE_DIMS
 
 FUSION_MODES = ("auto", "off", "force")
@@ -138,6 +139,8 @@ def _streamed(layer, platform, objective, in_kept, out_kept) -> dict | None:
         c = streaming.best_stream(layer, platform, objective,
                                   cores=1 if in_kept or out_kept else None,
                                   kept=(in_kept, out_kept))
+    except ResourceError:  # beyond the memory budget: the layer's own refusal, not "no fit"
+        raise
     except WorkbenchError:
         return None
     row = {"split": "maps", "cores": c.cores, "schedule": "stream", "rows": c.rows,
