@@ -12,6 +12,7 @@ import numpy as np
 from workbench import resources
 from workbench.errors import FileFormatError, SpecError, WorkbenchError
 from workbench.layers.network import Network
+from workbench.layers.onnx_external import load_model
 from workbench.layers.onnx_names import short_name
 from workbench.layers.spec import ConvLayer
 from workbench.paths import data_file
@@ -228,10 +229,7 @@ def load_onnx(path: str | Path, net: Network) -> Params:
     import onnx
     from onnx import numpy_helper
 
-    try:
-        model = onnx.load(str(path))
-    except Exception as exc:  # noqa: BLE001 - onnx raises several unrelated types
-        raise FileFormatError(f"ONNX file {str(path)!r}: cannot load ({exc})") from None
+    model = load_model(path)  # external data under the project's own guard
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     for node in model.graph.node:
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
