@@ -170,3 +170,20 @@ def test_a_huge_streamed_layer_is_refused_by_its_estimate(tmp_path: Path) -> Non
     print(fits.figures())
     base = python("import workbench.explore, workbench.streaming")
     assert 0.5 * 732 < fits.peak_mib - base.peak_mib < 1.5 * 732, (fits.figures(), base.figures())
+
+
+def test_a_huge_conv_layer_is_refused_by_its_candidate_estimate(tmp_path: Path) -> None:
+    """A 3→64 3×3 conv on a 2^20×2^20 input: its candidate sets are estimated from the tiles
+    to enumerate before any is built, and refused beyond the budget (it ran into an
+    _ArrayMemoryError at 4.9 GB before). Within the default budget (25% of 23 GB here) it is
+    planned: 42-62 s at 2.3 GB on 2 busy cores, under its 4 GiB estimate (not run here: CI
+    time)."""
+    path = tmp_path / "huge.yaml"
+    path.write_text("name: huge\ninput: [3, 1048576, 1048576]\nlayers:\n"
+                    "  - {name: c1, type: conv, maps: 64, kernel: 3, stride: 1, pad: 1}\n")
+    run = workbench("--max-memory", "300MB", "explore", str(path), "--jobs", "1",
+                    env={"WORKBENCH_CACHE_DIR": str(tmp_path / "cache")})
+    line = run.one_line_refusal()
+    assert "candidate set(s) to build (largest layer 'c1[oc64]', 4,190,209 spatial tile pairs): " \
+           "needs an estimated 4 GiB of memory" in line, line
+    assert "beyond the budget of 300 MiB" in line and run.peak_mib < IMPORTS_MIB, run.figures()

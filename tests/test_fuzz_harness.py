@@ -101,8 +101,10 @@ def load_platform(path):
         {"name": "c", "type": "conv", "maps": 8, "kernel": 3, "pad": 1},
         {"name": "r", "type": "relu"}]}, "tiny")
     plan = explore.network_plan(net, p)
-    numbers = plan.select_dtypes("number").drop(columns=["ctc"], errors="ignore")
-    return bool(np.isfinite(numbers.to_numpy(dtype=float)).all()) and np.isfinite(p.peak_gops)
+    costs = [c for c in plan if c.startswith(("cycles", "energy")) or c in (
+        "ext_accesses", "dma_transfers", "footprint_bytes", "throughput_gops", "edp")]
+    return bool(np.isfinite(plan[costs].to_numpy(dtype=float)).all()) \
+        and bool(np.isfinite(p.peak_gops))
 
 
 LOADERS = {"network": load_network, "grid": load_grid, "hierarchy": load_hierarchy,
