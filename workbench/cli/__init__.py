@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import signal
 import sys
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,11 +22,8 @@ def _stop(signum: int, frame: object) -> None:
 
 
 def _command_line() -> Any:
-    """The module workbench.cli.main (importing it sets this package's attribute `main` to
-    the module: the entry point is put back)."""
-    module = importlib.import_module("workbench.cli.main")
-    globals()["main"] = _entry
-    return module
+    """The module workbench.cli.main."""
+    return importlib.import_module("workbench.cli.main")
 
 
 def _entry(argv: Sequence[str] | None = None) -> int:
@@ -45,7 +43,20 @@ def build_parser() -> Any:
     return _command_line().build_parser()
 
 
-main = _entry
+class _Package(types.ModuleType):
+    """This package, whose `main` stays the entry point: importing the submodule
+    workbench.cli.main (which sets the package attribute of that name) must not replace it."""
 
+    @property
+    def main(self) -> Any:
+        return _entry
+
+    @main.setter
+    def main(self, value: Any) -> None:
+        pass
+
+
+sys.modules[__name__].__class__ = _Package
+main = _entry
 
 __all__ = ["build_parser", "main"]
