@@ -1,6 +1,7 @@
 """Run a child process and measure it: exit code, output, seconds and its own peak resident
-memory (`os.wait4` reports the rusage of that one child, not of every child the test process
-ever had). A child that outlives its time budget is killed and reported as timed out."""
+memory: the VmHWM of /proc/PID/status, read every 10 ms while it runs (rusage's ru_maxrss
+would also count the pytest process it was forked from, kept across exec). A child that
+outlives its time budget is killed and reported as timed out."""
 
 from __future__ import annotations
 
@@ -50,24 +51,35 @@ def measure(args: list[str], timeout_s: float, env: dict[str, str] | None = None
         proc = subprocess.Popen(args, stdout=out, stderr=err, cwd=cwd, start_new_session=True,
                                 env={**os.environ, "OPENBLAS_NUM_THREADS": "1", **(env or {})})
         rc: int | None = None
-        usage = None
+        peak_kib = 0
         while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            peak_kib = max(peak_kib, _hwm_kib(proc.pid))  # before the zombie is reaped
+            pid, status, _usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 rc = os.waitstatus_to_exitcode(status)
                 break
             if time.monotonic() - start > timeout_s:
                 os.killpg(proc.pid, signal.SIGKILL)
-                _pid, _status, usage = os.wait4(proc.pid, 0)
+                os.wait4(proc.pid, 0)
                 break
-            time.sleep(0.02)
+            time.sleep(0.01)
         proc.returncode = rc if rc is not None else -9  # reaped here, not by Popen
         seconds = time.monotonic() - start
         out.seek(0)
         err.seek(0)
         return Measured(rc, out.read().decode(errors="replace"),
-                        err.read().decode(errors="replace"), seconds,
-                        usage.ru_maxrss / 1024)
+                        err.read().decode(errors="replace"), seconds, peak_kib / 1024)
+
+
+def _hwm_kib(pid: int) -> int:
+    """The peak resident memory of a live process in KiB (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def workbench(*args: str, timeout_s: float = 60, env: dict[str, str] | None = None,

@@ -62,13 +62,15 @@ print(json.dumps(out))
     assert run.rc == 0, run.err[-2000:]
     out = json.loads(run.out)
     rules = {"dotdot": "external data location '../secret.bin' leaves the model's folder ('..')",
-             "absolute": f"external data location {str(secret)!r} is an absolute path",
+             "absolute": "is an absolute path",
              "symlink": "external data location 'link.bin' resolves (through a symlink) outside "
                         "the model's folder",
              "fifo": "external data location 'pipe.bin' is not a regular file (a FIFO, device "
                      "or folder)"}
     for name, rule in rules.items():
-        assert out[name] == f"ONNX file {str(cases[name])!r}: tensor 'w': {rule}", out[name]
+        assert out[name].startswith(f"ONNX file {str(cases[name])!r}: tensor 'w': ") \
+            and out[name].endswith(rule), out[name]
+    assert "external data location '/" in out["absolute"]  # the path, cut to 80 characters
     assert out["good"] == W.ravel().tolist()
 
 

@@ -55,6 +55,11 @@ def _workers(pid: int) -> set[int]:
     return out
 
 
+def _env(tmp_path: Path) -> dict[str, str]:
+    """A fresh candidate cache: cases take long enough to be killed mid-sweep."""
+    return {**os.environ, "WORKBENCH_CACHE_DIR": str(tmp_path / "cache")}
+
+
 def _rows(out: Path) -> dict[str, int]:
     return {p.stem: p.stat().st_mtime_ns for p in (out / "rows").glob("*.json")}
 
@@ -76,7 +81,7 @@ def test_workers_killed_again_and_again_end_the_sweep_in_one_line(
     cli = [sys.executable, "-m", "workbench.cli", "sweep", str(tmp_path / "grid.yaml"), "--out",
            str(out), "--jobs", "2", "--json"]
     proc = subprocess.Popen([*cli, "--no-worker-timeout", "10"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env=_env(tmp_path))
     deadline = time.monotonic() + 120
     while proc.poll() is None and not _rows(out) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -125,10 +130,11 @@ def test_no_worker_left_ends_the_sweep_after_the_timeout(tmp_path: Path,
                                  stderr=subprocess.DEVNULL)
     worker = subprocess.Popen([BIN / "dask", "worker", address, "--no-nanny", "--nthreads", "1",
                                "--no-dashboard"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+                              stderr=subprocess.DEVNULL, env=_env(tmp_path))
     try:
         proc = subprocess.Popen([*cli, "--scheduler", address, "--no-worker-timeout", "3"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=_env(tmp_path))
         deadline = time.monotonic() + 120
         while proc.poll() is None and not _rows(out) and time.monotonic() < deadline:
             time.sleep(0.05)

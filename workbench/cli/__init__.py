@@ -31,11 +31,23 @@ def _entry(argv: Sequence[str] | None = None) -> int:
     try:
         if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _stop)  # until main() installs its own
-        module = _command_line()
-    except KeyboardInterrupt:
+        return _command_line().main(argv)  # it handles interrupts once its work starts
+    except (KeyboardInterrupt, ImportError) as exc:  # importing or parsing: nothing done yet
+        if not _interrupted(exc):
+            raise
         print("workbench: interrupted while starting; nothing was done", file=sys.stderr)
         return INTERRUPTED
-    return module.main(argv)
+
+
+def _interrupted(exc: BaseException | None) -> bool:
+    """An interrupt, or an import error an interrupt caused (numpy wraps it so)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def build_parser() -> Any:

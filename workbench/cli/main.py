@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     budget_help = ("memory budget, e.g. 2GB: inputs estimated to need more are refused "
                    f"before work starts (default: ${resources.ENV}, else "
-                   f"{resources.BUDGET_FRACTION:.0%} of this machine's memory)")
+                   f"{resources.BUDGET_FRACTION:.0%} of this machine's memory)"
+                   ).replace("%", "%%")  # argparse formats help with %
     parser.add_argument("--max-memory", type=memory_budget, default=None, metavar="SIZE",
                         help=budget_help)
     sub = parser.add_subparsers(dest="command", required=True)

@@ -145,6 +145,15 @@ class LocalExecutor:
         self.close()
 
 
+class _NoAllExit(logging.Filter):
+    """Drops asyncio's 'Task exception was never retrieved' about Dask's AllExit: a result
+    still awaited when its client closed (a stopped sweep), nothing the user must see."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return type(exc).__name__ != "AllExit"
+
+
 @dataclass
 class DaskExecutor:
     """Runs tasks on a Dask cluster: an embedded LocalCluster of `jobs` single-threaded worker
@@ -163,6 +172,14 @@ class DaskExecutor:
         self.cluster = None
         if not self._own:
             return
+        # the client's own log lines (a lost worker's keys rescheduled, a scheduler gone at
+        # exit) are not ours to print: what matters reaches us through futures and `Patience`
+        for name in ["distributed", *logging.root.manager.loggerDict]:
+            if name.startswith("distributed"):
+                logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+        quiet = logging.getLogger("asyncio")
+        if not any(isinstance(f, _NoAllExit) for f in quiet.filters):
+            quiet.addFilter(_NoAllExit())
         try:
             from dask.distributed import Client, LocalCluster
         except ImportError:
