@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_sweep_dask import _free_port
 
 from workbench import sweep
 
@@ -107,12 +107,6 @@ def test_workers_killed_again_and_again_end_the_sweep_in_one_line(
     kept = _rows(out)
     assert 0 < len(kept) < len(reference)
     _resume_completes(cli, out, kept, reference)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_no_worker_left_ends_the_sweep_after_the_timeout(tmp_path: Path,
