@@ -174,9 +174,7 @@ class DaskExecutor:
             return
         # the client's own log lines (a lost worker's keys rescheduled, a scheduler gone at
         # exit) are not ours to print: what matters reaches us through futures and `Patience`
-        for name in ["distributed", *logging.root.manager.loggerDict]:
-            if name.startswith("distributed"):
-                logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+        logging.getLogger("distributed.client").setLevel(logging.CRITICAL + 1)
         quiet = logging.getLogger("asyncio")
         if not any(isinstance(f, _NoAllExit) for f in quiet.filters):
             quiet.addFilter(_NoAllExit())
