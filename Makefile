@@ -40,11 +40,12 @@ test-deep: $(STAMP)
 	HYPOTHESIS_PROFILE=deep $(PYTEST) -n auto --dist worksteal -m "property"
 
 # The long fuzzing profile: 2,000+ mutated files per format (network YAML, grid YAML, ONNX,
-# prototxt), each loaded under a 10 s bound; prints per format the files, clean errors, clean
-# loads, tracebacks and time-outs (both must be 0). `make test` runs the same tests, fewer files.
+# prototxt; and network, grid, hierarchy YAML with numbers at their extremes), each loaded
+# under a 10 s bound; prints per format the files, clean errors, clean loads, tracebacks and
+# time-outs (both must be 0). `make test` runs the same tests, fewer files.
 fuzz: $(STAMP)
 	WORKBENCH_FUZZ_FILES=$${WORKBENCH_FUZZ_FILES:-2000} $(PY) -m pytest -q -p no:cacheprovider \
-		tests/test_fuzz_yaml.py tests/test_import_fuzz.py -k "mutated"
+		tests/test_fuzz_yaml.py tests/test_import_fuzz.py tests/test_fuzz_extremes.py -k "mutated"
 
 # every benchmark, its output kept in benchmarks/results/ with the commit and the machine
 bench: $(STAMP)

@@ -85,7 +85,30 @@ def selftest(path):
     return True
 
 
-LOADERS = {"network": load_network, "grid": load_grid, "selftest": selftest}
+def load_hierarchy(path):
+    from workbench import platforms
+    platforms.check_hierarchy(path)
+    return True
+
+
+def load_platform(path):
+    # loaded, then one small layer planned on it: nothing may come out NaN or infinite
+    import numpy as np
+    from workbench import explore, platforms
+    from workbench.layers.builder import network_from_dict
+    p = platforms.load_platform(path)
+    net = network_from_dict({"name": "tiny", "input": [3, 8, 8], "layers": [
+        {"name": "c", "type": "conv", "maps": 8, "kernel": 3, "pad": 1},
+        {"name": "r", "type": "relu"}]}, "tiny")
+    plan = explore.network_plan(net, p)
+    costs = [c for c in plan if c.startswith(("cycles", "energy")) or c in (
+        "ext_accesses", "dma_transfers", "footprint_bytes", "throughput_gops", "edp")]
+    return bool(np.isfinite(plan[costs].to_numpy(dtype=float)).all()) \
+        and bool(np.isfinite(p.peak_gops))
+
+
+LOADERS = {"network": load_network, "grid": load_grid, "hierarchy": load_hierarchy,
+           "platform": load_platform, "selftest": selftest}
 signal.signal(signal.SIGALRM, alarm)
 warnings.simplefilter("ignore")
 for kind, path in json.load(open(sys.argv[1])):

@@ -652,3 +652,31 @@ def test_counts_of_many_trip_counts_at_once_equal_each_alone() -> None:
                     assert int(np.broadcast_to(b_vec, cols[0].shape)[k]) == \
                         buffer_size(layer, loops, n, position, array, None)
                     assert isinstance(buffer_size(layer, loops, n, position, array, lanes), int)
+
+
+def test_hierarchy_values_have_physical_ranges() -> None:
+    """A capacity of 10**100 was accepted (issue 58); each field now has a physical range,
+    and 10**400 (beyond float) is 'must be finite', never an OverflowError."""
+    import pytest
+
+    from workbench.hierarchy.levels import HierarchyError, hierarchy_from_dict
+
+    def doc(**sram: object) -> dict:
+        level = {"name": "SRAM", "capacity": 65536, "access_bits": 64, "energy_pj": 6.0} | sram
+        return {"name": "h", "mac_energy_pj": 1.0, "levels": [
+            {"name": "DRAM", "capacity": None, "access_bits": 16, "energy_pj": 320}, level]}
+
+    hierarchy_from_dict(doc(capacity=2**48, energy_pj=1e6, bandwidth=1e-6), "h")  # the edges
+    bad = {"capacity": [10**100, 2**48 + 1, {"I": 10**100, "W": 4, "O": 4}],
+           "energy_pj": [1e308, 1e6 * 1.01], "bandwidth": [5e-324, 1e-7, 2.0**33],
+           "access_bits": [2**17], "area_mm2_per_kb": [1e308]}
+    for key, values in bad.items():
+        for value in values:
+            with pytest.raises(HierarchyError, match=r"(a physical range\)|must be finite), "
+                                                     r"got ") as info:
+                hierarchy_from_dict(doc(**{key: value}), "h")
+            assert key in str(info.value) and len(str(info.value)) < 250, str(info.value)
+    with pytest.raises(HierarchyError, match=r"capacity: must be finite, got 1000000000"):
+        hierarchy_from_dict(doc(capacity=10**400), "h")
+    with pytest.raises(HierarchyError, match=r"mac_energy_pj: must be in 0\.\.1e\+06"):
+        hierarchy_from_dict(doc() | {"mac_energy_pj": 1e308}, "h")

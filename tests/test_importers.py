@@ -98,6 +98,14 @@ def test_prototxt_parser_and_errors(tmp_path: Path) -> None:
     bad.write_text('layer { name: "c" type: "Convolution" bottom: "data" top: "c" }')
     with pytest.raises(FileFormatError, match="reads blob 'data' that no layer produced"):
         layers.load_network(bad)
+    for scalar in ("5", '"abc"'):  # a scalar where a block belongs (an AttributeError before)
+        bad.write_text('input: "data" input_dim: 1 input_dim: 3 input_dim: 8 input_dim: 8\n'
+                       'layer { name: "c" type: "Convolution" bottom: "data" top: "c" '
+                       f'convolution_param: {scalar} }}')
+        with pytest.raises(SpecError, match=r"prototxt layer 'c' \(Convolution\): "
+                                            r"convolution_param must be a \{ \.\.\. \} block "
+                                            r"of fields, got (5|'abc')$"):
+            layers.load_network(bad)
 
 
 def _conv_node(name: str, x: str, maps: int, channels: int, inits: list) -> onnx.NodeProto:

@@ -79,3 +79,34 @@ def test_workbench_data_adds_networks_and_presets_beside_the_shipped_ones(tmp_pa
     assert platforms.load_platform("shave").cores == platforms.load_platform("idsp").cores
     monkeypatch.delenv("WORKBENCH_DATA")
     assert platforms.load_platform("shave").cores == 12
+
+
+def test_one_bad_file_in_a_data_folder_is_skipped_with_a_warning(tmp_path: Path, monkeypatch,
+                                                                  capsys) -> None:
+    """`workbench networks` and `platforms` listed nothing when one user file was broken;
+    now that file is skipped with one warning line naming it, and the rest are listed."""
+    import json
+
+    from workbench import paths
+    from workbench.cli import main
+
+    shipped = paths.shipped_data_dir()
+    for kind, good, bad in (("networks", "lenet5", "name: [broken"),
+                            ("platforms", "idsp", "clock_mhz: -1")):
+        (tmp_path / kind).mkdir()
+        (tmp_path / kind / f"mine_{good}.yaml").write_text(
+            (shipped / kind / f"{good}.yaml").read_text().replace(good, f"mine_{good}"))
+        (tmp_path / kind / "broken.yaml").write_text(bad)
+    monkeypatch.setenv("WORKBENCH_DATA", str(tmp_path))
+    monkeypatch.setattr("signal.signal", lambda *a: None)  # main's SIGTERM handler
+    for command, column, good, shipped_one in (("networks", "network", "mine_lenet5", "lenet5"),
+                                               ("platforms", "platform", "mine_idsp", "idsp")):
+        assert main([command, "--json"]) == 0
+        out, err = capsys.readouterr()
+        names = [row[column] for row in json.loads(out)["rows"]]
+        assert good in names and shipped_one in names and "broken" not in names
+        assert len(names) == len(set(names)) >= 5
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(
+            f"workbench {command}: warning: {column} 'broken' skipped: "), err
+        assert str(tmp_path / command / "broken.yaml") in lines[0]

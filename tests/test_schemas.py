@@ -331,7 +331,8 @@ def test_unknown_onnx_opset_is_refused(tmp_path: Path) -> None:
      "layer 'n': lrn_param.beta must be a finite number, got nan"),
     ('input: "data"\ninput_shape { dim: 1 dim: 3 dim: 8 dim: 8 }\nlayer { name: "c" '
      'type: "Convolution" bottom: "data" top: "c" convolution_param: 3 }\n', SpecError,
-     "malformed parameters"),
+     "prototxt layer 'c' (Convolution): convolution_param must be a { ... } block of fields, "
+     "got 3"),
 ])
 def test_prototxt_values_of_the_wrong_type(tmp_path: Path, body: str, error: type,
                                            rule: str) -> None:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pandas as pd
 
-from workbench import perf
+from workbench import perf, resources
 from workbench.errors import WorkbenchError
 from workbench.layers.spec import (
     ActivationLayer,
@@ -338,6 +338,18 @@ def _check_cores(cores: object, most: int | None = None) -> None:
         raise WorkbenchError(f"cores must be {rule}, got {cores!r}")
 
 
+CELL_BYTES = 8 * 24  # int64 counts and their temporaries per chunk size and core (measured)
+
+
+def _check_grid(layer: Layer, cores: int) -> None:
+    """Refuse by estimate (`resources.check`, one line) a layer whose chunk sizes (rows ×
+    maps, for every core count up to `cores`) would take more memory than the budget."""
+    g = geometry(layer)
+    cells = sum(k * g.out_rows * -(-g.units // k) for k in range(1, cores + 1))
+    resources.check(f"layer {layer.name!r}: pricing its {g.out_rows:,} × {g.units:,} chunk "
+                    f"sizes ({layer.kind} layer, up to {cores} core(s))", cells * CELL_BYTES)
+
+
 def _candidates(layer: Layer, platform: Platform, cores: int | None,
                 kept: tuple[bool, bool] = (False, False)) -> list[dict]:
     """Every fitting chunk (rows, maps) of every k ≤ min(cores, units), one dict per k; a
@@ -352,6 +364,7 @@ def _candidates(layer: Layer, platform: Platform, cores: int | None,
             f"layer {layer.name!r}: no chunk of this {layer.kind} layer fits "
             f"{platform.local_mem_bytes} B of local memory (the smallest needs {smallest} B"
             f"{', double-buffered' if platform.double_buffer else ''})")
+    _check_grid(layer, min(limit, g.units))
     out = []
     for k in range(1, min(limit, g.units) + 1):
         rows, maps, counted = _grid(layer, k)

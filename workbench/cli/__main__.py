@@ -2,6 +2,6 @@
 
 import sys
 
-from workbench.cli.main import main
+from workbench.cli import main
 
 sys.exit(main())

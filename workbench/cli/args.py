@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from workbench import resources
 from workbench.errors import WorkbenchError
 from workbench.report.output import check_output_dir, check_output_file
 
@@ -39,6 +40,21 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer in low..high ('16'; not '64' when high is 62)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer in {low}..{high}, got "
+                                             f"{resources.cut(text)}")
+        return value
+    parse.__name__ = f"integer in {low}..{high}"
+    return parse
+
+
 def positive_number(text: str) -> float:
     """A finite number > 0 ('64', '0.5'; not '0', '-5', 'inf', 'nan' or '')."""
     try:
@@ -65,6 +81,14 @@ def size(text: str) -> int:
     """A memory size for argparse (see `parse_bytes`)."""
     try:
         return parse_bytes(text)
+    except WorkbenchError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def memory_budget(text: str) -> int:
+    """A memory budget for --max-memory ('2GB', '512MB', '1.5G'; see `resources.parse_size`)."""
+    try:
+        return resources.parse_size(text)
     except WorkbenchError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -11,6 +11,7 @@ import time
 from workbench.cli.args import add_network, output_dir, output_file, positive_int, positive_number
 from workbench.errors import WorkbenchError
 from workbench.explore.query import OBJECTIVES
+from workbench.resources import cut
 
 
 def _parse_params(items: list[str]) -> dict:
@@ -20,14 +21,14 @@ def _parse_params(items: list[str]) -> dict:
     params = {}
     for item in items or []:
         if "=" not in item:
-            raise WorkbenchError(f"--params {item!r}: must look like key=value")
+            raise WorkbenchError(f"--params {cut(item)}: must look like key=value")
         key, value = item.split("=", 1)
         try:
             params[key.strip()] = yaml.safe_load(value)
         except yaml.YAMLError as exc:
             reason = str(exc).splitlines()[0]
-            raise WorkbenchError(f"--params {key.strip()}: value {value!r} is not a number, "
-                                 f"list or string ({reason})") from None
+            raise WorkbenchError(f"--params {key.strip()[:80]}: value {cut(value)} is "
+                                 f"not a number, list or string ({reason[:80]})") from None
     return params
 
 
@@ -41,7 +42,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     if not args.network:
         raise WorkbenchError("report: needs a network (or --sweep DIR)")
     params = _parse_params(args.params)
-    check_parameters(params)  # before anything is loaded or computed
+    check_parameters(params, "--params")  # before anything is loaded or computed
     # fail fast, one line, before starting a kernel
     layers.load_network(args.network, input_shape=args.input_shape)
     platforms.load_platform(args.platform)
@@ -95,7 +96,7 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     grid = sweep.Grid.from_yaml(args.grid)
     if args.objective:
         grid = dataclasses.replace(grid, objectives=list(args.objective))
-    total = len(sweep.cases(grid))
+    total = sweep.check_size(grid)
 
     def started(pool, pending: int) -> None:
         if not args.json:
@@ -104,8 +105,11 @@ def cmd_sweep(args: argparse.Namespace) -> None:
                 where += f", dashboard {pool.dashboard}"
             print(f"{pending} of {total} cases to run {where}", file=sys.stderr, flush=True)
 
+    patience = sweep.Patience(no_worker_s=args.no_worker_timeout,
+                              worker_losses=args.max_worker_losses,
+                              task_kills=args.max_case_kills)
     with sweep.executor(args.jobs, args.scheduler, engine="dask",
-                        connect_timeout_s=args.connect_timeout) as pool:
+                        connect_timeout_s=args.connect_timeout, patience=patience) as pool:
         frame = sweep.run(grid, args.out, progress=not args.json, pool=pool, on_start=started)
         failures = sweep.run_reports(grid, args.out, progress=not args.json,
                                      pool=pool) if grid.reports else {}
@@ -155,6 +159,15 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         "$DASK_SCHEDULER_ADDRESS, else an embedded cluster)")
     p.add_argument("--connect-timeout", type=positive_number, default=20.0, metavar="SECONDS",
                    help="how long to keep trying the scheduler (default: %(default)s)")
+    p.add_argument("--no-worker-timeout", type=positive_number, default=30.0, metavar="SECONDS",
+                   help="end the sweep (rows kept) when no Dask worker stays up this long "
+                        "(default: %(default)s)")
+    p.add_argument("--max-worker-losses", type=positive_int, default=10, metavar="N",
+                   help="end the sweep (rows kept) when more Dask workers than this are lost "
+                        "(default: %(default)s)")
+    p.add_argument("--max-case-kills", type=positive_int, default=3, metavar="N",
+                   help="end the sweep (rows kept) when one case's task kills its worker this "
+                        "many times, e.g. out of memory (default: %(default)s)")
     p.add_argument("--status", metavar="DIR", default=None,
                    help="print done/failed/pending counts of a sweep directory and stop")
     p.add_argument("--objective", action="append", choices=OBJECTIVES,

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pandas as pd
 
-from workbench import layers, platforms
-from workbench.cli.args import add_network, positive_int
+from workbench import layers, platforms, resources
+from workbench.cli.args import add_network, memory_budget, positive_int
 from workbench.errors import WorkbenchError
 
 
@@ -32,10 +32,20 @@ def _emit(args: argparse.Namespace, table: pd.DataFrame, title: str = "",
         print(table.to_string(index=False))
 
 
+def _loaded(names: list[str], load: Callable[[str], object],
+            what: str) -> Iterator[tuple[str, object]]:
+    """(name, loaded) for each name; one that fails (a bad file in a WORKBENCH_DATA folder)
+    is skipped with a warning line naming it, and the rest load."""
+    for name in names:
+        try:
+            yield name, load(name)
+        except (WorkbenchError, OSError) as exc:
+            warnings.warn(f"{what} {name!r} skipped: {exc}", stacklevel=2)
+
+
 def cmd_networks(args: argparse.Namespace) -> None:
     rows = []
-    for name in layers.list_networks():
-        net = layers.load_network(name)
+    for name, net in _loaded(layers.list_networks(), layers.load_network, "network"):
         rows.append({"network": name, "title": net.title, "layers": len(net),
                      "tiled": len(net.tiled_layers()), "macs_M": round(net.macs / 1e6, 2),
                      "params_M": round(net.params / 1e6, 3)})
@@ -56,8 +66,7 @@ def cmd_show(args: argparse.Namespace) -> None:
 
 def cmd_platforms(args: argparse.Namespace) -> None:
     rows = []
-    for name in platforms.list_platforms():
-        p = platforms.load_platform(name)
+    for name, p in _loaded(platforms.list_platforms(), platforms.load_platform, "platform"):
         rows.append({"platform": name, "clock_MHz": p.clock_mhz, "MAC/cycle": p.macs_per_cycle,
                      "bus_elem/cycle": p.bus_elems_per_cycle, "elem_B": p.elem_bytes,
                      "dma_setup": p.dma_setup_cycles, "local_KB": p.local_mem_bytes / 1024,
@@ -78,12 +87,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="workbench", description=__doc__)
     # --json before or after the command: the command's flag must not reset the global one
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    budget_help = ("memory budget, e.g. 2GB: inputs estimated to need more are refused "
+                   f"before work starts (default: ${resources.ENV}, else "
+                   f"{resources.BUDGET_FRACTION:.0%} of this machine's memory)"
+                   ).replace("%", "%%")  # argparse formats help with %
+    parser.add_argument("--max-memory", type=memory_budget, default=None, metavar="SIZE",
+                        help=budget_help)
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="one JSON document on stdout")
     common.add_argument("--strict", action="store_true", default=argparse.SUPPRESS,
                         help="an ONNX operator the workbench does not know is an error")
+    common.add_argument("--max-memory", type=memory_budget, default=argparse.SUPPRESS,
+                        metavar="SIZE", help=budget_help)
 
     p = sub.add_parser("networks", parents=[common], help="list the zoo networks")
     p.set_defaults(func=cmd_networks)
@@ -136,6 +153,8 @@ def _warnings_as_lines(args: argparse.Namespace) -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.max_memory is not None:  # workers and kernels this command starts inherit it
+        os.environ[resources.ENV] = str(args.max_memory)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, functools.partial(_terminate, os.getpid()))
     try:

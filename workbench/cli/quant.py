@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from workbench import layers, quant
-from workbench.cli.args import add_network, output_file, positive_int
+from workbench.cli.args import add_network, int_in, output_file, positive_int
 from workbench.errors import WorkbenchError
 from workbench.paths import data_files
 from workbench.quant.weights import load_data_npz
@@ -124,7 +124,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help=".npz (or a name under data/weights) or .onnx with initializers "
                         "(default: an ONNX network's own initializers, the weights shipped "
                         "for a zoo network, e.g. lenet5_mnist.npz)")
-    p.add_argument("--acc-bits", type=positive_int, default=16,
+    p.add_argument("--acc-bits", type=int_in(2, 62), default=16,
                    help="accumulator width in bits (default: %(default)s)")
     p.add_argument("--bound", choices=quant.BOUNDS, default="data",
                    help="extra integer bits from the worst case, the weights or the measured "

@@ -12,6 +12,7 @@ from workbench import explore, layers, platforms, simd
 from workbench.cli.args import add_network, positive_int
 from workbench.errors import WorkbenchError
 from workbench.tiling import Tile
+from workbench.tiling.model import check_tile
 from workbench.viz import units
 
 
@@ -29,6 +30,11 @@ def cmd_simd(args: argparse.Namespace) -> None:
                                  "simulator maps conv and fc layers")
         tile = Tile(*args.tile) if args.tile else Tile(layer.Ox, layer.Oy, layer.Oc // layer.groups,
                                                       layer.On, layer.Kc)
+        if args.tile:  # the tile's own rules first: an oversized one is not the registers' fault
+            try:
+                check_tile(layer, tile)
+            except WorkbenchError as exc:
+                raise WorkbenchError(f"--tile {' '.join(map(str, args.tile))}: {exc}") from None
         plan = simd.Plan(args.vector_dim, args.unroll) if args.vector_dim else None
         table = simd.mapping_report(layer, tile, plat, plan)
     if args.json:

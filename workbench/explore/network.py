@@ -23,6 +23,7 @@ path length; each layer's cost in each state is itself an exact optimum. `fusion
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -37,10 +38,12 @@ from workbench.layers.network import Network
 from workbench.layers.spec import ActivationLayer, ConcatLayer, EltwiseLayer, Layer
 from workbench.perf import ENERGY_PARTS, CountVector, layer_local_accesses, price
 from workbench.platforms import Platform
+from workbench.resources import ResourceError
 from workbench.tiling.model import SCHEDULES, TILE_DIMS
 
 FUSION_MODES = ("auto", "off", "force")
 CYCLE_PARTS = ("compute", "dma_setup", "bus_stall", "prolog_epilog")
+Chain = tuple | None  # a plan: (earlier plan, its last steps) or None, shared by extensions
 
 
 def map_elems(layer: Layer, side: str) -> int:
@@ -60,15 +63,26 @@ def fusable_at(net: Network, i: int) -> bool:
     """Layer i's output may stay on chip for layer i + 1: that layer reads exactly it and
     nothing else, and no other layer reads it (in a branching graph, a map another layer
     also reads must go to external memory anyway)."""
-    layers = list(net)
-    if i + 1 >= len(layers) or not fusable(layers[i], layers[i + 1]):
-        return False
+    return fusable_boundaries(net)[i] if 0 <= i < len(net) else False
+
+
+def fusable_boundaries(net: Network) -> list[bool]:
+    """`fusable_at` for every layer, in one pass over the layers and their inputs (linear in
+    the layer count: a 100k-layer network takes milliseconds, not a square of them)."""
+    layers = net.layers
+    n = len(layers)
+    ok = [i + 1 < n and fusable(layers[i], layers[i + 1]) for i in range(n)]
     if net.inputs is None:  # a chain
-        return True
-    producer, consumer = layers[i].name, layers[i + 1].name
-    if net.producers(consumer) != (producer,):
-        return False
-    return all(producer not in net.producers(layer.name) for layer in layers[i + 2:])
+        return ok
+    readers: dict[str, int] = {}
+    for layer in layers:
+        for src in net.inputs.get(layer.name, ("",)):
+            readers[src] = readers.get(src, 0) + 1
+    for i in range(n - 1):
+        if ok[i]:
+            reads = tuple(net.inputs.get(layers[i + 1].name, ("",)))
+            ok[i] = reads == (layers[i].name,) and readers.get(layers[i].name, 0) == 1
+    return ok
 
 
 def _tiled_kept(layer, platform: Platform, objective: str, in_kept: bool, out_kept: bool,
@@ -124,6 +138,8 @@ def _streamed(layer, platform, objective, in_kept, out_kept) -> dict | None:
         c = streaming.best_stream(layer, platform, objective,
                                   cores=1 if in_kept or out_kept else None,
                                   kept=(in_kept, out_kept))
+    except ResourceError:  # beyond the memory budget: the layer's own refusal, not "no fit"
+        raise
     except WorkbenchError:
         return None
     row = {"split": "maps", "cores": c.cores, "schedule": "stream", "rows": c.rows,
@@ -161,7 +177,8 @@ def fusion_modes(net: Network, fusion: str | Mapping[str, str]) -> list[str]:
     names = [layer.name for layer in net]
     if isinstance(fusion, str):
         if fusion == "force":
-            table = {layer.name: "force" if fusable_at(net, i) else "auto"
+            can = fusable_boundaries(net)
+            table = {layer.name: "force" if can[i] else "auto"
                      for i, layer in enumerate(net)}
         else:
             table = dict.fromkeys(names, fusion)
@@ -194,16 +211,19 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
         prebuild(net.tiled_layers(), platform, schedules,
                  single_core_arrays=any(mode != "off" for mode in modes))
     n = len(layers)
-    ok_boundary = [modes[i] != "off" and fusable_at(net, i) for i in range(n)]
+    fusable_ = fusable_boundaries(net)
+    ok_boundary = [modes[i] != "off" and fusable_[i] for i in range(n)]
     for i in range(n):
         if modes[i] == "force" and not ok_boundary[i]:
             raise WorkbenchError(f"layer {layers[i].name!r}: fusion forced, but "
                                  + ("it is the last layer" if i + 1 == n else
                                     f"{layers[i + 1].name!r} does not read exactly its output"))
     cache: dict[tuple, dict | None] = {}
+    shapes = [dataclasses.replace(layer, name="_") for layer in layers]  # names cost nothing
 
     def cost(i: int, kin: bool, kout: bool) -> dict | None:
-        if (i, kin, kout) not in cache:
+        # layers alike but for their names share one cost: repeated blocks are priced once
+        if (shapes[i], kin, kout) not in cache:
             layer = layers[i]
             if layer.tiled:
                 row = _tiled(layer, platform, objective, schedules, local_traffic) \
@@ -211,15 +231,15 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
                                                           schedules, local_traffic)
             else:
                 row = _streamed(layer, platform, objective, kin, kout)
-            cache[i, kin, kout] = row
-        return cache[i, kin, kout]
+            cache[shapes[i], kin, kout] = row
+        return cache[shapes[i], kin, kout]
 
     def outs(i: int) -> list[bool]:
         if not ok_boundary[i]:
             return [False]
         return [True] if modes[i] == "force" else [False, True]
 
-    def _fold_pool(i: int, kin: bool, key: tuple, plan: list) -> None:
+    def _fold_pool(i: int, kin: bool, key: tuple, plan: Chain) -> None:
         """conv (+ activation) + pool in one pass: pool_fold."""
         if not (layers[i].tiled and ok_boundary[i]):
             return
@@ -241,16 +261,17 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
                 steps.append((i + 1, False, kout, _folded(act, 1, platform)))
             steps.append((j, False, kout, pooled))
             _relax(best, j + 1, kout, key, [_key(r, objective) for *_, r in steps],
-                   plan + steps)
+                   (plan, tuple(steps)))
 
     # shortest path: best[i][kept] = (key, plan) for the boundary before layer i
-    best: list[dict[bool, tuple]] = [{False: ((0.0, 0.0, 0.0), [])}] + [{} for _ in range(n)]
+    # a plan is a chain (earlier plan, its last steps): extending it copies nothing
+    best: list[dict[bool, tuple]] = [{False: ((0.0, 0.0, 0.0), None)}] + [{} for _ in range(n)]
     for i in range(n):
         for kin, (key, plan) in list(best[i].items()):
             for kout in outs(i):
                 if (row := cost(i, kin, kout)) is not None:
                     _relax(best, i + 1, kout, key, [_key(row, objective)],
-                           plan + [(i, kin, kout, row)])
+                           (plan, ((i, kin, kout, row),)))
             _fold_pool(i, kin, key, plan)
             # an activation folded into its conv/fc producer: the pair writes one map
             if layers[i].tiled and ok_boundary[i] and isinstance(layers[i + 1], ActivationLayer):
@@ -259,13 +280,13 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
                         fold = _folded(layers[i + 1], row["cores"], platform)
                         _relax(best, i + 2, kout, key,
                                [_key(row, objective), _key(fold, objective)],
-                               plan + [(i, kin, kout, row), (i + 1, False, kout, fold)])
+                               (plan, ((i, kin, kout, row), (i + 1, False, kout, fold))))
     if False not in best[n]:
         forced = [layers[i].name for i in range(n) if modes[i] == "force"]
         raise WorkbenchError(f"network {net.name!r}: no plan fits {platform.local_mem_bytes} B "
                              "of local memory" + (f" with fusion forced after {forced}"
                                                   if forced else ""))
-    df = _frame(net, platform, objective, best[n][False][1])
+    df = _frame(net, platform, objective, _steps(best[n][False][1]))
     if compare_unfused:
         off = df if fusion == "off" else network_plan(net, platform, objective, "off",
                                                       schedules, local_traffic)
@@ -273,7 +294,16 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
     return df
 
 
-def _relax(best: list, j: int, kout: bool, key: tuple, adds: list[tuple], plan: list) -> None:
+def _steps(plan: Chain) -> list[tuple]:
+    """The steps of a chained plan, first to last."""
+    parts = []
+    while plan is not None:
+        plan, steps = plan
+        parts.append(steps)
+    return [step for steps in reversed(parts) for step in steps]
+
+
+def _relax(best: list, j: int, kout: bool, key: tuple, adds: list[tuple], plan: Chain) -> None:
     total = tuple(sum(parts) for parts in zip(key, *adds, strict=True))
     if kout not in best[j] or total < best[j][kout][0]:
         best[j][kout] = (total, plan)
@@ -295,8 +325,9 @@ def role(layer: Layer) -> str:
 
 def _frame(net: Network, platform: Platform, objective: str, plan: list) -> pd.DataFrame:
     rows = []
+    layers = net.layers
     for i, kin, kout, row in plan:
-        layer = list(net)[i]
+        layer = layers[i]
         r = {"layer": layer.name, "kind": layer.kind, "role": role(layer)} | row
         r |= {"fused_in": kin, "fused_out": kout, "folded": bool(row.get("folded", False)),
               "objective": objective, "macs": layer.macs, "ops": layer.ops}

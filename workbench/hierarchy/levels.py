@@ -26,9 +26,17 @@ from typing import Any
 
 from workbench.errors import SpecError, WorkbenchError
 from workbench.hierarchy.datapath import Datapath, datapath_from_dict
+from workbench.resources import cut
 from workbench.schemas.base import fail, validate
 from workbench.schemas.capacity import capacity_banks_of
-from workbench.schemas.memory import HierarchyDoc, MemoryLevel, level_rules
+from workbench.schemas.memory import (
+    MAX_BYTES,
+    MAX_PJ,
+    MAX_RATE,
+    HierarchyDoc,
+    MemoryLevel,
+    level_rules,
+)
 
 ARRAYS = ("I", "W", "O")
 
@@ -40,18 +48,41 @@ class HierarchyError(SpecError):
     """An invalid memory hierarchy: the message names the field path and the rule."""
 
 
+# physical ranges of a Level built in Python: the file schema's (`schemas.memory`)
+MAX_CAPACITY = MAX_BYTES  # bytes (256 TiB)
+MAX_ACCESS_BITS = 2**16
+MAX_ENERGY_PJ = MAX_PJ  # 1 µJ per access or MAC
+MIN_BANDWIDTH, MAX_BANDWIDTH = 1e-6, MAX_RATE  # elements per cycle
+MAX_AREA = 1e3  # mm² per KB
+_LIMITS = {"capacity": MAX_CAPACITY, "access_bits": MAX_ACCESS_BITS,
+           "energy_pj": MAX_ENERGY_PJ, "mac_energy_pj": MAX_ENERGY_PJ,
+           "bandwidth": MAX_BANDWIDTH, "area_mm2_per_kb": MAX_AREA}
+
+
 def _number(value: Any, where: str, *, integer: bool = False, minimum: float = 0.0,
             strict: bool = True) -> int | float:
-    """A finite number ≥ minimum (> minimum when strict), whole when `integer`."""
+    """A finite number ≥ minimum (> minimum when strict), whole when `integer`, within the
+    physical range of its field (`_LIMITS`, by the last part of `where`)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise HierarchyError(f"{where}: must be a number, got {value!r}")
-    if not math.isfinite(value):
-        raise HierarchyError(f"{where}: must be finite, got {value!r}")
+        raise HierarchyError(f"{where}: must be a number, got {cut(value)}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an integer beyond float range
+        finite = False
+    if not finite:
+        raise HierarchyError(f"{where}: must be finite, got {cut(value)}")
     if integer and not float(value).is_integer():
-        raise HierarchyError(f"{where}: must be a whole number, got {value!r}")
+        raise HierarchyError(f"{where}: must be a whole number, got {cut(value)}")
     if value < minimum or (strict and value == minimum):
         rule = f"> {minimum:g}" if strict else f">= {minimum:g}"
-        raise HierarchyError(f"{where}: must be {rule}, got {value!r}")
+        raise HierarchyError(f"{where}: must be {rule}, got {cut(value)}")
+    field = "capacity" if "capacity" in where else where.rsplit(".", 1)[-1]
+    high = _LIMITS.get(field)
+    low = MIN_BANDWIDTH if field == "bandwidth" else minimum
+    if high is not None and not low <= value <= high:
+        shown = {MAX_CAPACITY: "2^48", MAX_ACCESS_BITS: "2^16"}
+        raise HierarchyError(f"{where}: must be in {low:g}..{shown.get(high, f'{high:g}')} "
+                             f"(a physical range), got {cut(value)}")
     return int(value) if integer else float(value)
 
 

@@ -15,8 +15,10 @@ Format (all sizes in elements; pairs are [height, width], a single int means bot
 (parts: [maps, ...]) stacks inputs of the current height and width into sum(parts) maps.
 
 A layer's input is the previous layer's output unless it gives `input: [C, H, W]` (for tables
-of independent layers). A conv may give `out: [H, W]`: without `pad` the smallest padding that
-reaches it is used; with `pad` the output is cropped to it. `connections` is a sparse table.
+of independent layers; in a network with an `input:`, only a conv or fc layer may restart from
+its own, any other layer's must equal the previous output). A conv may give `out: [H, W]`:
+without `pad` the smallest padding that reaches it is used; with `pad` the output is cropped to
+it. `connections` is a sparse table.
 
 Every document is validated by `workbench.schemas.network` (types, ranges, finiteness, keys
 per layer type); the rules that need the propagated input shape are checked here, layer by
@@ -44,6 +46,7 @@ from workbench.layers.spec import (
     conv_from_input,
     pad_for_output,
 )
+from workbench.resources import cut
 from workbench.schemas.base import fail, message
 from workbench.schemas.network import LAYER_TYPES as LAYER_TYPES  # re-exported
 from workbench.schemas.network import (
@@ -120,16 +123,26 @@ _BUILDERS: dict[str, Callable[[Any, str, Shape, int], Layer]] = {
 }
 
 
+# layers whose `input:` may restart a chain (a printed table's own sizes, seed 003's L2);
+# any other layer with an `input:` in a chain must read what the layer before it wrote
+TABLE_TYPES = ("conv", "fc")
+
+
 def _build(docs: list[LayerDoc], input_shape: Shape | None, batch: int,
            origin: str) -> tuple[Layer, ...]:
     """Layers from validated descriptions, each one's input the previous one's output; a
     rule broken on the propagated shapes is one SpecError line naming the field."""
     layers: list[Layer] = []
     shape = input_shape
+    chain = input_shape is not None  # a network with an input, not a table of layers
     for index, doc in enumerate(docs):
         name = doc.name or f"layer{index}"
         note = f"layer {name!r}"
         if doc.input is not None:
+            if chain and layers and doc.type not in TABLE_TYPES and tuple(doc.input) != shape:
+                fail(origin, ("layers", index, "input"), f"must be the previous layer's "
+                     f"output {list(shape)} (a {doc.type} layer reads it), got "
+                     f"{cut(list(doc.input))}", SpecError, note)
             shape = doc.input
         if shape is None:
             fail(origin, ("layers", index, "input"), "no input shape (give the network or the "

@@ -38,6 +38,7 @@ from workbench.layers.spec import (
 )
 from workbench.layers.stream_spec import AffineLayer
 from workbench.layers.windows import exact_conv
+from workbench.resources import cut
 
 _TOKEN = re.compile(r'\s*(?:#[^\n]*|"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\''
                     r'|([{}:])|([^\s{}:"\']+))')
@@ -124,8 +125,12 @@ def _scalar(raw: str) -> Any:
 
 
 def _one(msg: dict[str, list[Any]], key: str, default: Any = None) -> Any:
+    """The first value of a field; a `*_param` field must be a { ... } block."""
     values = msg.get(key)
-    return values[0] if values else default
+    value = values[0] if values else default
+    if key.endswith("_param") and not isinstance(value, dict):
+        raise SpecError(f"{key} must be a {{ ... }} block of fields, got {cut(value)}")
+    return value
 
 
 def _hw(param: dict[str, list[Any]], key: str, default: int) -> tuple[int, int]:
@@ -351,6 +356,10 @@ def _network(path: Path, net: dict[str, list[Any]]) -> Network:
             continue
         try:
             layer = _build(kind, name, msg, bottoms, blobs, state, batch)
+        except SpecError as exc:
+            if str(exc).startswith("layer "):
+                raise
+            raise SpecError(f"prototxt layer {name!r} ({kind}): {exc}") from None
         except (TypeError, AttributeError, KeyError, IndexError, ZeroDivisionError) as exc:
             raise SpecError(f"prototxt layer {name!r} ({kind}): malformed parameters "
                             f"({type(exc).__name__}: {str(exc).splitlines()[0][:80]})") from None

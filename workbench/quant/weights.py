@@ -4,16 +4,20 @@ against the network's shapes. Keys are "<layer>.weight" (conv: Oc×Kc×Ky×Kx, f
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 
-from workbench.errors import FileFormatError, SpecError
+from workbench import resources
+from workbench.errors import FileFormatError, SpecError, WorkbenchError
 from workbench.layers.network import Network
+from workbench.layers.onnx_external import load_model
 from workbench.layers.onnx_names import short_name
 from workbench.layers.spec import ConvLayer
 from workbench.paths import data_file
 from workbench.quant.maps import prelu_slopes
+from workbench.resources import cut, size_text
 from workbench.schemas.arrays import validate_data, validate_weights
 
 Params = dict[str, tuple[np.ndarray, np.ndarray]]
@@ -67,33 +71,67 @@ def _prelus(net: Network) -> list:
 
 
 MAX_NPZ_BYTES = 4 << 30  # arrays of one .npz, uncompressed
+DECODE_FACTOR = 2  # peak bytes per array byte while numpy reads a compressed member
+Shapes = dict[str, tuple[tuple[int, ...], str]]  # key → (shape, who expects it)
 
 
-def read_npz(path: str | Path, what: str) -> dict[str, np.ndarray]:
+def _header(archive: np.lib.npyio.NpzFile, member: str) -> tuple[tuple[int, ...], np.dtype]:
+    """(shape, dtype) of one .npy member, from its header: nothing is decompressed beyond it."""
+    fmt = np.lib.format
+    with archive.zip.open(member) as f:
+        version = fmt.read_magic(f)
+        read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, _fortran, dtype = read(f)
+    return tuple(int(n) for n in shape), dtype
+
+
+def _check_headers(archive: np.lib.npyio.NpzFile, origin: str, expect: Shapes) -> None:
+    """Shapes, dtypes and the decompressed size of every array, from the npy headers, before
+    any array is read: a pickled array, a shape other than `expect` says (SpecError), or
+    arrays beyond MAX_NPZ_BYTES or the memory budget (`resources`) are one line."""
+    total = 0
+    for member in archive.zip.namelist():
+        key = member.removesuffix(".npy")
+        shape, dtype = _header(archive, member)
+        if dtype.hasobject:
+            raise FileFormatError(f"{origin}: array {cut(key)} holds Python objects "
+                                  f"(dtype {dtype}); only numeric arrays are read")
+        if key in expect and dtype.kind in "iuf" and shape != expect[key][0]:
+            wanted, who = expect[key]
+            raise SpecError(f"{origin}: {key}: {who} expects {key.rsplit('.', 1)[-1]} shape "
+                            f"{wanted}, file has {cut(shape)}")
+        total += math.prod(shape) * dtype.itemsize
+    if total > MAX_NPZ_BYTES:
+        raise FileFormatError(f"{origin}: arrays of {size_text(total)} decompressed, beyond "
+                              f"the {size_text(MAX_NPZ_BYTES)} limit")
+    resources.check(f"{origin} ({size_text(total)} of arrays decompressed)",
+                    total * DECODE_FACTOR)
+
+
+def read_npz(path: str | Path, what: str, expect: Shapes | None = None) -> dict[str, np.ndarray]:
     """Every array of an .npz file; any problem (missing, not an .npz archive, truncated,
-    pickled objects, arrays too large) is one FileFormatError line."""
+    pickled objects, a shape other than `expect` gives, arrays too large for the limit or the
+    memory budget) is one FileFormatError line, the last three found in the npy headers
+    before anything is decompressed."""
     origin = f"{what} file {str(path)!r}"
     try:
         archive = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - OSError, BadZipFile, ValueError, EOFError, ...
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else (
-            str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__)
+            cut(str(exc).splitlines()[0], 120) if str(exc) else type(exc).__name__)
         raise FileFormatError(f"{origin}: cannot read as .npz ({reason})") from None
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise FileFormatError(f"{origin}: a single .npy array, not an .npz archive of named "
                               "arrays")
     with archive:
         try:
-            total = sum(info.file_size for info in archive.zip.infolist())
-            if total > MAX_NPZ_BYTES:
-                raise FileFormatError(f"{origin}: arrays of {total / 2**30:.1f} GiB, beyond "
-                                      f"the {MAX_NPZ_BYTES >> 30} GiB limit")
+            _check_headers(archive, origin, expect or {})
             return {key: archive[key] for key in archive.files}
-        except FileFormatError:
+        except WorkbenchError:
             raise
         except Exception as exc:  # noqa: BLE001 - a damaged member: zlib, zipfile, numpy
             raise FileFormatError(f"{origin}: cannot read as .npz ({type(exc).__name__}: "
-                                  f"{str(exc).splitlines()[0][:100] if str(exc) else ''})") \
+                                  f"{cut(str(exc).splitlines()[0], 100) if str(exc) else ''})") \
                 from None
 
 
@@ -111,7 +149,10 @@ def load_npz(path: str | Path, net: Network) -> Params:
     network."""
     path = _shipped(path)
     origin = f"weights file {str(path)!r}"
-    arrays = validate_weights(read_npz(path, "weights"), origin)
+    expect = {f"{layer.name}.{part}": (shape, f"layer {layer.name!r}")
+              for layer in net.tiled_layers()
+              for part, shape in (("weight", weight_shape(layer)), ("bias", (layer.Oc,)))}
+    arrays = validate_weights(read_npz(path, "weights", expect), origin)
     params = {}
     for layer in net.tiled_layers():
         w, b = arrays.get(f"{layer.name}.weight"), arrays.get(f"{layer.name}.bias")
@@ -188,10 +229,7 @@ def load_onnx(path: str | Path, net: Network) -> Params:
     import onnx
     from onnx import numpy_helper
 
-    try:
-        model = onnx.load(str(path))
-    except Exception as exc:  # noqa: BLE001 - onnx raises several unrelated types
-        raise FileFormatError(f"ONNX file {str(path)!r}: cannot load ({exc})") from None
+    model = load_model(path)  # external data under the project's own guard
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     for node in model.graph.node:
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":

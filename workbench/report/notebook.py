@@ -4,7 +4,9 @@ exports the result as one self-contained HTML file."""
 
 from __future__ import annotations
 
+import math
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from workbench.errors import WorkbenchError
 from workbench.paths import notebooks_dir
 from workbench.report.output import check_output_file, write_text
 from workbench.report.page import to_html
+from workbench.resources import cut
 
 # always the installed package's notebook: WORKBENCH_DATA never supplies code (paths.py)
 REPORT_NOTEBOOK = notebooks_dir() / "report.ipynb"
@@ -92,13 +95,56 @@ def report_parameters(notebook: Path = REPORT_NOTEBOOK) -> tuple[str, ...]:
     raise WorkbenchError(f"{notebook}: no cell tagged 'parameters'")
 
 
-def check_parameters(params: dict[str, Any]) -> None:
-    """Refuse (one line) any key the notebook's parameters cell does not assign."""
+def _whole(low: int, high: int) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
+
+
+def _number(low: float, high: float) -> Callable[[Any], bool]:
+    return lambda v: (isinstance(v, int | float) and not isinstance(v, bool)
+                      and math.isfinite(v) and low <= v <= high)
+
+
+def _sizes(v: Any) -> bool:
+    return isinstance(v, list) and 0 < len(v) <= 64 and all(
+        _number(1 / 1024, 2**38)(x) and x > 0 for x in v)
+
+
+def _shape(v: Any) -> bool:
+    return v is None or (isinstance(v, list) and len(v) == 3
+                         and all(_whole(1, 2**31)(x) for x in v))
+
+
+# the rules of the notebook's parameters: (check, rule); names and modes as explore has them
+_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "batch": (_whole(1, 2**20), "must be an integer in 1..2^20"),
+    "memory_kb": (_number(0, 2**38), "must be a number of KB in 0..2^38 (0: the platform's)"),
+    "buffer_sizes_kb": (_sizes, "must be a list of 1 to 64 sizes in KB, each in 1/1024..2^38"),
+    "objective": (lambda v: v in ("cycles", "energy", "accesses", "edp"),
+                  "must be one of cycles, energy, accesses, edp"),
+    "cores": (_whole(0, 4096), "must be an integer in 0..4096 (0: the platform's)"),
+    "fusion": (lambda v: v in ("auto", "off", "force"), "must be one of auto, off, force"),
+    "input_shape": (_shape, "must be [C, H, W], three positive integers (or null)"),
+}
+
+
+def check_parameters(params: dict[str, Any], origin: str = "report parameter") -> None:
+    """Refuse (one line naming `origin`, the key, the rule and the value cut to 80
+    characters) any key the notebook's parameters cell does not assign, `network` and
+    `platform` (the report's own arguments), and a value its rule does not allow."""
     known = report_parameters()
+    own = sorted(set(params) & {"network", "platform"})
+    if own:
+        raise WorkbenchError(f"{origin} {own[0]}: is the report's own argument (`workbench "
+                             "report NETWORK --platform PLATFORM`), not a parameter")
     unknown = sorted(set(params) - set(known))
     if unknown:
-        raise WorkbenchError(f"report parameter(s) {unknown} unknown; parameters: "
+        raise WorkbenchError(f"{origin}: report parameter(s) {cut(unknown)} unknown; "
+                             "parameters: "
                              + ", ".join(k for k in known if k not in ("network", "platform")))
+    for key, value in params.items():
+        check, rule = _RULES.get(key, (lambda v: True, ""))
+        if not check(value):
+            raise WorkbenchError(f"{origin} {key}: {rule}, got {cut(value)}")
 
 
 def build_report(network: str, platform: str, out: str | Path, timeout_s: int = 600,

@@ -19,7 +19,6 @@ from pydantic_core import PydanticCustomError
 from workbench.errors import WorkbenchError
 from workbench.schemas.base import (
     NonNegativeInt,
-    PositiveFloat,
     PositiveInt,
     StrictModel,
     Text,
@@ -72,6 +71,23 @@ def _scalar(value: Any) -> Any:
     raise PydanticCustomError("scalar_rule", "must be a finite number, true/false or a name")
 
 
+MAX_BUFFER_KB = 2**38  # a local memory of at most 2^48 B (256 TiB): a physical range
+
+
+def _buffer_kb(value: Any) -> float:
+    """A local-memory size in KB: a number from 1 byte (1/1024) to MAX_BUFFER_KB."""
+    rule = "must be a number of KB from 1/1024 (1 byte) to 2^38 (2^48 B)"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("number_rule", rule)
+    if is_int(value) and not 1 <= value <= MAX_BUFFER_KB:
+        raise PydanticCustomError("number_rule", rule)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PydanticCustomError("number_rule", "must be a finite number (no NaN or infinity)")
+    if not 1 / 1024 <= value <= MAX_BUFFER_KB:
+        raise PydanticCustomError("number_rule", rule)
+    return value
+
+
 def _optional_positive(value: Any) -> int | None:
     if value is None or (is_int(value) and value > 0):
         return value
@@ -92,7 +108,8 @@ class GridDoc(StrictModel):
     networks: NonEmptyNames
     platforms: NonEmptyNames
     batch: Annotated[int | None, PlainValidator(_optional_positive)] = None
-    buffer_kb: Annotated[list[PositiveFloat], Field(min_length=1), Unique] = [128.0]
+    buffer_kb: Annotated[list[Annotated[float, PlainValidator(_buffer_kb)]], Field(min_length=1),
+                         Unique] = [128.0]
     acc_bits: Annotated[list[Annotated[int, int_in(2, 64)]], Field(min_length=1), Unique] = [16]
     schedules: _names("schedules") = []
     overrides: dict[Text, Values] = {}

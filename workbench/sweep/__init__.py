@@ -2,9 +2,9 @@
 widths × objectives, evaluated case by case in this process or on a Dask cluster, committed
 to a resumable results store (see `store`) exactly once per case."""
 
-from workbench.sweep.engine import DaskExecutor, LocalExecutor, executor
+from workbench.sweep.engine import DaskExecutor, LocalExecutor, Patience, executor
 from workbench.sweep.evaluate import case_layers, case_platform, evaluate_case
-from workbench.sweep.grid import Case, Grid, cases
+from workbench.sweep.grid import Case, Grid, case_count, cases, check_size, iter_cases
 from workbench.sweep.runner import collect, load_grid, run, run_reports, status
 from workbench.sweep.store import SweepStore
 
@@ -18,6 +18,6 @@ def grid_summary(frame, columns=("network", "platform", "hierarchy", "local_mem_
     return frame[[c for c in columns if c in frame]]
 
 
-__all__ = ["Case", "DaskExecutor", "Grid", "LocalExecutor", "SweepStore", "case_layers",
-           "case_platform", "cases", "collect", "evaluate_case", "executor", "grid_summary",
-           "load_grid", "run", "run_reports", "status"]
+__all__ = ["Case", "DaskExecutor", "Grid", "LocalExecutor", "Patience", "SweepStore", "case_count",
+           "case_layers", "case_platform", "cases", "check_size", "collect", "evaluate_case",
+           "executor", "grid_summary", "iter_cases", "load_grid", "run", "run_reports", "status"]

@@ -12,7 +12,7 @@ from workbench import explore, layers, platforms
 from workbench.errors import WorkbenchError
 from workbench.platforms import Platform
 from workbench.sweep import accuracy
-from workbench.sweep.grid import Case, Grid, cases
+from workbench.sweep.grid import Case, Grid, iter_cases
 from workbench.sweep.store import SweepStore
 
 
@@ -120,7 +120,7 @@ def case_layers(out_dir: str | Path, case_id: str) -> pd.DataFrame:
     """The per-layer plan of one case of a sweep directory (`explore.network_plan` rows),
     recomputed from its grid: exact, and instant once the candidate sets are cached."""
     grid = SweepStore(out_dir).load_grid()
-    found = [c for c in cases(grid) if c.case_id == case_id]
+    found = [c for c in iter_cases(grid) if c.case_id == case_id][:1]
     if not found:
         raise WorkbenchError(f"sweep directory {str(out_dir)!r}: no case {case_id!r}")
     case = found[0]

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench import explore, platforms
+from workbench import explore, platforms, resources
 from workbench.errors import FileFormatError, WorkbenchError
+from workbench.resources import size_text
 from workbench.schemas.grid import validate_grid
 from workbench.tiling import SCHEDULES
 
@@ -119,16 +122,41 @@ class Case:
                 f"{self.memory_bytes} B, {self.acc_bits}-bit, {dict(self.overrides)}{model})")
 
 
-def cases(grid: Grid) -> list[Case]:
-    """The cartesian product of the grid, in a stable order (networks outermost, so cases of
-    one network sit together and share its candidate sets)."""
+ROW_BYTES = 16 << 10  # memory one case takes in a run: its Case, result row and frame row
+
+
+def case_count(grid: Grid) -> int:
+    """Cases in the grid, counted without building them."""
+    return math.prod(len(axis) for axis in (
+        grid.networks, grid.platforms, grid.hierarchy or [None], grid.buffer_kb, grid.acc_bits,
+        *grid.overrides.values(), grid.traffic_models or [None], grid.objectives, grid.fusion))
+
+
+def check_size(grid: Grid, what: str = "grid") -> int:
+    """The case count, after refusing (one line, `resources.check`) a grid whose cases would
+    take more memory than the budget in a run."""
+    n = case_count(grid)
+    resources.check(f"{what} of {n:,} cases ({size_text(ROW_BYTES)} each in a run)",
+                    n * ROW_BYTES)
+    return n
+
+
+def iter_cases(grid: Grid) -> Iterator[Case]:
+    """The cartesian product of the grid, lazily, in a stable order (networks outermost, so
+    cases of one network sit together and share its candidate sets)."""
     names = sorted(grid.overrides)
-    combos = list(itertools.product(*(grid.overrides[n] for n in names))) or [()]
-    return [Case(net, plat, grid.batch, int(kb * 1024), bits, tuple(zip(names, combo,
-                                                                          strict=True)),
-                 tuple(grid.schedules), model, objective, fusion, hierarchy)
-            for net in grid.networks for plat in grid.platforms
-            for hierarchy in (grid.hierarchy or [None]) for kb in grid.buffer_kb
-            for bits in grid.acc_bits for combo in combos
-            for model in (grid.traffic_models or [None]) for objective in grid.objectives
-            for fusion in grid.fusion]
+    for net, plat, hierarchy, kb, bits in itertools.product(
+            grid.networks, grid.platforms, grid.hierarchy or [None], grid.buffer_kb,
+            grid.acc_bits):
+        for combo in itertools.product(*(grid.overrides[n] for n in names)):
+            for model, objective, fusion in itertools.product(
+                    grid.traffic_models or [None], grid.objectives, grid.fusion):
+                yield Case(net, plat, grid.batch, int(kb * 1024), bits,
+                           tuple(zip(names, combo, strict=True)), tuple(grid.schedules), model,
+                           objective, fusion, hierarchy)
+
+
+def cases(grid: Grid) -> list[Case]:
+    """Every case of the grid (`iter_cases`) as a list, once `check_size` lets it."""
+    check_size(grid)
+    return list(iter_cases(grid))

@@ -19,7 +19,7 @@ from workbench.sweep.engine import (
     progress_bar,
 )
 from workbench.sweep.evaluate import run_case
-from workbench.sweep.grid import Case, Grid, cases
+from workbench.sweep.grid import Case, Grid, cases, iter_cases
 from workbench.sweep.store import SweepStore
 
 Outcome = tuple[str, dict | None, str | None, bool, float]  # id, row, error, written, seconds
@@ -41,6 +41,17 @@ def run_batch(task: tuple[list[Case], Grid, str | None, str | None]) -> list[Out
                 store.commit_failure(case.case_id, error)
         outcomes.append((case.case_id, row, error, shared, seconds))
     return outcomes
+
+
+def running_case(task: tuple[list[Case], Grid, str | None, str | None]) -> str:
+    """The case a batch task is at: its first case not committed yet (workers that see the
+    sweep directory commit each row as it is done), for a message."""
+    batch, _grid, out_dir, _token = task
+    done = SweepStore(out_dir).done_ids() if out_dir is not None else set()
+    pending = [case for case in batch if case.case_id not in done] or batch
+    others = len(pending) - 1
+    return pending[0].describe() + (f" (or one of the {others} pending case(s) after it in "
+                                    "its batch)" if others and out_dir is None else "")
 
 
 def notes(grid: Grid) -> list[str]:
@@ -95,7 +106,7 @@ def run(grid: Grid, out_dir: str | Path | None = None, jobs: int = 1, progress: 
             client_writes = 0
             bar = progress_bar(len(todo), progress, "case")
             try:
-                for outcomes in pool.imap(run_batch, tasks):
+                for outcomes in pool.imap(run_batch, tasks, describe=running_case):
                     for case_id, row, error, written, seconds in outcomes:
                         compute += seconds
                         if store is not None and not written:
@@ -131,7 +142,7 @@ def run(grid: Grid, out_dir: str | Path | None = None, jobs: int = 1, progress: 
 
 def _read_only(store: SweepStore, grid: Grid, grid_notes: list[str]) -> pd.DataFrame:
     """A sweep directory this process cannot write: its rows when the grid is complete."""
-    ids = {c.case_id for c in cases(grid)}
+    ids = {c.case_id for c in iter_cases(grid)}
     pending = len(ids - store.done_ids())
     if pending:
         raise WorkbenchError(f"sweep directory {str(store.root)!r} is read-only and {pending} "
@@ -196,7 +207,7 @@ def run_reports(grid: Grid, out_dir: str | Path, jobs: int = 1, progress: bool =
     reports = Path(out_dir) / "reports"
     reports.mkdir(parents=True, exist_ok=True)
     unique: dict[tuple, Case] = {}
-    for case in cases(grid):
+    for case in iter_cases(grid):
         unique.setdefault((case.network, case.platform, case.batch, case.memory_bytes), case)
     todo = [(c, grid, reports / f"{c.case_id}.html") for c in unique.values()
             if not (reports / f"{c.case_id}.html").exists()]

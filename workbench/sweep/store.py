@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.errors import FileFormatError, WorkbenchError
-from workbench.sweep.grid import Grid, cases
+from workbench.sweep.grid import Grid, iter_cases
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -250,7 +250,7 @@ class SweepStore:
 
     def status(self, grid: Grid | None = None) -> Status:
         grid = grid or self.load_grid()
-        ids = [c.case_id for c in cases(grid)]
+        ids = [c.case_id for c in iter_cases(grid)]
         done, failed = self.done_ids(), self.failed()
         n_done = sum(i in done for i in ids)
         failures = {i: failed[i] for i in ids if i in failed and i not in done}
@@ -263,7 +263,7 @@ class SweepStore:
         """Every committed row of the grid, in grid order; also written to results.parquet
         (and the grid's failures to failures.json) unless `write` is False."""
         grid = grid or self.load_grid()
-        ids = [c.case_id for c in cases(grid)]
+        ids = [c.case_id for c in iter_cases(grid)]
         done = self.done_ids()
         frame = pd.DataFrame(self.read_rows([i for i in ids if i in done]))
         if not write:

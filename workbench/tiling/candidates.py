@@ -87,6 +87,7 @@ import threading
 
 import numpy as np
 
+from workbench import resources
 from workbench.errors import SpecError
 from workbench.layers.spec import ConvLayer
 from workbench.memo import ByteLRU
@@ -174,10 +175,35 @@ def enumerated_tiles(layer: ConvLayer, schedule: str, cap: int | None = None) ->
     return full if size is None else min(size, full)
 
 
-def check_request(missing: list[tuple[ConvLayer, str]], cap: int | None = None) -> None:
+ROW_BYTES = 8 * 12  # a kept row: 5 tile + up to 7 vector int64
+CHUNK_BYTES = 200 * CHUNK_ROWS  # one chunk's tiles, counts and temporaries while it is priced
+PAIR_BYTES = 512  # the (TOx, TOy) pre-reduction's atoms and temporaries per pair (measured)
+
+
+def _pairs(layer: ConvLayer) -> int:
+    """(TOx, TOy) pairs the pre-reduction weighs."""
+    ox, oy = dims(layer)[:2]
+    return n_tile_candidates(ox) * n_tile_candidates(oy)
+
+
+def check_request(missing: list[tuple[ConvLayer, str]], cap: int | None = None,
+                  jobs: int = 1) -> None:
     """Refuse up front (one line, with the estimate) building sets (capped at `cap` elements)
-    whose enumeration together exceeds MAX_REQUEST_TILES."""
+    whose enumeration together exceeds MAX_REQUEST_TILES, or whose kept rows (at most
+    MAX_SET_ROWS a set) for the `jobs` sets built at once, with their chunks in flight,
+    exceed the memory budget (an upper bound: the dominance pruning keeps far fewer rows;
+    built sets go to disk and a bounded in-memory cache)."""
+    if missing:  # first what the pre-reduction takes (the tile count below needs it too)
+        pairs = sorted(((_pairs(layer), layer.name) for layer, _ in missing), reverse=True)
+        resources.check(f"{len(missing)} candidate set(s) to build (largest layer "
+                        f"{pairs[0][1]!r}, {pairs[0][0]:,} spatial tile pairs)",
+                        sum(n for n, _ in pairs[:jobs]) * PAIR_BYTES)
     sizes = [(enumerated_tiles(layer, schedule, cap), layer.name) for layer, schedule in missing]
+    if sizes:
+        rows = sorted((min(size, MAX_SET_ROWS) for size, _ in sizes), reverse=True)[:jobs]
+        resources.check(f"{len(missing)} candidate set(s) to build (largest layer "
+                        f"{max(sizes)[1]!r}, up to {sum(rows):,} rows kept at once)",
+                        sum(rows) * ROW_BYTES + len(rows) * CHUNK_BYTES)
     total = sum(size for size, _ in sizes)
     if total > MAX_REQUEST_TILES:
         largest = max(sizes)[1]
@@ -253,6 +279,7 @@ def _fetch(layer: ConvLayer, schedule: str, kind: str, cap: int | None,
                 cs = _load(_file(key, schedule, kind, have), layer, schedule, kind, have)
                 if cs is not None:
                     return cs
+    check_request([(layer, schedule)], cap)  # refuse before building, by its estimate
     cs = build(layer, schedule, kind, cap)
     if use_disk:
         _store(_file(key, schedule, kind, cap), cs)
@@ -325,7 +352,7 @@ def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
 
     order = sorted(unique, key=size)
     todo = [unique[key] for key in order if not held(key)]
-    check_request(todo, cap)
+    check_request(todo, cap, jobs)
     missing = len(todo)
     bar = tqdm(total=len(order), unit="set", desc="candidate sets",
                disable=not progress or missing == 0)
