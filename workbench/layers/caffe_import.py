@@ -37,7 +37,7 @@ from workbench.layers.spec import (
     SoftmaxLayer,
 )
 from workbench.layers.stream_spec import AffineLayer
-from workbench.layers.windows import exact_conv
+from workbench.layers.windows import ConvWindow, exact_conv
 from workbench.resources import cut
 
 _TOKEN = re.compile(r'\s*(?:#[^\n]*|"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\''
@@ -177,9 +177,10 @@ def _layer(kind: str, name: str, msg: dict[str, list[Any]], shape: Shape, batch:
         p = _one(msg, "convolution_param", {})
         group = _one(p, "group", 1 if kind == "Convolution" else c)
         dilation = _one(p, "dilation", 1)
-        return exact_conv(name, shape, _one(p, "num_output"), _hw(p, "kernel", 1),
-                          _hw(p, "stride", 1), _hw(p, "pad", 0), dilation=(dilation, dilation),
-                          groups=group, On=batch, where=f"layer {name!r}")
+        window = ConvWindow(_hw(p, "kernel", 1), _hw(p, "stride", 1), _hw(p, "pad", 0),
+                            dilation=(dilation, dilation))
+        return exact_conv(name, shape, _one(p, "num_output"), window, groups=group, On=batch,
+                          where=f"layer {name!r}")
     if kind == "InnerProduct":
         return ConvLayer.fc(name, c * h * w, _one(_one(msg, "inner_product_param", {}),
                                                   "num_output"), On=batch)

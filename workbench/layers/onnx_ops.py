@@ -21,7 +21,7 @@ from workbench.errors import SpecError
 from workbench.layers.onnx_context import ImportContext, attrs_of
 from workbench.layers.spec import ConvLayer, PoolLayer
 from workbench.layers.stream_spec import GenericLayer
-from workbench.layers.windows import exact_conv, fitting_pool
+from workbench.layers.windows import ConvWindow, exact_conv, fitting_pool
 
 WEIGHT_SLOT = {"Conv": 1, "QLinearConv": 3, "ConvInteger": 1, "ConvTranspose": 1}
 BIAS_SLOT = {"Conv": 2, "QLinearConv": 8, "ConvTranspose": 2}
@@ -125,8 +125,9 @@ def convert_conv(ctx: ImportContext, node: Any, name: str) -> None:
     if w_shape is not None and len(w_shape) >= 2 and w_shape[1] * group != in_maps[0]:
         raise SpecError(f"{where}: weight {list(w_shape)} with group {group} does not match "
                         f"{in_maps[0]} input maps")
-    layer = exact_conv(name, in_maps, maps, win["kernel"], win["stride"], win["begin"],
-                       win["end"], win["dilation"], group, ctx.batch, out=(oy, ox), where=where)
+    layer = exact_conv(name, in_maps, maps, ConvWindow(win["kernel"], win["stride"],
+                                                       win["begin"], win["end"], win["dilation"]),
+                       group, ctx.batch, out=(oy, ox), where=where)
     bias = BIAS_SLOT.get(node.op_type)
     biased = bias is not None and len(node.input) > bias and bool(node.input[bias])
     ctx.add(layer, node, [win["x"]], biased=biased)

@@ -11,6 +11,7 @@ columns the stride steps over (so it may be negative, down to −(S − 1)).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from workbench.errors import SpecError
 from workbench.layers.spec import ConvLayer, PoolLayer, Shape, out_size
@@ -38,12 +39,25 @@ def _extent(where: str, axis: str, size: int, kernel: int, stride: int, dilation
     return out, (out - 1) * stride + span - begin - size
 
 
-def exact_conv(name: str, in_shape: Shape, maps: int, kernel: Pair, stride: Pair = (1, 1),
-               pad_begin: Pair = (0, 0), pad_end: Pair | None = None, dilation: Pair = (1, 1),
-               groups: int = 1, On: int = 1, out: Pair | None = None,
-               where: str | None = None) -> ConvLayer:
-    """A conv layer reading exactly `in_shape` (C, H, W); `out` (Oy, Ox), when the file states
-    it, must agree with the window arithmetic."""
+@dataclass(frozen=True)
+class ConvWindow:
+    """A convolution's window, (height, width) each: kernel, stride, padding before and after
+    (after: as before when None) and dilation."""
+
+    kernel: Pair
+    stride: Pair = (1, 1)
+    pad_begin: Pair = (0, 0)
+    pad_end: Pair | None = None
+    dilation: Pair = (1, 1)
+
+
+def exact_conv(name: str, in_shape: Shape, maps: int, window: ConvWindow, groups: int = 1,
+               On: int = 1, out: Pair | None = None, where: str | None = None) -> ConvLayer:
+    """A conv layer reading exactly `in_shape` (C, H, W) through `window`; `out` (Oy, Ox),
+    when the file states it, must agree with the window arithmetic."""
+    kernel, stride, pad_begin, pad_end, dilation = (window.kernel, window.stride,
+                                                    window.pad_begin, window.pad_end,
+                                                    window.dilation)
     where = where or f"layer {name!r}"
     pad_end = pad_begin if pad_end is None else pad_end
     _positive(where, kernel=kernel, strides=stride, dilations=dilation, group=groups,
