@@ -43,8 +43,8 @@ def main() -> None:
         seconds = []
         for _ in range(args.repeats):
             start = time.perf_counter()
-            res = quant.search(net, params, cx, cx, cy, acc_bits=16, bound="data",
-                               overflow="wrap", jobs=jobs)
+            res = quant.search(net, params, cx, cx, cy, quant.SearchOptions(
+                acc_bits=16, bound="data", overflow="wrap", jobs=jobs))
             seconds.append(time.perf_counter() - start)
         label = "1 process" if jobs == 1 else f"{os.cpu_count()} worker processes"
         print(f"greedy search, 1000 images, {len(res.space)} splits, {label}: median "

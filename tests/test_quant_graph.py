@@ -179,7 +179,8 @@ def test_search_on_a_residual_network() -> None:
     params = random_params(net, rng)
     x = rng.uniform(-2, 2, (64, 2, 6, 6)).astype(np.float32)
     y = infer.logits(net, params, x).argmax(axis=1)  # the float network is right by definition
-    res = quant.search(net, params, x, x, y, acc_bits=20, bound="data", jobs=1)
+    res = quant.search(net, params, x, x, y,
+                       quant.SearchOptions(acc_bits=20, bound="data", jobs=1))
     assert set(res.config) == {"c1", "c2", "c3", "fc"} and res.float_accuracy == 1.0
     assert res.accuracy == quant.accuracy(net, params, x, y, res.config)
     got = infer.logits(net, params, x, res.config)
@@ -226,7 +227,8 @@ def test_onnx_residual_block_quantizes(tmp_path: Path) -> None:
     params = quant.load_weights(path, net)
     x = rng.uniform(0, 1, (96, 1, 8, 8)).astype(np.float32)
     y = infer.logits(net, params, x).argmax(axis=1)
-    res = quant.search(net, params, x, x, y, acc_bits=16, bound="data", jobs=1)
+    res = quant.search(net, params, x, x, y,
+                       quant.SearchOptions(acc_bits=16, bound="data", jobs=1))
     assert set(res.config) == {"stem", "conv1", "conv2", "fc"}
     assert res.accuracy == quant.accuracy(net, params, x, y, res.config)
     assert math.isfinite(res.accuracy) and res.float_accuracy == 1.0

@@ -39,8 +39,8 @@ def test_split_is_fixed_and_disjoint() -> None:
 
 @pytest.fixture(scope="module")
 def lenet_result() -> quant.SearchResult:
-    return quant.search(LENET, PARAMS, CALIB_X, CALIB_X, CALIB_Y, acc_bits=16, bound="data",
-                        overflow="wrap")
+    return quant.search(LENET, PARAMS, CALIB_X, CALIB_X, CALIB_Y,
+                        quant.SearchOptions(acc_bits=16, bound="data", overflow="wrap"))
 
 
 def test_lenet5_on_held_out_digits(lenet_result: quant.SearchResult) -> None:
@@ -79,9 +79,9 @@ def test_worker_processes_and_image_passes_change_nothing(monkeypatch) -> None:
     any size, give the same solution space as one process and one pass."""
     x, y = CALIB_X[:150], CALIB_Y[:150]
     monkeypatch.setattr(sys.modules["workbench.quant.search"], "PARALLEL_MIN_IMAGES", 1)
-    forked = quant.search(LENET, PARAMS, x, x, y, jobs=2)
+    forked = quant.search(LENET, PARAMS, x, x, y, quant.SearchOptions(jobs=2))
     monkeypatch.setattr(infer, "IMAGES_PER_PASS", 1000)
-    single = quant.search(LENET, PARAMS, x, x, y, jobs=1)
+    single = quant.search(LENET, PARAMS, x, x, y, quant.SearchOptions(jobs=1))
     pd.testing.assert_frame_equal(forked.space, single.space)
     assert forked.config == single.config and forked.accuracy == single.accuracy
     one_pass = infer.logits(LENET, PARAMS, x, forked.config)
@@ -161,8 +161,8 @@ def test_bad_weights_and_narrow_accumulators(tmp_path: Path) -> None:
                                         r"file has \(64, 16, 5, 5\)"):
         quant.load_weights(bad, LENET)
     with pytest.raises(WorkbenchError, match="layer 'conv1': a 6-bit accumulator leaves"):
-        quant.search(LENET, PARAMS, CALIB_X[:50], CALIB_X[:50], CALIB_Y[:50], acc_bits=6,
-                     bound="worst")
+        quant.search(LENET, PARAMS, CALIB_X[:50], CALIB_X[:50], CALIB_Y[:50],
+                     quant.SearchOptions(acc_bits=6, bound="worst"))
 
 
 def test_cli_quantize(tmp_path: Path) -> None:

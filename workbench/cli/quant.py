@@ -59,10 +59,11 @@ def cmd_quantize(args: argparse.Namespace) -> None:
         float_formats(net, params, data, args)
         return
     n = args.images
+    options = quant.SearchOptions(acc_bits=args.acc_bits, bound=args.bound,
+                                  overflow=args.overflow, min_bits=args.min_bits, jobs=args.jobs,
+                                  progress=not args.json and sys.stderr.isatty())
     res = quant.search(net, params, data["calib_x"], data["calib_x"][:n], data["calib_y"][:n],
-                       acc_bits=args.acc_bits, bound=args.bound, overflow=args.overflow,
-                       min_bits=args.min_bits, jobs=args.jobs,
-                       progress=not args.json and sys.stderr.isatty())
+                       options)
     test_float = quant.accuracy(net, params, data["test_x"], data["test_y"])
     test_fixed = quant.accuracy(net, params, data["test_x"], data["test_y"], res.config)
     rows = [{"layer": name, "input": str(f.in_fmt), "weights": str(f.w_fmt),

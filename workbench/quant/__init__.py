@@ -18,6 +18,7 @@ from workbench.quant.infer import Act, LayerFormat, accuracy, forward
 from workbench.quant.overflow import overflow_table
 from workbench.quant.search import (
     LayerRange,
+    SearchOptions,
     SearchResult,
     accuracy_table,
     config_from_yaml,
@@ -27,7 +28,8 @@ from workbench.quant.search import (
 )
 from workbench.quant.weights import check_params, load_weights
 
-__all__ = ["Act", "Graph", "LayerFormat", "LayerRange", "QuantizedModel", "SearchResult",
+__all__ = ["Act", "Graph", "LayerFormat", "LayerRange", "QuantizedModel", "SearchOptions",
+           "SearchResult",
            "accuracy", "accuracy_table", "check_params", "graph_of", "load_quantized",
            "overflow_table",
            "config_from_yaml", "config_to_yaml", "forward", "load_weights", "ranges", "search",

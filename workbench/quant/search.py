@@ -173,15 +173,33 @@ def _accuracies(splits: list[LayerFormat], job: tuple, jobs: int | None,
         _JOB = None
 
 
-def search(net: Network, params: dict, calib_x: np.ndarray, eval_x: np.ndarray,
-           eval_y: np.ndarray, acc_bits: int = 16, bound: str = "data", overflow: str = "wrap",
-           min_bits: int = 2, n_batches: int = 10, batch_size: int = 100,
-           progress: bool = False, jobs: int | None = None,
-           graph: Graph | None = None) -> SearchResult:
-    """The greedy layer-wise search (module docstring); accuracies on eval_x/eval_y.
+@dataclass(frozen=True)
+class SearchOptions:
+    """How the greedy search runs: the accumulator width (bits), the bound on its range
+    (BOUNDS), overflow ("wrap" or "saturate"), the fewest bits of a group, the calibration
+    batches (count and images each) the ranges come from, a status line per layer
+    (`progress`), and worker processes for a layer's splits (`jobs`; None: one per core)."""
 
-    jobs: worker processes that evaluate a layer's splits (None: one per core).
-    graph: the layers' producers (default: the network's own, see `quant.graph`)."""
+    acc_bits: int = 16
+    bound: str = "data"
+    overflow: str = "wrap"
+    min_bits: int = 2
+    n_batches: int = 10
+    batch_size: int = 100
+    progress: bool = False
+    jobs: int | None = None
+
+
+def search(net: Network, params: dict, calib_x: np.ndarray, eval_x: np.ndarray,
+           eval_y: np.ndarray, options: SearchOptions = SearchOptions(),
+           graph: Graph | None = None) -> SearchResult:
+    """The greedy layer-wise search (module docstring), run as `options` say; accuracies on
+    eval_x/eval_y. graph: the layers' producers (default: the network's own, see
+    `quant.graph`)."""
+    acc_bits, bound, overflow, min_bits = (options.acc_bits, options.bound, options.overflow,
+                                           options.min_bits)
+    n_batches, batch_size, progress, jobs = (options.n_batches, options.batch_size,
+                                             options.progress, options.jobs)
     if bound not in BOUNDS:
         raise WorkbenchError(f"unknown bound {bound!r}; valid: " + ", ".join(BOUNDS))
     if overflow not in OVERFLOW_MODES:
@@ -246,9 +264,9 @@ def accuracy_table(net: Network, params: dict, search_x: np.ndarray, search_y: n
         for bound in bounds:
             for overflow in overflows:
                 try:
-                    res = search(net, params, search_x, search_x, search_y, acc_bits=acc_bits,
-                                 bound=bound, overflow=overflow, n_batches=1,
-                                 batch_size=len(search_x))
+                    res = search(net, params, search_x, search_x, search_y, SearchOptions(
+                        acc_bits=acc_bits, bound=bound, overflow=overflow, n_batches=1,
+                        batch_size=len(search_x)))
                     acc = accuracy(net, params, test_x, test_y, res.config)
                 except WorkbenchError:
                     acc = float("nan")

@@ -91,7 +91,8 @@ def accuracy(network: str, weights: str | None, data: str | None, acc_bits: int,
         cx, cy, tx, ty = load_data(source, net)
     n = CALIBRATION_IMAGES
     try:
-        res = quant.search(net, params, cx[:n], cx[:n], cy[:n], acc_bits=acc_bits, bound=bound)
+        res = quant.search(net, params, cx[:n], cx[:n], cy[:n],
+                           quant.SearchOptions(acc_bits=acc_bits, bound=bound))
         _ACCURACY[key] = float(quant.accuracy(net, params, tx, ty, res.config))
     except WorkbenchError:
         _ACCURACY[key] = float("nan")
