@@ -72,3 +72,34 @@ def test_the_checker_finds_a_cycle(monkeypatch) -> None:
         assert "workbench.simd" in str(exc) and "workbench.explore" in str(exc)
     else:
         raise AssertionError("the planted cycle was not found")
+
+
+MAX_PARAMETERS = 10  # more travel in a frozen context object
+
+
+def _wide_functions(source: str, where: str) -> list[str]:
+    """The functions of `source` taking more than MAX_PARAMETERS (self and cls not counted)."""
+    wide = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            a = node.args
+            names = [*a.posonlyargs, *a.args, *a.kwonlyargs]
+            count = len(names) + bool(a.vararg) + bool(a.kwarg)
+            count -= bool(names and names[0].arg in ("self", "cls"))
+            if count > MAX_PARAMETERS:
+                wide.append(f"{where}:{node.lineno} {node.name} ({count})")
+    return wide
+
+
+def test_no_function_takes_more_than_ten_parameters() -> None:
+    root = Path(__file__).resolve().parents[1] / "workbench"
+    wide = [w for path in sorted(root.rglob("*.py"))
+            for w in _wide_functions(path.read_text(), str(path.relative_to(root.parent)))]
+    assert not wide, "pass a frozen context object instead: " + "; ".join(wide)
+
+
+def test_the_parameter_rule_can_fail() -> None:
+    eleven = "def f(a, b, c, d, e, f, g, h, i, j, k):\n    pass\n"
+    method = "class C:\n    def m(self, a, b, c, d, e, f, g, h, i, j):\n        pass\n"
+    assert _wide_functions(eleven, "x.py") == ["x.py:1 f (11)"]
+    assert _wide_functions(method, "x.py") == []

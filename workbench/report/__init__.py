@@ -13,6 +13,7 @@ It sits above `explore` and `viz` (it imports them, never the reverse); the CLI 
 from workbench.report.summary import (
     REPORT_STYLE,
     ReportData,
+    ReportSettings,
     build,
     findings_html,
     headline,
@@ -22,5 +23,5 @@ from workbench.report.summary import (
     totals_text,
 )
 
-__all__ = ["REPORT_STYLE", "ReportData", "build", "findings_html", "headline", "key_findings",
-           "per_layer_table", "summary_html", "totals_text"]
+__all__ = ["REPORT_STYLE", "ReportData", "ReportSettings", "build", "findings_html", "headline",
+           "key_findings", "per_layer_table", "summary_html", "totals_text"]

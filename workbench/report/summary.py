@@ -4,7 +4,6 @@ the per-layer table in human units, the network totals and the manager's summary
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,15 +29,33 @@ class ReportData:
     objective: str = "cycles"   # what chose each layer's mapping (explore.OBJECTIVES)
 
 
-def build(network: str, platform: str, batch: int | None = None, memory_kb: float = 0,
-          buffer_sizes_kb: Iterable[float] = (1, 4, 16, 64, 256, 1024),
-          schedules: Iterable[str] = SCHEDULES, jobs: int = 1,
-          objective: str = "cycles", cores: int = 0, fusion: str = "auto",
-          input_shape: Iterable[int] | None = None) -> ReportData:
-    """Plan every layer of `network` on `platform` (memory_kb 0: the preset's; cores 0: the
-    preset's), mappings ranked by `objective`, fusion "auto", "off" or "force", `input_shape`
-    (C, H, W) replacing the network's input; Pareto solutions and buffer-size sweeps of the
-    conv/fc layers on one core."""
+@dataclass(frozen=True)
+class ReportSettings:
+    """What a report varies: the batch (None: the network's), the local memory (KB; 0: the
+    preset's) and the buffer sizes swept (KB), the schedules, worker processes, the objective
+    ranking mappings, the cores (0: the preset's), fusion ("auto", "off" or "force") and an
+    input shape (C, H, W) replacing the network's."""
+
+    batch: int | None = None
+    memory_kb: float = 0
+    buffer_sizes_kb: tuple[float, ...] = (1, 4, 16, 64, 256, 1024)
+    schedules: tuple[str, ...] = SCHEDULES
+    jobs: int = 1
+    objective: str = "cycles"
+    cores: int = 0
+    fusion: str = "auto"
+    input_shape: tuple[int, ...] | None = None
+
+
+def build(network: str, platform: str, settings: ReportSettings = ReportSettings()
+          ) -> ReportData:
+    """Plan every layer of `network` on `platform` as `settings` say: mappings ranked by the
+    objective; Pareto solutions and buffer-size sweeps of the conv/fc layers on one core."""
+    batch, memory_kb, buffer_sizes_kb, schedules, jobs = (
+        settings.batch, settings.memory_kb, settings.buffer_sizes_kb, settings.schedules,
+        settings.jobs)
+    objective, cores, fusion, input_shape = (settings.objective, settings.cores,
+                                             settings.fusion, settings.input_shape)
     net = layers.load_network(network, batch=batch,
                               input_shape=None if input_shape is None else tuple(input_shape))
     overrides = {"local_mem_bytes": int(memory_kb * 1024)} if memory_kb else {}
