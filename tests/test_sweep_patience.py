@@ -59,8 +59,13 @@ def _workers(pid: int) -> set[int]:
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    """A fresh candidate cache: cases take long enough to be killed mid-sweep."""
-    return {**os.environ, "WORKBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    """A fresh candidate cache (cases take long enough to be killed mid-sweep) and an
+    embedded cluster."""
+    env = {**os.environ, "WORKBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    # an embedded cluster, whose workers are this command's children: never a scheduler
+    # another test left in the environment (its workers are not ours to kill)
+    env.pop("DASK_SCHEDULER_ADDRESS", None)
+    return env
 
 
 def _rows(out: Path) -> dict[str, int]:
