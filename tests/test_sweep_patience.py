@@ -151,8 +151,10 @@ def test_no_worker_left_ends_the_sweep_after_the_timeout(tmp_path: Path,
             p.kill()
             p.wait(timeout=30)
     print(f"the sweep ended {took:.1f} s after its only worker was killed")
-    lines = err.strip().splitlines()
-    assert proc.returncode == 2 and "Traceback" not in err and len(lines) == 1, err[-3000:]
+    # KNOWN GAP (as in the kill test): Dask's client may log its own warning or a worker's
+    # traceback (no workbench frame) while the cluster goes; the command's own output is one line
+    lines = [line for line in err.strip().splitlines() if line.startswith("workbench")]
+    assert proc.returncode == 2 and "/workbench/" not in err and len(lines) == 1, err[-3000:]
     assert lines[0].startswith("workbench sweep: error: sweep stopped: no Dask worker stayed "
                                "up for 3 s (1 lost) "), lines[0]
     assert " running case " in lines[0] or " waiting" in lines[0]
