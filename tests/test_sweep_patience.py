@@ -46,14 +46,16 @@ def _children(pid: int) -> set[int]:
 
 
 def _workers(pid: int) -> set[int]:
-    """The worker processes of an embedded cluster: spawned children (not the tracker)."""
+    """The worker processes of an embedded cluster: spawned children (not the tracker).
+    Matched by `spawn_main`: a PYTHONWARNINGS filter naming the resource tracker (set by an
+    embedded cluster started earlier in this test process) reaches every child's command line."""
     out = set()
     for child in _children(pid):
         try:
             cmd = Path(f"/proc/{child}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"multiprocessing" in cmd and b"resource_tracker" not in cmd:
+        if b"spawn_main" in cmd:
             out.add(child)
     return out
 
