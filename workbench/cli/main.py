@@ -165,6 +165,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"workbench {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        if threading.current_thread() is threading.main_thread():  # one line, whatever comes
+            for s in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(s, signal.SIG_IGN)
         print(f"workbench {args.command}: interrupted; what was committed is kept",
               file=sys.stderr)
         return 130
