@@ -46,7 +46,7 @@ def test_sweep_rows_equal_direct_hierarchy_plans(tmp_path: Path) -> None:
     assert "hierarchy" in grid.axes()
     frame = sweep.run(grid, engine="local")
     assert not frame.attrs["failures"] and len(frame) == 4
-    hp.layer_plan.cache_clear()  # the expected values are computed again, not recalled
+    # the expected values are computed again (no caches passed: nothing is recalled)
     net = layers.load_network("lenet5")
     widths = ElementBytes(2, 2, 2, 2)   # idsp: 16-bit data, the grid's 16-bit accumulators
     for row in frame.to_dict("records"):

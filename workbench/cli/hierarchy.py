@@ -166,13 +166,15 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
     try:
         price_given(designer, hierarchy, prefetcher, progress)
         try:
-            frame = plan.hierarchy_plan(tiled, hierarchy, precision)
+            frame = plan.hierarchy_plan(tiled, hierarchy, precision,
+                                        caches=designer.caches)
         except NoFitError as exc:
             raise WorkbenchError(f"some layer of {net.name!r} fits no blocking on "
                                  f"{hierarchy.name!r}: {exc}") from None
-        plans = plan.layer_plans(tiled, hierarchy, precision)
+        plans = plan.layer_plans(tiled, hierarchy, precision, caches=designer.caches)
         doc = {"network": net.name, "given": given_summary(frame, plans, hierarchy),
-               "rows": plan.hierarchy_traffic(tiled, hierarchy, precision)}
+               "rows": plan.hierarchy_traffic(tiled, hierarchy, precision,
+                                              caches=designer.caches)}
         doc["given"]["padded"] = padded_layers(tiled, [p.found.blocking for p in plans])
         doc["dense_priced"] = {lay.name: [lay.macs, lay.Kx * lay.Ky * lay.Kc * lay.Oc *
                                           lay.Ox * lay.Oy * lay.On]
@@ -228,7 +230,8 @@ def price_given(designer: Codesigner, hierarchy: Hierarchy, prefetcher: Prefetch
                 progress: bool = False) -> None:
     """Search every layer of the designer on the hierarchy (with a prefetcher: together with
     its workers, a layer of many slices in shares; a bar of layers on stderr if `progress`)
-    and hand the results to `hierarchy_plan` (`remember`): they are its own search's."""
+    and hand the results to `hierarchy_plan` (`remember`, in the designer's caches): they are
+    its own search's."""
     with tqdm(total=len(designer.layers), desc="layers searched", file=sys.stderr,
               disable=not progress, leave=False) as bar, _under_way(bar):
         if prefetcher is None:
@@ -246,7 +249,8 @@ def _remember(designer: Codesigner, hierarchy: Hierarchy) -> None:
         found = designer.layer_result(layer, hierarchy) \
             if designer.known_layer(layer, hierarchy) else None
         if found is not None:  # (a layer fitting nothing is searched again for its message)
-            plan.remember(layer, hierarchy, designer.precision, designer.size_energy, found)
+            plan.remember(layer, hierarchy, designer.precision, designer.size_energy, found,
+                          designer.caches)
 
 
 def _codesign(designer: Codesigner, prefetcher: Prefetcher | None, hierarchy: Hierarchy,
@@ -274,7 +278,7 @@ def _codesign(designer: Codesigner, prefetcher: Prefetcher | None, hierarchy: Hi
             "within_budget": sum(d.capacity_bytes <= budget_kb * KB for d in result.designs),
             "best": {**design_summary(result.best),
                      **cycle_summary(plan.hierarchy_plan(tiled, result.best.hierarchy,
-                                                         precision)),
+                                                         precision, caches=designer.caches)),
                      "padded": padded_layers(tiled, result.best.blockings)},
             "rows": designer.traffic_rows(result.best),
             "pareto": [design_summary(d) for d in result.pareto]}

@@ -11,6 +11,7 @@ import pandas as pd
 
 from workbench import explore, layers, platforms
 from workbench.layers.network import Network
+from workbench.memo import Caches
 from workbench.platforms import Platform
 from workbench.tiling import SCHEDULES
 from workbench.viz import units
@@ -63,13 +64,14 @@ def build(network: str, platform: str, settings: ReportSettings = ReportSettings
         overrides["cores"] = int(cores)
     plat = platforms.load_platform(platform, **overrides)
     schedules = tuple(schedules)
+    caches = Caches()  # the report's: its plan and tables share the candidate sets
     per_layer = explore.network_plan(net, plat, objective, fusion, schedules,
-                                     compare_unfused=True)
+                                     compare_unfused=True, caches=caches)
     solutions = explore.explore_layers(net.tiled_layers(), plat, schedules,
                                        [plat.local_mem_bytes], keep="pareto", jobs=jobs)
     sizes = sorted({int(kb * 1024) for kb in buffer_sizes_kb} | {plat.local_mem_bytes})
     best = explore.explore_layers(net.tiled_layers(), plat, schedules, sizes, keep="best",
-                                  objective=objective)
+                                  objective=objective, caches=caches)
     sweep = pd.concat([explore.sweep_summary(layer, best[best.layer == layer.name], objective)
                        for layer in net.tiled_layers()], ignore_index=True)
     totals = explore.network_totals(per_layer, plat)

@@ -14,6 +14,7 @@ from bokeh.models import ColumnDataSource, LogScale
 
 from workbench import explore, layers, perf, tiling, viz
 from workbench.errors import WorkbenchError
+from workbench.memo import Caches
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.controls import listing_html, memory_slider, range_slider
 from workbench.ui.errors import error_html
@@ -44,6 +45,7 @@ class TileExplorer:
                  buffer_range_log2: tuple[int, int] = (10, 19),
                  objective: str = "cycles") -> None:
         self.batch = batch
+        self.caches = Caches()  # what the engine keeps between this app's edits
         self.net = layers.load_network(network, batch=batch)
         names = [lay.name for lay in self.net.tiled_layers()]
         self.network = widgets.Combobox(value=str(network), options=layers.list_networks(),
@@ -125,7 +127,7 @@ class TileExplorer:
             layer = self.net[self.layer.value]
             with busy(self.status, f"pricing the candidate tiles of {layer.name}") as timing:
                 df = explore.fitting_candidates(layer, plat, self.schedules.value,
-                                                max_rows=MAX_POINTS)
+                                                max_rows=MAX_POINTS, caches=self.caches)
             if df.empty:
                 raise explore.too_small(layer, plat.local_mem_bytes, plat.elem_bytes,
                                                   plat.double_buffer)
@@ -160,7 +162,7 @@ class TileExplorer:
             layer = self.net[self.layer.value]
             best = explore.explore_layer(layer, plat, self.schedules.value,
                                          [1 << k for k in range(lo, hi + 1)], keep="best",
-                                         objective=self.objective.value)
+                                         objective=self.objective.value, caches=self.caches)
         except WorkbenchError as exc:
             self.status.value = error_html(exc)
             return
