@@ -41,10 +41,10 @@ def _files(tmp: Path) -> dict[str, str]:
              calib_y=np.arange(8), test_x=images, test_y=np.arange(8))
     (tmp / "truncated.npz").write_bytes((tmp / "mismatch.npz").read_bytes()[:200])
     grids = {"grid_scalar": "networks: lenet5\nplatforms: [idsp]\n",
-             "grid_nan": "networks: [lenet5]\nplatforms: [idsp]\nbuffer_kb: [.nan]\n",
+             "grid_nan": "networks: [lenet5]\nplatforms: [idsp]\nmemory_kb: [.nan]\n",
              "grid_empty_override": "networks: [lenet5]\nplatforms: [idsp]\n"
                                     "overrides: {cores: []}\n",
-             "grid_ok": "networks: [lenet5]\nplatforms: [idsp]\nbuffer_kb: [16]\n"}
+             "grid_ok": "networks: [lenet5]\nplatforms: [idsp]\nmemory_kb: [16]\n"}
     for name, text in grids.items():
         (tmp / f"{name}.yaml").write_text(text)
     (tmp / "grid_binary.yaml").write_bytes(bytes(range(256)) * 4)
@@ -161,7 +161,7 @@ CASES = [
     (("quantize", "lenet5", "--data", "{truncated.npz}"), "cannot read as .npz"),
     # sweep grids
     (("sweep", "{grid_scalar.yaml}", "--out", "{TMP}/s"), ("grid_scalar.yaml", "networks")),
-    (("sweep", "{grid_nan.yaml}", "--out", "{TMP}/s"), ("grid_nan.yaml", "buffer_kb")),
+    (("sweep", "{grid_nan.yaml}", "--out", "{TMP}/s"), ("grid_nan.yaml", "memory_kb")),
     (("sweep", "{grid_empty_override.yaml}", "--out", "{TMP}/s"),
      ("grid_empty_override.yaml", "cores")),
     (("sweep", "{grid_binary.yaml}", "--out", "{TMP}/s"), "grid_binary.yaml"),

@@ -75,7 +75,7 @@ def test_numbers_never_use_an_exponent() -> None:
 def test_readable_table_converts_units_from_the_column_names() -> None:
     frame = pd.DataFrame({"layer": ["a", "b"], "footprint_bytes": [1536, 2**20],
                           "energy_pj": [1.2e7, 3e9], "time_ms": [0.5, 2000.0],
-                          "local_mem_kb": [16, 1024], "cycles": [1_145_000_000_000, 8693],
+                          "memory_kb": [16, 1024], "cycles": [1_145_000_000_000, 8693],
                           "ratio": [2.5e-6, 123.456], "accuracy": [0.974, np.nan]})
     shown = units.readable(frame)
     assert list(shown.columns) == ["layer", "footprint", "energy", "time", "local_mem",
@@ -95,7 +95,7 @@ def test_readable_table_converts_units_from_the_column_names() -> None:
     assert moved["compulsory"].tolist() == ["0.0500 MB", "1.00 MB"]
     assert moved["buffer"].tolist() == ["72.4 KB", "1.61 MB"]
     pivot = pd.DataFrame({"cache_mb": [8.3, 4.89]},  # a pivot's index read as its column
-                         index=pd.Index([16.0, 1024.0], name="local_mem_kb"))
+                         index=pd.Index([16.0, 1024.0], name="memory_kb"))
     shown = units.readable(pivot)
     assert shown.index.name == "local_mem" and shown.index.tolist() == ["16 KB", "1 MB"]
     counts = units.readable(pd.DataFrame({"x": [1.0, 2.0]},

@@ -69,7 +69,7 @@ def _small_grid(readme: str) -> str:
     for key in ("networks", "platforms", "acc_bits", "traffic_models", "objectives", "fusion"):
         if key in grid:
             grid[key] = grid[key][:1]
-    grid["buffer_kb"] = grid["buffer_kb"][:2]
+    grid["memory_kb"] = grid["memory_kb"][:2]
     grid["overrides"] = {k: v[:1] for k, v in grid.get("overrides", {}).items()}
     grid.pop("weights", None)  # the quantization search per case is the long part
     return yaml.safe_dump(grid)

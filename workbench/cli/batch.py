@@ -137,7 +137,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--platform", default="idsp", help="preset name or platform .yaml")
     p.add_argument("--params", nargs="*", default=[],
                    help="report parameters as key=value, e.g. batch=8 memory_kb=64 (with "
-                        "--sweep: x=time_ms y=energy_uj color=local_mem_kb)")
+                        "--sweep: x=time_ms y=energy_uj color=memory_kb)")
     p.add_argument("--sweep", metavar="DIR", default=None,
                    help="instead of a network: the results browser of a sweep directory")
     p.add_argument("--out", type=output_file, default="report.html",
