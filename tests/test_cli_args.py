@@ -89,10 +89,13 @@ CASES = [
     (("report", "lenet5", "--out", "/dev/full"), "cannot write '/dev/full'"),
     (("quantize", "lenet5", "--out", "/dev/full"), "cannot write '/dev/full'"),
     # numbers and sizes
-    (("explore", "lenet5", "--memory", ""), "argument --memory: memory size '' not understood"),
-    (("explore", "lenet5", "--memory", "0"), "argument --memory: memory size '0' must be"),
-    (("explore", "lenet5", "--memory=-1KB"), "argument --memory: memory size '-1KB' not"),
-    (("explore", "lenet5", "--memory", "1.5"), "must be a whole number of bytes"),
+    (("explore", "lenet5", "--memory-kb", ""), "argument --memory-kb: must be a number of KB"),
+    (("explore", "lenet5", "--memory-kb", "0"), "argument --memory-kb: must be a number of KB"),
+    (("explore", "lenet5", "--memory-kb=-1"), "argument --memory-kb: must be a number of KB"),
+    (("explore", "lenet5", "--memory-kb", "0.0001"), "a whole number of bytes, at least 1"),
+    (("explore", "lenet5", "--memory-kb", "64KB"), "must be a number of KB (e.g. 64 or 0.5)"),
+    (("traffic", "lenet5", "--memory-kb", "4", ""), "argument --memory-kb: must be a number"),
+    (("explore", "lenet5", "--memory", "1.5"), "must be a whole number of bytes"),  # old name
     (("traffic", "lenet5", "--memory", "4KB", ""), "argument --memory: memory size ''"),
     (("explore", "lenet5", "--jobs", "0"), "argument --jobs: must be a positive integer"),
     (("explore", "lenet5", "--jobs", "-3"), "argument --jobs: must be a positive integer"),

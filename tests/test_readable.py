@@ -189,7 +189,7 @@ def _all_figures():
     """One of every figure factory the report and notebooks use, on lenet5."""
     net = layers.load_network("lenet5", batch=8)
     plat = platforms.load_platform("idsp")
-    data = report.build("lenet5", "idsp", report.ReportSettings(batch=8, buffer_sizes_kb=(4, 64)))
+    data = report.build("lenet5", "idsp", report.ReportSettings(batch=8, sweep_memory_kb=(4, 64)))
     per_layer = data.per_layer
     sol = data.solutions
     sweep_fig = viz.sweep_grid(data.sweep)
@@ -236,7 +236,7 @@ def _series_figures():
     net = layers.load_network("lenet5", batch=8)
     table = explore.traffic_table(net.tiled_layers(), [4096, 16384, 65536, 262144])
     data = report.build("lenet5", "idsp",
-                        report.ReportSettings(batch=8, buffer_sizes_kb=(1, 4, 64, 1024)))
+                        report.ReportSettings(batch=8, sweep_memory_kb=(1, 4, 64, 1024)))
     return [viz.traffic_curves(ColumnDataSource(viz.traffic_curve_data(table))),
             *[f for f, *_ in viz.sweep_grid(data.sweep).children]]
 
@@ -403,7 +403,7 @@ def test_report_notebook_leads_with_the_summary() -> None:
     first = next(s for s in code if "report.build" in s)
     assert first.index("findings_html") < first.index("bokeh_resources_html")
     assert "a.anchor-link{display:none}" in report.REPORT_STYLE
-    data = report.build("lenet5", "nve", report.ReportSettings(batch=2, buffer_sizes_kb=(16,)))
+    data = report.build("lenet5", "nve", report.ReportSettings(batch=2, sweep_memory_kb=(16,)))
     page = report.findings_html(data)
     assert "Summary: lenet5 on nve" in page and "bottlenecks" in page and "I/O-bound" in page
     assert "n/a" in page and not SCIENTIFIC.search(page)

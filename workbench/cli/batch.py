@@ -42,7 +42,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     if not args.network:
         raise WorkbenchError("report: needs a network (or --sweep DIR)")
     params = _parse_params(args.params)
-    check_parameters(params, "--params")  # before anything is loaded or computed
+    params = check_parameters(params, "--params")  # before anything is loaded or computed
     # fail fast, one line, before starting a kernel
     layers.load_network(args.network, input_shape=args.input_shape)
     platforms.load_platform(args.platform)
