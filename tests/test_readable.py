@@ -78,7 +78,7 @@ def test_readable_table_converts_units_from_the_column_names() -> None:
                           "memory_kb": [16, 1024], "cycles": [1_145_000_000_000, 8693],
                           "ratio": [2.5e-6, 123.456], "accuracy": [0.974, np.nan]})
     shown = units.readable(frame)
-    assert list(shown.columns) == ["layer", "footprint", "energy", "time", "local_mem",
+    assert list(shown.columns) == ["layer", "footprint", "energy", "time", "memory",
                                    "cycles", "ratio", "accuracy"]
     assert shown.iloc[0].tolist() == ["a", "1.5 KB", "12.0 µJ", "500 µs", "16 KB",
                                       "1,145,000,000,000", "0.00000250", "97.4%"]
@@ -97,7 +97,7 @@ def test_readable_table_converts_units_from_the_column_names() -> None:
     pivot = pd.DataFrame({"cache_mb": [8.3, 4.89]},  # a pivot's index read as its column
                          index=pd.Index([16.0, 1024.0], name="memory_kb"))
     shown = units.readable(pivot)
-    assert shown.index.name == "local_mem" and shown.index.tolist() == ["16 KB", "1 MB"]
+    assert shown.index.name == "memory" and shown.index.tolist() == ["16 KB", "1 MB"]
     counts = units.readable(pd.DataFrame({"x": [1.0, 2.0]},
                                          index=pd.Index([1.0, 12000.0], name="cores")))
     assert counts.index.tolist() == ["1", "12,000"]
