@@ -108,7 +108,7 @@ def test_help_texts_name_memory_kb_only() -> None:
     for name, text in helps.items():
         assert not OLD_OPTIONS.search(text), (name, OLD_OPTIONS.search(text).group())
         _check_names(re.findall(r"[A-Za-z_]\w*", text), f"workbench {name} --help")
-    for name in ("explore", "traffic", "hierarchy"):
+    for name in ("explore", "traffic", "hierarchy", "report"):
         assert NEW_OPTION in helps[name], name
     assert f"{NEW_KEY}=" in helps["report"]  # --params memory_kb=64 in its example
 
@@ -342,6 +342,12 @@ def test_old_report_parameter_on_the_command_line_is_named_once(tmp_path: Path,
                   str(tmp_path / "r.html"))
     assert seen == {"sweep_memory_kb": [16]}
     _one_notice(err, "buffer_sizes_kb", "sweep_memory_kb")
+    seen.clear()  # --memory-kb is the parameter memory_kb, as --params gives it
+    _, err = _run("report", "lenet5", "--memory-kb", "64", "--out", str(tmp_path / "r.html"))
+    by_option = dict(seen)
+    seen.clear()
+    _run("report", "lenet5", "--params", "memory_kb=64", "--out", str(tmp_path / "r.html"))
+    assert by_option == seen == {"memory_kb": 64} and err == []
 
 
 def test_old_column_names_in_the_sweep_browser(swept: Path) -> None:

@@ -8,7 +8,14 @@ import json
 import sys
 import time
 
-from workbench.cli.args import add_network, output_dir, output_file, positive_int, positive_number
+from workbench.cli.args import (
+    add_network,
+    memory_kb,
+    output_dir,
+    output_file,
+    positive_int,
+    positive_number,
+)
 from workbench.errors import WorkbenchError
 from workbench.explore.query import OBJECTIVES
 from workbench.resources import cut
@@ -49,6 +56,8 @@ def cmd_report(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     if args.objective:
         params["objective"] = args.objective
+    if args.memory_kb is not None:
+        params["memory_kb"] = args.memory_kb
     if args.input_shape:
         params["input_shape"] = list(args.input_shape)
     path = build_report(args.network, args.platform, args.out, timeout_s=args.timeout,
@@ -146,6 +155,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="seconds per notebook cell (default: %(default)s)")
     p.add_argument("--objective", choices=OBJECTIVES, default=None,
                    help="what 'best' means per layer (default cycles)")
+    p.add_argument("--memory-kb", type=memory_kb, metavar="KB",
+                   help="local memory size in KB (default: the platform's; the parameter "
+                        "memory_kb)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("sweep", parents=[common],
                        help="evaluate a parameter grid on Dask (resumable, exactly once)")
