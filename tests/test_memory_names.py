@@ -173,6 +173,7 @@ def test_widgets_keywords_and_report_parameters_name_memory_kb(files, swept: Pat
     apps = [ui.sweep_browser(swept),
             ui.traffic_explorer(network=files["net"], memory_kb=(1, 4), models=("seed000",)),
             ui.design_space(network="lenet5", batch=1, memory_kb=64, compute=False),
+            ui.tile_explorer(network="lenet5", layer="conv2", batch=1, sweep_memory_kb=(1, 4)),
             hierarchy_view(network=files["net"], memory_kb=(2, 0.5), budget_kb=16,
                            grid_kb=(1, 4))]
     for app in apps:
@@ -348,6 +349,27 @@ def test_old_report_parameter_on_the_command_line_is_named_once(tmp_path: Path,
     seen.clear()
     _run("report", "lenet5", "--params", "memory_kb=64", "--out", str(tmp_path / "r.html"))
     assert by_option == seen == {"memory_kb": 64} and err == []
+
+
+def test_old_tile_explorer_range() -> None:
+    """buffer_range_log2=(10, 14), log2 of bytes, is sweep_memory_kb=(1, 16): the same sweep."""
+    from workbench import ui
+    from workbench.errors import WorkbenchError
+
+    new = ui.tile_explorer(network="lenet5", layer="conv2", batch=1, sweep_memory_kb=(1, 16))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        old = ui.tile_explorer(network="lenet5", layer="conv2", batch=1,
+                               buffer_range_log2=(10, 14))
+    [text] = _notices(record)
+    assert "buffer_range_log2" in text and "sweep_memory_kb" in text
+    assert old.buffer_range.value == new.buffer_range.value == (10, 14)
+    data = [a.sweep_figure.renderers[0].data_source.data for a in (old, new)]
+    assert list(data[0]["x"]) == list(data[1]["x"]) == [1, 2, 4, 8, 16]
+    assert list(data[0]["y"]) == list(data[1]["y"])
+    for bad in ((3, 16), (16, 1), (1,)):
+        with pytest.raises(WorkbenchError, match="^sweep_memory_kb: "):
+            ui.tile_explorer(network="lenet5", layer="conv2", batch=1, sweep_memory_kb=bad)
 
 
 def test_old_column_names_in_the_sweep_browser(swept: Path) -> None:
