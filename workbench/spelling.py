@@ -8,6 +8,7 @@ one with one `RenamedNotice` line naming both."""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -42,6 +43,18 @@ def renamed_keys(doc: Mapping[str, Any], renames: Mapping[str, str], where: str 
         if old in doc:
             notice(old, new, where)
     return {renames.get(key, key): value for key, value in doc.items()}  # order kept
+
+
+def old_keyword(obj: Any, old: str, new: str, value: Any, where: str) -> None:
+    """In a frozen dataclass's `__post_init__`: a value given under the old keyword `old` (an
+    InitVar, None when not given) becomes the field `new`, with one notice; refused beside a
+    `new` other than its default."""
+    if value is None:
+        return
+    spec = next(f for f in dataclasses.fields(obj) if f.name == new)
+    default = spec.default if spec.default is not dataclasses.MISSING else spec.default_factory()
+    given = {old: value} | ({new: getattr(obj, new)} if getattr(obj, new) != default else {})
+    object.__setattr__(obj, new, renamed_keys(given, {old: new}, where)[new])
 
 
 def renamed_columns(frame: Any, names: list[Any], where: str) -> tuple[Any, list[Any]]:

@@ -49,13 +49,8 @@ class ReportSettings:
     buffer_sizes_kb: InitVar[tuple[float, ...] | None] = None  # the old sweep_memory_kb
 
     def __post_init__(self, buffer_sizes_kb: tuple[float, ...] | None) -> None:
-        if buffer_sizes_kb is not None:
-            given = {"buffer_sizes_kb": buffer_sizes_kb}
-            if self.sweep_memory_kb != ReportSettings.sweep_memory_kb:
-                given["sweep_memory_kb"] = self.sweep_memory_kb
-            object.__setattr__(self, "sweep_memory_kb", spelling.renamed_keys(
-                given, {"buffer_sizes_kb": "sweep_memory_kb"}, "ReportSettings")
-                ["sweep_memory_kb"])
+        spelling.old_keyword(self, "buffer_sizes_kb", "sweep_memory_kb", buffer_sizes_kb,
+                             "ReportSettings")
 
 
 def build(network: str, platform: str, settings: ReportSettings = ReportSettings()

@@ -67,12 +67,7 @@ class Grid:
     buffer_kb: InitVar[list[float] | None] = None  # the old spelling of memory_kb
 
     def __post_init__(self, buffer_kb: list[float] | None) -> None:
-        if buffer_kb is not None:
-            given = {"buffer_kb": buffer_kb}
-            if self.memory_kb != Grid.__dataclass_fields__["memory_kb"].default_factory():
-                given["memory_kb"] = self.memory_kb
-            object.__setattr__(self, "memory_kb",
-                               spelling.renamed_keys(given, OLD_KEYS, "grid")["memory_kb"])
+        spelling.old_keyword(self, "buffer_kb", "memory_kb", buffer_kb, "grid")
         doc = {f.name: getattr(self, f.name) for f in fields(self)}
         validate_grid(doc, "grid", WorkbenchError, names())
         for hierarchy in self.hierarchy:  # a broken file fails the grid, before any case runs

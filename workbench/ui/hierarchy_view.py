@@ -105,12 +105,7 @@ class HierarchySetup:
     sizes_kb: InitVar[tuple[float, ...] | None] = None  # the old spelling of memory_kb
 
     def __post_init__(self, sizes_kb: tuple[float, ...] | None) -> None:
-        if sizes_kb is not None:
-            given = {"sizes_kb": sizes_kb}
-            if self.memory_kb != HierarchySetup.memory_kb:
-                given["memory_kb"] = self.memory_kb
-            object.__setattr__(self, "memory_kb", spelling.renamed_keys(
-                given, {"sizes_kb": "memory_kb"}, "hierarchy_view")["memory_kb"])
+        spelling.old_keyword(self, "sizes_kb", "memory_kb", sizes_kb, "hierarchy_view")
 
 
 class HierarchyView:
