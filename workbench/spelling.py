@@ -2,9 +2,10 @@
 
 A local-memory size is `memory_kb` (KiB) wherever a user reads or writes it: sweep grids,
 JSON keys, CSV/parquet columns, report and notebook parameters, app keywords; on the command
-line `--memory-kb`. Internal byte quantities keep `*_bytes`. The old spellings (`buffer_kb`,
-`local_mem_kb`, `sizes_kb`, `buffer_sizes_kb`, `--memory`, `--sizes-kb`) are read as the new
-one with one `RenamedNotice` line naming both."""
+line `--memory-kb`; the sizes a sweep tries, beside one such size, `sweep_memory_kb`. Internal
+byte quantities keep `*_bytes`. The old spellings (`buffer_kb`, `local_mem_kb`, `sizes_kb`,
+`buffer_sizes_kb`, `buffer_range_log2`, `--memory`, `--sizes-kb`) are read as the new one with
+one `RenamedNotice` line naming both (docs/architecture.md, "Names")."""
 
 from __future__ import annotations
 

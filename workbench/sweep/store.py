@@ -32,7 +32,7 @@ import pandas as pd
 
 from workbench import spelling
 from workbench.errors import FileFormatError, WorkbenchError
-from workbench.sweep.grid import Grid, iter_cases
+from workbench.sweep.grid import OLD_KEYS, Grid, iter_cases
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -61,10 +61,9 @@ def _today(grid_json: str) -> str:
         doc = json.loads(grid_json)
     except ValueError:
         return grid_json
-    if not isinstance(doc, dict) or "buffer_kb" not in doc:
+    if not isinstance(doc, dict) or not set(OLD_KEYS) & set(doc):
         return grid_json
-    return json.dumps({spelling.MEMORY_KB if k == "buffer_kb" else k: v for k, v in doc.items()},
-                      indent=1)
+    return json.dumps({OLD_KEYS.get(k, k): v for k, v in doc.items()}, indent=1)
 
 
 @dataclass(frozen=True)
