@@ -379,7 +379,7 @@ def test_platform_changes_never_enumerate_tiles_again(monkeypatch) -> None:
 def test_report_states_the_objective_of_every_mapping() -> None:
     from workbench import report
 
-    data = report.build("lenet5", "idsp", report.ReportSettings(batch=8, buffer_sizes_kb=(16,),
+    data = report.build("lenet5", "idsp", report.ReportSettings(batch=8, sweep_memory_kb=(16,),
                                                                 objective="energy"))
     html = report.summary_html(data)
     assert "chosen by least energy" in html

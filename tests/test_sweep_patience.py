@@ -23,7 +23,7 @@ BIN = Path(sys.executable).parent
 # lenet5's cases end in half a second, vgg16's take 10 s each with a fresh candidate cache:
 # the first rows are written while the workers still have seconds of work (a lenet5-only
 # grid could end in one burst of rows before the first kill: 0 kills, seen in full CI runs)
-GRID = dict(networks=["lenet5", "vgg16"], platforms=["idsp"], batch=4, buffer_kb=[64, 256],
+GRID = dict(networks=["lenet5", "vgg16"], platforms=["idsp"], batch=4, memory_kb=[64, 256],
             overrides={"simd_lanes": [8, 16]})
 STOPPED = "the rows done are kept; run the same command again to resume"
 

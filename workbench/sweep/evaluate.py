@@ -67,7 +67,7 @@ def evaluate_case(case: Case, grid: Grid, caches: Caches | None = None) -> dict:
     plat = case_platform(case)
     net = _network(case.network, case.batch)
     row = {"case_id": case.case_id, "network": case.network, "platform": case.platform,
-           "batch": net.batch, "local_mem_kb": case.memory_bytes / 1024,
+           "batch": net.batch, "memory_kb": case.memory_bytes / 1024,
            "acc_bits": case.acc_bits, **{k: v for k, v in case.overrides}}
     if case.hierarchy is not None:
         row["hierarchy"] = case.hierarchy
