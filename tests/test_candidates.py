@@ -204,18 +204,20 @@ def test_lookups_read_the_cache_folder_once_and_see_other_processes_files(
     from workbench.tiling import candidate_set
 
     sets = [ConvLayer(name=f"s{i}", Ox=4 + i, Oy=3, Oc=2, Kx=3, Ky=3, Kc=2) for i in range(4)]
-    candidates.candidate_set(sets[0], "inter_kc")
+    session = Caches()
+    candidates.candidate_set(sets[0], "inter_kc", caches=session)
     folder = _cache_file(cache).parent
     for i in range(3000):  # files of other sets
         (folder / f"cost-inter_kc-{i:024x}.npz").touch()
     real_scandir, scans = os.scandir, []
     monkeypatch.setattr(candidate_set.os, "scandir",
                         lambda path: scans.append(path) or real_scandir(path))
-    session = Caches()
     for layer in sets:  # one listing; the three sets built and written update it
         candidates.candidate_set(layer, "intra", caches=session)
         candidates.candidate_set(layer, "inter_kc", caches=session)
-    assert len(scans) == 1
+    # (`prune` may also scan the cache's root for old versions' folders, when the session's
+    # view of the size is PRUNE_RESCAN_S old: a loaded machine; never the sets' folder)
+    assert [Path(p) for p in scans].count(folder) == 1
     code = ("from workbench.tiling import candidates\n"
             "from workbench.layers import ConvLayer\n"
             "candidates.candidate_set(ConvLayer(name='o', Ox=9, Oy=3, Oc=2, Kx=3, Ky=3, Kc=2),"

@@ -39,15 +39,27 @@ def _entry(argv: Sequence[str] | None = None) -> int:
             raise
         print("workbench: interrupted while starting; nothing was done", file=sys.stderr)
         code = INTERRUPTED
-    _settled(code)
+    if argv is None:  # the process's own command line (not a caller's list): it ends here
+        _settled(code)
     return code
 
 
 def _settled(code: int) -> None:
     """The command has said its last line: an interrupt from now on (while the interpreter
     closes what the command opened: a Dask cluster, worker processes) ends the process at
-    once with the same exit code, instead of a second line or a traceback."""
+    once with the same exit code, instead of a second line or a traceback. An interrupted
+    command (whose cleanup has run: a sweep's cluster is closed) ends here: the interpreter's
+    own shutdown resets the signal handlers, and a signal then (seen in loaded CI runs)
+    killed the process instead of exiting with INTERRUPTED."""
     def leave(signum: int, frame: object) -> None:
+        os._exit(code)
+
+    if code == INTERRUPTED:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
         os._exit(code)
 
     if threading.current_thread() is threading.main_thread():
