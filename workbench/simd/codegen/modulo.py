@@ -1,0 +1,130 @@
+"""Modulo scheduling of the loop body (seed 003 §5.2): iterations overlap, a new one starting
+every II cycles.
+
+The minimum initiation interval is the larger of the resource bound (the busiest VLIW field
+or read port: operations per iteration) and the recurrence bound (the register and buffer
+dependences that chain one iteration to the next). The scheduler is iterative modulo
+scheduling (Rau, 1994): operations are placed in the order of the list schedule at the
+earliest cycle their placed predecessors allow whose slot modulo II is free in every field
+and port they use; when none is free within II cycles, the operation takes its earliest cycle
+and evicts what is in the way. On failure II grows by one; at the body's length the list
+schedule itself is a valid modulo schedule, so the search always ends.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from workbench.simd.codegen.graph import FIELDS, Edge, TaskGraph
+from workbench.simd.codegen.listsched import (Schedule, compound_edges, read_times,
+                                              resources)
+
+
+def resource_mii(graph: TaskGraph) -> int:
+    """Operations per iteration in the busiest field (reads count on their port's field)."""
+    return max(graph.count(f) for f in FIELDS)
+
+
+def _nodes(graph: TaskGraph) -> list[int]:
+    reads = {r for rs in graph.reads.values() for r in rs}
+    return [i for i in range(len(graph.ops)) if i not in reads]
+
+
+def feasible_timing(nodes: list[int], edges: list[Edge], ii: int) -> bool:
+    """True when no dependence cycle needs more than ii cycles per iteration it spans
+    (longest paths with weights latency − ii·distance have no positive cycle)."""
+    dist = dict.fromkeys(nodes, 0)
+    for _ in range(len(nodes) + 1):
+        changed = False
+        for e in edges:
+            w = dist[e.src] + e.latency - ii * e.distance
+            if w > dist[e.dst]:
+                dist[e.dst], changed = w, True
+        if not changed:
+            return True
+    return False
+
+
+def recurrence_mii(graph: TaskGraph, load_latency: int = 2) -> int:
+    """The smallest II at which the dependence cycles through the loop are satisfiable."""
+    nodes, edges = _nodes(graph), _sorted_edges(graph, load_latency)
+    lo, hi = 1, max(1, sum(max(e.latency, 0) for e in edges))
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if feasible_timing(nodes, edges, mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _sorted_edges(graph: TaskGraph, load_latency: int) -> list[Edge]:
+    """Compound edges, in-iteration ones first in source order (few relaxation passes)."""
+    return sorted(compound_edges(graph, load_latency), key=lambda e: (e.distance, e.src, e.dst))
+
+
+def minimum_ii(graph: TaskGraph, load_latency: int = 2) -> int:
+    """MII = max(resource MII, recurrence MII)."""
+    return max(resource_mii(graph), recurrence_mii(graph, load_latency))
+
+
+def _try_ii(graph: TaskGraph, ii: int, order: list[int], start: dict[int, int],
+            load_latency: int, budget: int) -> dict[int, int] | None:
+    edges = compound_edges(graph, load_latency)
+    preds, succs = defaultdict(list), defaultdict(list)
+    for e in edges:
+        preds[e.dst].append(e)
+        succs[e.src].append(e)
+    rank = {op: k for k, op in enumerate(order)}
+    times: dict[int, int] = {}
+    table: dict[tuple[str, int], int] = {}
+    last_try: dict[int, int] = {}
+    todo = set(order)
+    while todo:
+        budget -= 1
+        if budget < 0:
+            return None
+        op = min(todo, key=rank.__getitem__)
+        placed = [times[e.src] + e.latency - ii * e.distance for e in preds[op] if e.src in times]
+        early = max(placed) if placed else start[op]
+        slot = None
+        for t in range(early, early + ii):
+            if not any((f, c % ii) in table for f, c in resources(graph, op, t, load_latency)):
+                slot = t
+                break
+        if slot is None:
+            slot = max(early, last_try.get(op, early - 1) + 1)
+        last_try[op] = slot
+        evict = {table[(f, c % ii)] for f, c in resources(graph, op, slot, load_latency)
+                 if (f, c % ii) in table}
+        evict |= {e.dst for e in succs[op] if e.dst in times
+                  and times[e.dst] < slot + e.latency - ii * e.distance}
+        evict |= {e.src for e in preds[op] if e.src in times
+                  and slot < times[e.src] + e.latency - ii * e.distance}
+        for v in evict - {op}:
+            for key in resources(graph, v, times.pop(v), load_latency):
+                table.pop((key[0], key[1] % ii), None)
+            todo.add(v)
+        times[op] = slot
+        for f, c in resources(graph, op, slot, load_latency):
+            table[(f, c % ii)] = op
+        todo.discard(op)
+    return times
+
+
+def modulo_schedule(base: Schedule, max_ii: int | None = None) -> Schedule:
+    """Modulo schedule of base's task graph at the smallest II from the MII up that the
+    scheduler achieves (see the module docstring); base's order guides the placement."""
+    graph, ll = base.graph, base.load_latency
+    nodes = _nodes(graph)
+    order = sorted(nodes, key=lambda i: (base.times[i], i))
+    start = {i: base.times[i] for i in nodes}
+    top = min(max_ii or base.length, base.length)
+    for ii in range(minimum_ii(graph, ll), top):
+        times = _try_ii(graph, ii, order, start, ll, budget=8 * len(nodes))
+        if times is not None:
+            times.update(read_times(graph, times, ll))
+            low = min(times.values())
+            flat = tuple(times[i] - low for i in range(len(graph.ops)))
+            return Schedule(graph, flat, ii, ll, base.conflicts)
+    return Schedule(graph, base.times, base.length, ll, base.conflicts)
