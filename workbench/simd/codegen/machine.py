@@ -3,14 +3,14 @@ and image registers, vector MAC accumulators and the activation stage.
 
 Timing: a buffer write lands `WRITE_LATENCY` cycles after it issues; a read puts its word on
 the port `load_latency` cycles after it issues and the word stays there until the next read
-of that port lands; register operations take effect the next cycle; a MAC reads the registers
-as they are at the start of its cycle; a vector's last MAC hands the accumulators to the
-activation stage ACT_LATENCY cycles later, where they stay until the next vector's arrive. Every value carries a tag (which row, coefficient or partial sum it
-is); an operation that finds another tag than its own (a word overwritten too early, a port
-reused, a register clobbered by an overlapping iteration) stops the run with an error: that is
-how the layout's register and buffer capacity is checked. The activation itself is the
-identity here: outputs are the 32-bit accumulator codes (the LUT is not part of the check).
-"""
+of that port lands; register operations take effect the next cycle; a MAC reads the
+registers as they are at the start of its cycle; a vector's last MAC hands the accumulators
+to the activation stage ACT_LATENCY cycles later, where they stay until the next vector's
+arrive. Every value carries a tag (which row, coefficient or partial sum it is); an
+operation that finds another tag than its own (a word overwritten too early, a port reused,
+a register clobbered by an overlapping iteration) stops the run with an error: that is how
+the layout's register and buffer capacity is checked. The activation itself is the identity
+here: outputs are the 32-bit accumulator codes (the LUT is not part of the check)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ class Program:
 
     schedule: Schedule
     iterations: int
-    init: tuple[tuple, ...]          # one buffer write per bundle: ("coef", o, c) | ("img", p, row, w)
+    init: tuple[tuple, ...]   # a buffer write per bundle: ("coef", o, c) | ("img", p, row, w)
     prologue: tuple[Bundle, ...]
     kernel: tuple[Bundle, ...]
     repeats: int
