@@ -22,7 +22,7 @@ import numpy as np
 from workbench.errors import WorkbenchError
 from workbench.quant.fixed import wrap
 from workbench.simd.codegen.graph import ACT_LATENCY, LANES, MAX_EXTRA, WRITE_LATENCY
-from workbench.simd.codegen.program import Program
+from workbench.simd.codegen.program import Program, row_index
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class _Machine:
     def slot(self, tag: tuple) -> tuple:
         if tag[0] == "coef":
             return tag
-        return ("img", tag[1], tag[2] % self.p.rows_per_map, tag[3])
+        return ("img", tag[1], row_index(self.shape, tag[2]) % self.p.rows_per_map, tag[3])
 
     def write(self, cycle: int, tag: tuple) -> None:
         self.pending.append((cycle + WRITE_LATENCY, "buf", self.slot(tag), tag, self.word(tag)))

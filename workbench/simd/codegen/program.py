@@ -4,8 +4,8 @@ hardware loop repeats) and epilogue. Operations of the kernel are tagged with th
 repetition k, an operation of stage s works on iteration k + stages − 1 − s.
 
 The local buffer keeps `rows_per_map` input rows of every input map of the program, used
-circularly (row r in slot r mod rows_per_map); `buffer_rows` finds the fewest rows for which
-no write lands before the last read of the row it replaces.
+circularly (the k-th row written goes to slot k mod rows_per_map); `buffer_rows` finds the
+fewest rows for which no write lands before the last read of the row it replaces.
 """
 
 from __future__ import annotations
@@ -50,6 +50,21 @@ class Program:
         return shape.n_union * self.rows_per_map * shape.words_per_row + coef
 
 
+def row_index(shape, row: int) -> int:
+    """Position of an input row among the rows written into the buffer: every row when the
+    stride does not exceed the kernel, else min(Ky, Sy) rows of every Sy."""
+    if shape.sy <= shape.ky:
+        return row
+    return row // shape.sy * shape.new_rows + row % shape.sy
+
+
+def index_row(shape, index: int) -> int:
+    """The input row written index-th (inverse of row_index)."""
+    if shape.sy <= shape.ky:
+        return index
+    return index // shape.new_rows * shape.sy + index % shape.new_rows
+
+
 def buffer_rows(schedule: Schedule) -> int:
     """Fewest input rows per map the circular buffer needs (see the module docstring)."""
     g, ii = schedule.graph, schedule.ii
@@ -67,7 +82,8 @@ def buffer_rows(schedule: Schedule) -> int:
         for i, op in writes:
             p, s, w = op.arg
             t_write = base * ii + schedule.times[i]
-            old = shape.sy * base + first_new + s - rows   # the row this write replaces
+            new = shape.sy * base + first_new + s
+            old = index_row(shape, row_index(shape, new) - rows)   # the row it replaces
             for ky, t in reads.get((p, w), ()):
                 if (old - ky) % shape.sy == 0 and (old - ky) // shape.sy >= 0 and \
                         (old - ky) // shape.sy * ii + t >= t_write + WRITE_LATENCY:
