@@ -13,6 +13,7 @@ always ends."""
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 
 from workbench.simd.codegen.graph import FIELDS, TaskGraph
@@ -111,39 +112,40 @@ def _try_ii(graph: TaskGraph, ii: int, order: list[int], start: dict[int, int],
         preds[e.dst].append(e)
         succs[e.src].append(e)
     rank = {op: k for k, op in enumerate(order)}
+    uses = {op: [(f, c) for f, c in resources(graph, op, 0, load_latency)] for op in order}
     times: dict[int, int] = {}
     table: dict[tuple[str, int], int] = {}
     last_try: dict[int, int] = {}
-    todo = set(order)
+    todo = [(rank[op], op) for op in order]
+    heapq.heapify(todo)
     while todo:
         budget -= 1
         if budget < 0:
             return None
-        op = min(todo, key=rank.__getitem__)
+        op = heapq.heappop(todo)[1]
+        if op in times:
+            continue
         placed = [times[e.src] + e.latency - ii * e.distance for e in preds[op] if e.src in times]
         early = max(placed) if placed else start[op]
-        slot = None
-        for t in range(early, early + ii):
-            if not any((f, c % ii) in table for f, c in resources(graph, op, t, load_latency)):
-                slot = t
-                break
+        slot = next((t for t in range(early, early + ii)
+                     if not any((f, (t + c) % ii) in table for f, c in uses[op])), None)
         if slot is None:
             slot = max(early, last_try.get(op, early - 1) + 1)
         last_try[op] = slot
-        evict = {table[(f, c % ii)] for f, c in resources(graph, op, slot, load_latency)
-                 if (f, c % ii) in table}
+        evict = {table[(f, (slot + c) % ii)] for f, c in uses[op]
+                 if (f, (slot + c) % ii) in table}
         evict |= {e.dst for e in succs[op] if e.dst in times
                   and times[e.dst] < slot + e.latency - ii * e.distance}
         evict |= {e.src for e in preds[op] if e.src in times
                   and slot < times[e.src] + e.latency - ii * e.distance}
         for v in evict - {op}:
-            for key in resources(graph, v, times.pop(v), load_latency):
-                table.pop((key[0], key[1] % ii), None)
-            todo.add(v)
+            t_v = times.pop(v)
+            for f, c in uses[v]:
+                table.pop((f, (t_v + c) % ii), None)
+            heapq.heappush(todo, (rank[v], v))
         times[op] = slot
-        for f, c in resources(graph, op, slot, load_latency):
-            table[(f, c % ii)] = op
-        todo.discard(op)
+        for f, c in uses[op]:
+            table[(f, (slot + c) % ii)] = op
     return times
 
 
