@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pandas as pd
+
 from workbench.errors import WorkbenchError
 from workbench.simd.codegen.graph import WRITE_LATENCY
 from workbench.simd.codegen.listsched import Schedule
@@ -63,6 +65,39 @@ def index_row(shape, index: int) -> int:
     if shape.sy <= shape.ky:
         return index
     return index // shape.new_rows * shape.sy + index % shape.new_rows
+
+
+def program_ops(program: Program) -> list[tuple[int, str, int, int]]:
+    """Every operation the program issues: (cycle, part, op index, iteration), in order;
+    init writes are op index −1 (they are not in the task graph) with iteration −1."""
+    out = [(c, "init", -1, -1) for c in range(len(program.init))]
+    cycle = program.init_cycles
+    for bundle in program.prologue:
+        out += [(cycle, "prologue", op, i) for op, i in bundle]
+        cycle += 1
+    for k in range(program.repeats):
+        for bundle in program.kernel:
+            out += [(cycle, "steady state", op, off + k) for op, off in bundle]
+            cycle += 1
+    for bundle in program.epilogue:
+        out += [(cycle, "epilogue", op, i) for op, i in bundle]
+        cycle += 1
+    return out
+
+
+def gantt_frame(program: Program) -> pd.DataFrame:
+    """One row per issued operation: cycle, field, kind, label (its operands), iteration
+    and program part (init writes: field MEMA, kind "init")."""
+    ops = program.schedule.graph.ops
+    rows = []
+    for cycle, part, op, i in program_ops(program):
+        if op < 0:
+            tag = program.init[cycle]
+            rows.append((cycle, "MEMA", "init", " ".join(map(str, tag)), i, part))
+        else:
+            o = ops[op]
+            rows.append((cycle, o.field, o.kind, str(o.arg), i, part))
+    return pd.DataFrame(rows, columns=["cycle", "field", "kind", "label", "iteration", "part"])
 
 
 def buffer_rows(schedule: Schedule) -> int:
