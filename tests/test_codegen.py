@@ -83,14 +83,17 @@ def small_layers(draw) -> tuple[ConvLayer, str]:
 
 
 @settings(max_examples=examples(150))
-@given(case=small_layers(), seed=st.integers(0, 2**16))
-def test_generated_code_is_bit_exact(case, seed) -> None:
+@given(case=small_layers(), seed=st.integers(0, 2**16), read=st.integers(1, 3),
+       act=st.integers(1, 5))
+def test_generated_code_is_bit_exact(case, seed, read, act) -> None:
     """Every version's programs, run cycle by cycle on every strip, give the scalar
-    reference's accumulator codes (random kernels, strides, padding, connection tables)."""
+    reference's accumulator codes (random kernels, strides, padding, connection tables, and
+    read and MAC-to-activation latencies other than the preset's 2 and 3)."""
     layer, version = case
-    operands = codegen.random_operands(layer, NVE, seed)
-    got = codegen.layer_outputs(layer, NVE, version, operands)
-    np.testing.assert_array_equal(got, scalar_conv(layer, operands, NVE.acc_bits))
+    plat = platforms.load_platform("nve", load_latency=read, mac_latency=act)
+    operands = codegen.random_operands(layer, plat, seed)
+    got = codegen.layer_outputs(layer, plat, version, operands)
+    np.testing.assert_array_equal(got, scalar_conv(layer, operands, plat.acc_bits))
 
 
 def test_layout_parts_add_up_and_cycles_are_measured() -> None:

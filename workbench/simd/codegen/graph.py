@@ -27,7 +27,7 @@ from workbench.errors import WorkbenchError
 
 FIELDS = ("MEMA", "MEMB", "WREG", "IREG", "VMAC", "ACT")
 REGISTER_LATENCY = 1  # register operation -> MAC (seed 003 §3.1)
-ACT_LATENCY = 3       # last MAC -> the finished vector at the activation stage (§3.1)
+ACT_LATENCY = 3       # default: last MAC -> the finished vector at the activation stage (§3.1)
 WRITE_LATENCY = 2     # buffer write -> read of the word (seed 003 §3.1)
 MAX_EXTRA = 7         # extra image registers ri[16-22]
 LANES = 16            # the NVE's vector MACs; half a vector per activation
@@ -64,6 +64,7 @@ class Shape:
     sy: int
     inputs: tuple[tuple[int, ...], ...]      # per output: positions in the union, in order
     chunks: tuple[tuple[int, ...], ...]      # per output: coefficients per weight-register load
+    act_latency: int = ACT_LATENCY           # the platform's mac_latency: last MAC -> ACT
 
     @property
     def n_union(self) -> int:
@@ -219,7 +220,7 @@ def build_graph(shape: Shape) -> TaskGraph:
         acts = [b.op("act", (o, h)) for h in range(2)]
         for m in vmac[1:]:
             for a in acts:
-                b.edge(m, a, ACT_LATENCY)
+                b.edge(m, a, shape.act_latency)
         first_w = wreg[0]
         if prev_last_mac is not None:   # fused outputs share the registers, in order
             _chain(b, prev_last_mac, prev_acts, first_iset, first_w, setb, last_mac, 0)
@@ -237,13 +238,13 @@ def _chain(b: _Builder, last_mac: int, acts: list[int], first_iset: list[int], f
     """Register anti-dependences from one output vector to the next: its sets may only
     overwrite the image and weight registers once the last MAC has read them; the next bias
     follows the last MAC; and both activations must read the finished vector (latched
-    ACT_LATENCY cycles after its last MAC) before the next vector's result replaces it."""
+    act_latency cycles after its last MAC) before the next vector's result replaces it."""
     for s in first_iset:
         b.edge(last_mac, s, 0, distance)
     b.edge(last_mac, first_w, 0, distance)
     b.edge(last_mac, setb, 1, distance)
     for a in acts:
-        b.edge(a, next_last_mac, -ACT_LATENCY + 1, distance)
+        b.edge(a, next_last_mac, -b.shape.act_latency + 1, distance)
 
 
 def _write_edge(b: _Builder, writes: dict, p: int, ky: int, word: int, set_op: int,

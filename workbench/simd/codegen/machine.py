@@ -5,7 +5,7 @@ Timing: a buffer write lands `WRITE_LATENCY` cycles after it issues; a read puts
 the port `load_latency` cycles after it issues and the word stays there until the next read
 of that port lands; register operations take effect the next cycle; a MAC reads the
 registers as they are at the start of its cycle; a vector's last MAC hands the accumulators
-to the activation stage ACT_LATENCY cycles later, where they stay until the next vector's
+to the activation stage act_latency cycles later, where they stay until the next vector's
 arrive. Every value carries a tag (which row, coefficient or partial sum it is); an
 operation that finds another tag than its own (a word overwritten too early, a port reused,
 a register clobbered by an overlapping iteration) stops the run with an error: that is how
@@ -21,7 +21,7 @@ import numpy as np
 
 from workbench.errors import WorkbenchError
 from workbench.quant.fixed import wrap
-from workbench.simd.codegen.graph import ACT_LATENCY, LANES, MAX_EXTRA, WRITE_LATENCY
+from workbench.simd.codegen.graph import LANES, MAX_EXTRA, WRITE_LATENCY
 from workbench.simd.codegen.program import Program, row_index
 
 
@@ -185,7 +185,7 @@ class _Machine:
         self.acc = wrap(self.acc + self.rw[0] * pixels, self.bits)
         self.acc_tag = (o, i, self.acc_tag[2] + 1)
         if self.acc_tag[2] == self.shape.taps(o):   # finished: to the activation stage
-            self.pending.append((cycle + ACT_LATENCY, "port", "ACT", self.acc_tag,
+            self.pending.append((cycle + self.shape.act_latency, "port", "ACT", self.acc_tag,
                                  self.acc.copy()))
         self.mac_ops += 1
         self.vmac_busy += 1

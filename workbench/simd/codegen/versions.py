@@ -76,18 +76,22 @@ def program_groups(layer: ConvLayer, version: str,
     return fuse_maps(layer, lambda n_in, n_out: n_out * (taps * n_in + 1) <= instruction_buffer)
 
 
-def _shape(layer: ConvLayer, outputs: tuple[int, ...]) -> tuple[Shape, tuple[int, ...]]:
+def _shape(layer: ConvLayer, outputs: tuple[int, ...],
+           platform: Platform) -> tuple[Shape, tuple[int, ...]]:
     sets = input_sets(layer)
     union = tuple(sorted(set().union(*(sets[o] for o in outputs))))
     inputs = tuple(tuple(union.index(m) for m in sorted(sets[o])) for o in outputs)
     chunks = tuple(full_chunks(layer.Kx * layer.Ky * len(row)) for row in inputs)
-    return Shape(layer.Kx, layer.Ky, layer.Sx, layer.Sy, inputs, chunks), union
+    return Shape(layer.Kx, layer.Ky, layer.Sx, layer.Sy, inputs, chunks,
+                 platform.mac_latency), union
 
 
 def compile_group(layer: ConvLayer, outputs: tuple[int, ...], version: str,
-                  load_latency: int = 2) -> Compiled:
-    """The program of one group of output maps under a version."""
-    shape, union = _shape(layer, outputs)
+                  platform: Platform) -> Compiled:
+    """The program of one group of output maps under a version, with the platform's read
+    latency (load_latency) and MAC-to-activation latency (mac_latency)."""
+    load_latency = platform.load_latency
+    shape, union = _shape(layer, outputs, platform)
     packing: tuple[Packing, ...] = ()
     if version != "automatic":   # each output packed as it would be alone, then combined
         singles = [pack(replace(shape, inputs=(tuple(range(len(row))),), chunks=(c,)),
@@ -109,10 +113,10 @@ def compile_layer(layer: ConvLayer, platform: Platform, version: str) -> list[Co
     done: dict[tuple, Compiled] = {}
     out = []
     for group in program_groups(layer, version):
-        shape, union = _shape(layer, group)
+        shape, union = _shape(layer, group, platform)
         key = shape.inputs
         if key not in done:
-            done[key] = compile_group(layer, group, version, platform.load_latency)
+            done[key] = compile_group(layer, group, version, platform)
         out.append(replace(done[key], outputs=group, union=union))
     return out
 
