@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from workbench.errors import WorkbenchError
 
 FIELDS = ("MEMA", "MEMB", "WREG", "IREG", "VMAC", "ACT")
@@ -159,92 +161,97 @@ def _image_row(b: _Builder, o: int, p: int, ky: int, sx: int, kx_n: int,
     return feeders, chain
 
 
+def _weight_ops(b: _Builder, o: int) -> list[int]:
+    """WREG ops of output o: coefficient j = 0 (bias), 1..T (taps in (p, ky, kx) order); a
+    set at the start of every chunk (with its read), shifts between."""
+    starts = set(np.cumsum((0,) + b.shape.chunks[o])[:-1].tolist())
+    wreg, chunk = [], 0
+    for j in range(b.shape.taps(o) + 1):
+        if j in starts:
+            w = b.op("setw", (o, chunk))
+            b.reads[w] = (b.op("rdw", (o, chunk)),)
+            chunk += 1
+        else:
+            w = b.op("shw", (o, j))
+            b.edge(wreg[-1], w, REGISTER_LATENCY)
+        wreg.append(w)
+    return wreg
+
+
+@dataclass(frozen=True)
+class _Vector:
+    """The operations one output vector's neighbours chain to."""
+
+    first_sets: list[int]
+    first_w: int
+    setb: int
+    last_mac: int
+    acts: list[int]
+
+
+def _output(b: _Builder, o: int, writes: dict) -> _Vector:
+    """Every operation of output o's vector, with their in-iteration edges."""
+    shape = b.shape
+    sx, kx_n = shape.sx, shape.kx
+    first_new = shape.ky - shape.new_rows
+    wreg = _weight_ops(b, o)
+    setb = b.op("setb", (o,))
+    vmac, first_sets = [setb], None
+    for p in shape.inputs[o]:
+        for ky in range(shape.ky):
+            feeders, chain = _image_row(b, o, p, ky, sx, kx_n)
+            if first_sets is None:
+                first_sets = chain[:sx]
+            else:   # a set overwrites what the previous row's MACs read
+                for op in chain[:sx]:
+                    b.edge(vmac[-1], op, 0)
+            for kx in range(kx_n):
+                mac = b.op("mac", (o, p, ky, kx))
+                vmac.append(mac)
+                for f in (chain[:sx] if kx == 0 else (feeders[kx],)):
+                    b.edge(f, mac, REGISTER_LATENCY)
+                if kx + 1 < kx_n:  # the next shift must not change what this MAC reads
+                    b.edge(mac, chain[sx + kx], 0)
+                b.edge(setb, mac, 1)
+                for w_i in (range(2 * sx) if kx == 0 else ()):
+                    _write_edge(b, writes, p, ky, w_i, chain[w_i // 2], first_new, shape.sy)
+                if kx == 1:
+                    _write_edge(b, writes, p, ky, 2 * sx, chain[sx], first_new, shape.sy)
+    for j in range(len(vmac)):
+        b.edge(wreg[j], vmac[j], REGISTER_LATENCY)
+        if j + 1 < len(vmac):
+            b.edge(vmac[j], wreg[j + 1], 0)   # the next weight op overwrites rw[0]
+    acts = [b.op("act", (o, h)) for h in range(2)]
+    for m in vmac[1:]:
+        for a in acts:
+            b.edge(m, a, shape.act_latency)
+    return _Vector(first_sets, wreg[0], setb, vmac[-1], acts)
+
+
 def build_graph(shape: Shape) -> TaskGraph:
     """The task graph of one iteration (see the module docstring), outputs in order."""
     check_shape(shape)
     b = _Builder(shape)
-    kx_n, ky_n, sx, sy = shape.kx, shape.ky, shape.sx, shape.sy
-    first_new = ky_n - shape.new_rows
     writes = {(p, s, w): b.op("wr", (p, s, w)) for p in range(shape.n_union)
               for s in range(shape.new_rows) for w in range(shape.words_per_row)}
-    prev_last_mac = prev_acts = None
-    prev_first_iset = prev_first_w = prev_setb = None
-    last_mac = acts = first_iset = first_w = setb = None
-    for o, row in enumerate(shape.inputs):
-        # weight register: coefficient j = 0 (bias), 1..T (taps in (p, ky, kx) order)
-        starts, c = set(), 0
-        for size in shape.chunks[o]:
-            starts.add(c)
-            c += size
-        wreg, chunk = [], 0
-        for j in range(shape.taps(o) + 1):
-            if j in starts:
-                w = b.op("setw", (o, chunk))
-                b.reads[w] = (b.op("rdw", (o, chunk)),)
-                chunk += 1
-            else:
-                w = b.op("shw", (o, j))
-                b.edge(wreg[-1], w, REGISTER_LATENCY)
-            wreg.append(w)
-        setb = b.op("setb", (o,))
-        vmac = [setb]
-        ireg_prev_uses: list[int] = []   # MACs reading the image register before the next op
-        first_iset = None
-        for p in row:
-            for ky in range(ky_n):
-                feeders, chain = _image_row(b, o, p, ky, sx, kx_n)
-                first_iset = chain[:sx] if first_iset is None else first_iset
-                for op_i, op in enumerate(chain):
-                    if op_i < sx:   # a set overwrites what the previous row's MACs read
-                        for m in ireg_prev_uses:
-                            b.edge(m, op, 0)
-                for kx in range(kx_n):
-                    mac = b.op("mac", (o, p, ky, kx))
-                    vmac.append(mac)
-                    for f in (chain[:sx] if kx == 0 else (feeders[kx],)):
-                        b.edge(f, mac, REGISTER_LATENCY)
-                    if kx + 1 < kx_n:  # the next shift must not change what this MAC reads
-                        b.edge(mac, chain[sx + kx], 0)
-                    b.edge(setb, mac, 1)
-                    rd_words = range(2 * sx) if kx == 0 else ()
-                    for w_i in rd_words:
-                        _write_edge(b, writes, p, ky, w_i, chain[w_i // 2], first_new, sy)
-                    if kx == 1:
-                        _write_edge(b, writes, p, ky, 2 * sx, chain[sx], first_new, sy)
-                ireg_prev_uses = [vmac[-1]]
-        for j in range(len(vmac)):
-            b.edge(wreg[j], vmac[j], REGISTER_LATENCY)
-            if j + 1 < len(vmac):
-                b.edge(vmac[j], wreg[j + 1], 0)   # the next weight op overwrites rw[0]
-        last_mac = vmac[-1]
-        acts = [b.op("act", (o, h)) for h in range(2)]
-        for m in vmac[1:]:
-            for a in acts:
-                b.edge(m, a, shape.act_latency)
-        first_w = wreg[0]
-        if prev_last_mac is not None:   # fused outputs share the registers, in order
-            _chain(b, prev_last_mac, prev_acts, first_iset, first_w, setb, last_mac, 0)
-        else:
-            prev_first_iset, prev_first_w, prev_setb = first_iset, first_w, setb
-            first_last_mac = last_mac
-        prev_last_mac, prev_acts = last_mac, acts
-    # loop-carried: the next iteration's first output reuses the registers of the last one
-    _chain(b, last_mac, acts, prev_first_iset, prev_first_w, prev_setb, first_last_mac, 1)
+    vectors = [_output(b, o, writes) for o in range(len(shape.inputs))]
+    for prev, nxt in zip(vectors, vectors[1:], strict=False):  # fused outputs, in order
+        _chain(b, prev, nxt, 0)
+    _chain(b, vectors[-1], vectors[0], 1)   # the next iteration reuses the registers
     return TaskGraph(shape, tuple(b.ops), tuple(b.edges), dict(b.reads))
 
 
-def _chain(b: _Builder, last_mac: int, acts: list[int], first_iset: list[int], first_w: int,
-           setb: int, next_last_mac: int, distance: int) -> None:
+def _chain(b: _Builder, prev: _Vector, nxt: _Vector, distance: int) -> None:
     """Register anti-dependences from one output vector to the next: its sets may only
     overwrite the image and weight registers once the last MAC has read them; the next bias
     follows the last MAC; and both activations must read the finished vector (latched
     act_latency cycles after its last MAC) before the next vector's result replaces it."""
-    for s in first_iset:
-        b.edge(last_mac, s, 0, distance)
-    b.edge(last_mac, first_w, 0, distance)
-    b.edge(last_mac, setb, 1, distance)
-    for a in acts:
-        b.edge(a, next_last_mac, -b.shape.act_latency + 1, distance)
+    for s in nxt.first_sets:
+        b.edge(prev.last_mac, s, 0, distance)
+    b.edge(prev.last_mac, nxt.first_w, 0, distance)
+    b.edge(prev.last_mac, nxt.setb, 1, distance)
+    for a in prev.acts:
+        b.edge(a, nxt.last_mac, -b.shape.act_latency + 1, distance)
 
 
 def _write_edge(b: _Builder, writes: dict, p: int, ky: int, word: int, set_op: int,
