@@ -96,6 +96,31 @@ def test_generated_code_is_bit_exact(case, seed, read, act) -> None:
     np.testing.assert_array_equal(got, scalar_conv(layer, operands, plat.acc_bits))
 
 
+@settings(max_examples=examples(30))
+@given(case=small_layers(), seed=st.integers(0, 2**16))
+def test_saturating_accumulators(case, seed) -> None:
+    """18-bit saturating accumulators: the MACs of a vector run in tap order, so every
+    version gives the scalar reference that saturates after each addition in that order."""
+    layer, version = case
+    plat = platforms.load_platform("nve", overflow="saturate", acc_bits=18)
+    operands = codegen.random_operands(layer, plat, seed)
+    got = codegen.layer_outputs(layer, plat, version, operands)
+    np.testing.assert_array_equal(got, scalar_conv(layer, operands, 18, "saturate"))
+
+
+def test_saturation_happens() -> None:
+    """The saturating case above is not vacuous: with 18 bits, sums of 9 products of 8-bit
+    pixels and 16-bit weights leave the range, and the two modes differ."""
+    layer = ConvLayer(name="s", Ox=16, Oy=2, Oc=1, Kx=3, Ky=3, Kc=1)
+    operands = codegen.random_operands(layer, NVE, 3)
+    sat = platforms.load_platform("nve", overflow="saturate", acc_bits=18)
+    wrapped = platforms.load_platform("nve", acc_bits=18)
+    a = codegen.layer_outputs(layer, sat, "modulo", operands)
+    b = codegen.layer_outputs(layer, wrapped, "modulo", operands)
+    assert (np.abs(a) == (1 << 17) - 1).any() or (a == -(1 << 17)).any()
+    assert not np.array_equal(a, b)
+
+
 def test_layout_parts_add_up_and_cycles_are_measured() -> None:
     """Init, prologue, kernel × repeats and epilogue: (n − 1)·II + length after the init."""
     shape, _ = codegen.pack(one_map_shape(3, 3, 1, 1, 2))

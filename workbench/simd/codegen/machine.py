@@ -10,7 +10,7 @@ arrive. Every value carries a tag (which row, coefficient or partial sum it is);
 operation that finds another tag than its own (a word overwritten too early, a port reused,
 a register clobbered by an overlapping iteration) stops the run with an error: that is how
 the layout's register and buffer capacity is checked. The activation itself is the identity
-here: outputs are the 32-bit accumulator codes (the LUT is not part of the check)."""
+here: outputs are the accumulator codes (the LUT is not part of the check)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.errors import WorkbenchError
-from workbench.quant.fixed import wrap
+from workbench.quant.fixed import saturate, wrap
 from workbench.simd.codegen.graph import LANES, MAX_EXTRA, WRITE_LATENCY
 from workbench.simd.codegen.program import Program, row_index
 
@@ -41,10 +41,11 @@ class ProgramError(WorkbenchError):
 
 class _Machine:
     def __init__(self, program: Program, image: np.ndarray, coefs: list[np.ndarray],
-                 acc_bits: int) -> None:
+                 acc_bits: int, overflow: str) -> None:
         self.p, self.g = program, program.schedule.graph
         self.shape, self.ll = self.g.shape, program.schedule.load_latency
         self.image, self.coefs, self.bits = image, coefs, acc_bits
+        self.register = wrap if overflow == "wrap" else saturate
         self.starts = [np.cumsum((0,) + c)[:-1] for c in self.shape.chunks]
         self.buffer: dict[tuple, tuple] = {}
         self.pending: deque = deque()           # (cycle, kind, key/port, tag, value)
@@ -166,7 +167,7 @@ class _Machine:
     def do_setb(self, cycle, arg, i):
         (o,) = arg
         self._expect_weight(cycle, (o, i, 0))
-        self.acc = wrap(np.full(LANES, self.rw[0], dtype=np.int64), self.bits)
+        self.acc = self.register(np.full(LANES, self.rw[0], dtype=np.int64), self.bits)
         self.acc_tag = (o, i, 0)
         self.vmac_busy += 1
 
@@ -182,7 +183,7 @@ class _Machine:
             raise ProgramError(f"cycle {cycle}: MAC of output {o} iteration {i} finds the "
                                f"accumulators holding {self.acc_tag}")
         pixels = self.reg[self.shape.sx * np.arange(LANES)]
-        self.acc = wrap(self.acc + self.rw[0] * pixels, self.bits)
+        self.acc = self.register(self.acc + self.rw[0] * pixels, self.bits)
         self.acc_tag = (o, i, self.acc_tag[2] + 1)
         if self.acc_tag[2] == self.shape.taps(o):   # finished: to the activation stage
             self.pending.append((cycle + self.shape.act_latency, "port", "ACT", self.acc_tag,
@@ -208,16 +209,17 @@ class _Machine:
 
 
 def execute(program: Program, image: np.ndarray, coefs: list[np.ndarray],
-            acc_bits: int = 32) -> Run:
+            acc_bits: int = 32, overflow: str = "wrap") -> Run:
     """Run a program on a strip: image (input maps of the program, rows, pixels from the
     strip's first column; at least 16·Sx + 8 wide), coefs[o] = (bias, weights in the graph's
-    tap order). Returns the outputs and the measured cycles."""
+    tap order). The accumulators wrap or saturate after every addition (the MACs of a vector
+    run in tap order: the dependences fix it). Returns the outputs and measured cycles."""
     shape = program.schedule.graph.shape
     need = (shape.n_union, shape.sy * (program.iterations - 1) + shape.ky,
             LANES * shape.sx + 8)
     if image.shape[0] < need[0] or image.shape[1] < need[1] or image.shape[2] < need[2]:
         raise WorkbenchError(f"image strip {image.shape} smaller than the program's {need}")
-    m = _Machine(program, image, coefs, acc_bits)
+    m = _Machine(program, image, coefs, acc_bits, overflow)
     cycle = 0
     for tag in program.init:
         m.step(cycle, (), None)

@@ -157,7 +157,7 @@ def run_program(layer: ConvLayer, c: Compiled, platform: Platform, operands: dic
     program = layout(c.schedule, layer.Oy, platform.local_mem_bytes)
     image = strip_inputs(layer, operands["q_in"], n, strip, c.union)
     run = execute(program, image, coefficients(layer, c, operands["q_w"], operands["q_b"]),
-                  platform.acc_bits)
+                  platform.acc_bits, platform.overflow)
     return program, run
 
 
