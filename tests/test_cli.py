@@ -137,6 +137,28 @@ def test_simd_mapping_report_and_errors() -> None:
     assert "Traceback" not in bad.stderr
 
 
+def test_simd_code_versions() -> None:
+    """`workbench simd NET --version`: the generated code's utilization per layer, measured
+    by running it (seed 003 figure 36's bars); tables fit 100 columns."""
+    out = run("simd", "face_detector", "--version", "modulo")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    l1 = next(line for line in lines if line.split()[:1] == ["L1"])
+    assert "6x6/2" in l1 and " 43 " in l1 and " 42 " in l1      # II against MII
+    doc = json.loads(run("simd", "face_detector", "--version", "automatic", "--json").stdout)
+    assert [r["layer"] for r in doc["rows"]] == ["L1", "L2", "L3", "L4"]
+    for r in doc["rows"]:
+        assert r["version"] == "automatic"
+        assert r["mac_per_cycle"] == pytest.approx(r["macs"] / r["cycles"], rel=1e-9)
+    assert doc["rows"][0]["macs"] == 4 * 638 * 358 * 36   # seed 003 table 1: 32.9 M
+    for args, message in ((("--version", "all", "--layer", "L1"), "takes no --layer"),
+                          (("--version", "modulo", "--platform", "idsp"), "targets the NVE"),
+                          (("--version", "manual"), "invalid choice")):
+        bad = run("simd", "face_detector", *args)
+        assert bad.returncode != 0 and message in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_explore_objective_accesses_reproduces_table_7_10() -> None:
     out = run("explore", "lenet5", "--batch", "8", "--objective", "accesses", "--fusion", "off",
               "--json")

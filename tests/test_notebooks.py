@@ -18,7 +18,7 @@ SMALL = {
     "04_platform_sweep.ipynb": {"memory_kb": [16, 128], "acc_bits": [16], "lanes": [32],
                                 "batch": 2, "traffic_models": ["seed000", "dataflow"]},
     "05_simd_mapping.ipynb": {"network": "lenet5", "layer": "fc4", "batch": 2,
-                              "tile": [1, 1, 10, 2, 512]},
+                              "tile": [1, 1, 10, 2, 512], "codegen_layer": "L4"},
     "06_traffic_models.ipynb": {"network": "lenet5", "memory_kb": [1, 16],
                                 "models": ["dataflow", "peemen"]},
     "07_design_space.ipynb": {"network": "lenet5", "batch": 2, "objective": "energy",

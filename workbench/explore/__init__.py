@@ -2,6 +2,7 @@
 fronts, multi-core splits, whole-network plans with fusion, network totals, traffic models side
 by side, and the network SIMD mapping report."""
 
+from workbench.explore.codegen_report import network_codegen
 from workbench.explore.cores import best_split, network_cores, split_options
 from workbench.explore.network import FUSION_MODES, network_plan
 from workbench.explore.plan_trace import trace_plan
@@ -45,7 +46,7 @@ __all__ = ["BEST_ORDER", "DEFAULT_OBJECTIVES", "FUSION_MODES", "OBJECTIVES", "TR
            "CandidateTable", "best_dataflow_listing", "best_mappings", "best_rows", "best_split",
            "best_tiles", "candidate_table", "check_objective", "evaluate", "evaluate_arrays",
            "explore_layer", "explore_layers", "explore_network", "fitting_candidates",
-           "network_cores", "network_mapping", "network_plan", "network_totals", "pareto",
-           "pareto_mask", "price_rows", "rank_columns", "ranking", "smallest_footprint_bytes",
-           "split_options", "sweep_summary", "too_small", "trace_plan", "traffic_rows",
-           "traffic_table"]
+           "network_codegen", "network_cores", "network_mapping", "network_plan",
+           "network_totals", "pareto", "pareto_mask", "price_rows", "rank_columns", "ranking",
+           "smallest_footprint_bytes", "split_options", "sweep_summary", "too_small",
+           "trace_plan", "traffic_rows", "traffic_table"]

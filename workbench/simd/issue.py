@@ -12,9 +12,10 @@ steps·mac_latency); cycles per group = iterations·II + pipeline depth + loop o
 
 NVE style (seed 003 §3.1, §4.2): one output vector per body with bias set and MACs in the VMAC
 field, one weight-register op per VMAC op (a 4-coefficient register: sets and shifts), image
-register set / set-shift / shift per tap, port A reads for weight sets and ri[0-7], port B
-reads for ri[8-15] and ri[16-22], activation on half a vector per operation; MII is the
-busiest field (seed 003 §5.2).
+register set / set-shift / shift per tap, port A reads for weight sets and ri[0-7] and the
+pixel words written into the local buffer (the input rows each output row adds), port B reads
+for ri[8-15] and ri[16-22], activation on half a vector per operation; MII is the busiest
+field (seed 003 §5.2). `simd.codegen` builds and runs the programs these counts describe.
 """
 
 from __future__ import annotations
@@ -161,9 +162,13 @@ def nve_counts(layer: ConvLayer, tile: tuple[int, ...], plat: Platform) -> Issue
     wreg = taps + 1                                    # bias and every weight pass the register
     wsets = math.ceil(wreg / 4)                        # 4 coefficients per set, shifts between
     image_sets = rows * layer.Sx                       # subsampling widens the vector to load
-    ireg = image_sets + rows + rows * max(layer.Kx - 2, 0)   # set, set-shift, shifts
-    mema = image_sets + wsets                          # ri[0-7] and weight sets on port A
-    memb = image_sets + rows                           # ri[8-15] and the set-shift's ri[16-22]
+    set_shifts = rows if layer.Kx > 1 else 0           # a 1x1 kernel never shifts
+    ireg = image_sets + set_shifts + rows * max(layer.Kx - 2, 0)   # set, set-shift, shifts
+    # pixel words written per body: the input rows new to this output row (min(Ky, Sy) per
+    # map), each Sx two-word vectors plus a word of extra pixels when the kernel is wider
+    writes = min(layer.Ky, layer.Sy) * tkc * (2 * layer.Sx + (1 if layer.Kx > 1 else 0))
+    mema = image_sets + wsets + writes                 # ri[0-7], weight sets, pixel writes
+    memb = image_sets + set_shifts                     # ri[8-15] and the set-shift's ri[16-22]
     act = math.ceil(lanes / 8)
     ii = {"VMAC": vmac, "WREG": wreg, "IREG": ireg, "MEMA": mema, "MEMB": memb, "ACT": act}
     mii = max(ii.values())
@@ -179,4 +184,4 @@ def nve_counts(layer: ConvLayer, tile: tuple[int, ...], plat: Platform) -> Issue
         cycles=float(vectors * mii + depth),
         cycle_parts={"issue": float(vectors * mii), "fill": float(depth), "loop": 0.0},
         extra={"macs_per_vmac": taps * min(lanes, tox) / vmac, "wreg_sets": wsets,
-               "wreg_shifts": wreg - wsets})
+               "wreg_shifts": wreg - wsets, "buffer_writes": writes})

@@ -30,8 +30,11 @@ def input_sets(layer: ConvLayer) -> tuple[frozenset[int], ...]:
                  for oc in range(layer.Oc))
 
 
-def fits_rule(layer: ConvLayer, capacity: int | Platform, band_rows: int | None = None) -> Fits:
+def fits_rule(layer: ConvLayer, capacity: int | Platform | Fits,
+              band_rows: int | None = None) -> Fits:
     """The capacity test of a group, as a function of (input maps in its union, output maps).
+
+    A callable capacity is that test itself (e.g. an instruction-buffer limit, simd.codegen).
 
     An int capacity is a number of input maps held at once (output maps not counted). A
     Platform gives a byte budget, `local_mem_bytes`, halved when `double_buffer` (two copies of
@@ -42,6 +45,8 @@ def fits_rule(layer: ConvLayer, capacity: int | Platform, band_rows: int | None 
     rows of Ix elements (or r output rows of Ox) while each input element is still loaded once.
     Kernels are not counted in the budget.
     """
+    if callable(capacity):
+        return capacity
     if not isinstance(capacity, Platform):
         return lambda n_in, n_out: n_in <= capacity
     budget = capacity.local_mem_bytes // (2 if capacity.double_buffer else 1)
@@ -57,7 +62,8 @@ def unfused_groups(layer: ConvLayer) -> Groups:
     return tuple((oc,) for oc in range(layer.Oc))
 
 
-def fuse_maps(layer: ConvLayer, capacity: int | Platform, band_rows: int | None = None) -> Groups:
+def fuse_maps(layer: ConvLayer, capacity: int | Platform | Fits,
+              band_rows: int | None = None) -> Groups:
     """Greedy fusion (seed 003 Algorithm 2): groups of output maps, in creation order.
 
     Seed: the largest remaining program (most input maps, lowest index on ties). Then merge

@@ -1,5 +1,6 @@
 """ipywidgets apps built by factory functions; their callbacks run without a browser."""
 
+from workbench.ui.codegen_view import codegen_view
 from workbench.ui.cores_view import CoresExplorer, cores_explorer, split_comparison
 from workbench.ui.design_space import DesignSpaceApp, design_space
 from workbench.ui.errors import quiet_errors
@@ -9,7 +10,7 @@ from workbench.ui.tile_explorer import TileExplorer, tile_explorer
 from workbench.ui.traffic_explorer import TrafficExplorer, traffic_explorer
 
 __all__ = ["CoresExplorer", "DesignSpaceApp", "PlatformPanel", "SweepBrowser", "TileExplorer",
-           "TrafficExplorer", "cores_explorer", "demo_sweep", "design_space", "quiet_errors",
-           "split_comparison", "sweep_browser", "tile_explorer", "traffic_explorer"]
+           "TrafficExplorer", "codegen_view", "cores_explorer", "demo_sweep", "design_space",
+           "quiet_errors", "split_comparison", "sweep_browser", "tile_explorer", "traffic_explorer"]
 
 quiet_errors()  # importing the UI in a notebook turns bad-input tracebacks into one line

@@ -6,6 +6,7 @@ import importlib
 # Names and the submodule each comes from, imported on first use: `workbench.viz.units` (the
 # number formatting the CLI and reports print with) then costs no import of bokeh's plotting.
 _EXPORTS = {
+    "codegen_plots": ("issue_gantt",),
     "common": ("OFFLINE", "SCHEDULE_COLORS", "source", "standalone_html"),
     "core_plots": ("SPLIT_COLORS", "chosen_data", "chosen_split", "chosen_table",
                    "comparison_cycles", "comparison_data", "comparison_factors",
