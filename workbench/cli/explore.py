@@ -98,21 +98,23 @@ def print_hierarchy(plan: pd.DataFrame) -> None:
         table["array use"] = plan["array_use"].map(lambda v: f"{v:.0%}")
     for col in table.columns:
         if pd.api.types.is_float_dtype(table[col]):
-            table[col] = table[col].map(lambda v: units.fmt_number(v, 4))
-    print(f"\nmemory hierarchy {plan.attrs['hierarchy']} ({' | '.join(levels)}), minimum-energy "
-          "blocking per conv/fc layer (tiles X×Y×C×M×N per loop group, innermost first):")
-    with pd.option_context("display.width", 200, "display.max_columns", 50):
-        print(table.to_string(index=False))
+            table[col] = table[col].map(units.fmt_number)
+    print()
+    print(f"memory hierarchy {plan.attrs['hierarchy']} ({' | '.join(levels)}), "
+               "minimum-energy blocking per conv/fc layer (tiles X×Y×C×M×N per loop group, "
+               "innermost first):")
+    print(table.to_string(index=False))
     totals = hierarchy_totals(plan)
-    parts = ", ".join(f"{level} {totals[level_column(level)] / 1e6:.4g}" for level in levels)
+    parts = ", ".join(f"{level} {units.fmt_number(totals[level_column(level)] / 1e6, 4)}"
+                      for level in levels)
     cycles = ""
     if "cycles" in totals:
         cycles = f", {units.fmt_count(round(totals['cycles']))} cycles"
         if "time_ms" in totals:
             cycles += f" ({units.fmt_ms(totals['time_ms'])})"
-    print(f"hierarchy total: {totals['energy_pj'] / 1e6:.4g} µJ ({parts}, MAC "
-          f"{totals['mac_energy_pj'] / 1e6:.4g}), memory:compute "
-          f"{totals['memory_to_compute']:.3g}×{cycles}")
+    print(f"hierarchy total: {units.fmt_number(totals['energy_pj'] / 1e6, 4)} µJ ({parts}, "
+               f"MAC {units.fmt_number(totals['mac_energy_pj'] / 1e6, 4)}), memory:compute "
+               f"{units.fmt_number(totals['memory_to_compute'])}×{cycles}")
 
 
 def cmd_explore(args: argparse.Namespace) -> None:
@@ -127,8 +129,7 @@ def cmd_explore(args: argparse.Namespace) -> None:
         print(json.dumps(doc, indent=1))
     else:
         print(title)
-        with pd.option_context("display.width", 200, "display.max_columns", 50):
-            print(table.to_string(index=False))
+        print(table.to_string(index=False))
         print("total: " + summary.totals_text(totals, plat))
         for key, text in summary.key_findings(per_layer, totals, plat).items():
             print(f"{key}: {text}")
@@ -172,8 +173,8 @@ def cmd_traffic(args: argparse.Namespace) -> None:
         print(json.dumps({"rows": json.loads(table.to_json(orient="records"))}))
     else:
         print(f"{net.name}: off-accelerator traffic (MB) of {len(convs)} layers by local "
-              f"memory and model ({args.elem_bytes}-byte elements, {args.psum_bytes}-byte "
-              "partial sums)")
+                   f"memory and model ({args.elem_bytes}-byte elements, {args.psum_bytes}-byte "
+                   "partial sums)")
         print(units.readable(totals).to_string())
     sys.stdout.flush()  # shown before the file is written: a late write error loses nothing
     if args.csv:

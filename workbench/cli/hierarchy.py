@@ -287,21 +287,31 @@ def rows_table(rows: list[dict]) -> pd.DataFrame:
                                  "energy_pj": "energy pJ", "pj_per_mac": "pJ/MAC"})
 
 
+def _kb(kilobytes: float) -> str:
+    """An on-chip size given in KB, as people read sizes ('257 KB', '1.5 MB')."""
+    return units.fmt_bytes(kilobytes * 1024)
+
+
+def _uj(energy_pj: float) -> str:
+    """A network's energy in µJ to six digits (co-designed and given hierarchies differ in
+    the fourth: '656.565 µJ', '128,884 µJ')."""
+    return f"{units.fmt_number(energy_pj / 1e6, 6)} µJ"
+
+
 def _print_design(title: str, design: dict, rows: list[dict]) -> None:
     cycles = f", {units.fmt_count(round(design['cycles']))} cycles" if "cycles" in design else ""
     if "time_ms" in design:
         cycles += f" ({units.fmt_ms(design['time_ms'])})"
-    print(f"{title}: {design['hierarchy']} ({design['on_chip_kb']:g} KB on chip), "
-          f"{design['energy_pj'] / 1e6:.3f} µJ, memory:compute "
-          f"{design['memory_to_compute']:.2f}×{cycles}")
+    print(f"{title}: {design['hierarchy']} ({_kb(design['on_chip_kb'])} on chip), "
+          f"{_uj(design['energy_pj'])}, memory:compute "
+          f"{units.fmt_number(design['memory_to_compute'], 4)}×{cycles}")
     table = rows_table(rows)
     for col in table.columns:  # readable numbers: separators, never an exponent
         if pd.api.types.is_integer_dtype(table[col]):
             table[col] = table[col].map(units.fmt_count)
         elif pd.api.types.is_float_dtype(table[col]):
             table[col] = table[col].map(lambda v: units.fmt_number(v, 4))
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(table.to_string(index=False))
+    print(table.to_string(index=False))
     if design.get("layer_cycles"):
         print("cycles per layer (bound, MAC array use): " + ", ".join(
             f"{name} {units.fmt_count(round(c))} ({bound}, {use:.0%})"
@@ -328,9 +338,11 @@ def cmd_hierarchy(args: argparse.Namespace) -> None:
     if "codesign" in doc:
         co = doc["codesign"]
         print()
-        _print_design(f"co-designed within {co['budget_kb']:g} KB (best of "
-                      f"{co['within_budget']} hierarchies within it; {co['hierarchies']} "
-                      f"priced, level sizes {co['sizes_kb']} KB)", co["best"], co["rows"])
+        sizes = ", ".join(units.fmt_value(kb) for kb in co["sizes_kb"])
+        _print_design(f"co-designed within {_kb(co['budget_kb'])} (best of "
+                      f"{units.fmt_count(co['within_budget'])} hierarchies within it; "
+                      f"{units.fmt_count(co['hierarchies'])} priced, level sizes {sizes} KB)",
+                      co["best"], co["rows"])
         if co["energies_from_sizes"]:
             print("(every co-designed level is priced from its size, seed 001 table 3: the "
                   "given energy_pj of " + ", ".join(co["energies_from_sizes"]) +
@@ -338,14 +350,14 @@ def cmd_hierarchy(args: argparse.Namespace) -> None:
         given = doc["given"]
         if given["on_chip_kb"] <= co["budget_kb"] and \
                 given["energy_pj"] < co["best"]["energy_pj"]:
-            print(f"(the given hierarchy, {given['on_chip_kb']:g} KB on chip and "
-                  f"{given['energy_pj'] / 1e6:.3f} µJ, is within the budget and below the "
+            print(f"(the given hierarchy, {_kb(given['on_chip_kb'])} on chip and "
+                  f"{_uj(given['energy_pj'])}, is within the budget and below the "
                   "grid's best: its sizes or energies are not the grid's)")
         over = [d for d in co["pareto"] if d["on_chip_kb"] > co["budget_kb"]]
-        print("\nPareto front of the priced hierarchies (on-chip KB, µJ"
+        print("\nPareto front of the priced hierarchies (on chip, energy"
               + ("; * over the budget" if over else "") + "): " + ", ".join(
-                  f"{d['on_chip_kb']:g} KB{'*' if d in over else ''} "
-                  f"{d['energy_pj'] / 1e6:.3f}" for d in co["pareto"]))
+                  f"{_kb(d['on_chip_kb'])}{'*' if d in over else ''} "
+                  f"{_uj(d['energy_pj'])}" for d in co["pareto"]))
 
 
 def register(subparsers: argparse._SubParsersAction,
