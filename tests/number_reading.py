@@ -25,13 +25,15 @@ def parse_size(text: str) -> float:
     return float(number.replace(",", "")) * BINARY[unit]
 
 
-def column_cells(text: str, headers: list[str], header_line: int = 0, key: str | None = None,
+def column_cells(text: str, headers: list[str], key: str | None = None,
                  rows_of: str | None = None) -> dict[str, dict[str, str]]:
-    """The cells of `headers` in a pandas `to_string` table (every column right-aligned, every
-    line as long as the header) whose header is line `header_line` of `text`, keyed by the
-    cell of `key` (default the first header); `rows_of`: only rows whose first header's cell
-    is that."""
+    """The cells of `headers` in the first pandas `to_string` table of `text` (every column
+    right-aligned, every line as long as the header) whose header line starts with the first
+    of `headers` and holds them all, keyed by the cell of `key` (default the first header);
+    `rows_of`: only rows whose first header's cell is that."""
     lines = text.splitlines()
+    header_line = next(i for i, line in enumerate(lines) if line.lstrip().startswith(headers[0])
+                       and all(h in line for h in headers))
     head = lines[header_line]
     ends = [m.end() for m in re.finditer(r"\S+", head)]
     spans, start = {}, 0
@@ -42,8 +44,8 @@ def column_cells(text: str, headers: list[str], header_line: int = 0, key: str |
         start = e
     rows = {}
     for line in lines[header_line + 1:]:
-        if len(line) != len(head):
-            break  # the table ended
+        if len(line) != len(head) or line.startswith("("):
+            break  # the table ended (a note under it may happen to be as long)
         cells = {name: line[a:b].strip() for name, (a, b) in spans.items()}
         if rows_of is not None and cells[headers[0]] != rows_of:
             continue

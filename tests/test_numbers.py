@@ -145,10 +145,10 @@ def test_no_command_prints_an_exponent_or_a_bare_point_zero(outputs: dict[str, s
 def test_show_counts_and_sizes(outputs: dict[str, str]) -> None:
     text = outputs["show"]
     per_image = 28 * 28 * 32 * 25 + 14 * 14 * 64 * 25 * 32 + 3136 * 512 + 512 * 10
-    title = text.splitlines()[0]
+    title = " ".join(text.split("\nlayer")[0].split())  # the title, wrapped at 100 columns
     macs = re.search(r"batch 8, (.+?) MACs", title).group(1)
     assert parse_si(macs) == pytest.approx(8 * per_image, rel=5e-3)
-    cells = column_cells(text, ["layer", "macs", "params", "input"], header_line=1)
+    cells = column_cells(text, ["layer", "macs", "params", "input"])
     assert cells["conv1"]["macs"] == f"{8 * 28 * 28 * 32 * 25:,}"
     assert cells["fc3"]["params"] == f"{3136 * 512:,}"
     assert cells["conv2"]["macs"] == f"{8 * 14 * 14 * 64 * 25 * 32:,}"
@@ -166,7 +166,7 @@ def test_platforms_and_networks_in_human_units(outputs: dict[str, str]) -> None:
     assert rows["idsp"]["clock"] == "450 MHz" and rows["idsp"]["local memory"] == "128 KB"
     assert rows["nve"]["local memory"] == "64 KB" and rows["shave"]["cores"] == "12"
     assert rows["hwc"]["bus elem/cycle"] == "12"  # 12.0 in the file
-    nets = column_cells(outputs["networks"], ["network", "title", "layers", "tiled", "MACs"])
+    nets = column_cells(outputs["networks"], ["network", "layers", "tiled", "MACs"])
     assert nets["lenet5"]["layers"] == "10" and nets["lenet5"]["tiled"] == "4"
     assert parse_si(nets["vgg16"]["MACs"]) == pytest.approx(15_470.3e6, rel=5e-3)
     assert parse_si(nets["lenet5"]["MACs"]) == pytest.approx(12.27e6, rel=5e-3)
@@ -174,9 +174,9 @@ def test_platforms_and_networks_in_human_units(outputs: dict[str, str]) -> None:
 
 def test_explore_cycles_are_whole_and_add_up_to_the_total(outputs: dict[str, str]) -> None:
     text = outputs["explore"]
-    cells = column_cells(text, ["layer", "ext. accesses", "DMA", "cycles"], header_line=1)
+    cells = column_cells(text, ["layer", "ext. accesses", "cycles"])
     for row in cells.values():
-        for col in ("ext. accesses", "DMA", "cycles"):
+        for col in ("ext. accesses", "cycles"):
             assert COUNT_CELL.match(row[col]), row
     total = int(re.search(r"^total: ([\d,]+) cycles", text, flags=re.M).group(1)
                 .replace(",", ""))
@@ -188,24 +188,25 @@ def test_explore_cycles_are_whole_and_add_up_to_the_total(outputs: dict[str, str
 def test_sweep_messages_and_table(outputs: dict[str, str]) -> None:
     text = outputs["sweep"]
     assert "2 of 2 cases in sw/results.parquet" in text and "//" not in text
-    rows = column_cells(text, ["network", "platform", "local_mem", "acc_bits"],
-                        header_line=1, key="local_mem")
+    rows = column_cells(text, ["network", "platform", "local_mem", "acc_bits"], key="local_mem")
     assert set(rows) == {"16 KB", "64 KB"}
     assert all(r["acc_bits"] == "16" for r in rows.values())
 
 
 def test_hierarchy_sizes_and_counts(outputs: dict[str, str]) -> None:
     text = outputs["hierarchy"]
-    assert "seed001_two_level (257 KB on chip)" in text  # a 256 KB SRAM and a 1 KB RF
-    assert "co-designed within 64 KB" in text and "level sizes 1, 2, 4, 8, 16, 32, 64 KB" in text
-    cells = column_cells(text, ["layer", "level", "I", "W"], header_line=1, rows_of="conv1",
+    prose = " ".join(text.split())  # lines are wrapped at 100 columns
+    assert "seed001_two_level (257 KB on chip)" in prose  # a 256 KB SRAM and a 1 KB RF
+    assert "co-designed within 64 KB" in prose and "level sizes 1, 2, 4, 8, 16, 32, 64 KB" in prose
+    cells = column_cells(text, ["layer", "level", "I", "W"], rows_of="conv1",
                          key="level")
     assert cells["DRAM"]["W"] == "800"  # conv1's 5×5×1×32 weights, read once from DRAM
 
 
 def test_traffic_sizes(outputs: dict[str, str]) -> None:
-    lines = outputs["traffic"].splitlines()
-    assert lines[2].split()[:2] == ["4", "KB"] and lines[3].split()[:2] == ["64", "KB"]
+    rows = [line.split()[:2] for line in outputs["traffic"].splitlines()
+            if re.match(r"\d", line)]  # the rows of the table, by memory size
+    assert rows == [["4", "KB"], ["64", "KB"]]
 
 
 def test_report_page_text_and_plots(outputs: dict[str, str]) -> None:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from workbench.cli.args import add_network, output_dir, output_file, positive_int, positive_number
+from workbench.cli.tables import print_table, print_text
 from workbench.errors import WorkbenchError
 from workbench.explore.query import OBJECTIVES
 from workbench.numbers import fmt_bytes, fmt_count, fmt_seconds
@@ -93,10 +94,8 @@ def cmd_sweep(args: argparse.Namespace) -> None:
         if args.grid:
             raise WorkbenchError("sweep: give either a grid file or --status DIR, not both")
         lines = sweep.status(args.status)
-        if args.json:
-            print(json.dumps({"status": lines}))
-        else:
-            print("\n".join(lines))
+        # a record a line, not wrapped: scripts read them
+        print(json.dumps({"status": lines}) if args.json else "\n".join(lines))
         return
     if not args.grid or not args.out:
         raise WorkbenchError("sweep: needs a grid file and --out DIR (or --status DIR)")
@@ -129,12 +128,12 @@ def cmd_sweep(args: argparse.Namespace) -> None:
                           "results": str(Path(args.out) / "results.parquet")}))
         return
     for note in frame.attrs.get("notes", []):
-        print(f"note: {note}")
+        print_text(f"note: {note}")
     for error in frame.attrs.get("failures", []):
-        print(f"failed: {error}")
+        print(f"failed: {error}")  # one record a line, as `--status` prints it
     print(f"{fmt_count(len(frame))} of {fmt_count(total)} cases in "
           f"{Path(args.out) / 'results.parquet'} ({fmt_seconds(frame.attrs['wall_s'])})")
-    print(readable(sweep.grid_summary(frame)).to_string(index=False))
+    print_table(readable(sweep.grid_summary(frame)), args)
     for case_id, error in failures.items():
         print(f"report for case {case_id} failed: {error}")
 

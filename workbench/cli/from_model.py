@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from workbench.cli.tables import print_table, print_text
 from workbench.errors import WorkbenchError
 from workbench.layers.onnx_names import short_name
 from workbench.numbers import fmt_count
@@ -105,25 +106,25 @@ def _print(summary: dict, table: pd.DataFrame, args: argparse.Namespace) -> None
 
     source = "generated images (uniform over the input quantizer's range)" \
         if summary["generated_images"] else f"images of {args.data}"
-    print(f"{summary['model']}: {len(table)} integer product layers run as the model "
+    print_text(f"{summary['model']}: {len(table)} integer product layers run as the model "
                f"computes them, on {fmt_count(summary['images'])} {source}; "
                f"{args.acc_bits}-bit accumulators ({args.overflow})")
     shown = table.assign(overflowing=[f"{o} of {n}" for o, n in zip(
         table.overflowing, table.outputs, strict=True)]).drop(columns=["acc_bits", "outputs"])
     shown = shown.rename(columns={"worst_bits": "worst", "weights_bits": "w-aware",
                                   "data_bits": "data", "max_abs_acc": "max|acc|"})
-    print(readable(shown).to_string(index=False))
+    print_table(readable(shown), args)
     for name in summary["unquantized"]:
-        print(f"{name}: not quantized in the model (float input or weights): runs in float")
+        print_text(f"{name}: not quantized in the model (float input or weights): runs in float")
     for lines in summary["flags"].values():
         for line in lines:
-            print(f"flag: {line}")
+            print_text(f"flag: {line}")
     if summary["workbench_formats"] != "mapped":
-        print(f"workbench fixed-point formats: not mapped "
+        print_text(f"workbench fixed-point formats: not mapped "
                    f"({summary['workbench_formats']})")
     line = (f"top-1 agreement of {args.acc_bits}-bit with exact accumulators "
             f"{summary['top1_agreement']:.1%}")
     if "accuracy" in summary:
         line += (f"; accuracy {summary['accuracy']:.1%} ({args.acc_bits}-bit) vs "
                  f"{summary['exact_accuracy']:.1%} (exact)")
-    print(line)
+    print_text(line)

@@ -17,14 +17,17 @@ import pandas as pd
 
 from workbench import layers, platforms, resources
 from workbench.cli.args import add_network, memory_budget, positive_int
+from workbench.cli.tables import WIDTH, print_table, print_text
 from workbench.errors import WorkbenchError
 from workbench.numbers import fmt_bytes, fmt_count, fmt_gops, fmt_si, fmt_value
 
 
 def _emit(args: argparse.Namespace, table: pd.DataFrame, title: str = "",
-          extra: dict | None = None, shown: pd.DataFrame | None = None) -> None:
+          extra: dict | None = None, shown: pd.DataFrame | None = None,
+          drop_first: tuple[str, ...] = ("title",)) -> None:
     """`table` as JSON rows (with `extra`), or `shown` (default: `table` in human units) as
-    text under `title`."""
+    text under `title`, fitted to the terminal (`drop_first`: the columns to leave out
+    first)."""
     if args.json:
         doc = {"rows": json.loads(table.to_json(orient="records")), **(extra or {})}
         print(json.dumps(doc, indent=1))
@@ -32,8 +35,8 @@ def _emit(args: argparse.Namespace, table: pd.DataFrame, title: str = "",
     from workbench.viz.units import readable
 
     if title:
-        print(title)
-    print((readable(table) if shown is None else shown).to_string(index=False))
+        print_text(title)
+    print_table(readable(table) if shown is None else shown, args, drop_first)
 
 
 def _loaded(names: list[str], load: Callable[[str], object],
@@ -75,7 +78,8 @@ def cmd_show(args: argparse.Namespace) -> None:
 
         shown = network_table(net, args.elem_bytes)
     _emit(args, table, title, {"network": net.name, "batch": net.batch, "macs": net.macs,
-                               "params": net.params}, shown)
+                               "params": net.params}, shown,
+          drop_first=("biases", "groups", "function"))
 
 
 def cmd_platforms(args: argparse.Namespace) -> None:
@@ -115,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
                    ).replace("%", "%%")  # argparse formats help with %
     parser.add_argument("--max-memory", type=memory_budget, default=None, metavar="SIZE",
                         help=budget_help)
+    wide_help = f"every column of the tables (default: at most {WIDTH} characters wide)"
+    parser.add_argument("--wide", action="store_true", help=wide_help)
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
@@ -123,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="an ONNX operator the workbench does not know is an error")
     common.add_argument("--max-memory", type=memory_budget, default=argparse.SUPPRESS,
                         metavar="SIZE", help=budget_help)
+    common.add_argument("--wide", action="store_true", default=argparse.SUPPRESS, help=wide_help)
 
     p = sub.add_parser("networks", parents=[common], help="list the zoo networks")
     p.set_defaults(func=cmd_networks)
