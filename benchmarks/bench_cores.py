@@ -54,13 +54,13 @@ def seed004_curves() -> None:
           f"cycle): {10240 * 1000 / shave.bus_elems_per_cycle:,.0f} cycles")
 
 
-def _vgg_cores() -> float:
+def _vgg_cores(caches=None) -> float:
     from workbench import layers, platforms
     from workbench.explore import cores
 
     net = layers.load_network("vgg16", batch=1)
     start = time.perf_counter()
-    cores.network_cores(net.tiled_layers(), platforms.load_platform("shave"))
+    cores.network_cores(net.tiled_layers(), platforms.load_platform("shave"), caches=caches)
     return time.perf_counter() - start
 
 
@@ -85,23 +85,26 @@ def fresh_process(cache: str) -> float:
 def vgg_network_cores(cache: str) -> None:
     from workbench import layers, platforms
     from workbench.explore import cores
+    from workbench.memo import Caches
 
     cold = fresh_process(cache)
     disk = fresh_process(cache)
     os.environ["WORKBENCH_CACHE_DIR"] = cache
     net = layers.load_network("vgg16", batch=1)
     base = platforms.load_platform("shave")
-    _vgg_cores()  # this process: sets from disk into memory
+    session = Caches()  # an app's: what one edit keeps for the next
+    _vgg_cores(session)  # this session: sets from disk into memory
     seconds = []
     for change in CHANGES:
         plat = base.replace(**change)
         start = time.perf_counter()
-        cores.network_cores(net.tiled_layers(), plat)
+        cores.network_cores(net.tiled_layers(), plat, caches=session)
         seconds.append(time.perf_counter() - start)
     memory = []
     for size in (65536, 65536):  # a smaller memory: a prefix of the cached candidate rows
         start = time.perf_counter()
-        cores.network_cores(net.tiled_layers(), base.replace(local_mem_bytes=size))
+        cores.network_cores(net.tiled_layers(), base.replace(local_mem_bytes=size),
+                            caches=session)
         memory.append(time.perf_counter() - start)
     print("VGG16 (batch 1, 16 layers) on shave, network_cores (3 splits x 1..12 cores):")
     print(f"  cold, fresh process, empty cache (sets built)   {cold:7.2f} s")
@@ -112,12 +115,12 @@ def vgg_network_cores(cache: str) -> None:
     from workbench import explore
 
     start = time.perf_counter()
-    explore.network_plan(net, base)
+    explore.network_plan(net, base, caches=session)
     first = time.perf_counter() - start
     seconds = []
     for change in CHANGES:
         start = time.perf_counter()
-        explore.network_plan(net, base.replace(**change))
+        explore.network_plan(net, base.replace(**change), caches=session)
         seconds.append(time.perf_counter() - start)
     print(f"VGG16 whole network (16 conv/fc and 21 relu/pool/softmax layers, fusion searched), "
           f"explore.network_plan: first {first:.2f} s; after a platform field change: median "

@@ -28,13 +28,14 @@ SIZES = [2 ** k for k in range(10, 23)]  # 1 KB ... 4 MB
 CROWD = 6000  # files of other sets in a crowded cache folder
 
 
-def _vgg_query(batch: int) -> float:
+def _vgg_query(batch: int, caches=None) -> float:
     from workbench import explore, layers, platforms, tiling
 
     plat = platforms.load_platform("idsp")
     net = layers.load_network("vgg16", batch=batch)
     start = time.perf_counter()
-    explore.best_mappings(net.tiled_layers(), plat, SIZES, tiling.SCHEDULES, per_schedule=True)
+    explore.best_mappings(net.tiled_layers(), plat, SIZES, tiling.SCHEDULES, per_schedule=True,
+                          caches=caches)
     return time.perf_counter() - start
 
 
@@ -74,8 +75,11 @@ def query_speed() -> None:
         crowded_cold = fresh_process(cache)
         crowded_disk = fresh_process(cache)
     os.environ["WORKBENCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-explore-")
-    _vgg_query(1)
-    warm = statistics.median(_vgg_query(1) for _ in range(5))
+    from workbench.memo import Caches
+
+    session = Caches()  # an app's: sets and tables kept between its edits
+    _vgg_query(1, session)
+    warm = statistics.median(_vgg_query(1, session) for _ in range(5))
     print("VGG16 (batch 1), 16 layers x 5 schedules x 13 sizes, best per (layer, schedule, size):")
     print(f"  cold cache (sets built)       {cold:7.3f} s   target <= 2 s")
     print(f"  disk cache, fresh process     {disk:7.3f} s")
@@ -86,10 +90,12 @@ def query_speed() -> None:
 
 def platform_changes() -> None:
     from workbench import explore, layers, platforms
+    from workbench.memo import Caches
 
     net = layers.load_network("vgg16", batch=8)
     base = platforms.load_platform("idsp")
-    explore.explore_network(net, base)  # sets built and cached
+    session = Caches()  # an app's: what one edit keeps for the next
+    explore.best_mappings(net.tiled_layers(), base, caches=session)  # sets built and kept
     changes = [{"bus_elems_per_cycle": 16}, {"dma_setup_cycles": 50}, {"macs_per_cycle": 64},
                {"clock_mhz": 800}, {"elem_bytes": 1}, {"double_buffer": False},
                {"ext_access_pj": 1000}, {"register_file_bytes": 8192}]
@@ -97,7 +103,8 @@ def platform_changes() -> None:
     for change in changes:
         plat = base.replace(**change)
         start = time.perf_counter()
-        explore.explore_network(net, plat, objective="energy")
+        explore.best_mappings(net.tiled_layers(), plat, [base.local_mem_bytes],
+                              objective="energy", caches=session)
         seconds.append(time.perf_counter() - start)
     print(f"platform-field change, all of VGG16 (batch 8) re-optimized at 128 KB: median "
           f"{statistics.median(seconds) * 1e3:.1f} ms, max {max(seconds) * 1e3:.1f} ms over "
@@ -157,6 +164,7 @@ def set_sizes() -> None:
 
 def brute_force_speedup() -> None:
     from workbench import explore, layers, perf, platforms, tiling
+    from workbench.memo import Caches
 
     layer = layers.load_network("alexnet_oxford102", batch=8)["conv3"]
     plat = platforms.load_platform("idsp")
@@ -169,11 +177,14 @@ def brute_force_speedup() -> None:
         brute = min(brute, float(perf.estimate_array(layer, batch, schedule, plat)["cycles"].min()))
         tiles += len(batch)
     brute_s = time.perf_counter() - start
-    explore.best_mappings([layer], plat, [memory], [schedule], per_schedule=True)  # sets cached
+    session = Caches()
+    explore.best_mappings([layer], plat, [memory], [schedule], per_schedule=True,
+                          caches=session)  # sets kept
     runs = []
     for _ in range(20):
         start = time.perf_counter()
-        best = explore.best_mappings([layer], plat, [memory], [schedule], per_schedule=True)
+        best = explore.best_mappings([layer], plat, [memory], [schedule], per_schedule=True,
+                                     caches=session)
         runs.append(time.perf_counter() - start)
     fast_s = statistics.median(runs)
     fast = float(best["cycles"].iloc[0])

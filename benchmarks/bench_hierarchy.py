@@ -47,7 +47,7 @@ def ui_section() -> None:
     from workbench.ui.hierarchy_view import hierarchy_view
 
     start = time.perf_counter()
-    app = hierarchy_view(network="lenet5", sizes_kb=(32, 1), budget_kb=64,
+    app = hierarchy_view(network="lenet5", memory_kb=(32, 1), budget_kb=64,
                          grid_kb=(1, 4, 16, 64, 256))
     built = time.perf_counter() - start
     moves = []
@@ -93,7 +93,7 @@ def ui_prefetch_section() -> None:
     from workbench.ui.hierarchy_view import hierarchy_view
 
     start = time.perf_counter()
-    app = hierarchy_view(network="lenet5", sizes_kb=(32, 1), budget_kb=64,
+    app = hierarchy_view(network="lenet5", memory_kb=(32, 1), budget_kb=64,
                          grid_kb=(1, 4, 16, 64, 256), prefetch=True)
     built, wanted = time.perf_counter() - start, len(app.prefetcher.pending)
     try:
@@ -143,7 +143,7 @@ def ui_three_section(prefetch: bool = False) -> None:
     shares of conv2's classes, this process the others and conv1)."""
     from workbench.ui.hierarchy_view import hierarchy_view
 
-    app = hierarchy_view(network="lenet5", sizes_kb=(32, 1), budget_kb=64,
+    app = hierarchy_view(network="lenet5", memory_kb=(32, 1), budget_kb=64,
                          grid_kb=(1, 4, 16, 64, 256), prefetch=prefetch)
     steps = []
     try:
@@ -168,18 +168,13 @@ def ui_presses_section(gap_s: float = 0.5) -> None:
     """Quick presses on three on-chip levels (lenet5's conv layers): the four edits of
     `ui_three_section` made `gap_s` apart, timed from the first to the last one shown; priced
     in turn (the callbacks on the kernel's thread: each waits for the one before), then in the
-    background thread (`background`: a newer edit supersedes the pricing under way). The
-    memos are emptied before each, so both start cold."""
-    from workbench.hierarchy import search as search_module
-    from workbench.hierarchy import search_alone, search_memory
+    background thread (`background`: a newer edit supersedes the pricing under way). Each app
+    has its own caches, so both start cold."""
     from workbench.ui.hierarchy_view import hierarchy_view
 
     figures = []
     for background in (False, True):
-        search_memory.clear()
-        search_alone._TABLES.clear()
-        search_module._ALONE.clear()
-        app = hierarchy_view(network="lenet5", sizes_kb=(32, 1), budget_kb=64,
+        app = hierarchy_view(network="lenet5", memory_kb=(32, 1), budget_kb=64,
                              grid_kb=(1, 4, 16, 64, 256), background=background)
         try:
             start = time.perf_counter()

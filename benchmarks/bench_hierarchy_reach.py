@@ -90,7 +90,7 @@ def report(layer: ConvLayer, hierarchy: Hierarchy, precision, size_energy) -> No
 
 
 def traffic_section(network: str = "seed002_alexnet",
-                    sizes_kb: tuple[int, ...] = (1, 4, 16, 64)) -> None:
+                    memory_kb: tuple[int, ...] = (1, 4, 16, 64)) -> None:
     """S against seed 002's search on one level, DRAM bytes only."""
     from workbench.hierarchy.convert import from_dataflow
     from workbench.tiling.dataflow import DataflowSchedule, Precision
@@ -102,9 +102,9 @@ def traffic_section(network: str = "seed002_alexnet",
     for layer in layers.load_network(network).tiled_layers():
         if layer.kind != "conv":
             continue
-        frame = dataflow_search(layer, [k * 1024 for k in sizes_kb], precision=Precision())
+        frame = dataflow_search(layer, [k * 1024 for k in memory_kb], precision=Precision())
         cells = []
-        for kb, row in zip(sizes_kb, frame.itertuples(), strict=True):
+        for kb, row in zip(memory_kb, frame.itertuples(), strict=True):
             hier = Hierarchy((Level("DRAM", None, 8, 1.0), Level("L1", kb * 1024, 8, 0.0)),
                              mac_energy_pj=0.0)
             (order, levels), tiles = row.schedule
@@ -124,7 +124,7 @@ def main() -> None:
     from workbench.ui.hierarchy_view import hierarchy_view
 
     for sizes in ((32, 1), (16, 0.5), (8, 0.25)):
-        app = hierarchy_view(network="lenet5", sizes_kb=sizes)
+        app = hierarchy_view(network="lenet5", memory_kb=sizes)
         print(f"lenet5 conv layers, app hierarchy {sizes[0]:g} KB + {sizes[1]:g} KB:")
         for layer in app.designer.layers:
             report(layer, app.hierarchy(), app.designer.precision, app.designer.size_energy)

@@ -38,7 +38,7 @@ FUSION = ["off"]
 def grid_for(cases: int):
     from workbench import sweep
 
-    full = sweep.Grid(networks=NETWORKS, platforms=PLATFORMS, buffer_kb=MEMORY_KB,
+    full = sweep.Grid(networks=NETWORKS, platforms=PLATFORMS, memory_kb=MEMORY_KB,
                       objectives=OBJECTIVES, fusion=FUSION, overrides={"bus_elems_per_cycle": BUS,
                                                         "dma_setup_cycles": DMA_SETUP})
     total = len(sweep.cases(full))
@@ -46,7 +46,7 @@ def grid_for(cases: int):
         return full
     # fewer cases: shrink the override axes first, keeping every network and platform
     for bus, setup, kb in itertools.product(range(1, 6), range(1, 6), range(1, 11)):
-        grid = sweep.Grid(networks=NETWORKS, platforms=PLATFORMS, buffer_kb=MEMORY_KB[:kb],
+        grid = sweep.Grid(networks=NETWORKS, platforms=PLATFORMS, memory_kb=MEMORY_KB[:kb],
                           objectives=OBJECTIVES, fusion=FUSION,
                           overrides={"bus_elems_per_cycle": BUS[:bus],
                                      "dma_setup_cycles": DMA_SETUP[:setup]})
@@ -119,7 +119,7 @@ def main() -> None:
 
     n = len(sweep.cases(grid))
     print(f"sweep benchmark: {n} cases = {len(grid.networks)} networks x "
-          f"{len(grid.platforms)} platforms x {len(grid.buffer_kb)} memory sizes x "
+          f"{len(grid.platforms)} platforms x {len(grid.memory_kb)} memory sizes x "
           f"{len(grid.objectives)} objectives x "
           + " x ".join(f"{len(v)} {k}" for k, v in grid.overrides.items()))
     print(f"  candidate sets warmed in {warm(grid):.1f} s (one case per network and platform)")

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 N_ROWS = 100_000
-AXES = ["network", "platform", "local_mem_kb", "acc_bits", "objective", "fusion", "cores",
+AXES = ["network", "platform", "memory_kb", "acc_bits", "objective", "fusion", "cores",
         "simd_lanes"]
 
 
@@ -33,7 +33,7 @@ def synthetic_frame(n: int = N_ROWS, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     values = {"network": ["lenet5", "cifar10_quick", "alexnet", "vgg16", "zfnet"],
               "platform": ["idsp", "nve", "shave", "hwc"],
-              "local_mem_kb": [2.0 ** k for k in range(3, 13)], "acc_bits": [16, 32],
+              "memory_kb": [2.0 ** k for k in range(3, 13)], "acc_bits": [16, 32],
               "objective": ["cycles", "energy"], "fusion": ["auto", "off"],
               "cores": [1, 2, 4, 8], "simd_lanes": [8, 16, 32, 64]}
     combos = list(itertools.product(*values.values()))
@@ -41,9 +41,9 @@ def synthetic_frame(n: int = N_ROWS, seed: int = 0) -> pd.DataFrame:
     frame = pd.DataFrame([combos[i] for i in picked], columns=list(values))
     work = frame["network"].map({"lenet5": 1, "cifar10_quick": 3, "alexnet": 50, "vgg16": 300,
                                  "zfnet": 60}).to_numpy(float)
-    speed = frame["cores"] * frame["simd_lanes"] * np.log2(frame["local_mem_kb"] + 1)
+    speed = frame["cores"] * frame["simd_lanes"] * np.log2(frame["memory_kb"] + 1)
     cycles = work * 1e6 / speed * rng.lognormal(0, 0.3, n)
-    energy = work * 1e3 * (1 + 4 / np.log2(frame["local_mem_kb"] + 1)) * rng.lognormal(0, 0.2, n)
+    energy = work * 1e3 * (1 + 4 / np.log2(frame["memory_kb"] + 1)) * rng.lognormal(0, 0.2, n)
     frame.insert(0, "case_id", [f"{i:016x}" for i in rng.permutation(n)])
     frame["batch"] = 8
     frame["cycles"] = cycles
@@ -51,7 +51,7 @@ def synthetic_frame(n: int = N_ROWS, seed: int = 0) -> pd.DataFrame:
     frame["throughput_gops"] = work * 2e6 / frame["time_ms"] / 1e6
     frame["energy_uj"] = energy
     frame["conv_fc_energy_uj"] = energy * 0.95
-    frame["ext_accesses"] = (work * 1e5 / np.sqrt(frame["local_mem_kb"])).astype(np.int64)
+    frame["ext_accesses"] = (work * 1e5 / np.sqrt(frame["memory_kb"])).astype(np.int64)
     frame["dma_transfers"] = (frame["ext_accesses"] // 500).astype(np.int64)
     frame["most_cores_used"] = frame["cores"]
     frame["io_bound_layers"] = rng.integers(0, 5, n)
@@ -96,8 +96,8 @@ def main() -> None:
         filters.append(timed(lambda a=axis, v=keep: app.set_filter(a, v), app))
     report("filter change", filters)
     metrics = ["time_ms", "energy_uj", "throughput_gops", "cycles", "ext_accesses",
-               "local_mem_kb"]
-    colours = ["local_mem_kb", "network", "cores", "", "energy_uj"]
+               "memory_kb"]
+    colours = ["memory_kb", "network", "cores", "", "energy_uj"]
     changes = []
     for step in range(30):
         x, y = rng.choice(metrics, size=2, replace=False)

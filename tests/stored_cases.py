@@ -32,8 +32,8 @@ def cases() -> dict[str, list[str]]:
                 "explore", "lenet5", "--platform", platform, "--objective", objective,
                 "--batch", "2", "--json"]
     for model in ("seed000", "dataflow", "peemen"):
-        out[f"traffic-lenet5-{model}"] = ["traffic", "lenet5", "--model", model, "--memory",
-                                          "4KB", "32KB", "--include-fc", "--json"]
+        out[f"traffic-lenet5-{model}"] = ["traffic", "lenet5", "--model", model,
+                                          "--memory-kb", "4", "32", "--include-fc", "--json"]
     out["hierarchy-lenet5-seed001_3level"] = ["hierarchy", "lenet5", "--platform",
                                               "seed001_3level", "--json"]
     for levels in ("seed001_two_level", "seed001_diannao", "seed001_banked"):

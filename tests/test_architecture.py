@@ -103,3 +103,64 @@ def test_the_parameter_rule_can_fail() -> None:
     method = "class C:\n    def m(self, a, b, c, d, e, f, g, h, i, j):\n        pass\n"
     assert _wide_functions(eleven, "x.py") == ["x.py:1 f (11)"]
     assert _wide_functions(method, "x.py") == []
+
+
+MUTATORS = {"add", "append", "clear", "discard", "extend", "insert", "move_to_end", "pop",
+            "popitem", "put", "remove", "setdefault", "update"}
+
+
+def _module_state(source: str, where: str) -> list[str]:
+    """The module-level names of `source` that its code mutates (an item set or deleted, a
+    mutating method called: a module-level cache or registry) or rebinds (`global`)."""
+    tree = ast.parse(source)
+    names = {t.id for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)
+             for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+             if isinstance(t, ast.Name)}
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            found.update(f"{n} (global)" for n in node.names)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del) \
+                and isinstance(node.value, ast.Name) and node.value.id in names:
+            found.add(node.value.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in MUTATORS and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id in names:
+            found.add(node.func.value.id)
+    return [f"{where} {name}" for name in sorted(found)]
+
+
+# module state that is no cache, with why it must be process-wide
+NOT_CACHES = {
+    # a stop request names a thread and is set from a signal handler (SIGUSR1 in a worker,
+    # SIGINT in the CLI), where nothing can be passed: per-thread flags and progress watchers
+    "workbench/hierarchy/interrupt.py _abandoned": "per-thread stop flags",
+    "workbench/hierarchy/interrupt.py _requested": "per-thread stop flags",
+    "workbench/hierarchy/interrupt.py _watchers": "per-thread progress watchers",
+    # set just before a fork so that the workers share the computed prefix copy-on-write
+    # (passing it would pickle megabytes of activations per task)
+    "workbench/quant/search.py _JOB (global)": "what forked workers evaluate",
+}
+
+
+def test_no_module_level_mutable_state() -> None:
+    """Caches are passed in (`memo.Caches`), never held by a module; the only module state
+    left is NOT_CACHES (each with its reason)."""
+    root = Path(__file__).resolve().parents[1] / "workbench"
+    held = [s for path in sorted(root.rglob("*.py"))
+            for s in _module_state(path.read_text(), str(path.relative_to(root.parent)))]
+    assert set(held) <= set(NOT_CACHES), "pass a memo.Caches instead of module state: " + \
+        "; ".join(sorted(set(held) - set(NOT_CACHES)))
+    assert set(NOT_CACHES) <= set(held), "NOT_CACHES names state that is gone: " + \
+        "; ".join(sorted(set(NOT_CACHES) - set(held)))
+
+
+def test_the_state_rule_can_fail() -> None:
+    cache = "_SEEN = {}\n\ndef f(k):\n    _SEEN[k] = 1\n"
+    lru = "from m import ByteLRU\n_KEPT = ByteLRU(1, len)\n\ndef f(k, v):\n    _KEPT.put(k, v)\n"
+    rebound = "_N = 0\n\ndef f():\n    global _N\n    _N += 1\n"
+    local = "_NAMES = {'a': 1}\n\ndef f():\n    seen = {}\n    seen['a'] = _NAMES['a']\n"
+    assert _module_state(cache, "x.py") == ["x.py _SEEN"]
+    assert _module_state(lru, "x.py") == ["x.py _KEPT"]
+    assert _module_state(rebound, "x.py") == ["x.py _N (global)"]
+    assert _module_state(local, "x.py") == []

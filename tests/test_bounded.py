@@ -84,7 +84,7 @@ def test_a_grid_of_960_million_cases_is_refused_by_its_count(tmp_path: Path) -> 
     import yaml
 
     doc = {"networks": ["lenet5"], "platforms": ["idsp", "nve"],
-           "buffer_kb": list(range(1, 101)), "acc_bits": list(range(2, 42)),
+           "memory_kb": list(range(1, 101)), "acc_bits": list(range(2, 42)),
            "overrides": {"cores": list(range(1, 101)),
                          "dma_setup_cycles": list(range(100, 200))},
            "objectives": ["cycles", "energy", "accesses", "edp"],
@@ -103,7 +103,7 @@ def test_a_grid_of_960_million_cases_is_refused_by_its_count(tmp_path: Path) -> 
 def test_grid_cases_are_lazy_and_counted() -> None:
     from workbench import sweep
 
-    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[16, 32],
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], memory_kb=[16, 32],
                       acc_bits=[8, 16], overrides={"cores": [1, 2, 4]}, fusion=["auto", "off"])
     lazy = sweep.iter_cases(grid)
     first = next(lazy)
@@ -115,8 +115,8 @@ def test_grid_cases_are_lazy_and_counted() -> None:
     assert len({c.case_id for c in every}) == len(every)
 
 
-def test_grid_buffer_kb_has_a_physical_range() -> None:
-    """buffer_kb 10**100 gave "internal error OverflowError" in every case; now the grid
+def test_grid_memory_kb_has_a_physical_range() -> None:
+    """memory_kb 10**100 gave "internal error OverflowError" in every case; now the grid
     refuses it (and a subnormal, zero or negative size) in one line naming the field."""
     import pytest
 
@@ -125,11 +125,11 @@ def test_grid_buffer_kb_has_a_physical_range() -> None:
 
     for value in (10**100, 1e308, 2.0**38 + 1, 5e-324, 0, -1, 0.0009):
         with pytest.raises(WorkbenchError) as info:
-            sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[value])
+            sweep.Grid(networks=["lenet5"], platforms=["idsp"], memory_kb=[value])
         text = str(info.value)
-        assert text.startswith("grid: buffer_kb[0]: must be a number of KB from 1/1024 (1 byte) "
+        assert text.startswith("grid: memory_kb[0]: must be a number of KB from 1/1024 (1 byte) "
                                "to 2^38 (2^48 B), got ") and len(text) < 200, text
-    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[1 / 1024, 2**38])
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], memory_kb=[1 / 1024, 2**38])
     assert [c.memory_bytes for c in sweep.cases(grid)] == [1, 2**48]
 
 

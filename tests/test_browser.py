@@ -304,7 +304,7 @@ def test_jupyterlab_notebook_08_quick_presses_show_the_last(browser, jupyterlab:
 
     pm.execute_notebook(str(ROOT / "notebooks" / "08_memory_hierarchy.ipynb"),
                         str(tmp_path / "08_memory_hierarchy.ipynb"), prepare_only=True,
-                        parameters={"network": "lenet5", "sizes_kb": [16, 1],
+                        parameters={"network": "lenet5", "memory_kb": [16, 1],
                                     "grid_kb": [1, 4, 16], "budget_kb": 16,
                                     "seed_layers": ["conv3"], "seed_outer_kb": [256],
                                     "prefetch": False, "workers": 0},

@@ -85,7 +85,7 @@ def browser():
 @pytest.fixture(scope="module")
 def sweep_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sweep")
-    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2, buffer_kb=[8, 32, 128],
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2, memory_kb=[8, 32, 128],
                       acc_bits=[16], objectives=["cycles", "energy"],
                       overrides={"cores": [1, 4]})
     sweep.run(grid, out)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from workbench import explore, layers, perf, platforms, tiling
 from workbench.errors import WorkbenchError
 from workbench.layers import ConvLayer
+from workbench.memo import Caches
 from workbench.tiling import candidates
 from workbench.tiling.dominance import nondominated
 
@@ -172,9 +173,7 @@ LAYER = ConvLayer(name="c", Ox=13, Oy=11, Oc=24, On=2, Kx=3, Ky=3, Kc=10, Px=1, 
 @pytest.fixture()
 def cache(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path))
-    candidates.clear_memory_cache()
-    yield tmp_path
-    candidates.clear_memory_cache()
+    yield tmp_path  # (a call given no caches keeps nothing in memory)
 
 
 def _cache_file(cache: Path) -> Path:
@@ -199,8 +198,9 @@ def test_a_second_process_reuses_the_disk_cache(cache) -> None:
 
 def test_lookups_read_the_cache_folder_once_and_see_other_processes_files(
         cache, monkeypatch) -> None:
-    """A folder of thousands of files is listed once, not per lookup (this process's writes
-    update the listing); a set another process writes later is still found on disk."""
+    """A folder of thousands of files is listed once per session (its `Caches`), not per
+    lookup (the session's writes update the listing); a set another process writes later is
+    still found on disk."""
     from workbench.tiling import candidate_set
 
     sets = [ConvLayer(name=f"s{i}", Ox=4 + i, Oy=3, Oc=2, Kx=3, Ky=3, Kc=2) for i in range(4)]
@@ -211,10 +211,10 @@ def test_lookups_read_the_cache_folder_once_and_see_other_processes_files(
     real_scandir, scans = os.scandir, []
     monkeypatch.setattr(candidate_set.os, "scandir",
                         lambda path: scans.append(path) or real_scandir(path))
-    candidates.clear_memory_cache()
+    session = Caches()
     for layer in sets:  # one listing; the three sets built and written update it
-        candidates.candidate_set(layer, "intra")
-        candidates.candidate_set(layer, "inter_kc")
+        candidates.candidate_set(layer, "intra", caches=session)
+        candidates.candidate_set(layer, "inter_kc", caches=session)
     assert len(scans) == 1
     code = ("from workbench.tiling import candidates\n"
             "from workbench.layers import ConvLayer\n"
@@ -222,15 +222,14 @@ def test_lookups_read_the_cache_folder_once_and_see_other_processes_files(
             " 'inter_kc')\n")
     subprocess.run([sys.executable, "-c", code], check=True,
                    env=os.environ | {"WORKBENCH_CACHE_DIR": str(cache)})
-    candidates.clear_memory_cache()
     monkeypatch.setattr(candidates, "build", lambda *a, **k: pytest.fail("built, not loaded"))
     other = candidates.candidate_set(ConvLayer(name="p", Ox=9, Oy=3, Oc=2, Kx=3, Ky=3, Kc=2),
-                                     "inter_kc")
+                                     "inter_kc", caches=session)
     assert len(other.tiles) > 0
 
 
 def test_writes_under_the_limit_scan_the_cache_only_now_and_then(cache, monkeypatch) -> None:
-    """After a write, the cache's files are scanned (`prune`) only when this process's view
+    """After a write, the cache's files are scanned (`prune`) only when the session's view
     passes the limit or is PRUNE_RESCAN_S old."""
     from workbench.tiling import candidate_set
 
@@ -239,16 +238,17 @@ def test_writes_under_the_limit_scan_the_cache_only_now_and_then(cache, monkeypa
                         lambda *a, **k: pruned.append(1) or real_prune(*a, **k))
     layers_ = [ConvLayer(name=f"s{i}", Ox=4 + i, Oy=3, Oc=2, Kx=3, Ky=3, Kc=2)
                for i in range(6)]
+    session = Caches()
     for layer in layers_[:3]:
-        candidates.candidate_set(layer, "inter_kc")
+        candidates.candidate_set(layer, "inter_kc", caches=session)
     assert len(pruned) == 1  # the first write: no view yet
     monkeypatch.setattr(candidate_set, "PRUNE_RESCAN_S", 0.0)
-    candidates.candidate_set(layers_[3], "inter_kc")
+    candidates.candidate_set(layers_[3], "inter_kc", caches=session)
     assert len(pruned) == 2
     monkeypatch.setattr(candidate_set, "PRUNE_RESCAN_S", 3600.0)
     limit = sum(p.stat().st_size for p in _cache_files(cache))  # the four sets written
     monkeypatch.setenv("WORKBENCH_CACHE_MAX_MB", str(limit / 2**20))
-    candidates.candidate_set(layers_[4], "inter_kc")  # a fifth passes the limit: scanned
+    candidates.candidate_set(layers_[4], "inter_kc", caches=session)  # past the limit: scanned
     assert len(pruned) == 3
     assert sum(p.stat().st_size for p in _cache_files(cache)) <= limit
     assert len(_cache_files(cache)) < 5
@@ -289,7 +289,6 @@ def test_the_cache_keeps_within_its_limit_least_recently_used_first(cache) -> No
     assert {p.name for p in cache.rglob("*") if p.is_file()} == \
         {middle.name, new.name, writing.name}
     assert not stale.exists()
-    candidates.clear_memory_cache()
     again = candidates.candidate_set(ConvLayer(name="s0", Ox=5, Oy=4, Oc=4, Kx=3, Ky=3, Kc=3),
                                      "inter_kc")
     assert old.exists() and len(again.tiles) > 0
@@ -341,11 +340,9 @@ def test_damaged_or_stale_cache_files_are_rebuilt(cache, damage) -> None:
         np.savez(path.with_suffix(".tmp.npz"), meta=json.dumps(meta), tiles=tiles,
                  vectors=vectors)
         path.with_suffix(".tmp.npz").replace(path)
-    candidates.clear_memory_cache()
-    again = candidates.candidate_set(LAYER, "inter_kc")
+    again = candidates.candidate_set(LAYER, "inter_kc")  # no caches: nothing in memory
     assert np.array_equal(again.tiles, fresh.tiles)
     assert np.array_equal(again.vectors, fresh.vectors)
-    candidates.clear_memory_cache()
     reloaded = candidates._load(path, LAYER, "inter_kc", "cost")  # rebuilt: whole again
     assert reloaded is not None and np.array_equal(reloaded.tiles, fresh.tiles)
 
@@ -359,7 +356,8 @@ def test_platform_changes_never_enumerate_tiles_again(monkeypatch) -> None:
     base = platforms.load_platform("idsp")
     # sets are capped at the largest memory asked: ask first for one (4 MiB at 4 bytes an
     # element: 2^20) that covers every variant below (up to 1 MiB at 1 byte an element)
-    explore.best_mappings(net.tiled_layers(), base, [4 << 20])
+    session = Caches()
+    explore.best_mappings(net.tiled_layers(), base, [4 << 20], caches=session)
 
     def refuse(*args, **kwargs):
         raise AssertionError("tiles enumerated again")
@@ -374,14 +372,14 @@ def test_platform_changes_never_enumerate_tiles_again(monkeypatch) -> None:
         {"double_buffer": False}, {"ext_access_pj": 10}, {"register_file_bytes": 512})]
     for objective in explore.OBJECTIVES:
         table = explore.best_mappings(net.tiled_layers(), variants, [4096, 65536, 1 << 20],
-                                      objective=objective)
+                                      objective=objective, caches=session)
         assert set(table["platform"]) == set(range(len(variants)))
 
 
 def test_report_states_the_objective_of_every_mapping() -> None:
     from workbench import report
 
-    data = report.build("lenet5", "idsp", report.ReportSettings(batch=8, buffer_sizes_kb=(16,),
+    data = report.build("lenet5", "idsp", report.ReportSettings(batch=8, sweep_memory_kb=(16,),
                                                                 objective="energy"))
     html = report.summary_html(data)
     assert "chosen by least energy" in html

@@ -19,12 +19,14 @@ from hypothesis import strategies as st
 
 from workbench import explore, perf, platforms, tiling
 from workbench.errors import WorkbenchError
-from workbench.explore import cores, query
+from workbench.explore import query
 from workbench.explore.network import network_plan
 from workbench.layers import ConvLayer
 from workbench.layers.network import Network
 from workbench.layers.spec import ActivationLayer, PoolLayer, conv_from_input
+from workbench.memo import Caches
 from workbench.tiling import candidates, capped
+from workbench.tiling.candidate_set import DiskIndex
 
 KINDS = ("cost", "traffic", "arrays")
 
@@ -39,7 +41,8 @@ layers_st = st.builds(  # small, grouped, strided and dilated layers
 
 @contextlib.contextmanager
 def fresh_caches() -> Iterator[None]:
-    """An empty disk cache and empty in-memory caches (sets, share rows, prices, tables)."""
+    """An empty disk cache and empty in-memory memos (the memoized local accesses; the
+    engine's other memos live in the `Caches` each call is given, none here: its own)."""
     old = os.environ.get("WORKBENCH_CACHE_DIR")
     with tempfile.TemporaryDirectory(prefix="capped-") as folder:
         os.environ["WORKBENCH_CACHE_DIR"] = folder
@@ -54,12 +57,7 @@ def fresh_caches() -> Iterator[None]:
 
 
 def _clear() -> None:
-    candidates.clear_memory_cache()
     candidates.local_accesses.cache_clear()
-    query.candidate_table.cache_clear()
-    cores._ROWS.clear()
-    cores._PRICED.clear()
-    cores._option_row.cache_clear()
 
 
 def _fraction(cs: candidates.CandidateSet, f: float) -> int:
@@ -130,7 +128,8 @@ def test_a_larger_cap_serves_a_smaller_one_from_memory_and_disk(monkeypatch) -> 
                       Px=1, Py=1)
     with fresh_caches():
         whole = candidates.build(layer, "intra", "arrays")
-        big = candidates.candidate_set(layer, "intra", "arrays", cap=5000)
+        caches = Caches()
+        big = candidates.candidate_set(layer, "intra", "arrays", cap=5000, caches=caches)
         real_build = candidates.build
 
         def refuse(*args, **kwargs):
@@ -139,20 +138,20 @@ def test_a_larger_cap_serves_a_smaller_one_from_memory_and_disk(monkeypatch) -> 
         monkeypatch.setattr(candidates, "build", refuse)
         for source in ("memory", "disk"):
             if source == "disk":
-                candidates.clear_memory_cache()
+                caches = Caches()  # nothing in memory
             for cap in (5000, 1200, 0):
-                cs = candidates.candidate_set(layer, "intra", "arrays", cap=cap)
+                cs = candidates.candidate_set(layer, "intra", "arrays", cap=cap, caches=caches)
                 keep = whole.column("footprint_elems") <= cap
                 assert cs.cap == cap and np.array_equal(cs.tiles, whole.tiles[keep])
         assert np.array_equal(big.tiles, whole.restrict(5000).tiles)
         with pytest.raises(AssertionError, match="built again"):  # a larger cap builds
-            candidates.candidate_set(layer, "intra", "arrays", cap=5001)
+            candidates.candidate_set(layer, "intra", "arrays", cap=5001, caches=caches)
         monkeypatch.setattr(candidates, "build", real_build)
-        assert candidates.candidate_set(layer, "intra", "arrays").cap is None
-        assert candidates._disk_caps(candidates.shape_key(layer), "intra", "arrays") == [None]
-        candidates.clear_memory_cache()  # the whole file (the name of before caps) serves
+        assert candidates.candidate_set(layer, "intra", "arrays", caches=caches).cap is None
+        assert DiskIndex().caps(candidates.shape_key(layer), "intra", "arrays") == [None]
+        # nothing in memory: the whole file (the name of before caps) serves
         monkeypatch.setattr(candidates, "build", refuse)
-        cs = candidates.candidate_set(layer, "intra", "arrays", cap=777)
+        cs = candidates.candidate_set(layer, "intra", "arrays", cap=777, caches=Caches())
         assert np.array_equal(cs.tiles, whole.restrict(777).tiles)
 
 
@@ -166,7 +165,7 @@ def test_a_capped_file_whose_rows_pass_its_cap_is_rebuilt() -> None:
         whole = candidates.build(layer, "inter_kc")
         forged = candidates.CandidateSet(cs.shape, "inter_kc", whole.tiles, whole.vectors,
                                          cs.grid_size, "cost", 400)
-        candidates._store(path, forged)  # checksum fine, rows above the cap
+        DiskIndex().store(path, forged)  # checksum fine, rows above the cap
         assert candidates._load(path, layer, "inter_kc", "cost", 400) is None
 
 
@@ -220,8 +219,8 @@ def test_plans_and_best_mappings_equal_the_uncapped_answers(plat, objective, siz
 def _whole(real):
     """candidate_set that ignores the cap: the whole set, as before caps (the callers keep
     the rows that fit themselves)."""
-    def whole(layer, schedule, kind="cost", use_disk=True, cap=None):
-        return real(layer, schedule, kind, use_disk)
+    def whole(layer, schedule, kind="cost", use_disk=True, cap=None, caches=None):
+        return real(layer, schedule, kind, use_disk, caches=caches)
     return whole
 
 

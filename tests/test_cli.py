@@ -86,7 +86,7 @@ def test_bad_inputs_exit_nonzero_without_traceback(tmp_path: Path) -> None:
 
 def test_explore_prints_best_per_layer_and_writes_files(tmp_path: Path) -> None:
     csv, page = tmp_path / "best.csv", tmp_path / "demo.html"
-    out = run("explore", "lenet5", "--platform", "idsp", "--batch", "8", "--memory", "64KB",
+    out = run("explore", "lenet5", "--platform", "idsp", "--batch", "8", "--memory-kb", "64",
               "--csv", str(csv), "--html", str(page))
     assert out.returncode == 0, out.stderr
     assert "conv2" in out.stdout and "64 KB local memory" in out.stdout
@@ -109,8 +109,9 @@ def test_explore_json_and_schedule_filter() -> None:
 
 
 def test_explore_bad_inputs() -> None:
-    cases = [(("explore", "lenet5", "--memory", "100B"), "smallest tile (1x1x1x1x1) needs"),
-             (("explore", "lenet5", "--memory", "lots"), "memory size 'lots' not understood"),
+    cases = [(("explore", "lenet5", "--memory-kb", "0.09765625"),  # 100 B
+              "smallest tile (1x1x1x1x1) needs"),
+             (("explore", "lenet5", "--memory-kb", "lots"), "must be a number of KB"),
              (("explore", "lenet5", "--platform", "gpu"), "unknown platform 'gpu'"),
              (("explore", "lenet5", "--schedule", "zigzag"), "invalid choice: 'zigzag'")]
     for args, message in cases:
@@ -173,7 +174,7 @@ def test_three_reports_at_once_and_a_relative_model_path(tmp_path: Path) -> None
     write_onnx(tmp_path / "mynet.onnx", LENET5, LENET5_NAMES, (1, 28, 28), batch=1)
     jobs = [("lenet5", "a.html"), ("cifar10_quick", "b.html"), ("mynet.onnx", "c.html")]
     procs = [subprocess.Popen([sys.executable, "-m", "workbench.cli", "report", network,
-                               "--params", "batch=2", "buffer_sizes_kb=[16]", "--out", out],
+                               "--params", "batch=2", "sweep_memory_kb=[16]", "--out", out],
                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for network, out in jobs]
     for proc, (network, out) in zip(procs, jobs, strict=True):
@@ -264,7 +265,7 @@ def test_report_on_a_terminal_shows_progress(tmp_path: Path) -> None:
             fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
             os.chdir(tmp_path)
             os.execv(sys.executable, [sys.executable, "-m", "workbench.cli", "report",
-                                      "lenet5", "--params", "batch=2", "buffer_sizes_kb=[16]",
+                                      "lenet5", "--params", "batch=2", "sweep_memory_kb=[16]",
                                       "--out", "r.html"])
         finally:
             os._exit(127)  # never return into the test runner

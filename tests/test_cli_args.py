@@ -41,10 +41,10 @@ def _files(tmp: Path) -> dict[str, str]:
              calib_y=np.arange(8), test_x=images, test_y=np.arange(8))
     (tmp / "truncated.npz").write_bytes((tmp / "mismatch.npz").read_bytes()[:200])
     grids = {"grid_scalar": "networks: lenet5\nplatforms: [idsp]\n",
-             "grid_nan": "networks: [lenet5]\nplatforms: [idsp]\nbuffer_kb: [.nan]\n",
+             "grid_nan": "networks: [lenet5]\nplatforms: [idsp]\nmemory_kb: [.nan]\n",
              "grid_empty_override": "networks: [lenet5]\nplatforms: [idsp]\n"
                                     "overrides: {cores: []}\n",
-             "grid_ok": "networks: [lenet5]\nplatforms: [idsp]\nbuffer_kb: [16]\n"}
+             "grid_ok": "networks: [lenet5]\nplatforms: [idsp]\nmemory_kb: [16]\n"}
     for name, text in grids.items():
         (tmp / f"{name}.yaml").write_text(text)
     (tmp / "grid_binary.yaml").write_bytes(bytes(range(256)) * 4)
@@ -89,10 +89,13 @@ CASES = [
     (("report", "lenet5", "--out", "/dev/full"), "cannot write '/dev/full'"),
     (("quantize", "lenet5", "--out", "/dev/full"), "cannot write '/dev/full'"),
     # numbers and sizes
-    (("explore", "lenet5", "--memory", ""), "argument --memory: memory size '' not understood"),
-    (("explore", "lenet5", "--memory", "0"), "argument --memory: memory size '0' must be"),
-    (("explore", "lenet5", "--memory=-1KB"), "argument --memory: memory size '-1KB' not"),
-    (("explore", "lenet5", "--memory", "1.5"), "must be a whole number of bytes"),
+    (("explore", "lenet5", "--memory-kb", ""), "argument --memory-kb: must be a number of KB"),
+    (("explore", "lenet5", "--memory-kb", "0"), "argument --memory-kb: must be a number of KB"),
+    (("explore", "lenet5", "--memory-kb=-1"), "argument --memory-kb: must be a number of KB"),
+    (("explore", "lenet5", "--memory-kb", "0.0001"), "a whole number of bytes, at least 1"),
+    (("explore", "lenet5", "--memory-kb", "64KB"), "must be a number of KB (e.g. 64 or 0.5)"),
+    (("traffic", "lenet5", "--memory-kb", "4", ""), "argument --memory-kb: must be a number"),
+    (("explore", "lenet5", "--memory", "1.5"), "must be a whole number of bytes"),  # old name
     (("traffic", "lenet5", "--memory", "4KB", ""), "argument --memory: memory size ''"),
     (("explore", "lenet5", "--jobs", "0"), "argument --jobs: must be a positive integer"),
     (("explore", "lenet5", "--jobs", "-3"), "argument --jobs: must be a positive integer"),
@@ -161,7 +164,7 @@ CASES = [
     (("quantize", "lenet5", "--data", "{truncated.npz}"), "cannot read as .npz"),
     # sweep grids
     (("sweep", "{grid_scalar.yaml}", "--out", "{TMP}/s"), ("grid_scalar.yaml", "networks")),
-    (("sweep", "{grid_nan.yaml}", "--out", "{TMP}/s"), ("grid_nan.yaml", "buffer_kb")),
+    (("sweep", "{grid_nan.yaml}", "--out", "{TMP}/s"), ("grid_nan.yaml", "memory_kb")),
     (("sweep", "{grid_empty_override.yaml}", "--out", "{TMP}/s"),
      ("grid_empty_override.yaml", "cores")),
     (("sweep", "{grid_binary.yaml}", "--out", "{TMP}/s"), "grid_binary.yaml"),

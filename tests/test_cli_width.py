@@ -24,7 +24,7 @@ COMMANDS = {
     "explore": ["explore", "lenet5", "--platform", "idsp", "--batch", "8"],
     "explore_cores": ["explore", "lenet5", "--platform", "shave", "--batch", "8"],
     "explore_levels": ["explore", "lenet5", "--platform", "seed001_3level"],
-    "traffic": ["traffic", "lenet5", "--memory", "4KB", "64KB"],
+    "traffic": ["traffic", "lenet5", "--memory-kb", "4", "64"],
     "simd": ["simd", "lenet5", "--batch", "8"],
     "hierarchy": ["hierarchy", "lenet5", "--levels", "seed001_two_level", "--budget-kb", "64"],
 }

@@ -310,7 +310,7 @@ def test_cli_budget_codesigns_the_brute_force_best(tmp_path, capsys) -> None:
     from workbench.hierarchy.codesign import table3_energy_pj
 
     net_file, levels_file = _files(tmp_path)
-    doc = cli.run(net_file, levels_file, budget_kb=4, sizes_kb=[1, 2, 4])
+    doc = cli.run(net_file, levels_file, budget_kb=4, memory_kb=[1, 2, 4])
     prec = ElementBytes(2, 2, 2, 4)
     tiled = layers.load_network(net_file).tiled_layers()
     brute = _grid_by_search(tiled, lambda kb: kb * 1024)
@@ -331,7 +331,7 @@ def test_cli_budget_codesigns_the_brute_force_best(tmp_path, capsys) -> None:
     assert co["best"]["cycles"] == pytest.approx(
         sum(c for c, *_ in co["best"]["layer_cycles"].values()))
     args = _parser().parse_args(["hierarchy", net_file, "--levels", levels_file,
-                                 "--budget-kb", "4", "--sizes-kb", "1", "2", "4"])
+                                 "--budget-kb", "4", "--memory-kb", "1", "2", "4"])
     args.func(args)
     out = capsys.readouterr().out
     assert "co-designed within 4 KB" in out and "Pareto front" in out and "pJ/MAC" in out
@@ -377,7 +377,7 @@ def test_cli_codesign_a_grid_it_cannot_price_is_refused_first(tmp_path, monkeypa
     with pytest.raises(WorkbenchError, match=r"^co-design prices every on-chip level from its "
                        r"size \(its energy_pj is not kept\): level 'RF' at 24 bits cannot be "
                        r"priced: memory width 24 bits not tabulated"):
-        cli.run(net_file, levels_file, budget_kb=4, sizes_kb=[1, 2, 4])
+        cli.run(net_file, levels_file, budget_kb=4, memory_kb=[1, 2, 4])
     assert searched == []
 
 
@@ -389,14 +389,14 @@ def test_cli_codesign_says_what_the_grid_does_not_keep(tmp_path, capsys) -> None
         "access_bits: 24, energy_pj: 0.5", "access_bits: 64, energy_pj: 0.1").replace(
         "capacity: 4096", "capacity: 1024"))
     args = _parser().parse_args(["hierarchy", net_file, "--levels", levels_file,
-                                 "--budget-kb", "4", "--sizes-kb", "1", "2", "4"])
+                                 "--budget-kb", "4", "--memory-kb", "1", "2", "4"])
     args.func(args)
     out = " ".join(capsys.readouterr().out.split())  # prose is wrapped at 100 columns
     assert "(every co-designed level is priced from its size, seed 001 table 3: the given " \
            "energy_pj of RF is not carried over)" in out
     from workbench.cli import hierarchy as cli
 
-    doc = cli.run(net_file, levels_file, budget_kb=4, sizes_kb=[1, 2, 4])
+    doc = cli.run(net_file, levels_file, budget_kb=4, memory_kb=[1, 2, 4])
     assert doc["given"]["on_chip_kb"] <= 4
     assert doc["given"]["energy_pj"] < min(d["energy_pj"] for d in doc["codesign"]["pareto"])
     assert "is within the budget and below the grid's best" in out
@@ -405,9 +405,9 @@ def test_cli_codesign_says_what_the_grid_does_not_keep(tmp_path, capsys) -> None
 @pytest.mark.parametrize("argv, rule", [
     (["--budget-kb", "inf"], "argument --budget-kb: must be a finite number > 0, got 'inf'"),
     (["--budget-kb", "-5"], "argument --budget-kb: must be a finite number > 0, got '-5'"),
-    (["--sizes-kb", "4", "8"], "--sizes-kb: the level sizes to co-design from need "
+    (["--memory-kb", "4", "8"], "--memory-kb: the level sizes to co-design from need "
                                "--budget-kb"),
-    (["--budget-kb", "8", "--sizes-kb", "16", "32"], "--sizes-kb 16 32: every size is over "
+    (["--budget-kb", "8", "--memory-kb", "16", "32"], "--memory-kb 16 32: every size is over "
                                                      "--budget-kb 8"),
 ])
 def test_cli_budget_and_sizes_are_checked_before_anything_is_priced(argv, rule) -> None:
@@ -495,7 +495,7 @@ def test_cli_codesigns_a_banked_level(tmp_path, capsys) -> None:
 
     banked = LEVELS_YAML.replace("capacity: 4096", "capacity: {I+O: 1024, W: 3072}")
     net_file, levels_file = _files(tmp_path, banked)
-    doc = cli.run(net_file, levels_file, budget_kb=4, sizes_kb=[1, 2, 4])
+    doc = cli.run(net_file, levels_file, budget_kb=4, memory_kb=[1, 2, 4])
     tiled = layers.load_network(net_file).tiled_layers()
     brute = _grid_by_search(tiled, lambda kb: BankedCapacity((("IO", 256 * kb),
                                                              ("W", 768 * kb))))

@@ -157,23 +157,23 @@ def test_traffic_command(tmp_path) -> None:
                    "  - {name: c1, type: conv, maps: 8, kernel: 3, pad: 1}\n"
                    "  - {name: c2, type: conv, maps: 4, kernel: 3, stride: 2}\n")
     run = subprocess.run([sys.executable, "-m", "workbench.cli", "traffic", str(net), "--model",
-                          "dataflow", "--model", "seed000", "--memory", "512", "4KB", "--json"],
+                          "dataflow", "--model", "seed000", "--memory-kb", "0.5", "4", "--json"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     rows = json.loads(run.stdout)["rows"]
     assert {r["model"] for r in rows} == {"dataflow", "seed000"} and len(rows) == 2 * 2 * 2
     listing = subprocess.run([sys.executable, "-m", "workbench.cli", "traffic", str(net),
-                              "--listing", "c1", "--memory", "512"], capture_output=True,
+                              "--listing", "c1", "--memory-kb", "0.5"], capture_output=True,
                              text=True, timeout=300)
     assert listing.returncode == 0, listing.stderr
     stated = float(listing.stdout.split("traffic ")[1].split(" B")[0])
     (row,) = [r for r in rows if r["layer"] == "c1" and r["model"] == "dataflow"
-              and r["memory_bytes"] == 512]
+              and r["memory_kb"] == 0.5]
     assert stated == row["traffic_bytes"] and "for TN in" in listing.stdout
     totals = {}
     for orders in ("default", "paper"):  # the paper's 180 orders include the default two
         run = subprocess.run([sys.executable, "-m", "workbench.cli", "traffic", str(net),
-                              "--model", "dataflow", "--memory", "256", "--tiles", "pow2",
+                              "--model", "dataflow", "--memory-kb", "0.25", "--tiles", "pow2",
                               "--orders", orders, "--json"], capture_output=True, text=True,
                              timeout=300)
         assert run.returncode == 0, run.stderr

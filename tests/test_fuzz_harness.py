@@ -56,7 +56,7 @@ def load_grid(path):
     from workbench import sweep
     grid = sweep.Grid.from_yaml(path)
     size = 1
-    for values in (grid.networks, grid.platforms, grid.buffer_kb, grid.acc_bits,
+    for values in (grid.networks, grid.platforms, grid.memory_kb, grid.acc_bits,
                    grid.objectives, grid.fusion, grid.traffic_models or [None],
                    *grid.overrides.values()):
         size *= len(values)

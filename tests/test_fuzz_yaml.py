@@ -34,7 +34,7 @@ SPLICES = ["{", "}", "[", "]", ": ", "- ", "&a ", "*a", "!!python/object/apply:o
 GRIDS = [
     {"networks": ["lenet5"], "platforms": ["idsp"]},
     {"networks": ["lenet5", "cifar10_quick"], "platforms": ["idsp", "shave"], "batch": 2,
-     "buffer_kb": [16, 64.5], "acc_bits": [16, 24], "schedules": ["intra", "inter_kc"],
+     "memory_kb": [16, 64.5], "acc_bits": [16, 24], "schedules": ["intra", "inter_kc"],
      "overrides": {"cores": [1, 2], "dma_broadcast": [False, True]}, "bound": "weights",
      "objectives": ["cycles", "edp"], "fusion": ["auto", "off"], "reports": False,
      "report_timeout_s": 60, "report_retries": 0},

@@ -26,6 +26,11 @@ from workbench.hierarchy.search_placements import Lanes
 from workbench.hierarchy.search_r import nondominated_chains
 from workbench.hierarchy.search_space import LevelBlocks, unrolled_dims
 from workbench.layers import ConvLayer
+from workbench.memo import ByteLRU, Caches
+
+
+def _size(a) -> int:
+    return a.nbytes
 
 PREC = ElementBytes(1, 1, 1, 2)
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
@@ -43,7 +48,9 @@ def table_case(draw: st.DrawFn):
     levels, cap = [Level("DRAM", None, 64, 200.0)], 4096
     for i in range(draw(st.integers(2, 3))):
         cap = draw(st.integers(1, cap))
-        parts = [draw(st.integers(0, cap // 2)) for _ in ARRAYS]
+        parts = []  # a split level's parts never add up to more than the level outside it
+        for _ in ARRAYS:
+            parts.append(draw(st.integers(0, min(cap // 2, cap - sum(parts)))))
         split = draw(st.booleans()) and sum(parts) > 0
         levels.append(Level(f"L{i + 1}", SplitCapacity(*parts) if split else cap, 16, 1.0))
         cap = max(1, int(levels[-1].total_bytes))
@@ -67,7 +74,7 @@ def test_gathered_tables_equal_the_floors_priced_at_the_slice(paired: bool, case
     on_chip = len(hier.levels) - 1
     extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
     per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
-    tables = alone_module.AloneTables(layer, hier, per_dim, extent, PREC)
+    tables = alone_module.AloneTables(layer, hier, per_dim, extent, PREC, ByteLRU(1 << 30, _size))
     assert set(tables.ids) == set(range(1, on_chip + 1))
     n_x, n_y = len(per_dim["X"]), len(per_dim["Y"])
     if paired:
@@ -159,7 +166,7 @@ def test_tables_change_no_search_and_are_kept(monkeypatch) -> None:
     without = search(layer, THREE, PREC)
     monkeypatch.setattr(alone_module, "TABLE_LIMIT", 1 << 23)
     monkeypatch.setattr(alone_module, "SHARE", 0)
-    alone_module._TABLES.clear()
+    caches = Caches()  # what the two searches below share
     priced = []
     real = alone_module.unit_alone_grid
 
@@ -168,12 +175,12 @@ def test_tables_change_no_search_and_are_kept(monkeypatch) -> None:
         return real(layer, chains, extent, gamma, on_chip, level_bytes, *rest)
 
     monkeypatch.setattr(alone_module, "unit_alone_grid", counted)
-    with_tables = search(layer, THREE, PREC)
+    with_tables = search(layer, THREE, PREC, caches=caches)
     assert with_tables.energy_pj == without.energy_pj
     assert with_tables.blocking == without.blocking
     assert priced  # the tables were used
     priced.clear()
     edited = Hierarchy((THREE.levels[0], Level("L1", 1024, 64, 6.0), *THREE.levels[2:]),
                        mac_energy_pj=1.0, datapath=THREE.datapath)
-    search(layer, edited, PREC)
+    search(layer, edited, PREC, caches=caches)
     assert priced and set(priced) == {1024}  # the edited level's, in whatever role it plays

@@ -117,7 +117,7 @@ def test_quick_edits_are_priced_once_at_the_newest(tmp_path, monkeypatch, prefet
     tiny = layers.load_network(str(net)).tiled_layers()
     if prefetch:
         monkeypatch.setattr(HierarchyView, "_ahead", lambda self: [])  # nothing ahead
-    app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
                          prefetch=prefetch, background=True)
     try:
         priced, entered, release = [], threading.Event(), threading.Event()
@@ -150,7 +150,7 @@ def test_quick_edits_are_priced_once_at_the_newest(tmp_path, monkeypatch, prefet
         assert app.design.energy_pj == pytest.approx(want, rel=1e-12)
     finally:
         app.close()
-    alone = hierarchy_view(network=str(net), sizes_kb=(8, 1), budget_kb=16, grid_kb=(1, 4))
+    alone = hierarchy_view(network=str(net), memory_kb=(8, 1), budget_kb=16, grid_kb=(1, 4))
     assert alone.design.energy_pj == app.design.energy_pj
     assert alone.summary.value == app.summary.value
     assert alone.traffic.value == app.traffic.value
@@ -161,7 +161,7 @@ def test_a_budget_move_waits_for_the_edit_under_way(tmp_path) -> None:
     """A budget move made while an edit is priced does not drop it: both are shown."""
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
-    app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
                          background=True)
     try:
         entered, release = threading.Event(), threading.Event()
@@ -190,7 +190,7 @@ def test_an_unexpected_error_is_shown_and_the_app_goes_on(tmp_path) -> None:
     priced as usual."""
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
-    app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
                          background=True)
     try:
         real, calls = app.designer.layer_result, []
@@ -252,7 +252,7 @@ def test_the_status_line_counts_layers_and_the_search_under_way(tmp_path,
                         lambda status, text, counts: searching(status, text, counts, 0.0))
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
-    app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
                          background=True)
     try:
         seen: list[str] = []
@@ -319,7 +319,7 @@ def test_the_stop_button_ends_the_pricing_and_sets_the_controls_back(tmp_path) -
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
     tiny = layers.load_network(str(net)).tiled_layers()
-    app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
                          background=True)
     try:
         assert app.stop.disabled and app.stop in app.view.children[0].children[0].children
@@ -354,7 +354,7 @@ def test_a_stop_while_a_new_shapes_grid_is_priced_says_the_front_is_old(tmp_path
     previous shape's."""
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
-    app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
                          background=True)
     try:
         front = dict(app.every_source.data)

@@ -27,6 +27,7 @@ from workbench.hierarchy.search import search
 from workbench.hierarchy.search_alone import AloneTables
 from workbench.hierarchy.search_bounds import alone_floor, relaxed_floor
 from workbench.hierarchy.search_class_floors import ClassFloors, flat_grid
+from workbench.hierarchy.search_context import SearchMemo
 from workbench.hierarchy.search_dominance import alone_prefixes
 from workbench.hierarchy.search_grid import grid_of
 from workbench.hierarchy.search_levels import _datapath_side, _level
@@ -34,6 +35,7 @@ from workbench.hierarchy.search_r import _pj_per_bit, nondominated_chains
 from workbench.hierarchy.search_roles import in_roles, role_orders, role_patterns
 from workbench.hierarchy.search_space import LevelBlocks, side_cost, unrolled_dims, variant
 from workbench.layers import ConvLayer
+from workbench.memo import Caches
 
 PREC = ElementBytes(1, 1, 1, 2)
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
@@ -51,7 +53,9 @@ def class_case(draw: st.DrawFn, most: int = 4):
     levels, cap = [Level("DRAM", None, 64, draw(st.floats(50, 300)))], 8192
     for i in range(draw(st.integers(2, most))):
         cap = draw(st.integers(1, cap))
-        parts = [draw(st.integers(0, cap // 2)) for _ in ARRAYS]
+        parts = []  # a split level's parts never add up to more than the level outside it
+        for _ in ARRAYS:
+            parts.append(draw(st.integers(0, min(cap // 2, cap - sum(parts)))))
         split = draw(st.booleans()) and sum(parts) > 0
         levels.append(Level(f"L{i + 1}", SplitCapacity(*parts) if split else cap,
                             draw(st.sampled_from([16, 32, 64])), draw(st.floats(0.1, 10))))
@@ -85,8 +89,9 @@ def test_class_floor_is_below_the_relaxed_floor_at_every_point(case, data,
     patterns = role_patterns(view, roles)
     patterns = data.draw(st.lists(st.sampled_from(patterns), min_size=1, max_size=6,
                                   unique=True)) if data.draw(st.booleans()) else patterns
-    tables = AloneTables(layer, view, per_dim, extent, PREC)
-    floors = ClassFloors(layer, view, per_dim, extent, PREC)
+    memo = SearchMemo.of(Caches())
+    tables = AloneTables(layer, view, per_dim, extent, PREC, memo.tables)
+    floors = ClassFloors(layer, view, per_dim, extent, PREC, memo)
     pj_bit = _pj_per_bit(view, None)
     bound = floors.floor(tables, pj_bit, patterns).reshape(floors.shape)
     grid = grid_of(per_dim, extent)
@@ -117,8 +122,9 @@ def test_outer_floor_is_below_each_patterns_bound_at_every_point(case, data,
     roles = orders[data.draw(st.integers(0, len(orders) - 1))]
     view = in_roles(hier, roles)
     patterns = role_patterns(view, roles)
-    tables = AloneTables(layer, view, per_dim, extent, PREC)
-    floors = ClassFloors(layer, view, per_dim, extent, PREC)
+    memo = SearchMemo.of(Caches())
+    tables = AloneTables(layer, view, per_dim, extent, PREC, memo.tables)
+    floors = ClassFloors(layer, view, per_dim, extent, PREC, memo)
     if not ClassFloors.applies(tables):
         return
     pj_bit = _pj_per_bit(view, None)
@@ -170,8 +176,9 @@ def test_compiled_inner_bound_equals_pricing_the_blocks(layer) -> None:
             hier = Hierarchy((Level("DRAM", None, 64, 1.0), Level("L1", 10 ** 13, 64, 1.0),
                               Level("L2", cap, 64, 1.0)),
                              datapath=Datapath(lanes) if lanes else None)
-            tables = AloneTables(layer, hier, per_dim, extent, prec)
-            floors = ClassFloors(layer, hier, per_dim, extent, prec)
+            memo = SearchMemo.of(Caches())
+            tables = AloneTables(layer, hier, per_dim, extent, prec, memo.tables)
+            floors = ClassFloors(layer, hier, per_dim, extent, prec, memo)
             ones = {d: np.ones(n, dtype=np.int64) for d, n in zip(DIMS, floors.shape,
                                                                    strict=True)}
             at_t1 = {d: floors.grid[d][0][1] for d in DIMS}
@@ -198,7 +205,7 @@ def test_a_class_expands_to_each_of_its_points_once(case, pick) -> None:
     once, each in its own class; `points` counts them per class."""
     layer, hier = case
     per_dim, extent = _chains(layer, hier)
-    floors = ClassFloors(layer, hier, per_dim, extent, PREC)
+    floors = ClassFloors(layer, hier, per_dim, extent, PREC, SearchMemo.of(Caches()))
     every = np.arange(math.prod(floors.shape))
     rng = np.random.default_rng(pick)
     chosen = rng.permutation(every)[:max(1, len(every) // 3)]
@@ -274,7 +281,6 @@ def test_outer_tables_are_kept_for_a_search_keeping_the_level(monkeypatch) -> No
     classes than the same search with nothing kept, and finds the same blocking and energy."""
     from workbench import layers
     from workbench.hierarchy import search_levels as levels_module
-    from workbench.memo import ByteLRU
 
     conv2 = next(lay for lay in layers.load_network("lenet5").tiled_layers()
                  if lay.name == "conv2")
@@ -292,14 +298,13 @@ def test_outer_tables_are_kept_for_a_search_keeping_the_level(monkeypatch) -> No
         return real(layer, hierarchy, k, flat, *rest)
 
     monkeypatch.setattr(levels_module, "_level", counted)
-    monkeypatch.setattr(levels_module, "_KEPT", ByteLRU(2 ** 30, lambda t: 0))
-    search(conv2, hier(1024), prec)
+    caches = Caches()  # the edit's: what the first search keeps for the second
+    search(conv2, hier(1024), prec, caches=caches)
     priced.clear()
-    kept = search(conv2, hier(512), prec)
+    kept = search(conv2, hier(512), prec, caches=caches)
     after_kept = sum(priced)
-    monkeypatch.setattr(levels_module, "_KEPT", ByteLRU(2 ** 30, lambda t: 0))
     priced.clear()
-    fresh = search(conv2, hier(512), prec)
+    fresh = search(conv2, hier(512), prec)  # its own caches: nothing kept
     assert sum(priced) > after_kept
     assert kept.energy_pj == fresh.energy_pj
     assert kept.blocking == fresh.blocking

@@ -21,7 +21,6 @@ from test_hierarchy_search import (
     search_case,
 )
 
-import workbench.hierarchy.search as search_module
 import workbench.hierarchy.search_class_floors as floors_module
 from workbench.hierarchy import (
     ARRAYS,
@@ -37,8 +36,10 @@ from workbench.hierarchy import (
 from workbench.hierarchy.codesign import Codesigner, DesignSpace, LevelSlot
 from workbench.hierarchy.search import gen_chains, search
 from workbench.hierarchy.search_bounds import in_s, incumbent
+from workbench.hierarchy.search_context import SearchMemo
 from workbench.hierarchy.search_merged import in_merged
 from workbench.layers import ConvLayer
+from workbench.memo import Caches
 
 PREC = ElementBytes(1, 1, 1, 2)
 
@@ -345,20 +346,20 @@ def test_codesign_from_incumbents_equals_cold_searches() -> None:
 
 def test_alone_floors_kept_across_hierarchies_change_no_optimum(monkeypatch) -> None:
     """A one-slice search over slices (class floors off) keeps its unit alone floors per
-    level capacity (search._ALONE) for the next hierarchy keeping that capacity: searches one
-    after the other, each level's size edited in turn (as in the app), all equal the search
-    from an empty memo (itself equal to the brute force: test_hierarchy_search)."""
+    level capacity (`SearchMemo.alone` of the caches passed) for the next hierarchy keeping
+    that capacity: searches one after the other, each level's size edited in turn (as in the
+    app), all equal the search from an empty memo (itself equal to the brute force:
+    test_hierarchy_search)."""
     monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
     layer = ConvLayer(name="mid", Ox=7, Oy=5, Oc=12, Kx=3, Ky=3, Kc=6)
-    search_module._ALONE.clear()
+    caches = Caches()
     warm = []
     sizes = ((1024, 24), (4096, 24), (4096, 96), (1024, 96), (2048, 48), (16384, 192))
     for sram, rf in sizes:
-        warm.append(search(layer, _two_levels(sram, rf), PREC).energy_pj)
-    assert len(search_module._ALONE) >= 6
+        warm.append(search(layer, _two_levels(sram, rf), PREC, caches=caches).energy_pj)
+    assert len(SearchMemo.of(caches).alone) >= 6
     for (sram, rf), energy in zip(sizes, warm, strict=True):
-        search_module._ALONE.clear()
-        cold = search(layer, _two_levels(sram, rf), PREC).energy_pj
+        cold = search(layer, _two_levels(sram, rf), PREC).energy_pj  # its own caches
         assert energy == pytest.approx(cold, rel=1e-12)
 
 

@@ -14,14 +14,12 @@ from workbench.hierarchy import (
     Level,
     evaluate,
     interrupt,
-    search_alone,
-    search_memory,
 )
-from workbench.hierarchy import search as search_module
 from workbench.hierarchy import search_class_floors as floors_module
 from workbench.hierarchy import search_classes as classes_module
 from workbench.hierarchy.codesign import table3_energy_pj
 from workbench.hierarchy.search import search, sliced
+from workbench.memo import Caches
 
 PREC = ElementBytes(2, 2, 2, 4)
 
@@ -38,12 +36,6 @@ def _layer(tmp_path, spec: str):
     return layers.load_network(str(net)).tiled_layers()[0]
 
 
-def _forget() -> None:
-    search_memory.clear()
-    search_alone._TABLES.clear()
-    search_module._ALONE.clear()
-
-
 @pytest.mark.parametrize("spec, caps", [
     ("input: [12, 12, 12], maps: 16, kernel: 3", (4096, 1024, 256)),  # slices, alone tables
     ("input: [8, 16, 16], maps: 12, kernel: 3", (4096, 1024, 256)),   # one slice, kept bounds
@@ -55,7 +47,6 @@ def test_a_search_cancelled_anywhere_leaves_the_memos_whole(tmp_path, monkeypatc
     neighbour hierarchy's search likewise; one that ends first gives the cold optimum), a
     search then gives the cold optimum, whose blocking fits and costs it."""
     layer, hier, near = _layer(tmp_path, spec), _hier(*caps), _hier(*caps[:-1], caps[-1] * 2)
-    _forget()
     cold = {h: search(layer, h, PREC, table3_energy_pj).energy_pj for h in (hier, near)}
     checks, armed = [0], [None]
     real_check = interrupt.check
@@ -68,20 +59,19 @@ def test_a_search_cancelled_anywhere_leaves_the_memos_whole(tmp_path, monkeypatc
 
     monkeypatch.setattr(interrupt, "check", counted)
     points = {}
-    for h in (near, hier):  # each alone, from empty memos
-        _forget()
+    for h in (near, hier):  # each alone, from empty memos (no caches: its own for the call)
         checks[0] = 0
         search(layer, h, PREC, table3_energy_pj)
         points[h] = checks[0]
     assert min(points.values()) > 20  # a search passes many safe points
-    _forget()
+    kept = Caches()  # what the cancelled searches leave for the next ones
     cancelled = 0
     for h in (near, hier):  # at the 1st, 2nd, 4th, ... safe point, and 6 spread evenly
         for at in sorted({*(2**i for i in range(points[h].bit_length())),
                           *(points[h] * j // 7 for j in range(1, 7))}):
             checks[0], armed[0] = 0, at  # (with what earlier ones kept, it may pass fewer)
             try:
-                energy = search(layer, h, PREC, table3_energy_pj).energy_pj
+                energy = search(layer, h, PREC, table3_energy_pj, caches=kept).energy_pj
             except interrupt.Cancelled:
                 cancelled += 1
             else:
@@ -90,7 +80,7 @@ def test_a_search_cancelled_anywhere_leaves_the_memos_whole(tmp_path, monkeypatc
     assert cancelled >= 12
     armed[0] = None
     for h in (hier, near):
-        found = search(layer, h, PREC, table3_energy_pj)
+        found = search(layer, h, PREC, table3_energy_pj, caches=kept)
         assert found.energy_pj == pytest.approx(cold[h], rel=1e-12)
         priced = evaluate(layer, found.blocking, h, PREC, table3_energy_pj)
         assert priced.fits and priced.total_energy_pj == pytest.approx(cold[h], rel=1e-12)

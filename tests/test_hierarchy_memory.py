@@ -16,11 +16,11 @@ from test_hierarchy_inner import halved
 from test_hierarchy_search import search_case
 
 from workbench.hierarchy import DIMS, ElementBytes, Hierarchy, Level, SplitCapacity
-from workbench.hierarchy import search_memory as memory_module
 from workbench.hierarchy.blocking import extents
 from workbench.hierarchy.search import search
+from workbench.hierarchy.search_context import SearchMemo
 from workbench.hierarchy.search_grid import gather, grid_of
-from workbench.hierarchy.search_memory import InnerMemory
+from workbench.hierarchy.search_memory import InnerMemory, KeptBounds
 from workbench.hierarchy.search_r import nondominated_chains
 from workbench.hierarchy.search_space import (
     LevelBlocks,
@@ -29,6 +29,7 @@ from workbench.hierarchy.search_space import (
     least_total_at,
 )
 from workbench.layers import ConvLayer
+from workbench.memo import Caches
 
 PREC = ElementBytes(1, 2, 1, 4)
 HELD = ("I", "W", "O")
@@ -61,26 +62,26 @@ def test_kept_bounds_never_exceed_the_energy_they_bound(ox, oc, kc, kx, big, les
     """Exact energies kept at a capacity and coefficients, read back at a capacity no larger
     and other coefficients: at most the least fitting energy there, at every point; nothing
     is read at a larger capacity."""
-    memory_module.clear()
+    kept_bounds = KeptBounds()
     layer = ConvLayer(name="m", Ox=ox, Oy=2, Oc=oc, Kx=kx, Ky=1, Kc=kc)
     small = max(1, big - less)
     kept, asked = dict(zip(HELD, coefs[:3], strict=True)), dict(zip(HELD, coefs[3:],
                                                                      strict=True))
     cap = (lambda b: SplitCapacity(b // 2, b // 3, b - b // 2 - b // 3)) if split else int
     shape, exact = _least(layer, _two_levels(cap(big)), kept)
-    at = InnerMemory(layer, _two_levels(cap(big)), shape, PREC)
+    at = InnerMemory(layer, _two_levels(cap(big)), shape, PREC, kept_bounds)
     points = np.arange(len(exact))
     at.note(HELD, (1, 1, 1), np.array(coefs[:3]), points, exact)
     at.keep()
     _, truth = _least(layer, _two_levels(cap(small)), asked)
-    read = InnerMemory(layer, _two_levels(cap(small)), shape, PREC).known(
+    read = InnerMemory(layer, _two_levels(cap(small)), shape, PREC, kept_bounds).known(
         HELD, np.array(coefs[3:]), points)
     fits = np.isfinite(exact)
     assert not np.isnan(read).any()
     assert np.all(read <= truth)
     rho = min(b / a for a, b in zip(coefs[:3], coefs[3:], strict=True))
     assert read[fits] == pytest.approx(rho * exact[fits], rel=1e-9)  # the carry rule, tight
-    larger = InnerMemory(layer, _two_levels(cap(big + 1)), shape, PREC).known(
+    larger = InnerMemory(layer, _two_levels(cap(big + 1)), shape, PREC, kept_bounds).known(
         HELD, np.array(coefs[:3]), points)
     assert np.isnan(larger).all()
 
@@ -107,10 +108,9 @@ def test_searches_after_searches_equal_searches_from_nothing(case, edits) -> Non
                                        outer.energy_pj / energy), levels[2])
         hierarchies.append(Hierarchy(levels, mac_energy_pj=last.mac_energy_pj,
                                      datapath=last.datapath))
-    memory_module.clear()
-    warm = [search(layer, h, PREC).energy_pj for h in hierarchies]
+    caches = Caches()  # the warm searches' (no caches: a search's own, from empty memos)
+    warm = [search(layer, h, PREC, caches=caches).energy_pj for h in hierarchies]
     for h, energy in zip(hierarchies, warm, strict=True):
-        memory_module.clear()
         assert energy == pytest.approx(search(layer, h, PREC).energy_pj, rel=1e-12)
 
 
@@ -124,12 +124,11 @@ def test_app_like_edits_use_kept_bounds_and_change_no_optimum() -> None:
         return 0.05 * (size / 1024) ** 0.5 * bits / 16 + 0.2
 
     sizes = ((65536, 1024), (131072, 1024), (262144, 1024), (131072, 512), (65536, 256))
-    memory_module.clear()
-    warm = [search(layer, _two_levels(rf, sram=sram), PREC, energy).energy_pj
+    caches = Caches()
+    warm = [search(layer, _two_levels(rf, sram=sram), PREC, energy, caches=caches).energy_pj
             for sram, rf in sizes]
-    assert sum(len(v) for v in memory_module._KEPT.values()) >= 3
+    assert len(SearchMemo.of(caches).inner) >= 3
     for (sram, rf), found in zip(sizes, warm, strict=True):
-        memory_module.clear()
         assert found == pytest.approx(
             search(layer, _two_levels(rf, sram=sram), PREC, energy).energy_pj, rel=1e-12)
 

@@ -13,7 +13,6 @@ from test_hierarchy_search import _fits, brute_force_s
 
 import workbench.hierarchy.search as search_module
 import workbench.hierarchy.search_alone as alone_module
-import workbench.hierarchy.search_memory as search_memory
 from workbench.hierarchy import (
     DIMS,
     Blocking,
@@ -111,10 +110,7 @@ def test_search_on_square_layers_equals_brute_force(case) -> None:
     for small in (search_module.SMALL, 1):
         for share in (alone_module.SHARE, 0):
             search_module.SMALL, alone_module.SHARE = small, share
-            search_memory.clear()  # nothing kept from the other searches: each prices floors
-            search_module._ALONE.clear()
-            alone_module._TABLES.clear()
-            try:
+            try:  # no caches: nothing kept from the other searches, each prices floors
                 found = search(layer, hier, PREC)
             finally:
                 search_module.SMALL, alone_module.SHARE = saved

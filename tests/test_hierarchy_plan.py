@@ -21,6 +21,7 @@ from workbench.hierarchy.blocking import padding
 from workbench.hierarchy.codesign import table3_energy_pj
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.search import search
+from workbench.memo import Caches
 
 NET_YAML = """name: tiny
 layers:
@@ -152,20 +153,22 @@ def test_implied_hierarchy_runs_the_platforms_macs_per_cycle() -> None:
 def test_each_layer_is_searched_once(monkeypatch) -> None:
     calls = []
 
-    def counting(layer, hierarchy, precision, size_energy):
+    def counting(layer, hierarchy, precision, size_energy, caches=None):
         calls.append(layer.name)
-        return search(layer, hierarchy, precision, size_energy)
+        return search(layer, hierarchy, precision, size_energy, caches=caches)
 
     monkeypatch.setattr(hp, "search", counting)
-    hp.layer_plan.cache_clear()
     net = layers.load_network("lenet5")
     hier = Hierarchy((Level("DRAM", None, 16, 320.0), Level("SRAM", 16384, 64)), "memo", 1.0)
-    first = hp.hierarchy_plan(net, hier)
-    again = hp.hierarchy_plan(net, hier)
-    hp.hierarchy_traffic(net, hier)
+    session = Caches()
+    first = hp.hierarchy_plan(net, hier, caches=session)
+    again = hp.hierarchy_plan(net, hier, caches=session)
+    hp.hierarchy_traffic(net, hier, caches=session)
     assert sorted(calls) == sorted(layer.name for layer in net.tiled_layers())
     assert first.equals(again)
-    hp.layer_plan.cache_clear()
+    calls.clear()
+    hp.hierarchy_plan(net, hier)  # no caches: this call's own, every layer searched again
+    assert sorted(calls) == sorted(layer.name for layer in net.tiled_layers())
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

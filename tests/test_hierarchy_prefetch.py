@@ -233,7 +233,7 @@ def test_a_3_level_edit_shares_its_sliced_layer_with_the_worker(tmp_path,
                    "  - {name: big, type: conv, input: [12, 14, 12], maps: 16, kernel: 3}\n"
                    "  - {name: small, type: conv, input: [16, 12, 12], maps: 4, kernel: 3}\n")
     monkeypatch.setattr(HierarchyView, "_ahead", lambda self: [])  # nothing searched ahead
-    app = hierarchy_view(network=str(net), sizes_kb=(4, 1), budget_kb=16, grid_kb=(1, 4),
+    app = hierarchy_view(network=str(net), memory_kb=(4, 1), budget_kb=16, grid_kb=(1, 4),
                          prefetch=True)
     try:
         assert app.prefetcher.wait_idle(120)
@@ -359,7 +359,7 @@ def test_app_jumps_and_toggles_to_what_was_searched_ahead_without_searching(tmp_
     `close` stops the worker."""
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
-    app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
                          prefetch=True)
     tiny = layers.load_network(str(net)).tiled_layers()
     try:
@@ -419,7 +419,7 @@ def test_a_new_shapes_grid_is_shared_with_the_worker(tmp_path, monkeypatch) -> N
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
     monkeypatch.setattr(HierarchyView, "_ahead", lambda self: [])  # nothing searched ahead:
-    app = hierarchy_view(network=str(net), sizes_kb=(2, 0.5), budget_kb=16,  # the grid below
+    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16,  # the grid below
                          grid_kb=(0.5, 1, 2, 4, 8), prefetch=True)  # is new to both
     tiny = layers.load_network(str(net)).tiled_layers()
     try:

@@ -55,7 +55,7 @@ def _grid_energy(levels: int) -> dict[tuple[int, ...], float]:
 
 @pytest.fixture(scope="module")
 def app():
-    return hierarchy_view(network="lenet5", sizes_kb=(16, 1), budget_kb=16, grid_kb=GRID_KB)
+    return hierarchy_view(network="lenet5", memory_kb=(16, 1), budget_kb=16, grid_kb=GRID_KB)
 
 
 def _assert_sources_equal(app, hier: Hierarchy) -> None:
@@ -161,9 +161,9 @@ def test_bad_arguments_are_one_line_errors() -> None:
                          ({"area_budget_mm2": 0}, "area_budget_mm2 must be > 0 mm²"),
                          ({"datapath": "32 MACs"}, "datapath must be one of"),
                          ({"mm2_per_kb": 0}, "mm2_per_kb must be > 0"),
-                         ({"sizes_kb": (0,)}, r"sizes_kb: each size must be a power of two "
+                         ({"memory_kb": (0,)}, r"memory_kb: each size must be a power of two "
                                               r"from 0\.25 to 16384 KB .*got 0"),
-                         ({"sizes_kb": (32, 3)}, "sizes_kb: .*got 3"),
+                         ({"memory_kb": (32, 3)}, "memory_kb: .*got 3"),
                          ({"budget_kb": -3}, r"budget_kb: .* from 1 to 16384 KB .*got -3"),
                          ({"budget_kb": 32768}, "budget_kb: .*got 32768")):
         with pytest.raises(WorkbenchError, match=rule):
@@ -177,7 +177,7 @@ def test_three_levels_price_the_edited_hierarchy_but_no_grid(tmp_path) -> None:
     net = tmp_path / "tiny.yaml"
     net.write_text("name: tiny\nlayers:\n"
                    "  - {name: c1, type: conv, input: [2, 6, 6], maps: 4, kernel: 3}\n")
-    app = hierarchy_view(network=str(net), sizes_kb=(16, 4), budget_kb=16, grid_kb=GRID_KB)
+    app = hierarchy_view(network=str(net), memory_kb=(16, 4), budget_kb=16, grid_kb=GRID_KB)
     assert len(app.every_source.data["capacity_kb"]) > 0 and app.best is not None
     app.levels.value = 3  # L3: the last size given, 4 KB
     layer = layers.load_network(str(net)).tiled_layers()[0]
@@ -206,7 +206,7 @@ def test_a_new_shape_says_its_grid_is_priced_until_the_summary_follows(tmp_path,
     net = tmp_path / "tiny.yaml"
     net.write_text("name: tiny\nlayers:\n"
                    "  - {name: c1, type: conv, input: [2, 6, 6], maps: 4, kernel: 3}\n")
-    app = hierarchy_view(network=str(net), sizes_kb=(16, 4), budget_kb=16, grid_kb=GRID_KB)
+    app = hierarchy_view(network=str(net), memory_kb=(16, 4), budget_kb=16, grid_kb=GRID_KB)
     seen = []
     real = type(app).update_budget
     monkeypatch.setattr(type(app), "update_budget",
@@ -231,7 +231,7 @@ def test_an_edited_hierarchy_off_the_grid_that_beats_its_best_is_said() -> None:
     """The summary names the grid, and when the edited hierarchy (32 KB | 1 KB: off the 1, 4,
     16 KB grid) fits the budget and beats the grid's best, says by how much (each priced by
     searching every layer)."""
-    app = hierarchy_view(network="lenet5", sizes_kb=(32, 1), budget_kb=64, grid_kb=GRID_KB)
+    app = hierarchy_view(network="lenet5", memory_kb=(32, 1), budget_kb=64, grid_kb=GRID_KB)
     edited = sum(search(lay, _hier(32 * KB, 1 * KB), PREC, table3_energy_pj).energy_pj
                  for lay in CONVS)
     best = min(e for s, e in {**_grid_energy(1), **_grid_energy(2)}.items() if sum(s) <= 64)
@@ -259,7 +259,7 @@ def test_area_slider_steps_one_two_five_and_keeps_its_start() -> None:
     assert area_steps(0.5) == [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5,
                                10, 20, 50, 100]
     assert 0.37 in area_steps(0.37) and len(area_steps(0.37)) == 17
-    app = hierarchy_view(network="lenet5", sizes_kb=(16, 1), budget_kb=16, grid_kb=GRID_KB,
+    app = hierarchy_view(network="lenet5", memory_kb=(16, 1), budget_kb=16, grid_kb=GRID_KB,
                          axis="area", area_budget_mm2=0.37)
     assert app.area_budget.value == 0.37 and app.area_budget.label == "0.37 mm²"
     assert "within 0.37 mm²" in app.summary.value

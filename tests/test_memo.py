@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from workbench import explore, layers, platforms, streaming
-from workbench.explore import cores
-from workbench.memo import ByteLRU
+from workbench.memo import ByteLRU, Caches
 
 
 def test_byte_lru_drops_least_recent_past_its_bytes():
@@ -22,9 +21,6 @@ def test_byte_lru_drops_least_recent_past_its_bytes():
 
 
 def _clear() -> None:
-    cores._PRICED.clear()
-    cores._option_row.cache_clear()
-    cores._ROWS.clear()
     streaming._merged.cache_clear()
     streaming._priced_chunk.cache_clear()
 
@@ -36,12 +32,13 @@ def test_memoized_plans_equal_fresh_plans():
     fresh = {}
     for plat in (shave, small):
         for objective in explore.OBJECTIVES:
-            _clear()
+            _clear()  # and no caches: the plan's own, empty
             fresh[plat, objective] = explore.network_plan(net, plat, objective, "off")
     _clear()
+    kept = Caches()  # one session's, across platforms and objectives
     for plat in (small, shave, small):
         for objective in reversed(explore.OBJECTIVES):
-            again = explore.network_plan(net, plat, objective, "off")
+            again = explore.network_plan(net, plat, objective, "off", caches=kept)
             cols = ["layer", "cores", "split", "schedule", "cycles", "energy_pj",
                     "ext_accesses", "dma_transfers"]
             assert again[cols].equals(fresh[plat, objective][cols]), (plat.local_mem_bytes,

@@ -24,7 +24,7 @@ SMALL = {
                                 "models": ["dataflow", "peemen"]},
     "07_design_space.ipynb": {"network": "lenet5", "batch": 2, "objective": "energy",
                               "memory_kb": 16},
-    "08_memory_hierarchy.ipynb": {"network": "lenet5", "sizes_kb": [16, 1], "grid_kb": [1, 4, 16],
+    "08_memory_hierarchy.ipynb": {"network": "lenet5", "memory_kb": [16, 1], "grid_kb": [1, 4, 16],
                                   "budget_kb": 16, "seed_layers": ["conv3"],
                                   "seed_outer_kb": [256], "seed_inner_kb": [1],
                                   "prefetch": False},  # workers: test_hierarchy_prefetch.py
@@ -33,7 +33,7 @@ SMALL = {
     "10_multicore.ipynb": {"network": "lenet5", "layer": "conv2", "cores": 4,
                            "seed004_cores": 3, "yang_layers": ["conv3", "fc1"],
                            "yang_cores": 4},
-    "report.ipynb": {"network": "lenet5", "batch": 2, "buffer_sizes_kb": [4, 64]},
+    "report.ipynb": {"network": "lenet5", "batch": 2, "sweep_memory_kb": [4, 64]},
 }
 
 

@@ -99,7 +99,7 @@ def test_the_tooltip_javascript_follows_the_python_rules() -> None:
 
 
 # the command line ----------------------------------------------------------------------------
-GRID = "networks: [lenet5]\nplatforms: [idsp]\nbatch: 8\nbuffer_kb: [16, 64]\nacc_bits: [16]\n"
+GRID = "networks: [lenet5]\nplatforms: [idsp]\nbatch: 8\nmemory_kb: [16, 64]\nacc_bits: [16]\n"
 COMMANDS = {
     "show": ["show", "lenet5", "--batch", "8"],
     "networks": ["networks"],
@@ -107,7 +107,7 @@ COMMANDS = {
     "explore": ["explore", "lenet5", "--platform", "idsp", "--batch", "8"],
     "explore_json": ["--json", "explore", "lenet5", "--platform", "idsp", "--batch", "8"],
     "explore_levels": ["explore", "lenet5", "--platform", "seed001_3level"],
-    "traffic": ["traffic", "lenet5", "--memory", "4KB", "64KB"],
+    "traffic": ["traffic", "lenet5", "--memory-kb", "4", "64"],
     "simd": ["simd", "lenet5", "--batch", "8"],
     "hierarchy": ["hierarchy", "lenet5", "--levels", "seed001_two_level", "--budget-kb", "64"],
     "sweep": ["sweep", "grid.yaml", "--out", "sw/", "--jobs", "1"],
@@ -188,7 +188,7 @@ def test_explore_cycles_are_whole_and_add_up_to_the_total(outputs: dict[str, str
 def test_sweep_messages_and_table(outputs: dict[str, str]) -> None:
     text = outputs["sweep"]
     assert "2 of 2 cases in sw/results.parquet" in text and "//" not in text
-    rows = column_cells(text, ["network", "platform", "local_mem", "acc_bits"], key="local_mem")
+    rows = column_cells(text, ["network", "platform", "memory", "acc_bits"], key="memory")
     assert set(rows) == {"16 KB", "64 KB"}
     assert all(r["acc_bits"] == "16" for r in rows.values())
 

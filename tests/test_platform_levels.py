@@ -288,12 +288,12 @@ def test_platforms_with_levels_are_plain_hashable_picklable_data() -> None:
 
 
 def test_an_override_that_breaks_the_levels_is_named() -> None:
-    """--memory 512B on a platform whose register file is 1 KB: the error names the override
-    (the user typed --memory, not a level's capacity) and the rule it broke, in one line."""
+    """--memory-kb 0.5 on a platform whose register file is 1 KB: the error names the override
+    (the user typed --memory-kb, not a level's capacity) and the rule it broke, in one line."""
     with pytest.raises(WorkbenchError) as info:
         platforms.load_platform("seed001_3level", local_mem_bytes=512)
     text = str(info.value)
     assert text.startswith("platform 'seed001_3level' with local_mem_bytes=512 (an override, "
-                           "e.g. --memory"), text
+                           "e.g. --memory-kb"), text
     assert "levels[2].capacity: capacities must not increase inwards" in text
     assert "\n" not in text

@@ -75,10 +75,10 @@ def test_numbers_never_use_an_exponent() -> None:
 def test_readable_table_converts_units_from_the_column_names() -> None:
     frame = pd.DataFrame({"layer": ["a", "b"], "footprint_bytes": [1536, 2**20],
                           "energy_pj": [1.2e7, 3e9], "time_ms": [0.5, 2000.0],
-                          "local_mem_kb": [16, 1024], "cycles": [1_145_000_000_000, 8693],
+                          "memory_kb": [16, 1024], "cycles": [1_145_000_000_000, 8693],
                           "ratio": [2.5e-6, 123.456], "accuracy": [0.974, np.nan]})
     shown = units.readable(frame)
-    assert list(shown.columns) == ["layer", "footprint", "energy", "time", "local_mem",
+    assert list(shown.columns) == ["layer", "footprint", "energy", "time", "memory",
                                    "cycles", "ratio", "accuracy"]
     assert shown.iloc[0].tolist() == ["a", "1.5 KB", "12.0 µJ", "500 µs", "16 KB",
                                       "1,145,000,000,000", "0.00000250", "97.4%"]
@@ -95,9 +95,9 @@ def test_readable_table_converts_units_from_the_column_names() -> None:
     assert moved["compulsory"].tolist() == ["0.0500 MB", "1.00 MB"]
     assert moved["buffer"].tolist() == ["72.4 KB", "1.61 MB"]
     pivot = pd.DataFrame({"cache_mb": [8.3, 4.89]},  # a pivot's index read as its column
-                         index=pd.Index([16.0, 1024.0], name="local_mem_kb"))
+                         index=pd.Index([16.0, 1024.0], name="memory_kb"))
     shown = units.readable(pivot)
-    assert shown.index.name == "local_mem" and shown.index.tolist() == ["16 KB", "1 MB"]
+    assert shown.index.name == "memory" and shown.index.tolist() == ["16 KB", "1 MB"]
     counts = units.readable(pd.DataFrame({"x": [1.0, 2.0]},
                                          index=pd.Index([1.0, 12000.0], name="cores")))
     assert counts.index.tolist() == ["1", "12,000"]
@@ -189,7 +189,7 @@ def _all_figures():
     """One of every figure factory the report and notebooks use, on lenet5."""
     net = layers.load_network("lenet5", batch=8)
     plat = platforms.load_platform("idsp")
-    data = report.build("lenet5", "idsp", report.ReportSettings(batch=8, buffer_sizes_kb=(4, 64)))
+    data = report.build("lenet5", "idsp", report.ReportSettings(batch=8, sweep_memory_kb=(4, 64)))
     per_layer = data.per_layer
     sol = data.solutions
     sweep_fig = viz.sweep_grid(data.sweep)
@@ -236,7 +236,7 @@ def _series_figures():
     net = layers.load_network("lenet5", batch=8)
     table = explore.traffic_table(net.tiled_layers(), [4096, 16384, 65536, 262144])
     data = report.build("lenet5", "idsp",
-                        report.ReportSettings(batch=8, buffer_sizes_kb=(1, 4, 64, 1024)))
+                        report.ReportSettings(batch=8, sweep_memory_kb=(1, 4, 64, 1024)))
     return [viz.traffic_curves(ColumnDataSource(viz.traffic_curve_data(table))),
             *[f for f, *_ in viz.sweep_grid(data.sweep).children]]
 
@@ -403,7 +403,7 @@ def test_report_notebook_leads_with_the_summary() -> None:
     first = next(s for s in code if "report.build" in s)
     assert first.index("findings_html") < first.index("bokeh_resources_html")
     assert "a.anchor-link{display:none}" in report.REPORT_STYLE
-    data = report.build("lenet5", "nve", report.ReportSettings(batch=2, buffer_sizes_kb=(16,)))
+    data = report.build("lenet5", "nve", report.ReportSettings(batch=2, sweep_memory_kb=(16,)))
     page = report.findings_html(data)
     assert "Summary: lenet5 on nve" in page and "bottlenecks" in page and "I/O-bound" in page
     assert "n/a" in page and not SCIENTIFIC.search(page)

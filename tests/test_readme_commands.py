@@ -34,7 +34,7 @@ SKIP = {
     "workbench report vgg16 --platform shave --params batch=8 memory_kb=64 cores=12 "
     "fusion=auto --objective energy --out vgg16.html":
         "long run (about 100 s for vgg16); tests/test_cli.py runs reports on small networks",
-    "workbench traffic seed002_vgg --memory 1KB 4KB 16KB 64KB 256KB":
+    "workbench traffic seed002_vgg --memory-kb 1 4 16 64 256":
         "long run (minutes: every dataflow order of 13 VGG layers at 5 sizes); "
         "tests/test_dataflow.py runs the command on a small network",
 }
@@ -91,7 +91,7 @@ def _small_grid(readme: str) -> str:
     for key in ("networks", "platforms", "acc_bits", "traffic_models", "objectives", "fusion"):
         if key in grid:
             grid[key] = grid[key][:1]
-    grid["buffer_kb"] = grid["buffer_kb"][:2]
+    grid["memory_kb"] = grid["memory_kb"][:2]
     grid["overrides"] = {k: v[:1] for k, v in grid.get("overrides", {}).items()}
     grid.pop("weights", None)  # the quantization search per case is the long part
     return yaml.safe_dump(grid)

@@ -144,8 +144,8 @@ def test_yaml_reading_limits(tmp_path: Path, data: bytes, rule: str) -> None:
 
 
 @pytest.mark.parametrize("text, rule", [
-    ("networks: [lenet5]\nplatforms: [idsp]\nbuffer_kb: [64, .inf]\n",
-     "buffer_kb[1]: must be a finite number (no NaN or infinity), got inf"),
+    ("networks: [lenet5]\nplatforms: [idsp]\nmemory_kb: [64, .inf]\n",
+     "memory_kb[1]: must be a finite number (no NaN or infinity), got inf"),
     ("networks: [lenet5]\nplatforms: [idsp]\nbatch: 2.5\n", "batch: must be a positive integer"),
     ("networks: [lenet5]\nplatforms: [idsp]\nschedules: [intra, fast]\n",
      "schedules[1]: unknown schedule 'fast'; valid: intra"),
@@ -172,8 +172,8 @@ def test_grid_from_python_is_validated_and_keeps_its_values() -> None:
     with pytest.raises(WorkbenchError, match=r"^grid: acc_bits\[0\]: must be an integer in "
                                              r"2\.\.64, got True$"):
         sweep.Grid(networks=["lenet5"], platforms=["idsp"], acc_bits=[True])
-    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[64, 0.5])
-    assert grid.buffer_kb == [64, 0.5] and type(grid.buffer_kb[0]) is int  # case ids stay put
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], memory_kb=[64, 0.5])
+    assert grid.memory_kb == [64, 0.5] and type(grid.memory_kb[0]) is int  # case ids stay put
     assert [c.memory_bytes for c in sweep.cases(grid)] == [65536, 512]
 
 

@@ -19,7 +19,7 @@ from workbench.errors import FileFormatError, WorkbenchError
 GRID = """networks: [lenet5, cifar10_quick]
 platforms: [idsp, nve]
 batch: 4
-buffer_kb: [4, 16, 64, 256]
+memory_kb: [4, 16, 64, 256]
 acc_bits: [16]
 overrides: {simd_lanes: [8, 16, 32]}
 """
@@ -55,9 +55,9 @@ def test_killed_sweep_resumes_without_losing_or_duplicating_rows(tmp_path: Path)
 
 
 def test_failing_case_is_reported_and_the_others_kept(tmp_path: Path) -> None:
-    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2, buffer_kb=[0.1, 64])
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2, memory_kb=[0.1, 64])
     frame = sweep.run(grid, tmp_path)
-    assert len(frame) == 1 and frame["local_mem_kb"].iloc[0] == 64
+    assert len(frame) == 1 and frame["memory_kb"].iloc[0] == 64
     (error,) = frame.attrs["failures"]
     assert "too small for any tile" in error and "\n" not in error
     assert json.loads((tmp_path / "failures.json").read_text()) == [error]
@@ -74,14 +74,14 @@ def test_grid_file_errors(tmp_path: Path) -> None:
 
 
 def test_per_case_reports_with_a_failure(tmp_path: Path) -> None:
-    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2, buffer_kb=[64],
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2, memory_kb=[64],
                       reports=True, report_timeout_s=300, report_retries=0)
     sweep.run(grid, tmp_path)
     failures = sweep.run_reports(grid, tmp_path, jobs=2)
     assert failures == {}
     (page,) = (tmp_path / "reports").glob("*.html")
     assert "lenet5" in page.read_text()
-    bad = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2, buffer_kb=[0.1],
+    bad = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2, memory_kb=[0.1],
                      reports=True, report_retries=1)
     failures = sweep.run_reports(bad, tmp_path / "bad", jobs=1)
     (message,) = failures.values()
@@ -92,11 +92,11 @@ def test_sweep_switches_traffic_models(tmp_path: Path) -> None:
     """A grid's traffic_models give one tidy row per model and memory size; the general model
     is never above Peemen, the cache model or the seed 000 schedules, nor below the
     compulsory traffic; only seed 000 rows carry the engine's cycles and energy."""
-    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=1, buffer_kb=[4, 64],
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=1, memory_kb=[4, 64],
                       acc_bits=[16], traffic_models=["seed000", "dataflow", "peemen", "cache"])
     frame = sweep.run(grid, tmp_path)
     assert len(frame) == 8 and frame["case_id"].is_unique and not frame.attrs["failures"]
-    at = frame.set_index(["local_mem_kb", "traffic_model"])
+    at = frame.set_index(["memory_kb", "traffic_model"])
     for kb in (4, 64):
         mb = at.loc[kb, "traffic_mb"]
         assert mb["dataflow"] <= mb["peemen"] <= mb["cache"]
@@ -109,7 +109,7 @@ def test_sweep_switches_traffic_models(tmp_path: Path) -> None:
 
 
 def test_sweep_objectives_from_the_grid_and_the_command_line(tmp_path: Path) -> None:
-    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=8, buffer_kb=[128],
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=8, memory_kb=[128],
                       objectives=["cycles", "accesses"], fusion=["off", "auto"])
     frame = sweep.run(grid, tmp_path / "a")
     fused = frame[frame["fusion"] == "auto"].set_index("objective")
@@ -134,7 +134,7 @@ def test_sweep_objectives_from_the_grid_and_the_command_line(tmp_path: Path) -> 
 
 def test_sweeping_cores_changes_the_answer(tmp_path: Path) -> None:
     """`cores` used to be stored and ignored; each core count now gives its own plan."""
-    grid = sweep.Grid(networks=["cifar10_quick"], platforms=["shave"], buffer_kb=[128],
+    grid = sweep.Grid(networks=["cifar10_quick"], platforms=["shave"], memory_kb=[128],
                       overrides={"cores": [1, 4, 12], "dma_broadcast": [False, True]},
                       objectives=["cycles", "accesses"])
     frame = sweep.run(grid)

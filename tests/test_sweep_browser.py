@@ -98,8 +98,8 @@ def test_thinning_bound_on_a_large_cloud() -> None:
                 min_size=1, max_size=30),
        st.sets(st.sampled_from(["a", "b", None])), st.sets(st.sampled_from([8.0, 16.0])))
 def test_filter_mask_keeps_exactly_the_selected_values(rows, names, sizes) -> None:
-    frame = pd.DataFrame(rows, columns=["network", "local_mem_kb"])
-    mask = sp.filter_mask(frame, {"network": names, "local_mem_kb": sizes})
+    frame = pd.DataFrame(rows, columns=["network", "memory_kb"])
+    mask = sp.filter_mask(frame, {"network": names, "memory_kb": sizes})
     assert list(mask) == [n in names and m in sizes for n, m in rows]
 
 
@@ -116,7 +116,7 @@ def test_colours_span_the_palette_and_categories_differ() -> None:
 @pytest.fixture(scope="module")
 def sweep_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sweep")
-    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2, buffer_kb=[8, 32, 128],
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2, memory_kb=[8, 32, 128],
                       acc_bits=[16], objectives=["cycles", "energy"],
                       overrides={"cores": [1, 4]})
     sweep.run(grid, out)
@@ -127,7 +127,7 @@ def test_filters_change_the_plotted_source_and_the_table(sweep_dir: Path) -> Non
     app = ui.sweep_browser(sweep_dir)
     frame = sweep.collect(sweep_dir)
     assert len(app.frame) == len(frame) == 12
-    assert app.axes == ["network", "platform", "local_mem_kb", "acc_bits", "objective",
+    assert app.axes == ["network", "platform", "memory_kb", "acc_bits", "objective",
                         "fusion", "cores"]
     assert app.table.source is app.points  # the table lists the drawn cases, linked selection
     points = list(zip(frame["time_ms"], frame["energy_uj"], strict=True))
@@ -139,10 +139,10 @@ def test_filters_change_the_plotted_source_and_the_table(sweep_dir: Path) -> Non
     energy_ids = set(frame["case_id"][frame["objective"] == "energy"])
     assert set(app.points.data["case_id"]) <= energy_ids
     assert f"{len(energy_ids)} of 12 cases match" in app.status.value
-    app.set_filter("local_mem_kb", [8, 128])
-    assert set(app.points.data["local_mem_kb"]) <= {8.0, 128.0}
+    app.set_filter("memory_kb", [8, 128])
+    assert set(app.points.data["memory_kb"]) <= {8.0, 128.0}
     app.set_filter("cores", [4])
-    kept = frame[(frame["objective"] == "energy") & frame["local_mem_kb"].isin([8, 128])
+    kept = frame[(frame["objective"] == "energy") & frame["memory_kb"].isin([8, 128])
                  & (frame["cores"] == 4)]
     assert sorted(app.points.data["case_id"]) == sorted(kept["case_id"])  # 2 cases, no thinning
     app.set_filter("cores", [])
@@ -151,10 +151,10 @@ def test_filters_change_the_plotted_source_and_the_table(sweep_dir: Path) -> Non
 
 def test_metric_menus_replot_and_relabel(sweep_dir: Path) -> None:
     app = ui.sweep_browser(sweep_dir)
-    app.set_metrics(x="local_mem_kb", y="throughput_gops", color="objective")
+    app.set_metrics(x="memory_kb", y="throughput_gops", color="objective")
     by_id = sweep.collect(sweep_dir).set_index("case_id")
     data = app.points.data
-    assert list(data["x"]) == [by_id.loc[c, "local_mem_kb"] for c in data["case_id"]]
+    assert list(data["x"]) == [by_id.loc[c, "memory_kb"] for c in data["case_id"]]
     assert list(data["y"]) == [by_id.loc[c, "throughput_gops"] for c in data["case_id"]]
     assert app.figure.yaxis[0].axis_label == "throughput_gops (higher is better)"
     assert "objective" in app.legend.value and "energy" in app.legend.value
@@ -163,7 +163,7 @@ def test_metric_menus_replot_and_relabel(sweep_dir: Path) -> None:
     front = [(x, y) for x, y, f in zip(data["x"], data["y"], data["front"], strict=True) if f]
     for x, y in front:
         assert not any(x2 <= x and y2 >= y and (x2, y2) != (x, y)
-                       for x2, y2 in zip(by_id["local_mem_kb"], by_id["throughput_gops"],
+                       for x2, y2 in zip(by_id["memory_kb"], by_id["throughput_gops"],
                                          strict=True))
     with pytest.raises(WorkbenchError, match="no metric 'speed'"):
         app.set_metrics(x="speed")
@@ -232,7 +232,7 @@ def test_page_is_offline_and_holds_the_same_view(sweep_dir: Path, tmp_path: Path
     from bokeh.models import CheckboxGroup
 
     boxes = {b.name: b.labels for b in layout.select({"type": CheckboxGroup})}
-    assert boxes["filter_local_mem_kb"] == ["8", "32", "128"]
+    assert boxes["filter_memory_kb"] == ["8", "32", "128"]
     assert boxes["filter_objective"] == ["cycles", "energy"]
 
 

@@ -23,7 +23,7 @@ from workbench.errors import WorkbenchError
 
 BIN = Path(sys.executable).parent
 GRID = dict(networks=["lenet5", "cifar10_quick"], platforms=["idsp", "nve"], batch=4,
-            buffer_kb=[4, 16, 64, 256], overrides={"simd_lanes": [8, 16, 32]})
+            memory_kb=[4, 16, 64, 256], overrides={"simd_lanes": [8, 16, 32]})
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +129,7 @@ def test_unreachable_scheduler_is_one_line(tmp_path: Path) -> None:
 
 def test_concurrent_runs_on_one_directory_are_refused(tmp_path: Path) -> None:
     store = sweep.SweepStore(tmp_path)
-    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=1, buffer_kb=[64])
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=1, memory_kb=[64])
     with store.lock():
         with pytest.raises(WorkbenchError, match=r"is in use by pid \d+ on .* since"):
             sweep.run(grid, tmp_path)
@@ -150,10 +150,10 @@ def test_concurrent_runs_on_one_directory_are_refused(tmp_path: Path) -> None:
 
 def test_status_counts_done_failed_pending(tmp_path: Path) -> None:
     grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=1,
-                      buffer_kb=[0.1, 16, 64])
+                      memory_kb=[0.1, 16, 64])
     sweep.run(grid, tmp_path)
     bigger = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=1,
-                        buffer_kb=[0.1, 16, 64, 128, 256])
+                        memory_kb=[0.1, 16, 64, 128, 256])
     sweep.SweepStore(tmp_path).write_grid(bigger)  # the grid grew: two cases pending
     run = subprocess.run([sys.executable, "-m", "workbench.cli", "sweep", "--status",
                           str(tmp_path)], capture_output=True, text=True, timeout=60)
@@ -203,7 +203,7 @@ def test_accuracy_for_a_network_with_its_own_data(tmp_path: Path) -> None:
     np.savez(tmp_path / "tiny.npz", calib_x=x[:300], calib_y=y[:300], test_x=x[300:],
              test_y=y[300:], **arrays)
     net = str(tmp_path / "tiny.yaml")
-    grid = sweep.Grid(networks=[net, "cifar10_quick"], platforms=["idsp"], buffer_kb=[64],
+    grid = sweep.Grid(networks=[net, "cifar10_quick"], platforms=["idsp"], memory_kb=[64],
                       acc_bits=[32, 4], data={net: str(tmp_path / "tiny.npz")},
                       weights={"cifar10_quick": "cifar_weights.npz"})
     frame = sweep.run(grid, tmp_path / "out")

@@ -15,7 +15,7 @@ from workbench import sweep
 from workbench.errors import WorkbenchError
 from workbench.sweep import store as store_module
 
-GRID = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=1, buffer_kb=[16, 32, 64, 128])
+GRID = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=1, memory_kb=[16, 32, 64, 128])
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_read_only_finished_sweep(tmp_path: Path, reference: pd.DataFrame,
     pd.testing.assert_frame_equal(frame, reference)
     assert any("read-only" in n for n in frame.attrs["notes"])
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before  # nothing written
-    bigger = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=1, buffer_kb=[16, 256])
+    bigger = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=1, memory_kb=[16, 256])
     with pytest.raises(WorkbenchError, match=r"is read-only and 1 case\(s\) of this grid are "
                                              "pending"):
         sweep.run(bigger, tmp_path)
@@ -60,9 +60,9 @@ def test_read_only_finished_sweep(tmp_path: Path, reference: pd.DataFrame,
 def test_a_changed_grid_never_mixes_into_the_results(tmp_path: Path,
                                                      reference: pd.DataFrame) -> None:
     sweep.run(GRID, tmp_path)
-    other = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=1, buffer_kb=[64, 256])
+    other = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=1, memory_kb=[64, 256])
     frame = sweep.run(other, tmp_path)
-    assert list(frame["local_mem_kb"]) == [64, 256]  # only this grid's cases
+    assert list(frame["memory_kb"]) == [64, 256]  # only this grid's cases
     assert frame.attrs["tasks"] == 1  # 64 KB was already there
     assert any("another grid" in n for n in frame.attrs["notes"])
     assert len(pd.read_parquet(tmp_path / "results.parquet")) == 2
@@ -106,9 +106,9 @@ def test_sweep_output_that_is_a_file_is_one_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("text, rule", [
     ("networks: lenet5\nplatforms: [idsp]\n", "networks: must be a list, got 'lenet5'"),
-    ("networks: [lenet5]\nplatforms: [idsp]\nbuffer_kb: [.nan]\n",
-     "buffer_kb.0.: must be a finite number (no NaN or infinity), got nan"),
-    ("networks: [lenet5]\nplatforms: [idsp]\nbuffer_kb: []\n", "buffer_kb: must not be empty"),
+    ("networks: [lenet5]\nplatforms: [idsp]\nmemory_kb: [.nan]\n",
+     "memory_kb.0.: must be a finite number (no NaN or infinity), got nan"),
+    ("networks: [lenet5]\nplatforms: [idsp]\nmemory_kb: []\n", "memory_kb: must not be empty"),
     ("networks: [lenet5, lenet5]\nplatforms: [idsp]\n", "networks: lists a value twice"),
     ("networks: [lenet5]\nplatforms: [idsp]\nbound: best\n", "bound: unknown bound 'best'"),
     ("networks: [lenet5]\nplatforms: [idsp]\nweights: [a.npz]\n", "weights: must be a mapping"),

@@ -41,17 +41,17 @@ def _by_hand(name: str, kb: int) -> Hierarchy:
 def test_sweep_rows_equal_direct_hierarchy_plans(tmp_path: Path) -> None:
     split = tmp_path / "split.yaml"
     split.write_text(SPLIT_YAML)
-    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[16, 64],
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], memory_kb=[16, 64],
                       schedules=["inter_kc"], hierarchy=["seed001_two_level", str(split)])
     assert "hierarchy" in grid.axes()
     frame = sweep.run(grid, engine="local")
     assert not frame.attrs["failures"] and len(frame) == 4
-    hp.layer_plan.cache_clear()  # the expected values are computed again, not recalled
+    # the expected values are computed again (no caches passed: nothing is recalled)
     net = layers.load_network("lenet5")
     widths = ElementBytes(2, 2, 2, 2)   # idsp: 16-bit data, the grid's 16-bit accumulators
     for row in frame.to_dict("records"):
         name = "seed001_two_level" if row["hierarchy"] == "seed001_two_level" else "split"
-        hier = _by_hand(name, int(row["local_mem_kb"]))
+        hier = _by_hand(name, int(row["memory_kb"]))
         plan = hp.hierarchy_plan(net, hier, widths)
         assert row["hierarchy_energy_uj"] == pytest.approx(plan["energy_pj"].sum() / 1e6)
         for level in hier.levels:
@@ -72,7 +72,7 @@ def test_sweep_rows_equal_direct_hierarchy_plans(tmp_path: Path) -> None:
 
 def test_a_platform_with_levels_adds_hierarchy_columns_single_level_ones_do_not() -> None:
     grid = sweep.Grid(networks=["lenet5"], platforms=["idsp", "seed001_3level"],
-                      buffer_kb=[64], schedules=["inter_kc"])
+                      memory_kb=[64], schedules=["inter_kc"])
     frame = sweep.run(grid, engine="local").set_index("platform")
     assert frame.loc["seed001_3level", "hierarchy"] == "seed001_3level"
     assert frame.loc["seed001_3level", "hierarchy_SRAM_uj"] > 0
@@ -100,7 +100,7 @@ def test_a_bad_hierarchy_file_fails_its_cases_with_one_line(tmp_path: Path) -> N
     bad = tmp_path / "bad.yaml"
     bad.write_text(SPLIT_YAML.replace("access_bits: 16, energy_pj: 300",
                                       "access_bits: 12, energy_pj: 300"))
-    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[16],
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], memory_kb=[16],
                       schedules=["inter_kc"], hierarchy=[str(bad)])
     frame = sweep.run(grid, engine="local")
     assert len(frame) == 0
@@ -133,12 +133,12 @@ def test_a_broken_hierarchy_file_fails_the_grid_before_any_case(tmp_path: Path) 
 
 def test_case_ids_without_a_hierarchy_stay_put() -> None:
     """The id is the hash of the case's settings as written before hierarchies existed."""
-    [case] = sweep.cases(sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[16],
+    [case] = sweep.cases(sweep.Grid(networks=["lenet5"], platforms=["idsp"], memory_kb=[16],
                                     schedules=["intra"], fusion=["off"]))
     before = ("Case(network='lenet5', platform='idsp', batch=None, memory_bytes=16384, "
               "acc_bits=16, overrides=(), schedules=('intra',), fusion='off')")
     assert case.case_id == hashlib.sha1(before.encode()).hexdigest()[:16]
-    [with_h] = sweep.cases(sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[16],
+    [with_h] = sweep.cases(sweep.Grid(networks=["lenet5"], platforms=["idsp"], memory_kb=[16],
                                       schedules=["intra"], fusion=["off"],
                                       hierarchy=["seed001_two_level"]))
     assert with_h.case_id != case.case_id and "seed001_two_level" in with_h.describe()
@@ -153,7 +153,7 @@ def test_the_sweep_page_offers_the_hierarchy_axis_and_metrics(tmp_path: Path) ->
     from workbench.report import sweep_page
     from workbench.viz import sweep_plots as sp
 
-    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], buffer_kb=[64],
+    grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], memory_kb=[64],
                       schedules=["inter_kc"], hierarchy=["seed001_two_level", "seed001_diannao"])
     frame = sweep.run(grid, engine="local")
     assert not frame.attrs["failures"] and len(frame) == 2
@@ -185,10 +185,10 @@ def test_the_printed_summary_tells_traffic_model_cases_apart() -> None:
     import pandas as pd
 
     frame = pd.DataFrame([
-        {"network": "lenet5", "platform": "idsp", "local_mem_kb": 64.0, "acc_bits": 16,
+        {"network": "lenet5", "platform": "idsp", "memory_kb": 64.0, "acc_bits": 16,
          "objective": "cycles", "traffic_model": "seed000", "throughput_gops": 14.26,
          "energy_uj": 975.8, "traffic_mb": 1.25, "case_id": "a"},
-        {"network": "lenet5", "platform": "idsp", "local_mem_kb": 64.0, "acc_bits": 16,
+        {"network": "lenet5", "platform": "idsp", "memory_kb": 64.0, "acc_bits": 16,
          "objective": None, "traffic_model": "dataflow", "throughput_gops": None,
          "energy_uj": None, "traffic_mb": 0.91, "case_id": "b"}])
     printed = sweep.grid_summary(frame)

@@ -23,7 +23,7 @@ BIN = Path(sys.executable).parent
 # lenet5's cases end in half a second, vgg16's take 10 s each with a fresh candidate cache:
 # the first rows are written while the workers still have seconds of work (a lenet5-only
 # grid could end in one burst of rows before the first kill: 0 kills, seen in full CI runs)
-GRID = dict(networks=["lenet5", "vgg16"], platforms=["idsp"], batch=4, buffer_kb=[64, 256],
+GRID = dict(networks=["lenet5", "vgg16"], platforms=["idsp"], batch=4, memory_kb=[64, 256],
             overrides={"simd_lanes": [8, 16]})
 STOPPED = "the rows done are kept; run the same command again to resume"
 
@@ -46,14 +46,16 @@ def _children(pid: int) -> set[int]:
 
 
 def _workers(pid: int) -> set[int]:
-    """The worker processes of an embedded cluster: spawned children (not the tracker)."""
+    """The worker processes of an embedded cluster: spawned children (not the tracker).
+    Matched by `spawn_main`: a PYTHONWARNINGS filter naming the resource tracker (set by an
+    embedded cluster started earlier in this test process) reaches every child's command line."""
     out = set()
     for child in _children(pid):
         try:
             cmd = Path(f"/proc/{child}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"multiprocessing" in cmd and b"resource_tracker" not in cmd:
+        if b"spawn_main" in cmd:
             out.add(child)
     return out
 

@@ -13,7 +13,7 @@ from workbench.ui.controls import READOUT_CHARS
 
 def _app() -> ui.TileExplorer:
     return ui.tile_explorer(network="lenet5", layer="conv2", platform="idsp", batch=8,
-                            buffer_range_log2=(10, 14))
+                            sweep_memory_kb=(1, 16))
 
 
 def test_memory_slider_updates_the_roofline_source() -> None:

@@ -133,7 +133,7 @@ def test_report_offline_from_the_wheel_never_runs_a_planted_notebook(venv: Path,
                                                                      tmp_path: Path) -> None:
     data, marker = _planted_data(tmp_path)
     report = run(venv, "workbench", "report", "lenet5", "--params", "batch=2",
-                 "buffer_sizes_kb=[16]", "--out", "r.html", cwd=tmp_path,
+                 "sweep_memory_kb=[16]", "--out", "r.html", cwd=tmp_path,
                  env={"WORKBENCH_DATA": str(data)})
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "r.html").read_text()

@@ -8,8 +8,10 @@ or two) under SIGTERM and Ctrl-C handling, so an interrupt at any moment ends in
 from __future__ import annotations
 
 import importlib
+import os
 import signal
 import sys
+import threading
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -31,12 +33,26 @@ def _entry(argv: Sequence[str] | None = None) -> int:
     try:
         if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _stop)  # until main() installs its own
-        return _command_line().main(argv)  # it handles interrupts once its work starts
+        code = _command_line().main(argv)  # it handles interrupts once its work starts
     except (KeyboardInterrupt, ImportError) as exc:  # importing or parsing: nothing done yet
         if not _interrupted(exc):
             raise
         print("workbench: interrupted while starting; nothing was done", file=sys.stderr)
-        return INTERRUPTED
+        code = INTERRUPTED
+    _settled(code)
+    return code
+
+
+def _settled(code: int) -> None:
+    """The command has said its last line: an interrupt from now on (while the interpreter
+    closes what the command opened: a Dask cluster, worker processes) ends the process at
+    once with the same exit code, instead of a second line or a traceback."""
+    def leave(signum: int, frame: object) -> None:
+        os._exit(code)
+
+    if threading.current_thread() is threading.main_thread():
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, leave)
 
 
 def _interrupted(exc: BaseException | None) -> bool:

@@ -9,6 +9,7 @@ import math
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from workbench import resources
 from workbench.errors import WorkbenchError
@@ -83,6 +84,35 @@ def size(text: str) -> int:
         return parse_bytes(text)
     except WorkbenchError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def memory_kb(text: str) -> float:
+    """A local-memory size in KiB for --memory-kb ('64', '0.5'): a whole number of bytes ≥ 1."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value * 1024 >= 1 and value * 1024 == int(value * 1024)):
+        raise argparse.ArgumentTypeError(f"must be a number of KB (e.g. 64 or 0.5) that is a "
+                                         f"whole number of bytes, at least 1, got {text!r}")
+    return value
+
+
+class Renamed(argparse.Action):
+    """An old option spelling, kept out of --help: its value (`convert`ed) goes to the new
+    option's dest, and `main` names the old and the new spelling in one notice line."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str,
+                 convert: Callable[[Any], Any] = lambda value: value, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS,
+                         **kwargs)
+        self.new, self.convert = new, convert
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, self.convert(values))
+        namespace.renamed_options = [*getattr(namespace, "renamed_options", []),
+                                     (option_string, self.new)]
 
 
 def memory_budget(text: str) -> int:

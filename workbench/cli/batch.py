@@ -9,7 +9,14 @@ import sys
 import time
 from pathlib import Path
 
-from workbench.cli.args import add_network, output_dir, output_file, positive_int, positive_number
+from workbench.cli.args import (
+    add_network,
+    memory_kb,
+    output_dir,
+    output_file,
+    positive_int,
+    positive_number,
+)
 from workbench.cli.tables import print_table, print_text
 from workbench.errors import WorkbenchError
 from workbench.explore.query import OBJECTIVES
@@ -45,13 +52,15 @@ def cmd_report(args: argparse.Namespace) -> None:
     if not args.network:
         raise WorkbenchError("report: needs a network (or --sweep DIR)")
     params = _parse_params(args.params)
-    check_parameters(params, "--params")  # before anything is loaded or computed
+    params = check_parameters(params, "--params")  # before anything is loaded or computed
     # fail fast, one line, before starting a kernel
     layers.load_network(args.network, input_shape=args.input_shape)
     platforms.load_platform(args.platform)
     start = time.perf_counter()
     if args.objective:
         params["objective"] = args.objective
+    if args.memory_kb is not None:
+        params["memory_kb"] = args.memory_kb
     if args.input_shape:
         params["input_shape"] = list(args.input_shape)
     path = build_report(args.network, args.platform, args.out, timeout_s=args.timeout,
@@ -144,7 +153,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--platform", default="idsp", help="preset name or platform .yaml")
     p.add_argument("--params", nargs="*", default=[],
                    help="report parameters as key=value, e.g. batch=8 memory_kb=64 (with "
-                        "--sweep: x=time_ms y=energy_uj color=local_mem_kb)")
+                        "--sweep: x=time_ms y=energy_uj color=memory_kb)")
     p.add_argument("--sweep", metavar="DIR", default=None,
                    help="instead of a network: the results browser of a sweep directory")
     p.add_argument("--out", type=output_file, default="report.html",
@@ -153,6 +162,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="seconds per notebook cell (default: %(default)s)")
     p.add_argument("--objective", choices=OBJECTIVES, default=None,
                    help="what 'best' means per layer (default cycles)")
+    p.add_argument("--memory-kb", type=memory_kb, metavar="KB",
+                   help="local memory size in KB (default: the platform's; the parameter "
+                        "memory_kb)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("sweep", parents=[common],
                        help="evaluate a parameter grid on Dask (resumable, exactly once)")

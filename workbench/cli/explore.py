@@ -10,7 +10,15 @@ from pathlib import Path
 import pandas as pd
 
 from workbench import explore, layers, platforms
-from workbench.cli.args import add_network, output_file, parse_bytes, positive_int, size
+from workbench.cli.args import (
+    Renamed,
+    add_network,
+    memory_kb,
+    output_file,
+    parse_bytes,
+    positive_int,
+    size,
+)
 from workbench.cli.tables import print_table, print_text, wide
 from workbench.errors import WorkbenchError
 from workbench.report import output, page, summary
@@ -19,10 +27,19 @@ from workbench.viz import units
 
 __all__ = ["best_per_layer", "parse_bytes", "platform_of", "register"]
 
+KB = 1024
+
+
+def _in_kb(size_bytes: int | list[int]) -> float | list[float]:
+    """Sizes of the old --memory (bytes, from '64KB') in KB, as --memory-kb takes them."""
+    if isinstance(size_bytes, list):
+        return [b / KB for b in size_bytes]
+    return size_bytes / KB
+
 
 def platform_of(args: argparse.Namespace) -> platforms.Platform:
-    """The platform of --platform with --memory, --cores, --dma-channels, --broadcast."""
-    overrides = {"local_mem_bytes": args.memory} if args.memory is not None else {}
+    """The platform of --platform with --memory-kb, --cores, --dma-channels, --broadcast."""
+    overrides = {} if args.memory_kb is None else {"local_mem_bytes": int(args.memory_kb * KB)}
     for name in ("cores", "dma_channels"):
         if getattr(args, name, None) is not None:
             overrides[name] = getattr(args, name)
@@ -164,7 +181,7 @@ def cmd_traffic(args: argparse.Namespace) -> None:
     from workbench.tiling.dataflow import Precision
 
     net = layers.load_network(args.network, batch=args.batch, input_shape=args.input_shape)
-    sizes = list(args.memory)
+    sizes = [int(kb * KB) for kb in args.memory_kb]
     precision = Precision(args.elem_bytes, args.elem_bytes, args.elem_bytes, args.psum_bytes)
     convs = [lay for lay in net.tiled_layers() if lay.kind == "conv" or args.include_fc]
     if args.listing:
@@ -187,6 +204,7 @@ def cmd_traffic(args: argparse.Namespace) -> None:
     totals["compulsory"] = table.groupby("memory_bytes")["compulsory_bytes"].sum() / \
         table["model"].nunique() / 1e6
     totals.index = [units.fmt_bytes(b) for b in totals.index]
+    table = explore.traffic_rows(table)  # the memory size in KiB, as everywhere
     if args.json:
         print(json.dumps({"rows": json.loads(table.to_json(orient="records"))}))
     else:
@@ -205,10 +223,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     add_network(p)
     p.add_argument("--model", action="append", choices=explore.TRAFFIC_MODELS,
                    help="traffic model (repeat; default all four)")
-    p.add_argument("--memory", nargs="+", type=size,
-                   default=[1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10],
-                   help="local memory sizes, e.g. 1KB 64KB 1MB (default 1KB 4KB 16KB 64KB "
-                        "256KB)")
+    p.add_argument("--memory-kb", nargs="+", type=memory_kb, default=[1, 4, 16, 64, 256],
+                   metavar="KB", help="local memory sizes in KB, e.g. 1 64 1024 (default 1 4 16 "
+                                      "64 256)")
+    p.add_argument("--memory", dest="memory_kb", nargs="+", type=size, action=Renamed,
+                   new="--memory-kb", convert=_in_kb)
     p.add_argument("--batch", type=positive_int, default=None, help="images per batch (On)")
     p.add_argument("--elem-bytes", type=positive_int, default=1, help="bytes per element")
     p.add_argument("--psum-bytes", type=positive_int, default=4, help="bytes per partial sum")
@@ -224,8 +243,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser("explore", parents=[common], help="best tile and schedule per layer")
     add_network(p)
     p.add_argument("--platform", default="idsp", help="preset name or platform .yaml")
-    p.add_argument("--memory", type=size,
-                   help="local memory size, e.g. 64KB (default: the platform's)")
+    p.add_argument("--memory-kb", type=memory_kb, metavar="KB",
+                   help="local memory size in KB, e.g. 64 (default: the platform's)")
+    p.add_argument("--memory", dest="memory_kb", type=size, action=Renamed, new="--memory-kb",
+                   convert=_in_kb)
     p.add_argument("--schedule", action="append", choices=SCHEDULES,
                    help="schedule to consider (repeat; default all five)")
     p.add_argument("--batch", type=positive_int, default=None, help="images per batch (On)")

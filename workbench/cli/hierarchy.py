@@ -24,8 +24,8 @@ from contextlib import contextmanager
 import pandas as pd
 from tqdm import tqdm
 
-from workbench import layers, platforms
-from workbench.cli.args import non_negative_int, positive_int, positive_number
+from workbench import layers, platforms, spelling
+from workbench.cli.args import Renamed, non_negative_int, positive_int, positive_number
 from workbench.cli.tables import print_table, print_text
 from workbench.errors import UnknownNameError, WorkbenchError
 from workbench.explore import hierarchy_plan as plan
@@ -57,7 +57,7 @@ def load_hierarchy(path: str) -> Hierarchy:
                              f"(shipped: {names})") from None
 
 
-def default_sizes_kb(budget_kb: float) -> list[int]:
+def default_memory_kb(budget_kb: float) -> list[int]:
     """Powers of two from 1 KB up to the budget (KB)."""
     if not (math.isfinite(budget_kb) and budget_kb > 0):
         raise WorkbenchError(f"--budget-kb must be a finite number > 0, got {budget_kb:g}")
@@ -70,19 +70,19 @@ def default_sizes_kb(budget_kb: float) -> list[int]:
     return sizes
 
 
-def codesign_sizes_kb(budget_kb: float | None, sizes_kb: Sequence[int] | None) -> list[int]:
+def codesign_memory_kb(budget_kb: float | None, memory_kb: Sequence[int] | None) -> list[int]:
     """The level sizes (KB) co-design tries within --budget-kb ([] without a budget)."""
     if budget_kb is None:
-        if sizes_kb:
-            raise WorkbenchError("--sizes-kb: the level sizes to co-design from need "
+        if memory_kb:
+            raise WorkbenchError("--memory-kb: the level sizes to co-design from need "
                                  "--budget-kb (the on-chip capacity to design within)")
         return []
-    if not sizes_kb:
-        return default_sizes_kb(budget_kb)
-    if min(sizes_kb) > budget_kb:
-        raise WorkbenchError(f"--sizes-kb {' '.join(map(str, sizes_kb))}: every size is over "
+    if not memory_kb:
+        return default_memory_kb(budget_kb)
+    if min(memory_kb) > budget_kb:
+        raise WorkbenchError(f"--memory-kb {' '.join(map(str, memory_kb))}: every size is over "
                              f"--budget-kb {budget_kb:g}, so no level fits the budget")
-    return list(sizes_kb)
+    return list(memory_kb)
 
 
 def padded_layers(tiled: Sequence, blockings: Sequence[Blocking]) -> dict[str, dict]:
@@ -148,7 +148,7 @@ def target_of(levels_file: str | None, platform: str | None, elem_bytes: int | N
 
 
 def run(network: str, levels_file: str | None = None, budget_kb: float | None = None,
-        sizes_kb: Sequence[int] | None = None, batch: int | None = None,
+        memory_kb: Sequence[int] | None = None, batch: int | None = None,
         elem_bytes: int | None = None, psum_bytes: int | None = None,
         platform: str | None = None, workers: int = 0, progress: bool = False) -> dict:
     """The command's result as one document: rows (per layer and level), the design on the
@@ -156,7 +156,7 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
     and the Pareto front. With `workers`, that many worker processes search beside this one:
     the given hierarchy's layers from both ends (a layer of many slices in shares), then the
     grid from its other end. Bars on stderr if `progress`."""
-    sizes = codesign_sizes_kb(budget_kb, sizes_kb)  # checked before anything is priced
+    sizes = codesign_memory_kb(budget_kb, memory_kb)  # checked before anything is priced
     net = layers.load_network(network, batch=batch)
     tiled = tuple(net.tiled_layers())
     hierarchy, precision = target_of(levels_file, platform, elem_bytes, psum_bytes)
@@ -167,13 +167,15 @@ def run(network: str, levels_file: str | None = None, budget_kb: float | None = 
     try:
         price_given(designer, hierarchy, prefetcher, progress)
         try:
-            frame = plan.hierarchy_plan(tiled, hierarchy, precision)
+            frame = plan.hierarchy_plan(tiled, hierarchy, precision,
+                                        caches=designer.caches)
         except NoFitError as exc:
             raise WorkbenchError(f"some layer of {net.name!r} fits no blocking on "
                                  f"{hierarchy.name!r}: {exc}") from None
-        plans = plan.layer_plans(tiled, hierarchy, precision)
+        plans = plan.layer_plans(tiled, hierarchy, precision, caches=designer.caches)
         doc = {"network": net.name, "given": given_summary(frame, plans, hierarchy),
-               "rows": plan.hierarchy_traffic(tiled, hierarchy, precision)}
+               "rows": plan.hierarchy_traffic(tiled, hierarchy, precision,
+                                              caches=designer.caches)}
         doc["given"]["padded"] = padded_layers(tiled, [p.found.blocking for p in plans])
         doc["dense_priced"] = {lay.name: [lay.macs, lay.Kx * lay.Ky * lay.Kc * lay.Oc *
                                           lay.Ox * lay.Oy * lay.On]
@@ -229,7 +231,8 @@ def price_given(designer: Codesigner, hierarchy: Hierarchy, prefetcher: Prefetch
                 progress: bool = False) -> None:
     """Search every layer of the designer on the hierarchy (with a prefetcher: together with
     its workers, a layer of many slices in shares; a bar of layers on stderr if `progress`)
-    and hand the results to `hierarchy_plan` (`remember`): they are its own search's."""
+    and hand the results to `hierarchy_plan` (`remember`, in the designer's caches): they are
+    its own search's."""
     with tqdm(total=len(designer.layers), desc="layers searched", file=sys.stderr,
               disable=not progress, leave=False) as bar, _under_way(bar):
         if prefetcher is None:
@@ -247,7 +250,8 @@ def _remember(designer: Codesigner, hierarchy: Hierarchy) -> None:
         found = designer.layer_result(layer, hierarchy) \
             if designer.known_layer(layer, hierarchy) else None
         if found is not None:  # (a layer fitting nothing is searched again for its message)
-            plan.remember(layer, hierarchy, designer.precision, designer.size_energy, found)
+            plan.remember(layer, hierarchy, designer.precision, designer.size_energy, found,
+                          designer.caches)
 
 
 def _codesign(designer: Codesigner, prefetcher: Prefetcher | None, hierarchy: Hierarchy,
@@ -268,14 +272,14 @@ def _codesign(designer: Codesigner, prefetcher: Prefetcher | None, hierarchy: Hi
         raise WorkbenchError(f"no hierarchy of the grid within {budget_kb:g} KB fits "
                              "every layer")
     _remember(designer, result.best.hierarchy)
-    return {"budget_kb": budget_kb, "sizes_kb": sizes,
+    return {"budget_kb": budget_kb, spelling.MEMORY_KB: sizes,
             "energies_from_sizes": [lvl.name for lvl in hierarchy.on_chip
                                     if lvl.energy_pj is not None],
             "hierarchies": len(result.designs),
             "within_budget": sum(d.capacity_bytes <= budget_kb * KB for d in result.designs),
             "best": {**design_summary(result.best),
                      **cycle_summary(plan.hierarchy_plan(tiled, result.best.hierarchy,
-                                                         precision)),
+                                                         precision, caches=designer.caches)),
                      "padded": padded_layers(tiled, result.best.blockings)},
             "rows": designer.traffic_rows(result.best),
             "pareto": [design_summary(d) for d in result.pareto]}
@@ -325,7 +329,7 @@ def _print_design(title: str, design: dict, rows: list[dict],
 
 
 def cmd_hierarchy(args: argparse.Namespace) -> None:
-    doc = run(args.network, args.levels, args.budget_kb, args.sizes_kb, args.batch,
+    doc = run(args.network, args.levels, args.budget_kb, args.memory_kb, args.batch,
               args.elem_bytes, args.psum_bytes, args.platform, args.workers,
               progress=not getattr(args, "json", False) and sys.stderr.isatty())
     if getattr(args, "json", False):
@@ -340,7 +344,7 @@ def cmd_hierarchy(args: argparse.Namespace) -> None:
     if "codesign" in doc:
         co = doc["codesign"]
         print()
-        sizes = ", ".join(units.fmt_value(kb) for kb in co["sizes_kb"])
+        sizes = ", ".join(units.fmt_value(kb) for kb in co[spelling.MEMORY_KB])
         _print_design(f"co-designed within {_kb(co['budget_kb'])} (best of "
                       f"{units.fmt_count(co['within_budget'])} hierarchies within it; "
                       f"{units.fmt_count(co['hierarchies'])} priced, level sizes {sizes} KB)",
@@ -376,8 +380,11 @@ def register(subparsers: argparse._SubParsersAction,
                        help="a platform's hierarchy: its levels, or DRAM + its local memory")
     p.add_argument("--budget-kb", type=positive_number, default=None,
                    help="co-design the level sizes within this on-chip capacity (KB)")
-    p.add_argument("--sizes-kb", type=positive_int, nargs="+", default=None,
-                   help="candidate level sizes (KB; default powers of two up to the budget)")
+    p.add_argument("--memory-kb", type=positive_int, nargs="+", default=None, metavar="KB",
+                   help="candidate level sizes to co-design from (KB; default powers of two up "
+                        "to the budget)")
+    p.add_argument("--sizes-kb", dest="memory_kb", type=positive_int, nargs="+",
+                   action=Renamed, new="--memory-kb")
     p.add_argument("--batch", type=positive_int, default=None, help="images per batch (On)")
     p.add_argument("--elem-bytes", type=positive_int, default=None,
                    help="bytes per element (default 2, or the platform's widths)")

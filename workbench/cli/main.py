@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pandas as pd
 
-from workbench import layers, platforms, resources
+from workbench import layers, platforms, resources, spelling
 from workbench.cli.args import add_network, memory_budget, positive_int
 from workbench.cli.tables import WIDTH, print_table, print_text
 from workbench.errors import WorkbenchError
@@ -87,7 +87,7 @@ def cmd_platforms(args: argparse.Namespace) -> None:
     for name, p in _loaded(platforms.list_platforms(), platforms.load_platform, "platform"):
         rows.append({"platform": name, "clock_MHz": p.clock_mhz, "MAC/cycle": p.macs_per_cycle,
                      "bus_elem/cycle": p.bus_elems_per_cycle, "elem_B": p.elem_bytes,
-                     "dma_setup": p.dma_setup_cycles, "local_KB": p.local_mem_bytes / 1024,
+                     "dma_setup": p.dma_setup_cycles, "memory_kb": p.local_mem_bytes / 1024,
                      "lanes": p.simd_lanes, "acc_bits": p.acc_bits, "cores": p.cores,
                      "peak_GOps": round(p.peak_gops, 1), "title": p.title})
         shown.append({"platform": name, "clock": f"{fmt_value(p.clock_mhz)} MHz",
@@ -188,12 +188,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, functools.partial(_terminate, os.getpid()))
     try:
         with _warnings_as_lines(args):
+            for old, new in getattr(args, "renamed_options", ()):
+                spelling.notice(old, new)
             args.func(args)
         sys.stdout.flush()
     except WorkbenchError as exc:
         print(f"workbench {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        if threading.current_thread() is threading.main_thread():  # one line, whatever comes
+            for s in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(s, signal.SIG_IGN)
         print(f"workbench {args.command}: interrupted; what was committed is kept",
               file=sys.stderr)
         return 130

@@ -34,7 +34,12 @@ from workbench.explore.solutions import (
     sweep_summary,
     too_small,
 )
-from workbench.explore.traffic import TRAFFIC_MODELS, best_dataflow_listing, traffic_table
+from workbench.explore.traffic import (
+    TRAFFIC_MODELS,
+    best_dataflow_listing,
+    traffic_rows,
+    traffic_table,
+)
 
 __all__ = ["BEST_ORDER", "DEFAULT_OBJECTIVES", "FUSION_MODES", "OBJECTIVES", "TRAFFIC_MODELS",
            "CandidateTable", "best_dataflow_listing", "best_mappings", "best_rows", "best_split",
@@ -42,4 +47,5 @@ __all__ = ["BEST_ORDER", "DEFAULT_OBJECTIVES", "FUSION_MODES", "OBJECTIVES", "TR
            "explore_layer", "explore_layers", "explore_network", "fitting_candidates",
            "network_cores", "network_mapping", "network_plan", "network_totals", "pareto",
            "pareto_mask", "price_rows", "rank_columns", "ranking", "smallest_footprint_bytes",
-           "split_options", "sweep_summary", "too_small", "trace_plan", "traffic_table"]
+           "split_options", "sweep_summary", "too_small", "trace_plan", "traffic_rows",
+           "traffic_table"]

@@ -20,9 +20,9 @@ needed because T·(E_A + E_B) does not separate). Ties: cycles, then bus traffic
 from __future__ import annotations
 
 import dataclasses
-import functools
+import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +32,7 @@ from workbench.errors import SpecError
 from workbench.explore.query import check_objective, ranking
 from workbench.explore.solutions import too_small
 from workbench.layers.spec import ConvLayer
-from workbench.memo import ByteLRU
+from workbench.memo import ByteLRU, Caches, caches_or_new
 from workbench.perf import ENERGY_PARTS, Contention, CountVector, layer_local_accesses, price
 from workbench.platforms import Platform
 from workbench.tiling.candidates import candidate_sets, cap_elems, shape_key
@@ -63,15 +63,66 @@ class ShareRows:
         return ShareRows(*arrays, cap=self.cap)
 
 
-_ROWS: OrderedDict[tuple, ShareRows] = OrderedDict()   # per shape: rows up to a footprint cap
-_ROWS_LIMIT = 2048
+ROWS_LIMIT = 2048   # share shapes whose rows a session keeps
+OPTION_ROWS = 4096  # chosen options (small dicts of scalars) a session keeps
+
+
+def _priced_bytes(value: tuple | None) -> int:
+    if value is None:
+        return 0
+    return sum(a.nbytes for p in value[2] for a in p.values())
+
+
+class CoresMemo:
+    """What a session's multi-core mappings keep (one per `memo.Caches`): per share shape the
+    candidate rows up to a footprint cap (`share_rows`), the prices of a split's rows
+    (`_priced_shares`, 256 MB: they do not depend on the objective, so a sweep's objectives
+    price them once) and the chosen options' rows. Thread-safe."""
+
+    def __init__(self) -> None:
+        self.priced = ByteLRU(256 * 2**20, _priced_bytes)
+        self._rows: OrderedDict[tuple, ShareRows] = OrderedDict()
+        self._options: OrderedDict[tuple, dict] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, caches: Caches) -> CoresMemo:
+        return caches.store("multi-core mappings", cls)
+
+    @property
+    def nbytes(self) -> int:
+        return self.priced.nbytes
+
+    def rows(self, key: tuple, cap: float, make: Callable[[], ShareRows]) -> ShareRows:
+        """The rows of `key` covering `cap`, made (`make`) when none held cover it."""
+        with self._lock:
+            rows = self._rows.get(key)
+        if rows is None or rows.cap < cap:
+            rows = make()
+        with self._lock:
+            self._rows[key] = rows
+            self._rows.move_to_end(key)
+            while len(self._rows) > ROWS_LIMIT:
+                self._rows.popitem(last=False)
+        return rows
+
+    def option(self, key: tuple, make: Callable[[], dict]) -> dict:
+        with self._lock:
+            row = self._options.get(key)
+        if row is None:
+            row = make()
+            with self._lock:
+                self._options[key] = row
+                while len(self._options) > OPTION_ROWS:
+                    self._options.popitem(last=False)
+        return row
 
 
 def _rows_up_to(layer: ConvLayer, schedules: tuple[str, ...], kind: str,
-                cap: int | None) -> ShareRows:
+                cap: int | None, caches: Caches) -> ShareRows:
     """The candidate rows with footprint ≤ cap (elements; None: all), sorted by footprint:
     from the sets capped there (no tile above the cap is enumerated)."""
-    sets = candidate_sets([(layer, s) for s in schedules], kind=kind, cap=cap)
+    sets = candidate_sets([(layer, s) for s in schedules], kind=kind, cap=cap, caches=caches)
 
     def cat(name: str) -> np.ndarray:
         return np.concatenate([cs.column(name) for cs in sets])
@@ -95,26 +146,23 @@ def broadcasts(platform: Platform) -> bool:
 
 
 def share_rows(layer: ConvLayer, platform: Platform, schedules: Sequence[str] = SCHEDULES,
-               memory_bytes: float | None = None, kind: str | None = None) -> ShareRows:
+               memory_bytes: float | None = None, kind: str | None = None,
+               caches: Caches | None = None) -> ShareRows:
     """Candidate rows of a (share) layer that fit one core's memory, in footprint order; kind
     "arrays" when an array's traffic is weighed apart (default: when the DMA broadcasts).
-    Cached per shape up to the largest memory asked so far: a smaller memory is a prefix.
-    The rows come from candidate sets capped at that memory (`tiling.candidates`): no tile
-    that cannot fit it is enumerated."""
+    Kept (`caches`' `CoresMemo`; none: for this call) per shape up to the largest memory
+    asked so far: a smaller memory is a prefix. The rows come from candidate sets capped at
+    that memory (`tiling.candidates`): no tile that cannot fit it is enumerated."""
+    caches = caches_or_new(caches)
     scale = platform.elem_bytes * (2 if platform.double_buffer else 1)
     limit = platform.local_mem_bytes if memory_bytes is None else memory_bytes
     if kind is None:
         kind = "arrays" if broadcasts(platform) else "cost"
     cap_int = cap_elems(limit, scale)
     cap = np.inf if cap_int is None else float(cap_int)
-    key = (shape_key(layer), tuple(schedules), kind)
-    rows = _ROWS.get(key)
-    if rows is None or rows.cap < cap:
-        rows = dataclasses.replace(_rows_up_to(layer, tuple(schedules), kind, cap_int), cap=cap)
-        _ROWS[key] = rows
-        if len(_ROWS) > _ROWS_LIMIT:
-            _ROWS.popitem(last=False)
-    _ROWS.move_to_end(key)
+    rows = CoresMemo.of(caches).rows(
+        (shape_key(layer), tuple(schedules), kind), cap, lambda: dataclasses.replace(
+            _rows_up_to(layer, tuple(schedules), kind, cap_int, caches), cap=cap))
     end = int(np.searchsorted(rows.footprint, cap, side="right"))
     return rows.take(slice(0, end))
 
@@ -192,16 +240,17 @@ def _first(ok: np.ndarray, acc: np.ndarray, cyc: np.ndarray) -> int:
 def split_options(layer: ConvLayer, platform: Platform, objective: str = "cycles",
                   schedules: Sequence[str] = SCHEDULES, splits: Sequence[str] = SPLITS,
                   cores: Sequence[int] | None = None, memory_bytes: float | None = None,
-                  local_traffic: bool = True) -> pd.DataFrame:
+                  local_traffic: bool = True, caches: Caches | None = None) -> pd.DataFrame:
     """The best mapping of a layer for every split and every number of cores (1…cores), one
-    row each: cycles, energy, bus traffic, the chosen tile per share, speed-up over one core."""
+    row each: cycles, energy, bus traffic, the chosen tile per share, speed-up over one core
+    (`caches`: what it keeps for later calls)."""
     return pd.DataFrame(_options(layer, platform, objective, schedules, splits, cores,
-                                 memory_bytes, local_traffic))
+                                 memory_bytes, local_traffic, caches_or_new(caches)))
 
 
 def _options(layer: ConvLayer, platform: Platform, objective: str, schedules: Sequence[str],
              splits: Sequence[str], cores: Sequence[int] | None, memory_bytes: float | None,
-             local_traffic: bool) -> list[dict]:
+             local_traffic: bool, caches: Caches) -> list[dict]:
     """`split_options` rows as dicts (no table: a network plan asks for thousands)."""
     check_objective(objective)
     if cores is not None and not any(
@@ -218,7 +267,7 @@ def _options(layer: ConvLayer, platform: Platform, objective: str, schedules: Se
             if k == 1 and split != splits[0] and rows:
                 continue  # one core: every split is the whole layer
             rows.append(_option(layer, platform, objective, schedules, split, k,
-                                memory_bytes, local_traffic))
+                                memory_bytes, local_traffic, caches))
     if not rows or any(r is None for r in rows):  # a share fits wherever the layer fits
         raise too_small(layer, memory_bytes or platform.local_mem_bytes, platform.elem_bytes,
                         platform.double_buffer)
@@ -228,37 +277,29 @@ def _options(layer: ConvLayer, platform: Platform, objective: str, schedules: Se
     return rows
 
 
-def _priced_bytes(value: tuple | None) -> int:
-    if value is None:
-        return 0
-    return sum(a.nbytes for p in value[2] for a in p.values())
-
-
-_PRICED = ByteLRU(256 * 2**20, _priced_bytes)   # the prices a plan's layers reuse, bounded
-
-
 def _priced_shares(layer: ConvLayer, platform: Platform, schedules: tuple[str, ...],
                    split: str, k: int, memory_bytes: float | None,
-                   local_traffic: bool) -> tuple[list, list, list] | None:
+                   local_traffic: bool, caches: Caches) -> tuple[list, list, list] | None:
     """(shares, their fitting rows, every row priced) of one split over k cores, or None when
     a share has no fitting row. It does not depend on the objective, so the objectives of
-    one layer and platform (a sweep's innermost axis) price the rows once (memoized: the
-    rows themselves stay in the share-row cache, the prices count against 256 MB)."""
+    one layer and platform (a sweep's innermost axis) price the rows once (kept in
+    `CoresMemo.priced`; the rows themselves in its share rows)."""
     key = (layer, platform, schedules, split, k, memory_bytes, local_traffic)
+    priced = CoresMemo.of(caches).priced
     missing = object()
-    found = _PRICED.get(key, missing)
+    found = priced.get(key, missing)
     if found is missing:
-        found = _PRICED.put(key, _price_shares(*key))
+        found = priced.put(key, _price_shares(*key, caches))
     return found
 
 
 def _price_shares(layer: ConvLayer, platform: Platform, schedules: tuple[str, ...],
                   split: str, k: int, memory_bytes: float | None,
-                  local_traffic: bool) -> tuple[list, list, list] | None:
+                  local_traffic: bool, caches: Caches) -> tuple[list, list, list] | None:
     parts = shares(layer, split, k)
     found, priced = [], []
     for share in parts:
-        r = share_rows(share.layer, platform, schedules, memory_bytes)
+        r = share_rows(share.layer, platform, schedules, memory_bytes, caches=caches)
         if len(r.n) == 0:
             return None
         found.append(r)
@@ -268,23 +309,24 @@ def _price_shares(layer: ConvLayer, platform: Platform, schedules: tuple[str, ..
 
 
 def _option(layer: ConvLayer, platform: Platform, objective: str, schedules: Sequence[str],
-            split: str, k: int, memory_bytes: float | None, local_traffic: bool) -> dict | None:
-    priced_shares = _priced_shares(layer, platform, tuple(schedules), split, k, memory_bytes,
-                                   local_traffic)
+            split: str, k: int, memory_bytes: float | None, local_traffic: bool,
+            caches: Caches) -> dict | None:
+    key = (layer, platform, tuple(schedules), split, k, memory_bytes, local_traffic)
+    priced_shares = _priced_shares(*key, caches)
     if priced_shares is None:
         return None
     picks = tuple(_pick(priced_shares[2], objective))
-    return dict(_option_row(layer, platform, tuple(schedules), split, k, memory_bytes,
-                            local_traffic, picks))
+    # objectives choosing alike share the row
+    return dict(CoresMemo.of(caches).option((*key, picks), lambda: _option_row(
+        *key, picks, priced_shares)))
 
 
-@functools.lru_cache(maxsize=4096)  # small dicts of scalars
 def _option_row(layer: ConvLayer, platform: Platform, schedules: tuple[str, ...], split: str,
                 k: int, memory_bytes: float | None, local_traffic: bool,
-                picks: tuple[int, ...]) -> dict:
-    """The split's row for the chosen row of every share (objectives choosing alike share it)."""
-    parts, found, _ = _priced_shares(layer, platform, schedules, split, k, memory_bytes,
-                                     local_traffic)
+                picks: tuple[int, ...], priced_shares: tuple[list, list, list]) -> dict:
+    """The split's row for the chosen row of every share (`priced_shares`: the split's
+    shares, their fitting rows and prices)."""
+    parts, found, _ = priced_shares
     sel = [_price_share(r, sh.layer, platform, split, k, sh.cores, len(parts), local_traffic,
                         np.array([i])) for r, sh, i in zip(found, parts, picks, strict=True)]
     sel = [{key: val[0] for key, val in s.items()} for s in sel]
@@ -334,19 +376,22 @@ def _option_row(layer: ConvLayer, platform: Platform, schedules: tuple[str, ...]
 
 def best_split(layer: ConvLayer, platform: Platform, objective: str = "cycles",
                schedules: Sequence[str] = SCHEDULES, splits: Sequence[str] = SPLITS,
-               memory_bytes: float | None = None, local_traffic: bool = True) -> pd.Series:
+               memory_bytes: float | None = None, local_traffic: bool = True,
+               caches: Caches | None = None) -> pd.Series:
     """The best split and number of cores of a layer under `objective` (fewer cores win ties)."""
     return pd.Series(best_option(layer, platform, objective, schedules, splits, memory_bytes,
-                                 local_traffic))
+                                 local_traffic, caches))
 
 
 def best_option(layer: ConvLayer, platform: Platform, objective: str = "cycles",
                 schedules: Sequence[str] = SCHEDULES, splits: Sequence[str] = SPLITS,
-                memory_bytes: float | None = None, local_traffic: bool = True) -> dict:
+                memory_bytes: float | None = None, local_traffic: bool = True,
+                caches: Caches | None = None) -> dict:
     """`best_split` as a dict: the first of the options ranked by the objective, then its
-    ties, then fewer cores (a stable sort, as the table's)."""
+    ties, then fewer cores (a stable sort, as the table's); `caches`: what it keeps for
+    later calls (none: for this call)."""
     rows = _options(layer, platform, objective, schedules, splits, None, memory_bytes,
-                    local_traffic)
+                    local_traffic, caches_or_new(caches))
     order = list(ranking(objective)) + ["cores"]
     return min(rows, key=lambda r: tuple(r[c] for c in order))
 
@@ -354,18 +399,22 @@ def best_option(layer: ConvLayer, platform: Platform, objective: str = "cycles",
 def network_cores(layer_list: Sequence[ConvLayer], platform: Platform,
                   objective: str = "cycles", schedules: Sequence[str] = SCHEDULES,
                   splits: Sequence[str] = SPLITS, memory_bytes: float | None = None,
-                  local_traffic: bool = True, progress: bool = False) -> pd.DataFrame:
+                  local_traffic: bool = True, progress: bool = False,
+                  caches: Caches | None = None) -> pd.DataFrame:
     """`best_split` of every layer, in order (one row each)."""
+    caches = caches_or_new(caches)
     if progress:
-        prebuild(layer_list, platform, schedules, splits, memory_bytes=memory_bytes)
+        prebuild(layer_list, platform, schedules, splits, memory_bytes=memory_bytes,
+                 caches=caches)
     return pd.DataFrame([best_split(layer, platform, objective, schedules, splits,
-                                    memory_bytes, local_traffic) for layer in layer_list]
-                        ).reset_index(drop=True)
+                                    memory_bytes, local_traffic, caches)
+                         for layer in layer_list]).reset_index(drop=True)
 
 
 def prebuild(layer_list: Sequence[ConvLayer], platform: Platform,
              schedules: Sequence[str] = SCHEDULES, splits: Sequence[str] = SPLITS,
-             single_core_arrays: bool = False, memory_bytes: float | None = None) -> None:
+             single_core_arrays: bool = False, memory_bytes: float | None = None,
+             caches: Caches | None = None) -> None:
     """Build the missing candidate sets of every share with a progress bar (stderr); with
     `single_core_arrays` also the whole layers' "arrays" sets (fusion's kept variants). The
     sets are capped at one core's memory (bytes; default the platform's): `share_rows` at
@@ -376,7 +425,7 @@ def prebuild(layer_list: Sequence[ConvLayer], platform: Platform,
     pairs = [(sh.layer, s) for layer in layer_list for split in splits
              for k in range(1, max_cores(layer, split, platform.cores) + 1)
              for sh in shares(layer, split, k) for s in schedules]
-    candidate_sets(pairs, progress=True, kind=kind, cap=cap)
+    candidate_sets(pairs, progress=True, kind=kind, cap=cap, caches=caches)
     if single_core_arrays:
         candidate_sets([(layer, s) for layer in layer_list for s in schedules],
-                       progress=True, kind="arrays", cap=cap)
+                       progress=True, kind="arrays", cap=cap, caches=caches)

@@ -9,7 +9,7 @@ its accumulator width) or is given directly (default widths 2 B data, 4 B partia
 `workbench hierarchy`). On-chip levels with `energy_pj: null` are priced by size through seed
 001 table 3 (`codesign.table3_energy_pj`). Energies in the table are `evaluate`'s (with the
 hierarchy's datapath when it has one). Each (layer, hierarchy, widths) is searched once per
-process (`layer_plan`, memoized), so the CLI, sweeps and notebooks share the work; results
+`memo.Caches` passed in (`layer_plan`: an app's, a command's, a sweep batch's); results
 searched elsewhere (the CLI's worker processes) are handed over by `remember`.
 """
 
@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +34,7 @@ from workbench.hierarchy.levels import Hierarchy, SizeEnergy, hierarchy_from_dic
 from workbench.hierarchy.search import SearchResult, search
 from workbench.layers.network import Network
 from workbench.layers.spec import ConvLayer
+from workbench.memo import Caches, caches_or_new
 from workbench.platforms import Platform, read_hierarchy
 
 DEFAULT_PRECISION = ElementBytes(2, 2, 2, 4)  # bytes: 16-bit data, 32-bit partial sums
@@ -53,29 +56,58 @@ class LayerPlan:
         return getattr(self.result, "cycles", None)
 
 
-# results searched elsewhere (another process, a `Codesigner`), taken by `layer_plan` once
-_FOUND: dict[tuple, SearchResult] = {}
+PLANS_KEPT = 2048  # layer plans a session keeps
 
 
-@functools.lru_cache(maxsize=2048)
+class PlanMemo:
+    """A session's layer plans (one per `memo.Caches`): the plans made, at most PLANS_KEPT,
+    and the search results handed over (`remember`), taken by `layer_plan` once.
+    Thread-safe."""
+
+    def __init__(self) -> None:
+        self.plans: OrderedDict[tuple, LayerPlan] = OrderedDict()
+        self.found: dict[tuple, SearchResult] = {}
+        self.lock = threading.Lock()
+
+    @classmethod
+    def of(cls, caches: Caches) -> PlanMemo:
+        return caches.store("hierarchy plans", cls)
+
+
 def layer_plan(layer: ConvLayer, hierarchy: Hierarchy,
                precision: PrecisionLike = DEFAULT_PRECISION,
-               size_energy: SizeEnergy | None = SIZE_ENERGY) -> LayerPlan:
-    """The layer's minimum-energy blocking and its evaluation (memoized; NoFitError when no
-    blocking fits); searched here unless `remember`ed."""
-    found = _FOUND.pop((layer, hierarchy, precision, size_energy), None)
+               size_energy: SizeEnergy | None = SIZE_ENERGY,
+               caches: Caches | None = None) -> LayerPlan:
+    """The layer's minimum-energy blocking and its evaluation (NoFitError when no blocking
+    fits), kept in `caches` (none: for this call); searched (with those caches) unless
+    `remember`ed."""
+    caches = caches_or_new(caches)
+    memo = PlanMemo.of(caches)
+    key = (layer, hierarchy, precision, size_energy)
+    with memo.lock:
+        plan = memo.plans.get(key)
+        found = None if plan is not None else memo.found.pop(key, None)
+    if plan is not None:
+        return plan
     if found is None:
-        found = search(layer, hierarchy, precision, size_energy)
-    return LayerPlan(layer, found, evaluate_blocking(layer, found.blocking, hierarchy,
+        found = search(layer, hierarchy, precision, size_energy, caches=caches)
+    plan = LayerPlan(layer, found, evaluate_blocking(layer, found.blocking, hierarchy,
                                                      precision, size_energy))
+    with memo.lock:
+        memo.plans[key] = plan
+        while len(memo.plans) > PLANS_KEPT:
+            memo.plans.popitem(last=False)
+    return plan
 
 
 def remember(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
-             size_energy: SizeEnergy | None, found: SearchResult) -> None:
-    """Give `layer_plan` the layer's `search` result found elsewhere (e.g. by a
-    `Codesigner`, in worker processes), so that it is not searched again here; a plan
-    already memoized is kept."""
-    _FOUND[layer, hierarchy, precision, size_energy] = found
+             size_energy: SizeEnergy | None, found: SearchResult, caches: Caches) -> None:
+    """Give `layer_plan` (with these `caches`) the layer's `search` result found elsewhere
+    (e.g. by a `Codesigner`, in worker processes), so that it is not searched again; a plan
+    already made is kept."""
+    memo = PlanMemo.of(caches)
+    with memo.lock:
+        memo.found[layer, hierarchy, precision, size_energy] = found
 
 
 def platform_precision(plat: Platform) -> ElementBytes:
@@ -122,10 +154,14 @@ def _tiled(network: Network | Iterable[ConvLayer]) -> list[ConvLayer]:
 
 def layer_plans(network: Network | Iterable[ConvLayer], target: Target,
                 precision: PrecisionLike | None = None,
-                size_energy: SizeEnergy | None = SIZE_ENERGY) -> list[LayerPlan]:
-    """`layer_plan` of every conv/fc layer, in network order."""
+                size_energy: SizeEnergy | None = SIZE_ENERGY,
+                caches: Caches | None = None) -> list[LayerPlan]:
+    """`layer_plan` of every conv/fc layer, in network order (`caches`: what the plans and
+    their searches keep; none: for this call)."""
     hierarchy, widths = resolve(target, precision)
-    return [layer_plan(layer, hierarchy, widths, size_energy) for layer in _tiled(network)]
+    caches = caches_or_new(caches)
+    return [layer_plan(layer, hierarchy, widths, size_energy, caches)
+            for layer in _tiled(network)]
 
 
 def level_column(level: str) -> str:
@@ -165,16 +201,18 @@ def array_use(plan: LayerPlan, hierarchy: Hierarchy) -> float:
 
 def hierarchy_plan(network: Network | Iterable[ConvLayer], target: Target,
                    precision: PrecisionLike | None = None,
-                   size_energy: SizeEnergy | None = SIZE_ENERGY) -> pd.DataFrame:
-    """One row per conv/fc layer: layer, kind, macs, blocking, tiles (X×Y×C×M×N blocks
-    t_0 | … | t_{L−1} the loop groups step over, innermost first), energy_pj (memory + MAC),
+                   size_energy: SizeEnergy | None = SIZE_ENERGY,
+                   caches: Caches | None = None) -> pd.DataFrame:
+    """One row per conv/fc layer (`caches`: as `layer_plans`): layer, kind, macs, blocking,
+    tiles (X×Y×C×M×N blocks t_0 | … | t_{L−1} the loop groups step over, innermost first),
+    energy_pj (memory + MAC),
     mac_energy_pj, memory_energy_pj, memory_to_compute, pj_per_mac, energy_pj_<level> and
     accesses_<level> (elements, reads + writes) per level DRAM first, fits, and with a cycle
     model cycles, bound and array_use (`array_use`). attrs: hierarchy (name), levels (names,
     DRAM first), clock_mhz (None: unknown)."""
     hierarchy, widths = resolve(target, precision)
     rows = [_row(plan, hierarchy) for plan in layer_plans(network, hierarchy, widths,
-                                                          size_energy)]
+                                                          size_energy, caches)]
     frame = pd.DataFrame(rows)
     clock = hierarchy.datapath.clock_mhz if hierarchy.datapath is not None else None
     frame.attrs.update(hierarchy=hierarchy.name, levels=[lvl.name for lvl in hierarchy.levels],
@@ -202,11 +240,13 @@ def hierarchy_totals(plan: pd.DataFrame) -> dict[str, Any]:
 
 def hierarchy_traffic(network: Network | Iterable[ConvLayer], target: Target,
                       precision: PrecisionLike | None = None,
-                      size_energy: SizeEnergy | None = SIZE_ENERGY) -> list[dict[str, Any]]:
+                      size_energy: SizeEnergy | None = SIZE_ENERGY,
+                      caches: Caches | None = None) -> list[dict[str, Any]]:
     """Per layer and level (DRAM first, then 'MAC'): element accesses (reads + writes) by kind
-    I, W, O_partial, O_final, energy_pj and pj_per_mac (the `workbench hierarchy` rows)."""
+    I, W, O_partial, O_final, energy_pj and pj_per_mac (the `workbench hierarchy` rows;
+    `caches`: as `layer_plans`)."""
     hierarchy, widths = resolve(target, precision)
     rows: list[dict[str, Any]] = []
-    for plan in layer_plans(network, hierarchy, widths, size_energy):
+    for plan in layer_plans(network, hierarchy, widths, size_energy, caches):
         rows += traffic_rows(plan.layer, plan.result, hierarchy)
     return rows

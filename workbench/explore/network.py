@@ -36,6 +36,7 @@ from workbench.explore.cores import best_option, prebuild, share_rows
 from workbench.explore.query import OBJECTIVE_COLUMNS, check_objective, ranking
 from workbench.layers.network import Network
 from workbench.layers.spec import ActivationLayer, ConcatLayer, EltwiseLayer, Layer
+from workbench.memo import Caches, caches_or_new
 from workbench.perf import ENERGY_PARTS, CountVector, layer_local_accesses, price
 from workbench.platforms import Platform
 from workbench.resources import ResourceError
@@ -86,14 +87,15 @@ def fusable_boundaries(net: Network) -> list[bool]:
 
 
 def _tiled_kept(layer, platform: Platform, objective: str, in_kept: bool, out_kept: bool,
-                schedules: Sequence[str], local_traffic: bool) -> dict | None:
+                schedules: Sequence[str], local_traffic: bool, caches: Caches) -> dict | None:
     """Best single-core mapping of a conv/fc layer with its input and/or output kept."""
     kept = (in_kept * map_elems(layer, "in") + out_kept * map_elems(layer, "out")) \
         * platform.elem_bytes
     one = platform.replace(cores=1)
     if kept >= one.local_mem_bytes:
         return None
-    rows = share_rows(layer, one, schedules, one.local_mem_bytes - kept, kind="arrays")
+    rows = share_rows(layer, one, schedules, one.local_mem_bytes - kept, kind="arrays",
+                      caches=caches)
     if len(rows.n) == 0:
         return None
     ext = rows.ext - in_kept * rows.acc[:, 0] - out_kept * rows.acc[:, 2]
@@ -126,8 +128,9 @@ def _tiled_kept(layer, platform: Platform, objective: str, in_kept: bool, out_ke
     return row
 
 
-def _tiled(layer, platform, objective, schedules, local_traffic) -> dict:
-    best = best_option(layer, platform, objective, schedules, local_traffic=local_traffic)
+def _tiled(layer, platform, objective, schedules, local_traffic, caches: Caches) -> dict:
+    best = best_option(layer, platform, objective, schedules, local_traffic=local_traffic,
+                       caches=caches)
     return {k: v for k, v in best.items() if k not in ("layer", "speedup", "edp",
                                                        "throughput_gops", "utilization",
                                                        "bus_cycles", "bound")}
@@ -198,18 +201,21 @@ def fusion_modes(net: Network, fusion: str | Mapping[str, str]) -> list[str]:
 def network_plan(net: Network, platform: Platform, objective: str = "cycles",
                  fusion: str | Mapping[str, str] = "auto",
                  schedules: Sequence[str] = SCHEDULES, local_traffic: bool = True,
-                 compare_unfused: bool = False, progress: bool = False) -> pd.DataFrame:
+                 compare_unfused: bool = False, progress: bool = False,
+                 caches: Caches | None = None) -> pd.DataFrame:
     """One row per layer in network order: cores, split, tile (conv/fc) or chunk (streamed),
     cycles and energy by part, external accesses, `fused_in`/`fused_out`, `folded`, `bound`
     ("compute" or "I/O"), throughput, utilization. df.attrs["unfused_ext_accesses"]: the same
     network's external accesses with fusion off (when `compare_unfused`). `progress`: a bar
-    on stderr while missing candidate sets are built."""
+    on stderr while missing candidate sets are built. `caches`: what the plan keeps for later
+    ones (an app's, a command's; none: for this call)."""
     check_objective(objective)
+    caches = caches_or_new(caches)
     layers = list(net)
     modes = fusion_modes(net, fusion)
     if progress:
         prebuild(net.tiled_layers(), platform, schedules,
-                 single_core_arrays=any(mode != "off" for mode in modes))
+                 single_core_arrays=any(mode != "off" for mode in modes), caches=caches)
     n = len(layers)
     fusable_ = fusable_boundaries(net)
     ok_boundary = [modes[i] != "off" and fusable_[i] for i in range(n)]
@@ -226,9 +232,9 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
         if (shapes[i], kin, kout) not in cache:
             layer = layers[i]
             if layer.tiled:
-                row = _tiled(layer, platform, objective, schedules, local_traffic) \
+                row = _tiled(layer, platform, objective, schedules, local_traffic, caches) \
                     if not (kin or kout) else _tiled_kept(layer, platform, objective, kin, kout,
-                                                          schedules, local_traffic)
+                                                          schedules, local_traffic, caches)
             else:
                 row = _streamed(layer, platform, objective, kin, kout)
             cache[shapes[i], kin, kout] = row
@@ -289,7 +295,7 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
     df = _frame(net, platform, objective, _steps(best[n][False][1]))
     if compare_unfused:
         off = df if fusion == "off" else network_plan(net, platform, objective, "off",
-                                                      schedules, local_traffic)
+                                                      schedules, local_traffic, caches=caches)
         df.attrs["unfused_ext_accesses"] = int(off["ext_accesses"].sum())
     return df
 

@@ -10,7 +10,6 @@ optimum over all tiles that fit is attained by a candidate (argument in `tiling.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ import pandas as pd
 
 from workbench.errors import WorkbenchError
 from workbench.layers.spec import ConvLayer
+from workbench.memo import ByteLRU, Caches, caches_or_new
 from workbench.perf import CountVector, layer_local_accesses, price, rates, sized_platforms
 from workbench.platforms import Platform
 from workbench.tiling.candidates import candidate_sets, cap_elems
@@ -71,18 +71,38 @@ class CandidateTable:
         return c["in_accesses"] + c["w_accesses"] + c["out_accesses"]
 
 
-@functools.lru_cache(maxsize=4)  # a VGG16 (batch 8) table holds ~180 MB
+TABLE_BYTES = 768 * 2**20  # candidate tables a session keeps (a VGG16 batch-8 one: ~180 MB)
+
+
+def _table_bytes(table: CandidateTable) -> int:
+    return (table.tiles.nbytes + sum(c.nbytes for c in table.counts.values())
+            + sum(np.asarray(getattr(table.vector, f)).nbytes
+                  for f in CountVector.__dataclass_fields__))
+
+
 def candidate_table(layer_list: tuple[ConvLayer, ...],
                     schedules: tuple[str, ...] = SCHEDULES,
-                    cap: int | None = None) -> CandidateTable:
-    """The candidate sets of every layer and schedule, concatenated (cached per argument);
-    with `cap`, only the rows with footprint ≤ cap elements (`tiling.candidates`: sets capped
-    there, exact for every memory whose cap is ≤ it)."""
+                    cap: int | None = None, caches: Caches | None = None) -> CandidateTable:
+    """The candidate sets of every layer and schedule, concatenated (kept per argument in
+    `caches`, TABLE_BYTES at most; none: for this call); with `cap`, only the rows with
+    footprint ≤ cap elements (`tiling.candidates`: sets capped there, exact for every memory
+    whose cap is ≤ it)."""
+    caches = caches_or_new(caches)
+    tables = caches.store("candidate tables", lambda: ByteLRU(TABLE_BYTES, _table_bytes))
+    key = (tuple(layer_list), tuple(schedules), cap)
+    table = tables.get(key)
+    if table is None:
+        table = tables.put(key, _candidate_table(*key, caches))
+    return table
+
+
+def _candidate_table(layer_list: tuple[ConvLayer, ...], schedules: tuple[str, ...],
+                     cap: int | None, caches: Caches) -> CandidateTable:
     for schedule in schedules:
         check_schedule(schedule)
     tiles, counts, seg_layer, seg_schedule, grid = [], [], [], [], []
     pairs = [(layer, schedule) for layer in layer_list for schedule in schedules]
-    sets = iter(candidate_sets(pairs, cap=cap))
+    sets = iter(candidate_sets(pairs, cap=cap, caches=caches))
     for li, layer in enumerate(layer_list):
         for si, schedule in enumerate(schedules):
             cs = next(sets)
@@ -237,13 +257,15 @@ def best_mappings(layer_list: Sequence[ConvLayer], platforms: Platform | Sequenc
                   memory_bytes: Sequence[float] | None = None,
                   schedules: Sequence[str] = SCHEDULES, objective: str = "cycles",
                   per_schedule: bool = False, local_traffic: bool = True,
-                  progress: bool = False) -> pd.DataFrame:
+                  progress: bool = False, caches: Caches | None = None) -> pd.DataFrame:
     """Best mapping per layer (per schedule too if per_schedule), memory size (bytes) and
     platform, ranked by `objective` (one of OBJECTIVES). One row each, with tile, counts,
     cycles, energy, EDP, throughput, CTC, `buffer_bytes`, `objective` and `platform` (index
     into `platforms`); sizes no tile fits have no row. Default sizes: each platform's own.
-    `progress`: a bar on stderr while missing candidate sets are built."""
+    `progress`: a bar on stderr while missing candidate sets are built; `caches`: what it
+    keeps for later calls (none: for this call)."""
     check_objective(objective)
+    caches = caches_or_new(caches)
     single = isinstance(platforms, Platform)
     plats = [platforms] if single else list(platforms)
     if not plats:
@@ -251,8 +273,8 @@ def best_mappings(layer_list: Sequence[ConvLayer], platforms: Platform | Sequenc
     cap = table_cap(plats, memory_bytes)  # tiles above the largest memory are never built
     if progress:  # build what is missing with a progress bar first (then all cached)
         candidate_sets([(lay, s) for lay in layer_list for s in schedules], progress=True,
-                       cap=cap)
-    table = candidate_table(tuple(layer_list), tuple(schedules), cap)
+                       cap=cap, caches=caches)
+    table = candidate_table(tuple(layer_list), tuple(schedules), cap, caches)
     frames = []
     for pi, plat in enumerate(plats):
         sizes = list(memory_bytes) if memory_bytes is not None else [plat.local_mem_bytes]
@@ -280,15 +302,17 @@ def best_mappings(layer_list: Sequence[ConvLayer], platforms: Platform | Sequenc
 
 def fitting_candidates(layer: ConvLayer, platform: Platform, schedules: Sequence[str] = SCHEDULES,
                        memory_bytes: float | None = None, local_traffic: bool = True,
-                       max_rows: int | None = None) -> pd.DataFrame:
+                       max_rows: int | None = None,
+                       caches: Caches | None = None) -> pd.DataFrame:
     """Every candidate of the layer that fits the memory (default: the platform's), priced:
     the mappings that can be optimal, one row each (same columns as `best_mappings`). When
     more than `max_rows` fit, only each schedule's (cycles, accesses) Pareto rows are priced
-    and returned; df.attrs["fitting"] counts all that fit."""
+    and returned; df.attrs["fitting"] counts all that fit. `caches`: as `best_mappings`."""
     from workbench.explore.solutions import pareto_mask
 
     limit = platform.local_mem_bytes if memory_bytes is None else memory_bytes
-    table = candidate_table((layer,), tuple(schedules), cap_elems(limit, _scale(platform)))
+    table = candidate_table((layer,), tuple(schedules), cap_elems(limit, _scale(platform)),
+                            caches)
     rows = np.flatnonzero(table.footprint_elems * _scale(platform) <= limit)
     fitting = len(rows)
     if max_rows is not None and fitting > max_rows:

@@ -17,6 +17,7 @@ from workbench.errors import WorkbenchError
 from workbench.explore.query import best_mappings, ranking
 from workbench.layers.network import Network
 from workbench.layers.spec import ConvLayer
+from workbench.memo import Caches
 from workbench.perf import estimate_array, sized_platforms
 from workbench.platforms import Platform
 from workbench.tiling.candidates import candidate_set
@@ -143,8 +144,10 @@ def pareto(df: pd.DataFrame, objectives: Mapping[str, str] | None = None) -> pd.
 def explore_layer(layer: ConvLayer, platform: Platform, schedules: Iterable[str] = SCHEDULES,
                   buffer_sizes: Iterable[int] | None = None, keep: str = "pareto",
                   objectives: Mapping[str, str] | None = None,
-                  local_traffic: bool = True, objective: str = "cycles") -> pd.DataFrame:
-    """Tidy DataFrame of solutions per (schedule, buffer size in bytes).
+                  local_traffic: bool = True, objective: str = "cycles",
+                  caches: Caches | None = None) -> pd.DataFrame:
+    """Tidy DataFrame of solutions per (schedule, buffer size in bytes); `caches`: what
+    keep="best" keeps for later calls (none: for this call).
 
     keep="all": every fitting tile; "pareto": the non-dominated ones for `objectives`
     (default max throughput, max CTC); "best": one row, first under `objective` (cycles,
@@ -164,7 +167,7 @@ def explore_layer(layer: ConvLayer, platform: Platform, schedules: Iterable[str]
         raise too_small(layer, sizes[-1], platform.elem_bytes, platform.double_buffer)
     if keep == "best":
         df = best_mappings([layer], platform, feasible, schedules, objective, per_schedule=True,
-                           local_traffic=local_traffic).drop(columns=["platform"])
+                           local_traffic=local_traffic, caches=caches).drop(columns=["platform"])
     else:
         df = _enumerated(layer, platform, schedules, feasible, keep, objectives, local_traffic)
     df.attrs["infeasible_buffer_sizes"] = [m for m in sizes if m < need]
@@ -242,9 +245,11 @@ def explore_layers(layer_list: Sequence[ConvLayer], platform: Platform,
                    schedules: Iterable[str] = SCHEDULES,
                    buffer_sizes: Iterable[int] | None = None, keep: str = "best",
                    objectives: Mapping[str, str] | None = None, local_traffic: bool = True,
-                   jobs: int = 1, objective: str = "cycles") -> pd.DataFrame:
+                   jobs: int = 1, objective: str = "cycles",
+                   caches: Caches | None = None) -> pd.DataFrame:
     """`explore_layer` for several layers; one DataFrame. keep="best" is answered for all
-    layers at once from the candidate sets; "all"/"pareto" in `jobs` worker processes."""
+    layers at once from the candidate sets (`caches`: what it keeps for later calls);
+    "all"/"pareto" in `jobs` worker processes."""
     if keep == "best":
         sizes = sorted(set(buffer_sizes or [platform.local_mem_bytes]))
         for layer in layer_list:  # a layer no size fits is an error, as in explore_layer
@@ -252,7 +257,7 @@ def explore_layers(layer_list: Sequence[ConvLayer], platform: Platform,
                                         platform.double_buffer) > sizes[-1]:
                 raise too_small(layer, sizes[-1], platform.elem_bytes, platform.double_buffer)
         return best_mappings(layer_list, platform, sizes, tuple(schedules), objective,
-                             per_schedule=True, local_traffic=local_traffic
+                             per_schedule=True, local_traffic=local_traffic, caches=caches
                              ).drop(columns=["platform"])
     tasks = [(layer, platform, tuple(schedules), tuple(buffer_sizes or ()) or None, keep,
               objectives, local_traffic) for layer in layer_list]

@@ -57,6 +57,13 @@ def traffic_table(layer_list: Sequence[ConvLayer], memory_bytes: Iterable[float]
     return pd.concat(frames, ignore_index=True)
 
 
+def traffic_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """A `traffic_table` as users read it (JSON, CSV, notebooks): the local-memory size as
+    `memory_kb` (KiB), the one name of a memory size, where the engine keeps memory_bytes."""
+    return table.assign(memory_bytes=table["memory_bytes"] / 1024).rename(
+        columns={"memory_bytes": "memory_kb"})
+
+
 def best_dataflow_listing(layer: ConvLayer, memory_bytes: float, precision=None,
                           paper_orders: bool = False, tile_set: str = "all") -> str:
     """The loop nest (tiling.dataflow_listing) of the layer's least-traffic dataflow schedule

@@ -52,6 +52,7 @@ from workbench.hierarchy.codesign_space import (  # re-exported: callers import 
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy
 from workbench.hierarchy.search import NoFitError, SearchResult, search, sliced
 from workbench.layers.spec import ConvLayer
+from workbench.memo import Caches
 
 AXES = ("capacity", "area")
 WARM = 12  # memoized optima of a layer offered to its next search as incumbents
@@ -99,7 +100,8 @@ class Design:
 
 @dataclass
 class Codesigner:
-    """Prices hierarchies for a network, memoizing each (layer, hierarchy) search."""
+    """Prices hierarchies for a network, memoizing each (layer, hierarchy) search; `caches`:
+    what its searches keep for later ones (`hierarchy.search`), shared by its copies."""
 
     layers: tuple[ConvLayer, ...]
     precision: PrecisionLike = field(default_factory=ElementBytes)
@@ -109,6 +111,7 @@ class Codesigner:
     _infeasible: set = field(default_factory=set, repr=False)
     _rows: dict = field(default_factory=dict, repr=False)  # `traffic_rows` per layer result
     ran: int = field(default=0, repr=False)  # searches run by this designer itself
+    caches: Caches = field(default_factory=Caches, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.layers = tuple(self.layers)
@@ -118,7 +121,7 @@ class Codesigner:
     def with_layers(self, network_layers: Sequence[ConvLayer]) -> Codesigner:
         """A designer for other layers sharing this one's memo (searches done are reused)."""
         return Codesigner(tuple(network_layers), self.precision, self.size_energy,
-                          self.search_fn, self._memo, self._infeasible)
+                          self.search_fn, self._memo, self._infeasible, caches=self.caches)
 
     @property
     def searches(self) -> int:
@@ -150,8 +153,9 @@ class Codesigner:
 
     def _hint(self, layer: ConvLayer, hierarchy: Hierarchy) -> dict:
         """The default search starts from the layer's optima on the hierarchies of as many
-        levels priced last (an upper bound only: the answer is the same)."""
-        return {} if self.search_fn is not search else {"incumbents": [
+        levels priced last (an upper bound only: the answer is the same), with this
+        designer's caches."""
+        return {} if self.search_fn is not search else {"caches": self.caches, "incumbents": [
             r.blocking for k, r in reversed(self._memo.items())
             if k[0] == layer and len(k[1]) == len(hierarchy.levels)][:WARM]}
 
@@ -186,7 +190,8 @@ class Codesigner:
         self.ran += 1
         hint = self._hint(layer, hierarchy).get("incumbents", [])
         return search(layer, hierarchy, self.precision, self.size_energy, share=share,
-                      incumbents=[*(r.blocking for r in found if r is not None), *hint])
+                      incumbents=[*(r.blocking for r in found if r is not None), *hint],
+                      caches=self.caches)
 
     def absorb_shares(self, layer: ConvLayer, hierarchy: Hierarchy,
                       found: Sequence[SearchResult | None]) -> None:

@@ -23,7 +23,7 @@ from workbench.hierarchy.search_alone import AloneTables
 from workbench.hierarchy.search_bounds import incumbent, pattern_floor
 from workbench.hierarchy.search_class_floors import ClassFloors
 from workbench.hierarchy.search_classes import search_classes
-from workbench.hierarchy.search_context import RoleJob, RoleSearch, Space
+from workbench.hierarchy.search_context import RoleJob, RoleSearch, SearchMemo, Space
 from workbench.hierarchy.search_grid import chain_classes, mirrored
 from workbench.hierarchy.search_levels import _blocking
 from workbench.hierarchy.search_memory import InnerMemory
@@ -46,20 +46,16 @@ from workbench.hierarchy.search_roles import (
 )
 from workbench.hierarchy.search_space import holder_patterns, unrolled_dims
 from workbench.layers.spec import ConvLayer, as_grouped
-from workbench.memo import ByteLRU
+from workbench.memo import Caches, caches_or_new
 
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 SMALL = 1 << 21   # tile combinations up to which a layer is priced in one slice
-# per (layer, levels, holder, its capacity for the array, array, mirror, widths, lanes): unit
-# alone floors of a one-slice search (`chain_terms`), reused when another hierarchy keeps the
-# level's capacity (an edit of one level in the app)
-_ALONE = ByteLRU(128 * 2**20, lambda a: np.asarray(a).nbytes)
 
 
 def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | None = None,
            size_energy: SizeEnergy | None = None, bypass: bool = True,
            incumbents: Sequence[Blocking] = (), share: tuple[int, int] = (0, 1),
-           merged: bool = True) -> SearchResult | None:
+           merged: bool = True, caches: Caches | None = None) -> SearchResult | None:
     """The minimum-energy blocking of the layer in S (see the module docstring); energy in pJ
     for the whole layer (ties: any one optimum). bypass=False: only R's holders (every level
     holds every array it can; NoFitError when no such blocking fits). `incumbents`: blockings
@@ -70,12 +66,14 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     layer (n processes searching one layer: the least of their answers is the optimum, each
     being its share's least or the start); None when the share has no blocking and there is
     no start. `merged` False: the role orders only, not the merged parts (a smaller space, for
-    measuring what they add)."""
+    measuring what they add). `caches`: where searches keep what later ones reuse
+    (`search_context.SearchMemo`; none: kept for this call only)."""
+    memo = SearchMemo.of(caches_or_new(caches))
     layer = as_grouped(layer)  # a connection table's groups, if it has them
     precision = ElementBytes() if precision is None else precision
     start = incumbent(layer, hierarchy, precision, size_energy, bypass, incumbents)
     found = _least(layer, hierarchy, precision, size_energy, bypass,
-                   math.inf if start is None else start[0], share, (0, 1), merged)
+                   math.inf if start is None else start[0], share, (0, 1), merged, memo)
     interrupt.progress(1.0)
     on_chip = len(hierarchy.levels) - 1
     chains = {d: len(nondominated_chains(extents(layer)[_EXTENT[d]], on_chip)) for d in DIMS}
@@ -92,12 +90,14 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
 
 def _least(layer: ConvLayer, hierarchy, precision: PrecisionLike,
            size_energy: SizeEnergy | None, bypass: bool, best: float, share: tuple[int, int],
-           span: tuple[int, int], merged: bool = True) -> tuple[float, Blocking] | None:
+           span: tuple[int, int], merged: bool, memo: SearchMemo
+           ) -> tuple[float, Blocking] | None:
     """S's least blocking of the hierarchy (a `RoleView` when merged levels make it one) below
-    `best` (pJ): (energy, blocking), or None. The role orders (the identity first, R's
-    holders: `bypass` False searches only those), then, with `bypass` and `merged`, the merged
-    parts (`search_merged`: with two on-chip levels one-level searches of their new patterns,
-    with more the whole search of each merged hierarchy). `span` (i, n): the progress reported
+    `best` (pJ): (energy, blocking), or None; `memo`: what searches keep for later ones.
+    The role orders (the identity first, R's holders: `bypass` False searches only those),
+    then, with `bypass` and `merged`, the merged parts (`search_merged`: with two on-chip
+    levels one-level searches of their new patterns, with more the whole search of each
+    merged hierarchy). `span` (i, n): the progress reported
     is the i-th of n equal parts of the whole (a merged part's search inside another's)."""
     on_chip = len(hierarchy.levels) - 1
     extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
@@ -114,7 +114,7 @@ def _least(layer: ConvLayer, hierarchy, precision: PrecisionLike,
     for r, roles in enumerate(orders):  # the identity first: R's holders
         seen = in_roles(hierarchy, roles)
         found = _search_roles(RoleJob(layer, seen, roles, precision, size_energy, bypass,
-                                      per_dim, extent), best, share, stage(r), shared)
+                                      per_dim, extent, memo), best, share, stage(r), shared)
         if found is not None:
             best, (rows_at, chosen, pattern) = found
             tiles = [{d: int(per_dim[d][rows_at[d]][g]) for d in DIMS} for g in range(on_chip)]
@@ -124,14 +124,14 @@ def _least(layer: ConvLayer, hierarchy, precision: PrecisionLike,
     for r, (k, hosts, virtual) in enumerate(parts, len(orders)):  # levels as one
         if on_chip == 2:
             found = _search_roles(RoleJob(layer, virtual, (1,), precision, size_energy, True,
-                                          one, extent), best, share, stage(r), {},
+                                          one, extent, memo), best, share, stage(r), {},
                                   new_patterns(virtual, hosts, done))
             if found is not None:
                 best, (rows_at, chosen, pattern) = found
                 tiles = [{d: int(one[d][rows_at[d]][0]) for d in DIMS}]
                 best_at = unmerged(_blocking(virtual, tiles, chosen, pattern), k, hosts)
         elif (found := _least(layer, virtual, precision, size_energy, True, best, share,
-                              stage(r))) is not None:
+                              stage(r), True, memo)) is not None:
             best, best_at = found[0], unmerged(found[1], k, hosts)
     return None if best_at is None else (best, best_at)
 
@@ -158,7 +158,7 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
     classes = {d: {g: chain_classes(per_dim[d], extent[d], g) for g in range(2, on_chip + 1)}
                for d in DIMS}  # role L−γ+1's view of each chain
     pj_bit = _pj_per_bit(hierarchy, size_energy)
-    space = Space(layer, hierarchy, per_dim, extent, classes, pj_bit, precision)
+    space = Space(layer, hierarchy, per_dim, extent, classes, pj_bit, precision, job.memo)
     if patterns is None:
         patterns = role_patterns(hierarchy, roles) if bypass else \
             holder_patterns(hierarchy)[:1]
@@ -169,17 +169,18 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
     mirror = mirrored(layer, hierarchy)
     tables: dict[tuple, tuple] = {}  # outer levels' best placements (`_level_table`)
     # alone floors per class of chains: shared by the slices, or by one slice's points
-    alone_tables = AloneTables(layer, hierarchy, per_dim, extent, precision)
+    alone_tables = AloneTables(layer, hierarchy, per_dim, extent, precision, job.memo.tables)
     small = math.prod(len(c) for c in per_dim.values()) <= SMALL
     if ClassFloors.applies(alone_tables):  # classes lowest bound first
         if "floors" not in shared and any(f < best for f in floors.values()):
-            shared["floors"] = ClassFloors(layer, hierarchy, per_dim, extent, precision)
+            shared["floors"] = ClassFloors(layer, hierarchy, per_dim, extent, precision,
+                                           job.memo)
         if "floors" not in shared:
             return None
         if small and share[0]:  # one slice: all of it in share 0, as over slices
             return None
         memory = InnerMemory(layer, hierarchy, tuple(len(per_dim[d]) for d in DIMS),
-                             precision) if small else None
+                             precision, job.memo.inner) if small else None
         search = RoleSearch(space, tables, alone_tables, memory, mirror)
         found = search_classes(search, floors, best, shared["floors"],
                                (0, 1) if small else share, stage)
@@ -205,9 +206,9 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
     memory = None
     if len(slices) == 1:  # unit alone floors: the role's capacity and lanes, not its energy
         alone.update({key: v for key, memo in kept.items()
-                      if (v := _ALONE.get(memo)) is not None})
+                      if (v := job.memo.alone.get(memo)) is not None})
         memory = InnerMemory(layer, hierarchy, tuple(len(per_dim[d]) for d in DIMS),
-                             precision)
+                             precision, job.memo.inner)
     search = RoleSearch(space, tables, alone_tables, memory, mirror, pairs)
     # R's holders first (every level holds every array it can, as S did): its optimum is
     # usually close, so the other patterns are then priced against a low best energy
@@ -234,7 +235,7 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
         memory.keep()
     for key, memo in kept.items():
         if key in alone:
-            _ALONE.put(memo, alone[key])
+            job.memo.alone.put(memo, alone[key])
     return None if best_at is None else (best, best_at)
 
 

@@ -29,21 +29,21 @@ from workbench.memo import ByteLRU
 
 TABLE_LIMIT = 1 << 23  # class combinations up to which a level's table is priced (64 MB)
 SHARE = 4              # ... and only when the slices' points are at least SHARE × as many
-# per (layer, levels, γ, the level's capacity for the array, array, widths, lanes): the tables
-# of other searches (another role order seeing a level of the same size in the same role, or
-# an edit keeping a level's size in the app); 512 MB: lenet5 on 3 on-chip levels, its L1 edited
-# to 16 KB in the app, takes 13.0 s, 17.3 s at 256 MB (tables evicted, priced again)
-_TABLES = ByteLRU(512 * 2**20, lambda a: a.nbytes)
 
 
 class AloneTables:
     """Per (array, holder level) the unit alone floor per class combination (pJ at 1 pJ/bit,
     one group; inf: no block fits), for the levels whose class grid is small enough to keep
     (TABLE_LIMIT) and SHARE × smaller than the layer's tile grid; the others are priced per
-    slice as before."""
+    slice as before. `kept` (`SearchMemo.tables`): per (layer, levels, γ, the level's
+    capacity for the array, array, widths, lanes), the tables of other searches (another role
+    order seeing a level of the same size in the same role, or an edit keeping a level's size
+    in the app); at 512 MB, lenet5 on 3 on-chip levels with its L1 edited to 16 KB in the app
+    took 13.0 s, at 256 MB 17.3 s (tables evicted, priced again)."""
 
     def __init__(self, layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
-                 precision: PrecisionLike) -> None:
+                 precision: PrecisionLike, kept: ByteLRU) -> None:
+        self.kept = kept
         self.layer, self.hierarchy, self.precision = layer, hierarchy, precision
         self.per_dim, self.extent = per_dim, extent
         self.on_chip = len(hierarchy.levels) - 1
@@ -95,14 +95,14 @@ class AloneTables:
         kept = (self.layer, self.on_chip, gamma, self.hierarchy.levels[holder].bytes_for(array),
                 array, (prec.inputs, prec.weights, prec.outputs, prec.partial_sums),
                 unrolled_dims(self.hierarchy.datapath))
-        if key not in self._tables and (found := _TABLES.get(kept)) is not None:
+        if key not in self._tables and (found := self.kept.get(kept)) is not None:
             self._tables[key] = found
         if key not in self._tables:
             chains = {d: self.per_dim[d][self.first[gamma][d]] for d in DIMS}
             floor = unit_alone_grid(self.layer, chains, self.extent, gamma, self.on_chip,
                                     self.hierarchy.levels[holder].bytes_for(array), array,
                                     self.precision, unrolled_dims(self.hierarchy.datapath))
-            self._tables[key] = _TABLES.put(kept, floor)
+            self._tables[key] = self.kept.put(kept, floor)
         return self._tables[key]
 
 

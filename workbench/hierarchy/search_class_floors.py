@@ -16,8 +16,8 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
-from workbench.hierarchy.search_alone import _TABLES, AloneTables, inner_bound_grid
-from workbench.hierarchy.search_context import Space
+from workbench.hierarchy.search_alone import AloneTables, inner_bound_grid
+from workbench.hierarchy.search_context import SearchMemo, Space
 from workbench.hierarchy.search_grid import chain_classes
 from workbench.hierarchy.search_levels import _datapath_side, _level_table
 from workbench.hierarchy.search_space import (
@@ -117,10 +117,12 @@ class ClassFloors:
     over each class's chains (`unit`). With three or more on-chip levels a class is the
     innermost role's (t_0, t_1, P) (MAC and fetches exact); with two, the outer role's
     (t_1, P), whose own floors are exact and the innermost role's bounded over t_0 | t_1
-    (`_inner_bound`; fetches at the fewest datapath steps)."""
+    (`_inner_bound`; fetches at the fewest datapath steps). `memo`: what searches keep for
+    later ones (the inner-bound tables, the outer levels' tables)."""
 
     def __init__(self, layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
-                 precision: PrecisionLike) -> None:
+                 precision: PrecisionLike, memo: SearchMemo) -> None:
+        self.memo = memo
         self.layer, self.precision = layer, precision
         self.per_dim, self.extent = per_dim, extent
         self.on_chip = len(hierarchy.levels) - 1
@@ -196,9 +198,9 @@ class ClassFloors:
                 kept = ("inner bound", self.layer, self.on_chip, key[1], array, (
                     prec.inputs, prec.weights, prec.outputs, prec.partial_sums),
                     unrolled_dims(tables.hierarchy.datapath))
-                table = _TABLES.get(kept)
+                table = self.memo.tables.get(kept)
                 if table is None:
-                    table = _TABLES.put(kept, np.ascontiguousarray(
+                    table = self.memo.tables.put(kept, np.ascontiguousarray(
                         self._inner_bound(tables, array, holder)))
                 self._unit[key] = table, [np.arange(n, dtype=np.int64) for n in self.shape]
                 return self._unit[key]
@@ -278,7 +280,7 @@ class ClassFloors:
             if held_by not in outer:
                 key = (1, held_by, None)
                 space = Space(self.layer, hierarchy, self.per_dim, self.extent, self.classes,
-                              pj_bit, self.precision)
+                              pj_bit, self.precision, self.memo)
                 tables[key] = _level_table(space, 1, None, pattern, tables.get(key), flat)
                 outer[held_by] = tables[key][0][flat]
             bound = self.mac[flat]

@@ -1,7 +1,8 @@
 """What the hierarchy search's functions share, passed as frozen context objects instead of
 long argument lists (docs/search.md names the roles): `Space`, the space one role order
 searches; `RoleSearch`, that space with what its search keeps while it runs; `RoleJob`, a
-role order's search as the driver asks for it."""
+role order's search as the driver asks for it; `SearchMemo`, what searches keep for later
+ones (from the caller's `memo.Caches`, never module globals)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,49 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from workbench.hierarchy.search_memory import KeptBounds
+from workbench.memo import ByteLRU, Caches
+
 if TYPE_CHECKING:
     from workbench.hierarchy.levels import Hierarchy, SizeEnergy
     from workbench.layers.spec import ConvLayer
+
+
+def _arrays_nbytes(value: Any) -> int:
+    """Bytes of an array or of a tuple of arrays."""
+    if isinstance(value, tuple):
+        return sum(np.asarray(v).nbytes for v in value)
+    return np.asarray(value).nbytes
+
+
+@dataclass(frozen=True, eq=False)
+class SearchMemo:
+    """What one search keeps for the next (an app's edit of one level, the next layer of a
+    network, the next size of a co-design), each store bounded in bytes:
+    - `alone`: unit alone floors of a one-slice search per (layer, levels, holder capacity,
+      array, mirror, widths, lanes) (`search._search_roles`), 128 MiB;
+    - `tables`: alone and inner-bound tables per class (`search_alone`,
+      `search_class_floors`), 512 MiB;
+    - `levels`: outer levels' best placements per class (`search_levels._level_table`),
+      256 MiB;
+    - `inner`: the innermost level's kept bounds (`search_memory.KeptBounds`)."""
+
+    alone: ByteLRU
+    tables: ByteLRU
+    levels: ByteLRU
+    inner: KeptBounds
+
+    @classmethod
+    def of(cls, caches: Caches) -> SearchMemo:
+        """The hierarchy search's stores in `caches` (made on first use)."""
+        return caches.store("hierarchy search", lambda: cls(
+            ByteLRU(128 * 2**20, _arrays_nbytes), ByteLRU(512 * 2**20, _arrays_nbytes),
+            ByteLRU(256 * 2**20, _arrays_nbytes), KeptBounds()))
+
+    @property
+    def nbytes(self) -> int:
+        return (self.alone.nbytes + self.tables.nbytes + self.levels.nbytes
+                + self.inner.nbytes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -20,7 +61,8 @@ class Space:
     """The space one role order searches: the layer, the hierarchy as the order sees it, the
     tile chains per dimension (`per_dim`) and the extents, each chain's class per role
     (`classes`: role → class index per chain), pJ per bit into each level per array
-    (`pj_bit`, levels × I/W/O) and the precision (bytes per element)."""
+    (`pj_bit`, levels × I/W/O), the precision (bytes per element) and what searches keep
+    for later ones (`memo`)."""
 
     layer: ConvLayer
     hierarchy: Hierarchy
@@ -29,6 +71,7 @@ class Space:
     classes: dict
     pj_bit: np.ndarray
     precision: Any
+    memo: SearchMemo
 
     def unpacked(self) -> tuple:
         """(layer, hierarchy, per_dim, extent, classes, pj_bit, precision)."""
@@ -56,7 +99,8 @@ class RoleSearch:
 class RoleJob:
     """One role order's search as the driver asks for it: the layer and precision, the
     hierarchy seen under the order (`roles`), the size-to-energy rule, whether arrays may
-    bypass levels, and the tile chains per dimension with the extents."""
+    bypass levels, the tile chains per dimension with the extents, and what searches keep for
+    later ones (`memo`)."""
 
     layer: ConvLayer
     hierarchy: Hierarchy
@@ -66,6 +110,7 @@ class RoleJob:
     bypass: bool
     per_dim: dict
     extent: dict
+    memo: SearchMemo
 
 
-__all__ = ["RoleJob", "RoleSearch", "Space"]
+__all__ = ["RoleJob", "RoleSearch", "SearchMemo", "Space"]

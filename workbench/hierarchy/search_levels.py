@@ -27,11 +27,6 @@ from workbench.hierarchy.search_space import (
     variant,
 )
 from workbench.layers.spec import ConvLayer
-from workbench.memo import ByteLRU
-
-# outer levels' tables (`_level_table`) by everything their entries depend on, shared by the
-# searches of one process (the app's edits of another level, the role orders of one search)
-_KEPT = ByteLRU(256 * 2**20, lambda t: sum(a.nbytes for a in t))
 
 
 def _datapath_side(layer: ConvLayer, hierarchy: Hierarchy, flat: dict):
@@ -93,7 +88,8 @@ def _level_table(space: Space, k: int, ox: int | None, pattern: Pattern, table: 
     not `filled` yet, and kept. They start zeroed (calloc: a page is written only when a
     combination on it is priced; most are never looked up); a new table is another search's
     of the same layer, level capacity and banks, arrays held, pJ per bit into the level,
-    widths, lanes and X class (`_KEPT`: an app edit keeping the level), filled in place."""
+    widths, lanes and X class (`space.memo.levels`: an app edit keeping the level, the role
+    orders of one search), filled in place."""
     layer, hierarchy, per_dim, extent, classes, pj_bit, precision = space.unpacked()
     gamma = len(hierarchy.levels) - k
     first = {d: np.unique(classes[d][gamma], return_index=True)[1] for d in DIMS}
@@ -109,10 +105,10 @@ def _level_table(space: Space, k: int, ox: int | None, pattern: Pattern, table: 
                 (prec.inputs, prec.weights, prec.outputs, prec.partial_sums),
                 unrolled_dims(hierarchy.datapath),
                 None if ox is None else int(classes["X"][gamma][ox]))
-        table = _KEPT.get(kept)
+        table = space.memo.levels.get(kept)
         if table is None:
             size = math.prod(shape)
-            table = _KEPT.put(kept, (np.zeros(size), np.zeros(size, dtype=np.int16),
+            table = space.memo.levels.put(kept, (np.zeros(size), np.zeros(size, dtype=np.int16),
                                      np.zeros(size, dtype=bool)))
     energy, at, filled = table
     todo = ids[~filled[ids]]

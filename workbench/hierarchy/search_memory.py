@@ -33,22 +33,10 @@ SLACK = 1.0 - 1e-12
 LIMIT = 64 * 2**20    # bytes of kept bounds (all layers and hierarchies)
 PER_KEY = 24          # entries kept per (layer, arrays held): sources and capacities
 
-_LOCK = threading.Lock()
-# (layer, on-chip levels, lanes, widths, held, banks) -> {(tag, capacities): (c, at, bounds)}:
-# tag: the held arrays' sources; at: sorted grid indices, bounds: pJ at them
-_KEPT: OrderedDict[tuple, dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]]] = \
-    OrderedDict()
-
-
 def _scale(to: np.ndarray, frm: np.ndarray) -> float:
     """ρ·SLACK, ρ = min over A (frm_A > 0) of to_A / frm_A (0 when no frm_A > 0)."""
     live = frm > 0
     return float(np.min(to[live] / frm[live])) * SLACK if live.any() else 0.0
-
-
-def _nbytes() -> int:
-    return sum(at.nbytes + b.nbytes for entries in _KEPT.values()
-               for _, at, b in entries.values())
 
 
 def _at(at: np.ndarray, bounds: np.ndarray, points: np.ndarray) -> np.ndarray:
@@ -61,10 +49,52 @@ def _at(at: np.ndarray, bounds: np.ndarray, points: np.ndarray) -> np.ndarray:
     return out
 
 
-def clear() -> None:
-    """Forget every kept bound."""
-    with _LOCK:
-        _KEPT.clear()
+class KeptBounds:
+    """The innermost level's bounds kept across searches, at most LIMIT bytes: (layer,
+    on-chip levels, lanes, widths, held, banks) → {(tag, capacities): (coefficients, at,
+    bounds)}; tag: the held arrays' sources; at: sorted grid indices; bounds: pJ at them.
+    Thread-safe; one per `Caches` (`search_context.SearchMemo`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple, dict[tuple, tuple[np.ndarray, np.ndarray,
+                                                         np.ndarray]]] = OrderedDict()
+
+    @property
+    def nbytes(self) -> int:
+        with self._lock:
+            return self._bytes()
+
+    def _bytes(self) -> int:
+        return sum(at.nbytes + b.nbytes for entries in self._kept.values()
+                   for _, at, b in entries.values())
+
+    def entries(self, key: tuple) -> list[tuple[tuple, tuple]]:
+        """The ((tag, capacities), (coefficients, at, bounds)) kept under `key`."""
+        with self._lock:
+            return list(self._kept.get(key, {}).items())
+
+    def get(self, key: tuple, sub: tuple) -> tuple | None:
+        with self._lock:
+            return self._kept.get(key, {}).get(sub)
+
+    def put(self, key: tuple, sub: tuple, value: tuple) -> None:
+        """Keep `value` under key and sub (the newest of a key last; PER_KEY per key, the
+        least recently kept keys dropped past LIMIT bytes)."""
+        with self._lock:
+            entries = self._kept.setdefault(key, {})
+            entries.pop(sub, None)
+            entries[sub] = value
+            while len(entries) > PER_KEY:
+                entries.pop(next(iter(entries)))
+            self._kept.move_to_end(key)
+            while self._bytes() > LIMIT and len(self._kept) > 1:
+                self._kept.popitem(last=False)
+
+    def __len__(self) -> int:
+        """Entries kept, over every key."""
+        with self._lock:
+            return sum(len(entries) for entries in self._kept.values())
 
 
 class InnerMemory:
@@ -72,7 +102,8 @@ class InnerMemory:
     kernel found, `keep` at its end. `shape`: chains per dimension (DIMS order)."""
 
     def __init__(self, layer, hierarchy: Hierarchy, shape: tuple[int, ...],
-                 precision) -> None:
+                 precision, kept: KeptBounds) -> None:
+        self.kept = kept
         on_chip = len(hierarchy.levels) - 1
         self.level = hierarchy.levels[on_chip]
         self.base = (layer, on_chip, unrolled_dims(hierarchy.datapath),
@@ -101,11 +132,10 @@ class InnerMemory:
         with the capacity)."""
         caps = self._caps(held)
         chosen: dict = {}
-        with _LOCK:
-            for (tag, at), v in _KEPT.get(self._key(held), {}).items():
-                if all(x >= y for x, y in zip(at, caps, strict=True)) and \
-                        (tag not in chosen or sum(at) < sum(chosen[tag][0])):
-                    chosen[tag] = at, v
+        for (tag, at), v in self.kept.entries(self._key(held)):
+            if all(x >= y for x, y in zip(at, caps, strict=True)) and \
+                    (tag not in chosen or sum(at) < sum(chosen[tag][0])):
+                chosen[tag] = at, v
         return [v for _, v in chosen.values()]
 
     def known(self, held: tuple[str, ...], coef: np.ndarray,
@@ -155,8 +185,7 @@ class InnerMemory:
         for (held, tag), (coef, points, lowers) in self._noted.items():
             key, sub = self._key(held), (tag, self._caps(held))
             at, bounds = np.concatenate(points), np.concatenate(lowers)
-            with _LOCK:
-                old = _KEPT.get(key, {}).get(sub)
+            old = self.kept.get(key, sub)
             if old is not None:
                 at = np.concatenate([old[1], at])
                 bounds = np.concatenate([_scale(coef, old[0]) * old[2], bounds])
@@ -164,16 +193,8 @@ class InnerMemory:
             at, bounds = at[order], bounds[order]
             first = np.ones(len(at), dtype=bool)
             first[1:] = at[1:] != at[:-1]
-            with _LOCK:
-                entries = _KEPT.setdefault(key, {})
-                entries.pop(sub, None)
-                entries[sub] = (coef, at[first], bounds[first])
-                while len(entries) > PER_KEY:
-                    entries.pop(next(iter(entries)))
-                _KEPT.move_to_end(key)
-                while _nbytes() > LIMIT and len(_KEPT) > 1:
-                    _KEPT.popitem(last=False)
+            self.kept.put(key, sub, (coef, at[first], bounds[first]))
         self._noted.clear()
 
 
-__all__ = ["LIMIT", "SLACK", "InnerMemory", "clear"]
+__all__ = ["LIMIT", "SLACK", "InnerMemory", "KeptBounds"]

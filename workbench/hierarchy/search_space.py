@@ -12,7 +12,6 @@ import functools
 import itertools
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -65,8 +64,6 @@ BATCH = 1 << 16  # points priced per pass (per kernel call at the innermost leve
 # thread (the kernels release the GIL); every answer is the one call's, bit for bit
 SPLIT = 1 << 9
 CPUS = os.cpu_count() or 1  # one: never split
-_POOLS: dict[int, ThreadPoolExecutor] = {}  # per process (a forked child starts its own)
-_POOLS_LOCK = threading.Lock()
 Pattern = tuple[tuple[int, ...], ...]  # per array (ARRAYS order): on-chip levels holding it
 _EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 def _window(c, stride: int, kernel: int):
@@ -301,13 +298,35 @@ def _halves(n: int) -> int:
     return n // 2 if n >= SPLIT and CPUS > 1 else 0
 
 
-def _other_half(fn, *args):
-    """Run fn(*args) in this process's second thread (a future)."""
-    with _POOLS_LOCK:
-        pool = _POOLS.get(os.getpid())
-        if pool is None:
-            pool = _POOLS[os.getpid()] = ThreadPoolExecutor(1, "workbench-kernel")
-    return pool.submit(fn, *args)
+class _Half(threading.Thread):
+    """fn(*args) in a thread of its own, started at once; `result()` waits for it (and raises
+    what it raised). A thread per split call, nothing kept between calls: the compiled
+    kernels release the GIL, and SPLIT points take far longer than a thread's start."""
+
+    def __init__(self, fn, args: tuple) -> None:
+        super().__init__(name="workbench-kernel", daemon=True)
+        self._call = (fn, args)
+        self._out: object = None
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        fn, args = self._call
+        try:
+            self._out = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller in `result`
+            self._error = exc
+
+    def result(self):
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._out
+
+
+def _other_half(fn, *args) -> _Half:
+    """Run fn(*args) in a second thread (`_Half`: its `result()` joins it)."""
+    return _Half(fn, args)
 
 
 def _points_of(args: tuple, a: int, b: int) -> tuple:

@@ -286,7 +286,7 @@ class Platform(StrictModel):
             loc = renamed(loc, FLAT_PATHS)
             shown = ", ".join(f"{k}={v!r}" for k, v in changed.items())
             raise WorkbenchError(message(f"platform {self.name!r} with {shown} (an override, "
-                                         "e.g. --memory or a sweep's buffer_kb)", loc, rule,
+                                         "e.g. --memory-kb or a sweep's memory_kb)", loc, rule,
                                          more)) from None
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from workbench import spelling
 from workbench.errors import WorkbenchError
 from workbench.paths import notebooks_dir
 from workbench.report.output import check_output_file, write_text
@@ -118,7 +119,7 @@ def _shape(v: Any) -> bool:
 _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "batch": (_whole(1, 2**20), "must be an integer in 1..2^20"),
     "memory_kb": (_number(0, 2**38), "must be a number of KB in 0..2^38 (0: the platform's)"),
-    "buffer_sizes_kb": (_sizes, "must be a list of 1 to 64 sizes in KB, each in 1/1024..2^38"),
+    "sweep_memory_kb": (_sizes, "must be a list of 1 to 64 sizes in KB, each in 1/1024..2^38"),
     "objective": (lambda v: v in ("cycles", "energy", "accesses", "edp"),
                   "must be one of cycles, energy, accesses, edp"),
     "cores": (_whole(0, 4096), "must be an integer in 0..4096 (0: the platform's)"),
@@ -127,10 +128,16 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
-def check_parameters(params: dict[str, Any], origin: str = "report parameter") -> None:
-    """Refuse (one line naming `origin`, the key, the rule and the value cut to 80
-    characters) any key the notebook's parameters cell does not assign, `network` and
-    `platform` (the report's own arguments), and a value its rule does not allow."""
+OLD_PARAMETERS = {"buffer_sizes_kb": "sweep_memory_kb"}  # old spellings still read
+
+
+def check_parameters(params: dict[str, Any], origin: str = "report parameter"
+                     ) -> dict[str, Any]:
+    """The parameters, old spellings (`OLD_PARAMETERS`) read as the new ones with one notice;
+    refuse (one line naming `origin`, the key, the rule and the value cut to 80 characters)
+    any key the notebook's parameters cell does not assign, `network` and `platform` (the
+    report's own arguments), and a value its rule does not allow."""
+    params = spelling.renamed_keys(params, OLD_PARAMETERS, origin)
     known = report_parameters()
     own = sorted(set(params) & {"network", "platform"})
     if own:
@@ -145,6 +152,7 @@ def check_parameters(params: dict[str, Any], origin: str = "report parameter") -
         check, rule = _RULES.get(key, (lambda v: True, ""))
         if not check(value):
             raise WorkbenchError(f"{origin} {key}: {rule}, got {cut(value)}")
+    return params
 
 
 def build_report(network: str, platform: str, out: str | Path, timeout_s: int = 600,
@@ -152,7 +160,7 @@ def build_report(network: str, platform: str, out: str | Path, timeout_s: int = 
     """Execute the report notebook for one network and platform and write the HTML file.
     Parameters must be names of the notebook's parameters cell (nothing else reaches it).
     `progress`: a bar of executed cells on stderr."""
-    check_parameters(params)
+    params = check_parameters(params)
     check_output_file(out, "report output")
     executed = execute(REPORT_NOTEBOOK, {"network": _resolved(network),
                                          "platform": _resolved(platform), **params}, timeout_s,

@@ -4,13 +4,14 @@ the per-layer table in human units, the network totals and the manager's summary
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 
 import numpy as np
 import pandas as pd
 
-from workbench import explore, layers, platforms
+from workbench import explore, layers, platforms, spelling
 from workbench.layers.network import Network
+from workbench.memo import Caches
 from workbench.platforms import Platform
 from workbench.tiling import SCHEDULES
 from workbench.viz import units
@@ -31,28 +32,34 @@ class ReportData:
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """What a report varies: the batch (None: the network's), the local memory (KB; 0: the
-    preset's) and the buffer sizes swept (KB), the schedules, worker processes, the objective
-    ranking mappings, the cores (0: the preset's), fusion ("auto", "off" or "force") and an
-    input shape (C, H, W) replacing the network's."""
+    """What a report varies: the batch (None: the network's), the local memory `memory_kb`
+    (KB; 0: the preset's) and the local memories the per-layer sweep tries `sweep_memory_kb`
+    (KB; `buffer_sizes_kb`, its old spelling, is read with one notice), the schedules, worker
+    processes, the objective ranking mappings, the cores (0: the preset's), fusion ("auto",
+    "off" or "force") and an input shape (C, H, W) replacing the network's."""
 
     batch: int | None = None
     memory_kb: float = 0
-    buffer_sizes_kb: tuple[float, ...] = (1, 4, 16, 64, 256, 1024)
+    sweep_memory_kb: tuple[float, ...] = (1, 4, 16, 64, 256, 1024)
     schedules: tuple[str, ...] = SCHEDULES
     jobs: int = 1
     objective: str = "cycles"
     cores: int = 0
     fusion: str = "auto"
     input_shape: tuple[int, ...] | None = None
+    buffer_sizes_kb: InitVar[tuple[float, ...] | None] = None  # the old sweep_memory_kb
+
+    def __post_init__(self, buffer_sizes_kb: tuple[float, ...] | None) -> None:
+        spelling.old_keyword(self, "buffer_sizes_kb", "sweep_memory_kb", buffer_sizes_kb,
+                             "ReportSettings")
 
 
 def build(network: str, platform: str, settings: ReportSettings = ReportSettings()
           ) -> ReportData:
     """Plan every layer of `network` on `platform` as `settings` say: mappings ranked by the
     objective; Pareto solutions and buffer-size sweeps of the conv/fc layers on one core."""
-    batch, memory_kb, buffer_sizes_kb, schedules, jobs = (
-        settings.batch, settings.memory_kb, settings.buffer_sizes_kb, settings.schedules,
+    batch, memory_kb, sweep_memory_kb, schedules, jobs = (
+        settings.batch, settings.memory_kb, settings.sweep_memory_kb, settings.schedules,
         settings.jobs)
     objective, cores, fusion, input_shape = (settings.objective, settings.cores,
                                              settings.fusion, settings.input_shape)
@@ -63,13 +70,14 @@ def build(network: str, platform: str, settings: ReportSettings = ReportSettings
         overrides["cores"] = int(cores)
     plat = platforms.load_platform(platform, **overrides)
     schedules = tuple(schedules)
+    caches = Caches()  # the report's: its plan and tables share the candidate sets
     per_layer = explore.network_plan(net, plat, objective, fusion, schedules,
-                                     compare_unfused=True)
+                                     compare_unfused=True, caches=caches)
     solutions = explore.explore_layers(net.tiled_layers(), plat, schedules,
                                        [plat.local_mem_bytes], keep="pareto", jobs=jobs)
-    sizes = sorted({int(kb * 1024) for kb in buffer_sizes_kb} | {plat.local_mem_bytes})
+    sizes = sorted({int(kb * 1024) for kb in sweep_memory_kb} | {plat.local_mem_bytes})
     best = explore.explore_layers(net.tiled_layers(), plat, schedules, sizes, keep="best",
-                                  objective=objective)
+                                  objective=objective, caches=caches)
     sweep = pd.concat([explore.sweep_summary(layer, best[best.layer == layer.name], objective)
                        for layer in net.tiled_layers()], ignore_index=True)
     totals = explore.network_totals(per_layer, plat)

@@ -21,6 +21,7 @@ from bokeh.layouts import column, row
 from bokeh.models import CheckboxGroup, ColumnDataSource, CustomJS, Div, Select
 from bokeh.palettes import Category10_10, Viridis256
 
+from workbench import spelling
 from workbench.errors import WorkbenchError
 from workbench.report.output import write_text
 from workbench.viz import sweep_plots as sp
@@ -136,7 +137,7 @@ def _all_columns(frame: pd.DataFrame, axes: Sequence[str], table: Sequence[str],
 
 
 def sweep_view(frame: pd.DataFrame, axes: Sequence[str], x: str = "time_ms",
-               y: str = "energy_uj", color: str = "local_mem_kb",
+               y: str = "energy_uj", color: str = "memory_kb",
                bins: tuple[int, int] = sp.DEFAULT_BINS,
                breakdowns: dict[str, pd.DataFrame] | None = None) -> object:
     """The page's bokeh layout for a results frame (see the module docstring); `breakdowns`
@@ -206,7 +207,7 @@ def _case_panel(shown: ColumnDataSource, table: Sequence[str],
 
 
 def sweep_page(frame: pd.DataFrame, overrides: Sequence[str], path: str | Path,
-               x: str = "time_ms", y: str = "energy_uj", color: str = "local_mem_kb",
+               x: str = "time_ms", y: str = "energy_uj", color: str = "memory_kb",
                bins: tuple[int, int] = sp.DEFAULT_BINS, max_breakdowns: int = 100,
                case_layers: Callable[[str], pd.DataFrame] | None = None) -> Path:
     """Write a sweep's results (`sweep.collect`, with the grid's `overrides` axes) as one
@@ -215,6 +216,7 @@ def sweep_page(frame: pd.DataFrame, overrides: Sequence[str], path: str | Path,
     module docstring."""
     if frame.empty:
         raise WorkbenchError("sweep page: no completed case to show")
+    frame, (x, y, color) = spelling.renamed_columns(frame, [x, y, color], "sweep page")
     axes = sp.sweep_axes(frame, list(overrides))
     color = color if color in frame else ""
     ids = frame["case_id"].tolist()

@@ -71,19 +71,19 @@ def _scalar(value: Any) -> Any:
     raise PydanticCustomError("scalar_rule", "must be a finite number, true/false or a name")
 
 
-MAX_BUFFER_KB = 2**38  # a local memory of at most 2^48 B (256 TiB): a physical range
+MAX_MEMORY_KB = 2**38  # a local memory of at most 2^48 B (256 TiB): a physical range
 
 
-def _buffer_kb(value: Any) -> float:
-    """A local-memory size in KB: a number from 1 byte (1/1024) to MAX_BUFFER_KB."""
+def _memory_kb(value: Any) -> float:
+    """A local-memory size in KB: a number from 1 byte (1/1024) to MAX_MEMORY_KB."""
     rule = "must be a number of KB from 1/1024 (1 byte) to 2^38 (2^48 B)"
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise PydanticCustomError("number_rule", rule)
-    if is_int(value) and not 1 <= value <= MAX_BUFFER_KB:
+    if is_int(value) and not 1 <= value <= MAX_MEMORY_KB:
         raise PydanticCustomError("number_rule", rule)
     if isinstance(value, float) and not math.isfinite(value):
         raise PydanticCustomError("number_rule", "must be a finite number (no NaN or infinity)")
-    if not 1 / 1024 <= value <= MAX_BUFFER_KB:
+    if not 1 / 1024 <= value <= MAX_MEMORY_KB:
         raise PydanticCustomError("number_rule", rule)
     return value
 
@@ -108,7 +108,7 @@ class GridDoc(StrictModel):
     networks: NonEmptyNames
     platforms: NonEmptyNames
     batch: Annotated[int | None, PlainValidator(_optional_positive)] = None
-    buffer_kb: Annotated[list[Annotated[float, PlainValidator(_buffer_kb)]], Field(min_length=1),
+    memory_kb: Annotated[list[Annotated[float, PlainValidator(_memory_kb)]], Field(min_length=1),
                          Unique] = [128.0]
     acc_bits: Annotated[list[Annotated[int, int_in(2, 64)]], Field(min_length=1), Unique] = [16]
     schedules: _names("schedules") = []

@@ -1,4 +1,4 @@
-"""Parameter sweeps: a grid of networks × platforms × overrides × buffer sizes × accumulator
+"""Parameter sweeps: a grid of networks × platforms × overrides × memory sizes × accumulator
 widths × objectives, evaluated case by case in this process or on a Dask cluster, committed
 to a resumable results store (see `store`) exactly once per case."""
 
@@ -9,7 +9,7 @@ from workbench.sweep.runner import collect, load_grid, run, run_reports, status
 from workbench.sweep.store import SweepStore
 
 
-def grid_summary(frame, columns=("network", "platform", "hierarchy", "local_mem_kb", "acc_bits",
+def grid_summary(frame, columns=("network", "platform", "hierarchy", "memory_kb", "acc_bits",
                                  "objective", "traffic_model", "throughput_gops", "energy_uj",
                                  "traffic_mb", "accuracy", "hierarchy_energy_uj",
                                  "memory_to_compute")):

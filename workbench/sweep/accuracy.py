@@ -16,6 +16,7 @@ import numpy as np
 from workbench import layers
 from workbench.errors import WorkbenchError
 from workbench.layers.network import Network
+from workbench.memo import Caches, caches_or_new
 from workbench.quant.weights import load_data_npz
 
 DATA_KEYS = ("calib_x", "calib_y", "test_x", "test_y")
@@ -67,16 +68,14 @@ def check(network: str, weights: str | None, data: str | None) -> str:
     return ""
 
 
-_ACCURACY: dict[tuple, float] = {}
-
-
 def accuracy(network: str, weights: str | None, data: str | None, acc_bits: int,
-             bound: str) -> float | None:
-    """Held-out accuracy of the network quantized for acc_bits, None without data (cached per
-    process). A width too narrow for any format gives NaN."""
+             bound: str, caches: Caches | None = None) -> float | None:
+    """Held-out accuracy of the network quantized for acc_bits, None without data (kept in
+    `caches`: the cases of a batch share it). A width too narrow for any format gives NaN."""
+    found = caches_or_new(caches).store("quantized accuracy", dict)
     key = (network, weights, data, acc_bits, bound)
-    if key in _ACCURACY:
-        return _ACCURACY[key]
+    if key in found:
+        return found[key]
     source, _reason = data_source(network, weights, data)
     if source is None:
         return None
@@ -93,7 +92,7 @@ def accuracy(network: str, weights: str | None, data: str | None, acc_bits: int,
     try:
         res = quant.search(net, params, cx[:n], cx[:n], cy[:n],
                            quant.SearchOptions(acc_bits=acc_bits, bound=bound))
-        _ACCURACY[key] = float(quant.accuracy(net, params, tx, ty, res.config))
+        found[key] = float(quant.accuracy(net, params, tx, ty, res.config))
     except WorkbenchError:
-        _ACCURACY[key] = float("nan")
-    return _ACCURACY[key]
+        found[key] = float("nan")
+    return found[key]

@@ -10,6 +10,7 @@ import pandas as pd
 
 from workbench import explore, layers, platforms
 from workbench.errors import WorkbenchError
+from workbench.memo import Caches, caches_or_new
 from workbench.platforms import Platform
 from workbench.sweep import accuracy
 from workbench.sweep.grid import Case, Grid, iter_cases
@@ -36,13 +37,13 @@ def case_platform(case: Case) -> Platform:
     return plat.replace(local_mem_bytes=case.memory_bytes, acc_bits=case.acc_bits, **overrides)
 
 
-def hierarchy_columns(net, plat: Platform, name: str) -> dict:
+def hierarchy_columns(net, plat: Platform, name: str, caches: Caches | None = None) -> dict:
     """A row's hierarchy columns (`explore.hierarchy_plan` totals): hierarchy (name),
     hierarchy_energy_uj, hierarchy_<level>_uj per level and hierarchy_mac_uj, memory_to_compute
     and, when the model has cycles, hierarchy_cycles."""
     from workbench.explore.hierarchy_plan import hierarchy_plan, hierarchy_totals, level_column
 
-    plan = hierarchy_plan(net, plat)
+    plan = hierarchy_plan(net, plat, caches=caches)
     totals = hierarchy_totals(plan)
     row = {"hierarchy": name, "hierarchy_energy_uj": totals["energy_pj"] / 1e6}
     for level in plan.attrs["levels"]:
@@ -54,17 +55,19 @@ def hierarchy_columns(net, plat: Platform, name: str) -> dict:
     return row
 
 
-def evaluate_case(case: Case, grid: Grid) -> dict:
+def evaluate_case(case: Case, grid: Grid, caches: Caches | None = None) -> dict:
     """The case's row: its settings and the network totals of its plan (`explore.network_plan`:
     every layer, cores and fusion; cycles, energy, ... and the conv/fc layers' energy), and,
     for a traffic-model case, the least off-accelerator traffic of the network's layers under
     that model (traffic_mb, with compulsory_mb; elements at the platform's input/weight
     widths, partial sums at the accumulator width). Non-seed000 models give traffic only.
-    With weights and data, the quantized held-out `accuracy` (0..1)."""
+    With weights and data, the quantized held-out `accuracy` (0..1). `caches`: what the
+    cases of one batch share (none: this case's own)."""
+    caches = caches_or_new(caches)
     plat = case_platform(case)
     net = _network(case.network, case.batch)
     row = {"case_id": case.case_id, "network": case.network, "platform": case.platform,
-           "batch": net.batch, "local_mem_kb": case.memory_bytes / 1024,
+           "batch": net.batch, "memory_kb": case.memory_bytes / 1024,
            "acc_bits": case.acc_bits, **{k: v for k, v in case.overrides}}
     if case.hierarchy is not None:
         row["hierarchy"] = case.hierarchy
@@ -79,7 +82,8 @@ def evaluate_case(case: Case, grid: Grid) -> dict:
                    traffic_mb=table["traffic_bytes"].sum(min_count=len(table)) / 1e6,
                    compulsory_mb=table["compulsory_bytes"].sum() / 1e6)
     if case.traffic_model in (None, "seed000"):
-        per_layer = explore.network_plan(net, plat, case.objective, case.fusion, case.schedules)
+        per_layer = explore.network_plan(net, plat, case.objective, case.fusion, case.schedules,
+                                         caches=caches)
         totals = explore.network_totals(per_layer, plat)
         tiled = per_layer[per_layer["kind"].isin(["conv", "fc"])]
         row.update({
@@ -93,21 +97,23 @@ def evaluate_case(case: Case, grid: Grid) -> dict:
             "dma_transfers": totals["dma_transfers"],
             "schedules_used": ",".join(sorted(set(tiled["schedule"])))})
         if plat.has_levels:
-            row.update(hierarchy_columns(net, plat, case.hierarchy or plat.name))
+            row.update(hierarchy_columns(net, plat, case.hierarchy or plat.name, caches))
     if case.network in grid.weights or case.network in grid.data:
         value = accuracy.accuracy(case.network, grid.weights.get(case.network),
-                                  grid.data.get(case.network), case.acc_bits, grid.bound)
+                                  grid.data.get(case.network), case.acc_bits, grid.bound,
+                                  caches)
         if value is not None:
             row["accuracy"] = value
     return row
 
 
-def run_case(case: Case, grid: Grid) -> tuple[dict | None, str | None, float]:
+def run_case(case: Case, grid: Grid,
+             caches: Caches | None = None) -> tuple[dict | None, str | None, float]:
     """(row, None, seconds) or (None, one-line failure, seconds). Any error of one case is
     that case's failure; the sweep goes on."""
     start = time.perf_counter()
     try:
-        row, error = evaluate_case(case, grid), None
+        row, error = evaluate_case(case, grid, caches), None
     except WorkbenchError as exc:
         row, error = None, f"{case.describe()}: {exc}"
     except Exception as exc:  # noqa: BLE001 - an engine bug fails its case, not the sweep

@@ -11,17 +11,18 @@ import hashlib
 import itertools
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from workbench import explore, platforms, resources
+from workbench import explore, platforms, resources, spelling
 from workbench.errors import FileFormatError, WorkbenchError
 from workbench.numbers import fmt_bytes
 from workbench.schemas.grid import validate_grid
 from workbench.tiling import SCHEDULES
 
 BOUNDS = ("worst", "weights", "data")  # the quantizer's bounds (workbench.quant.bounds)
+OLD_KEYS = {"buffer_kb": spelling.MEMORY_KB}  # old spellings a grid is still read in
 
 
 def names() -> dict[str, tuple[str, ...]]:
@@ -41,14 +42,15 @@ class Grid:
     weights). A network with weights gets its quantized accuracy per width (MNIST-shaped
     networks default to the shipped MNIST digits). `hierarchy` lists memory hierarchies
     (shipped names or .yaml files) that replace each platform's levels, one case each: the
-    platform's external/local memory fields follow the hierarchy, then `buffer_kb` sizes its
-    outermost on-chip level (the local memory). A platform with levels, or a case with a
-    hierarchy, adds the hierarchy plan's columns to its row."""
+    platform's external/local memory fields follow the hierarchy, then `memory_kb` (KiB) sizes
+    its outermost on-chip level (the local memory). A platform with levels, or a case with a
+    hierarchy, adds the hierarchy plan's columns to its row. `buffer_kb`, the old spelling of
+    `memory_kb`, is read as it with one notice."""
 
     networks: list[str]
     platforms: list[str]
     batch: int | None = None
-    buffer_kb: list[float] = field(default_factory=lambda: [128])
+    memory_kb: list[float] = field(default_factory=lambda: [128])
     acc_bits: list[int] = field(default_factory=lambda: [16])
     schedules: list[str] = field(default_factory=lambda: list(SCHEDULES))
     overrides: dict[str, list] = field(default_factory=dict)
@@ -62,9 +64,11 @@ class Grid:
     reports: bool = False
     report_timeout_s: int = 600
     report_retries: int = 1
+    buffer_kb: InitVar[list[float] | None] = None  # the old spelling of memory_kb
 
-    def __post_init__(self) -> None:
-        doc = {name: getattr(self, name) for name in self.__dataclass_fields__}
+    def __post_init__(self, buffer_kb: list[float] | None) -> None:
+        spelling.old_keyword(self, "buffer_kb", "memory_kb", buffer_kb, "grid")
+        doc = {f.name: getattr(self, f.name) for f in fields(self)}
         validate_grid(doc, "grid", WorkbenchError, names())
         for hierarchy in self.hierarchy:  # a broken file fails the grid, before any case runs
             platforms.check_hierarchy(hierarchy)
@@ -72,11 +76,21 @@ class Grid:
     @classmethod
     def from_yaml(cls, path: str | Path) -> Grid:
         """A grid from a YAML file; every problem is one FileFormatError line naming the file,
-        the field path (`buffer_kb[1]`, `overrides.cores`) and the rule."""
+        the field path (`memory_kb[1]`, `overrides.cores`) and the rule."""
         from workbench.layers.zoo import read_yaml
 
         origin = f"grid file {str(path)!r}"
-        doc = read_yaml(Path(path), "grid")
+        return cls.from_doc(read_yaml(Path(path), "grid"), origin)
+
+    @classmethod
+    def from_doc(cls, doc: Any, origin: str) -> Grid:
+        """A grid from a document of grid keys (old spellings read with one notice each);
+        every problem is one FileFormatError line naming `origin`."""
+        if isinstance(doc, dict):
+            try:
+                doc = spelling.renamed_keys(doc, OLD_KEYS, origin)
+            except WorkbenchError as exc:
+                raise FileFormatError(str(exc)) from None
         validate_grid(doc, origin, FileFormatError, names())
         try:
             return cls(**doc)
@@ -85,7 +99,7 @@ class Grid:
 
     def axes(self) -> list[str]:
         """The result columns that vary over the grid (the axes a browser filters on)."""
-        names = ["network", "platform", "local_mem_kb", "acc_bits", *sorted(self.overrides),
+        names = ["network", "platform", spelling.MEMORY_KB, "acc_bits", *sorted(self.overrides),
                  "objective", "fusion"]
         return (names + (["traffic_model"] if self.traffic_models else [])
                 + (["hierarchy"] if self.hierarchy else []))
@@ -128,7 +142,7 @@ ROW_BYTES = 16 << 10  # memory one case takes in a run: its Case, result row and
 def case_count(grid: Grid) -> int:
     """Cases in the grid, counted without building them."""
     return math.prod(len(axis) for axis in (
-        grid.networks, grid.platforms, grid.hierarchy or [None], grid.buffer_kb, grid.acc_bits,
+        grid.networks, grid.platforms, grid.hierarchy or [None], grid.memory_kb, grid.acc_bits,
         *grid.overrides.values(), grid.traffic_models or [None], grid.objectives, grid.fusion))
 
 
@@ -146,7 +160,7 @@ def iter_cases(grid: Grid) -> Iterator[Case]:
     cases of one network sit together and share its candidate sets)."""
     names = sorted(grid.overrides)
     for net, plat, hierarchy, kb, bits in itertools.product(
-            grid.networks, grid.platforms, grid.hierarchy or [None], grid.buffer_kb,
+            grid.networks, grid.platforms, grid.hierarchy or [None], grid.memory_kb,
             grid.acc_bits):
         for combo in itertools.product(*(grid.overrides[n] for n in names)):
             for model, objective, fusion in itertools.product(

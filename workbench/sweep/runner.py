@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.errors import WorkbenchError
+from workbench.memo import Caches
 from workbench.sweep import accuracy
 from workbench.sweep.engine import (
     DaskExecutor,
@@ -32,8 +33,9 @@ def run_batch(task: tuple[list[Case], Grid, str | None, str | None]) -> list[Out
     store = SweepStore(out_dir) if out_dir is not None else None
     shared = store is not None and token is not None and store.owned_by(token)
     outcomes = []
+    caches = Caches()  # what the batch's cases share (candidate sets, plans, accuracies)
     for case in batch:
-        row, error, seconds = run_case(case, grid)
+        row, error, seconds = run_case(case, grid, caches)
         if shared:
             if row is not None:
                 store.commit_row(case.case_id, row)

@@ -30,8 +30,9 @@ from typing import Any
 
 import pandas as pd
 
+from workbench import spelling
 from workbench.errors import FileFormatError, WorkbenchError
-from workbench.sweep.grid import Grid, iter_cases
+from workbench.sweep.grid import OLD_KEYS, Grid, iter_cases
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -51,6 +52,18 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "item"):
         value = value.item()
     return value
+
+
+def _today(grid_json: str) -> str:
+    """A grid.json text as today's spelling writes it (an older sweep's `buffer_kb` read as
+    `memory_kb`: resuming it is the same grid); the text itself when it is not a grid."""
+    try:
+        doc = json.loads(grid_json)
+    except ValueError:
+        return grid_json
+    if not isinstance(doc, dict) or not set(OLD_KEYS) & set(doc):
+        return grid_json
+    return json.dumps({OLD_KEYS.get(k, k): v for k, v in doc.items()}, indent=1)
 
 
 @dataclass(frozen=True)
@@ -174,7 +187,7 @@ class SweepStore:
                 before = path.read_text()
             except OSError:
                 before = None
-            if before == text:
+            if before is not None and _today(before) == text:
                 return ""
             note = ("this directory was last run with another grid; its rows stay in rows/ "
                     "and count wherever the grids share cases, the rest is left out of "
@@ -210,11 +223,13 @@ class SweepStore:
         except (OSError, ValueError) as exc:
             raise FileFormatError(f"sweep directory {str(self.root)!r}: no readable grid.json "
                                   f"({type(exc).__name__})") from None
+        where = f"sweep directory {str(self.root)!r}: grid.json"
         try:
-            return Grid(**doc)
+            return Grid.from_doc(doc, where)
+        except FileFormatError:
+            raise
         except (TypeError, WorkbenchError) as exc:
-            raise FileFormatError(f"sweep directory {str(self.root)!r}: grid.json: "
-                                  f"{str(exc).splitlines()[0]}") from None
+            raise FileFormatError(f"{where}: {str(exc).splitlines()[0]}") from None
 
     def commit_row(self, case_id: str, row: dict) -> None:
         _write_atomic(self.rows / f"{case_id}.json",
@@ -240,12 +255,18 @@ class SweepStore:
     def read_rows(self, ids: Iterable[str]) -> list[dict]:
         """The committed rows of these ids, in this order (unreadable files are skipped:
         their cases count as pending and are computed again)."""
-        rows = []
+        rows, old = [], False
         for case_id in ids:
             try:
-                rows.append(json.loads((self.rows / f"{case_id}.json").read_text()))
+                row = json.loads((self.rows / f"{case_id}.json").read_text())
             except (OSError, ValueError):
                 continue
+            old = old or spelling.OLD_MEMORY_COLUMN in row
+            rows.append({spelling.MEMORY_KB if k == spelling.OLD_MEMORY_COLUMN else k: v
+                         for k, v in row.items()})
+        if old:  # rows of an older sweep: read as today's, named once
+            spelling.notice(spelling.OLD_MEMORY_COLUMN, spelling.MEMORY_KB,
+                            f"sweep directory {str(self.root)!r}")
         return rows
 
     def status(self, grid: Grid | None = None) -> Status:

@@ -137,17 +137,6 @@ def _file(key: tuple[int, ...], schedule: str, kind: str, cap: int | None = None
     return folder / f"{kind}-{schedule}-{name}{'' if cap is None else f'-cap{cap}'}.npz"
 
 
-# The cache folder's listing, per folder: {file stem of a whole set: its caps on disk (None:
-# the whole file)}, with the folder's mtime when listed. Looking a set up by globbing scanned
-# the whole folder every time, and thousands of files made each lookup cost milliseconds. The
-# listing is read again when the folder's mtime moves; this process's own writes and deletions
-# update it in place. It only guides lookups: a listed file that is gone fails to load, and a
-# file another process wrote in the same clock tick as the listing, or while this process
-# wrote, is missed and rebuilt (never a wrong count).
-_LISTINGS: dict[Path, tuple[int, dict[str, set[int | None]]]] = {}
-_LISTINGS_LOCK = threading.Lock()
-
-
 def _stamp(folder: Path) -> int | None:
     try:
         return folder.stat().st_mtime_ns
@@ -155,81 +144,10 @@ def _stamp(folder: Path) -> int | None:
         return None
 
 
-def _listing(folder: Path) -> dict[str, set[int | None]]:
-    """The folder's {whole-set stem: caps on disk} (see _LISTINGS)."""
-    stamp = _stamp(folder)
-    if stamp is None:
-        return {}
-    with _LISTINGS_LOCK:
-        held = _LISTINGS.get(folder)
-    if held is not None and held[0] == stamp:
-        return held[1]
-    found: dict[str, set[int | None]] = {}
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name.endswith(".npz"):
-                    head, cap = _stem_cap(entry.name[:-4])
-                    found.setdefault(head, set()).add(cap)
-    except OSError:
-        return {}
-    with _LISTINGS_LOCK:
-        _LISTINGS[folder] = (stamp, found)
-    return found
-
-
 def _stem_cap(stem: str) -> tuple[str, int | None]:
     """A file stem's whole-set stem and cap (None: the whole set)."""
     head, sep, tail = stem.rpartition("-cap")
     return (head, int(tail)) if sep and tail.isdigit() else (stem, None)
-
-
-def _noted(path: Path, before: int | None, added: bool) -> None:
-    """Update the listing of `path`'s folder after this process wrote (`added`) or deleted
-    `path`, the folder's mtime having been `before` just ahead of it; a listing older than
-    that is dropped instead (read again at the next lookup)."""
-    after = _stamp(path.parent)
-    with _LISTINGS_LOCK:
-        held = _LISTINGS.pop(path.parent, None)
-        if held is None or before is None or after is None or held[0] != before:
-            return
-        head, cap = _stem_cap(path.stem)
-        caps = held[1].setdefault(head, set())
-        if added:
-            caps.add(cap)
-        else:
-            caps.discard(cap)
-        _LISTINGS[path.parent] = (after, held[1])
-
-
-def forget_listings() -> None:
-    """Read the cache folders again at the next lookup."""
-    with _LISTINGS_LOCK:
-        _LISTINGS.clear()
-
-
-def _disk_caps(key: tuple[int, ...], schedule: str, kind: str) -> list[int | None]:
-    """Caps of the files on disk for a set, the best first: the smallest capped ones, then
-    the whole set (None)."""
-    whole = _file(key, schedule, kind)
-    caps = _listing(whole.parent).get(whole.stem, set())
-    return [*sorted(c for c in caps if c is not None), *([None] if None in caps else [])]
-
-
-def remove(path: Path) -> None:
-    """Delete a cache file if it is there."""
-    before = _stamp(path.parent)
-    try:
-        path.unlink()
-    except OSError:
-        pass
-    _noted(path, before, added=False)
-
-
-def _on_disk(key: tuple[int, ...], schedule: str, kind: str, cap: int | None) -> bool:
-    """Whether a file on disk may serve the set capped at `cap` (None: the whole set)."""
-    return any(c is None or (cap is not None and cap <= c)
-               for c in _disk_caps(key, schedule, kind))
 
 
 def _load(path: Path, layer: ConvLayer, schedule: str, kind: str,
@@ -281,37 +199,13 @@ def cache_limit_bytes() -> float:
     return mb * 2**20
 
 
-# Each process's view of the cache's size, per folder: (monotonic time of its last full scan
-# by `prune`, bytes found then plus what this process wrote since). A scan stats every file:
-# run after each write, it made a cache of thousands of files cost milliseconds per set.
-PRUNE_RESCAN_S = 10.0
-_SCANNED: dict[Path, tuple[float, float]] = {}
-
-
-def prune_after_write(path: Path) -> int:
-    """`prune` (keeping `path`, just written) when this process's view says the cache may be
-    over its limit: its last scan's total plus what it wrote since passes the limit, or that
-    scan is older than PRUNE_RESCAN_S (other processes write too: the cache may pass its limit
-    by what they wrote in that time). Returns the bytes deleted."""
-    limit = cache_limit_bytes()
-    try:
-        size = path.stat().st_size
-    except OSError:
-        size = 0
-    with _LISTINGS_LOCK:
-        seen = _SCANNED.get(path.parent)
-        if seen is not None and time.monotonic() - seen[0] < PRUNE_RESCAN_S \
-                and seen[1] + size <= limit:
-            _SCANNED[path.parent] = (seen[0], seen[1] + size)
-            return 0
-    return prune(limit, keep=path)
-
-
-def prune(limit_bytes: float | None = None, keep: Path | None = None) -> int:
+def prune(limit_bytes: float | None = None, keep: Path | None = None,
+          index: DiskIndex | None = None) -> int:
     """Delete candidate files, least recently used first (loading a file marks it used), until
     those left total at most `limit_bytes` (default `cache_limit_bytes()`); files of other
     MODEL_VERSION or model hashes and crashed writes go first, `keep` never. Another process
-    reading a deleted file only rebuilds its set. Returns the bytes deleted."""
+    reading a deleted file only rebuilds its set; `index` (a session's view of the folders)
+    is told what was found and removed. Returns the bytes deleted."""
     limit = cache_limit_bytes() if limit_bytes is None else limit_bytes
     current = _file((), "", "").parent
     now = time.time()
@@ -337,10 +231,8 @@ def prune(limit_bytes: float | None = None, keep: Path | None = None) -> int:
         except OSError:
             continue
         total, removed = total - size, removed + size
-    with _LISTINGS_LOCK:
-        _SCANNED[current] = (time.monotonic(), total)
-    if removed:
-        forget_listings()
+    if index is not None:
+        index.scanned(current, total, removed > 0)
     for folder in current.parent.glob("candidates-v*"):
         if folder != current:
             try:
@@ -350,25 +242,142 @@ def prune(limit_bytes: float | None = None, keep: Path | None = None) -> int:
     return removed
 
 
-def _store(path: Path, cs: CandidateSet) -> None:
-    """Write atomically (a temporary file renamed into place); an unwritable cache is skipped."""
-    meta = {"version": MODEL_VERSION, "model": MODEL_HASH, "shape": list(cs.shape),
-            "schedule": cs.schedule, "kind": cs.kind, "grid_size": cs.grid_size}
-    if cs.cap is not None:
-        meta["cap"] = cs.cap
-    meta["checksum"] = _checksum(meta, cs.tiles, cs.vectors)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        before = _stamp(path.parent)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as out:
-            np.savez(out, meta=json.dumps(meta), tiles=cs.tiles, vectors=cs.vectors)
-        os.replace(tmp, path)
-        _noted(path, before, added=True)
-    except OSError:
+
+
+
+PRUNE_RESCAN_S = 10.0  # seconds a scan of the cache's size is trusted (other processes write)
+
+
+class DiskIndex:
+    """A session's view of the cache folders (one per `memo.Caches`, held by the in-memory
+    sets: `candidates.SetMemory`); thread-safe.
+
+    Listings: per folder, {file stem of a whole set: its caps on disk (None: the whole
+    file)}, with the folder's mtime when listed. Looking a set up by globbing scanned the
+    whole folder every time, and thousands of files made each lookup cost milliseconds. A
+    listing is read again when the folder's mtime moves; this session's own writes and
+    deletions update it in place. It only guides lookups: a listed file that is gone fails
+    to load, and a file another process wrote in the same clock tick as the listing, or
+    while this session wrote, is missed and rebuilt (never a wrong count).
+
+    Sizes: per folder, (monotonic time of the last full scan by `prune`, bytes found then
+    plus what this session wrote since). A scan stats every file: run after each write, it
+    made a cache of thousands of files cost milliseconds per set."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listings: dict[Path, tuple[int, dict[str, set[int | None]]]] = {}
+        self._scanned: dict[Path, tuple[float, float]] = {}
+
+    def listing(self, folder: Path) -> dict[str, set[int | None]]:
+        """The folder's {whole-set stem: caps on disk}."""
+        stamp = _stamp(folder)
+        if stamp is None:
+            return {}
+        with self._lock:
+            held = self._listings.get(folder)
+        if held is not None and held[0] == stamp:
+            return held[1]
+        found: dict[str, set[int | None]] = {}
         try:
-            os.unlink(tmp)
-        except (OSError, UnboundLocalError):
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".npz"):
+                        head, cap = _stem_cap(entry.name[:-4])
+                        found.setdefault(head, set()).add(cap)
+        except OSError:
+            return {}
+        with self._lock:
+            self._listings[folder] = (stamp, found)
+        return found
+
+    def _noted(self, path: Path, before: int | None, added: bool) -> None:
+        """Update the listing of `path`'s folder after this session wrote (`added`) or
+        deleted `path`, the folder's mtime having been `before` just ahead of it; a listing
+        older than that is dropped instead (read again at the next lookup)."""
+        after = _stamp(path.parent)
+        with self._lock:
+            held = self._listings.pop(path.parent, None)
+            if held is None or before is None or after is None or held[0] != before:
+                return
+            head, cap = _stem_cap(path.stem)
+            caps = held[1].setdefault(head, set())
+            if added:
+                caps.add(cap)
+            else:
+                caps.discard(cap)
+            self._listings[path.parent] = (after, held[1])
+
+    def forget(self) -> None:
+        """Read the cache folders again at the next lookup."""
+        with self._lock:
+            self._listings.clear()
+
+    def caps(self, key: tuple[int, ...], schedule: str, kind: str) -> list[int | None]:
+        """Caps of the files on disk for a set, the best first: the smallest capped ones,
+        then the whole set (None)."""
+        whole = _file(key, schedule, kind)
+        caps = self.listing(whole.parent).get(whole.stem, set())
+        return [*sorted(c for c in caps if c is not None), *([None] if None in caps else [])]
+
+    def on_disk(self, key: tuple[int, ...], schedule: str, kind: str, cap: int | None) -> bool:
+        """Whether a file on disk may serve the set capped at `cap` (None: the whole set)."""
+        return any(c is None or (cap is not None and cap <= c)
+                   for c in self.caps(key, schedule, kind))
+
+    def remove(self, path: Path) -> None:
+        """Delete a cache file if it is there."""
+        before = _stamp(path.parent)
+        try:
+            path.unlink()
+        except OSError:
             pass
+        self._noted(path, before, added=False)
 
+    def store(self, path: Path, cs: CandidateSet) -> None:
+        """Write atomically (a temporary file renamed into place); an unwritable cache is
+        skipped."""
+        meta = {"version": MODEL_VERSION, "model": MODEL_HASH, "shape": list(cs.shape),
+                "schedule": cs.schedule, "kind": cs.kind, "grid_size": cs.grid_size}
+        if cs.cap is not None:
+            meta["cap"] = cs.cap
+        meta["checksum"] = _checksum(meta, cs.tiles, cs.vectors)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            before = _stamp(path.parent)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as out:
+                np.savez(out, meta=json.dumps(meta), tiles=cs.tiles, vectors=cs.vectors)
+            os.replace(tmp, path)
+            self._noted(path, before, added=True)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except (OSError, UnboundLocalError):
+                pass
 
+    def prune_after_write(self, path: Path) -> int:
+        """`prune` (keeping `path`, just written) when this session's view says the cache
+        may be over its limit: its last scan's total plus what it wrote since passes the
+        limit, or that scan is older than PRUNE_RESCAN_S (other processes write too: the
+        cache may pass its limit by what they wrote in that time). Returns the bytes
+        deleted."""
+        limit = cache_limit_bytes()
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0
+        with self._lock:
+            seen = self._scanned.get(path.parent)
+            if seen is not None and time.monotonic() - seen[0] < PRUNE_RESCAN_S \
+                    and seen[1] + size <= limit:
+                self._scanned[path.parent] = (seen[0], seen[1] + size)
+                return 0
+        return prune(limit, keep=path, index=self)
+
+    def scanned(self, folder: Path, total: float, removed: bool) -> None:
+        """`prune` found `total` bytes in `folder` (and deleted files when `removed`)."""
+        with self._lock:
+            self._scanned[folder] = (time.monotonic(), total)
+        if removed:
+            self.forget()

@@ -90,7 +90,7 @@ import numpy as np
 from workbench import resources
 from workbench.errors import SpecError
 from workbench.layers.spec import ConvLayer
-from workbench.memo import ByteLRU
+from workbench.memo import ByteLRU, Caches, caches_or_new
 from workbench.numbers import fmt_bytes, fmt_number, fmt_si
 from workbench.tiling.candidate_set import (  # noqa: F401  (re-exported: the public names)
     ARRAYS_VECTOR,
@@ -101,19 +101,14 @@ from workbench.tiling.candidate_set import (  # noqa: F401  (re-exported: the pu
     VECTOR,
     VECTORS,
     CandidateSet,
+    DiskIndex,
     _checksum,
-    _disk_caps,
     _file,
     _load,
-    _on_disk,
-    _store,
     cache_limit_bytes,
     cap_elems,
     count_vectors,
-    forget_listings,
     prune,
-    prune_after_write,
-    remove,
     shape_key,
 )
 from workbench.tiling.capped import capped_size, gen_capped_tiles
@@ -134,14 +129,54 @@ CHUNK_ROWS = 1 << 19       # tiles priced and filtered at once (~100 MB of tempo
 MAX_SET_ROWS = 1 << 22     # rows one set may keep while it is built (~0.4 GB)
 MAX_REQUEST_TILES = 1 << 31  # tiles the missing sets of one request may enumerate (~1 h of a
 SECONDS_PER_TILE = 2e-6      # core at about 2 µs a tile, measured on the 8192-map conv)
-# the in-memory sets are bounded by their bytes, not their number: a 12-core platform's share
-# shapes make hundreds of small sets per network (a count limit made a sweep re-read them all
-# from disk for every case); one huge set still stays until the next one arrives
-_MEMORY = ByteLRU(512 * 2**20, lambda cs: cs.tiles.nbytes + cs.vectors.nbytes)
-# keyed (shape, schedule, kind, cap); the caps held per (shape, schedule, kind) (None: whole),
-# an index that may name sets the LRU has since dropped
-_HELD: dict[tuple, set] = {}
-_HELD_LOCK = threading.Lock()
+MEMORY_BYTES = 512 * 2**20  # in-memory sets of one session (`SetMemory`)
+
+
+def _set_bytes(cs: CandidateSet) -> int:
+    return cs.tiles.nbytes + cs.vectors.nbytes
+
+
+class SetMemory:
+    """A session's candidate sets (one per `memo.Caches`): in memory, keyed (shape, schedule,
+    kind, cap), bounded by their bytes (MEMORY_BYTES), not their number: a 12-core platform's
+    share shapes make hundreds of small sets per network (a count limit made a sweep re-read
+    them all from disk for every case); one huge set still stays until the next one arrives.
+    `held`: the caps held per (shape, schedule, kind) (None: whole), an index that may name
+    sets the LRU has since dropped; `disk`: the session's view of the cache folders."""
+
+    def __init__(self) -> None:
+        self.sets = ByteLRU(MEMORY_BYTES, _set_bytes)
+        self.held: dict[tuple, set] = {}
+        self.disk = DiskIndex()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, caches: Caches | None) -> SetMemory:
+        """The candidate sets kept in `caches` (none: a memory for one call)."""
+        return caches_or_new(caches).store("candidate sets", cls)
+
+    @property
+    def nbytes(self) -> int:
+        return self.sets.nbytes
+
+    def find(self, key: tuple, cap: int | None) -> CandidateSet | None:
+        """The smallest set in memory that covers `cap` (the whole set last), or None."""
+        with self._lock:
+            caps = sorted(self.held.get(key, ()), key=lambda c: (c is None, c or 0))
+        for have in caps:
+            if have is None or (cap is not None and cap <= have):
+                cs = self.sets.get((*key, have))
+                if cs is not None:
+                    return cs
+                with self._lock:  # dropped by the LRU
+                    self.held.get(key, set()).discard(have)
+        return None
+
+    def keep(self, key: tuple, cs: CandidateSet) -> CandidateSet:
+        """Hold the set (the one held already if another thread was first)."""
+        with self._lock:
+            self.held.setdefault(key, set()).add(cs.cap)
+        return self.sets.put((*key, cs.cap), cs)
 
 
 def _spatial_pairs(layer: ConvLayer, schedule: str) -> np.ndarray:
@@ -271,33 +306,36 @@ def build(layer: ConvLayer, schedule: str, kind: str = "cost",
 
 
 def _fetch(layer: ConvLayer, schedule: str, kind: str, cap: int | None,
-           use_disk: bool) -> CandidateSet:
-    """A set covering `cap`: from disk (the smallest file that covers it), else built and
-    stored (capped files it makes redundant are removed)."""
+           disk: DiskIndex | None) -> CandidateSet:
+    """A set covering `cap`: from disk (`disk`: the session's view of it; None: not used; the
+    smallest file that covers it), else built and stored (capped files it makes redundant
+    are removed)."""
     key = shape_key(layer)
-    if use_disk:
-        for have in _disk_caps(key, schedule, kind):
+    if disk is not None:
+        for have in disk.caps(key, schedule, kind):
             if have is None or (cap is not None and cap <= have):
                 cs = _load(_file(key, schedule, kind, have), layer, schedule, kind, have)
                 if cs is not None:
                     return cs
     check_request([(layer, schedule)], cap)  # refuse before building, by its estimate
     cs = build(layer, schedule, kind, cap)
-    if use_disk:
-        _store(_file(key, schedule, kind, cap), cs)
-        prune_after_write(_file(key, schedule, kind, cap))
-        for have in _disk_caps(key, schedule, kind):
+    if disk is not None:
+        disk.store(_file(key, schedule, kind, cap), cs)
+        disk.prune_after_write(_file(key, schedule, kind, cap))
+        for have in disk.caps(key, schedule, kind):
             if have is not None and (cap is None or have < cap):
-                remove(_file(key, schedule, kind, have))
+                disk.remove(_file(key, schedule, kind, have))
     return cs
 
 
 def candidate_set(layer: ConvLayer, schedule: str, kind: str = "cost",
-                  use_disk: bool = True, cap: int | None = None) -> CandidateSet:
+                  use_disk: bool = True, cap: int | None = None,
+                  caches: Caches | None = None) -> CandidateSet:
     """The layer's candidate set of a kind ("cost", "traffic", "arrays") under a schedule,
-    restricted to footprint ≤ cap elements (None: whole; see "Capped sets"): from memory,
-    else disk, else built. A set held for a larger cap (or whole) serves a smaller one.
-    Thread-safe; the filter runs without the GIL, so threads build sets in parallel."""
+    restricted to footprint ≤ cap elements (None: whole; see "Capped sets"): from memory
+    (`caches`' `SetMemory`; none: this call's), else disk, else built. A set held for a
+    larger cap (or whole) serves a smaller one. Thread-safe; the filter runs without the
+    GIL, so threads build sets in parallel."""
     check_schedule(schedule)
     if kind not in VECTORS:
         raise ValueError(f"candidate-set kind must be one of {sorted(VECTORS)}, got {kind!r}")
@@ -306,35 +344,22 @@ def candidate_set(layer: ConvLayer, schedule: str, kind: str = "cost",
         raise ValueError(f"candidate-set cap must be a non-negative integer, got {cap!r}")
     cap = None if cap is None else int(cap)
     key = (shape_key(layer), schedule, kind)
-    cs = _from_memory(key, cap)
+    memory = SetMemory.of(caches)
+    cs = memory.find(key, cap)
     if cs is None:
-        cs = _fetch(layer, schedule, kind, cap, use_disk)
-        with _HELD_LOCK:
-            _HELD.setdefault(key, set()).add(cs.cap)
-        cs = _MEMORY.put((*key, cs.cap), cs)
+        cs = memory.keep(key, _fetch(layer, schedule, kind, cap,
+                                     memory.disk if use_disk else None))
     return cs.restrict(cap)
-
-
-def _from_memory(key: tuple, cap: int | None) -> CandidateSet | None:
-    """The smallest set in memory that covers `cap` (the whole set last), or None."""
-    with _HELD_LOCK:
-        caps = sorted(_HELD.get(key, ()), key=lambda c: (c is None, c or 0))
-    for have in caps:
-        if have is None or (cap is not None and cap <= have):
-            cs = _MEMORY.get((*key, have))
-            if cs is not None:
-                return cs
-            with _HELD_LOCK:  # dropped by the LRU
-                _HELD.get(key, set()).discard(have)
-    return None
 
 
 def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
                    progress: bool = False, kind: str = "cost",
-                   cap: int | None = None) -> list:
+                   cap: int | None = None, caches: Caches | None = None) -> list:
     """`candidate_set` of many (layer, schedule) pairs (capped at `cap` elements), missing
     ones built once per shape by `jobs` threads (default: one per core); `progress` shows a
-    bar (stderr) while building."""
+    bar (stderr) while building; `caches`: where the sets are kept (none: for this call)."""
+    caches = caches_or_new(caches)
+    memory = SetMemory.of(caches)
     from tqdm import tqdm
 
     jobs = jobs or os.cpu_count() or 1
@@ -346,11 +371,11 @@ def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
         return -grid_size(unique[key][0])
 
     def held(key: tuple) -> bool:  # in memory or on disk
-        return (_from_memory((*key, kind), cap) is not None
-                or _on_disk(key[0], key[1], kind, cap))
+        return (memory.find((*key, kind), cap) is not None
+                or memory.disk.on_disk(key[0], key[1], kind, cap))
 
     def get(key: tuple) -> CandidateSet:
-        return candidate_set(*unique[key], kind=kind, cap=cap)
+        return candidate_set(*unique[key], kind=kind, cap=cap, caches=caches)
 
     order = sorted(unique, key=size)
     todo = [unique[key] for key in order if not held(key)]
@@ -372,14 +397,6 @@ def candidate_sets(pairs: list[tuple[ConvLayer, str]], jobs: int | None = None,
                 bar.update()
     bar.close()
     return [done[(shape_key(layer), schedule)] for layer, schedule in pairs]
-
-
-def clear_memory_cache() -> None:
-    """Forget the in-memory sets (the disk cache stays) and the cache folders' listings."""
-    _MEMORY.clear()
-    forget_listings()
-    with _HELD_LOCK:
-        _HELD.clear()
 
 
 @functools.lru_cache(maxsize=4096)

@@ -25,6 +25,7 @@ from workbench import explore, layers
 from workbench.errors import WorkbenchError
 from workbench.explore import cores as engine
 from workbench.layers.spec import ConvLayer
+from workbench.memo import Caches
 from workbench.platforms import Platform
 from workbench.tiling.partition import SPLITS, max_cores
 from workbench.ui.bokeh_widget import bokeh_widget
@@ -40,7 +41,8 @@ QUICK_FIELDS = ("cores", "dma_channels", "dma_broadcast", "bus_elems_per_cycle",
 
 def split_comparison(layer_list: Sequence[ConvLayer], platform: Platform,
                      objective: str = "cycles", cores: int | None = None,
-                     splits: Sequence[str] = ("oc", "xy")) -> pd.DataFrame:
+                     splits: Sequence[str] = ("oc", "xy"),
+                     caches: Caches | None = None) -> pd.DataFrame:
     """Each layer's best mapping per split on `cores` cores (default: all the platform's),
     with the DMA broadcast off and on: `split_options` rows plus `broadcast`. A split that
     cannot use that many cores (fewer maps or rows than cores) has no row; none below 2 cores."""
@@ -53,7 +55,8 @@ def split_comparison(layer_list: Sequence[ConvLayer], platform: Platform,
         for layer in layer_list:
             usable = [s for s in splits if max_cores(layer, s, k) == k]
             if usable:
-                df = engine.split_options(layer, plat, objective, splits=usable, cores=[k])
+                df = engine.split_options(layer, plat, objective, splits=usable, cores=[k],
+                                          caches=caches)
                 frames.append(df.drop(columns="speedup").assign(broadcast=broadcast))
     if not frames:
         return pd.DataFrame(columns=["layer", "split", "cores", "broadcast", "cycles",
@@ -102,6 +105,7 @@ class CoresExplorer:
         self._network_memo: OrderedDict[tuple, tuple[pd.DataFrame, pd.DataFrame]] = \
             OrderedDict()
         self._layer_memo: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
+        self.caches = Caches()  # what the engine keeps between this app's edits
         self._loading = False
         self._build_figures()
         self._connect()
@@ -202,9 +206,10 @@ class CoresExplorer:
                 self.status.value = (f"<i>mapping {len(tiled)} layers on 1…{self.platform.cores}"
                                      " cores (a new network's candidate sets take a few "
                                      "seconds the first time)…</i>")
-                chosen = engine.network_cores(tiled, self.platform, objective)
-                self._network_memo[key] = (chosen, split_comparison(tiled, self.platform,
-                                                                    objective))
+                chosen = engine.network_cores(tiled, self.platform, objective,
+                                              caches=self.caches)
+                self._network_memo[key] = (chosen, split_comparison(
+                    tiled, self.platform, objective, caches=self.caches))
                 while len(self._network_memo) > _KEEP:
                     self._network_memo.popitem(last=False)
             self._network_memo.move_to_end(key)
@@ -225,7 +230,8 @@ class CoresExplorer:
         key = (layer, self.platform, self.objective.value)
         if key not in self._layer_memo:
             self._layer_memo[key] = engine.split_options(layer, self.platform,
-                                                         self.objective.value)
+                                                         self.objective.value,
+                                                         caches=self.caches)
             while len(self._layer_memo) > 4 * _KEEP:
                 self._layer_memo.popitem(last=False)
         self.options = self._layer_memo[key]

@@ -23,6 +23,7 @@ from bokeh.models import ColumnDataSource
 
 from workbench import explore, layers, viz
 from workbench.errors import WorkbenchError
+from workbench.memo import Caches
 from workbench.platforms import Platform
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.controls import memory_slider
@@ -76,6 +77,7 @@ class DesignSpaceApp:
         self.current: dict[str, float] | None = None
         self._rows: dict[int, np.ndarray] = {}
         self._memo: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
+        self.caches = Caches()  # what the engine keeps between this app's edits
         self._summary = ""
         self._build_figures()
         self._set_layers()
@@ -193,7 +195,8 @@ class DesignSpaceApp:
                                  f"for {len(SIZES)} memory sizes (a new network's candidate "
                                  "sets take a few seconds the first time)…</i>")
             try:
-                best = explore.best_mappings(tiled, self.platform, SIZES, objective=objective)
+                best = explore.best_mappings(tiled, self.platform, SIZES, objective=objective,
+                                             caches=self.caches)
             except WorkbenchError as exc:
                 self.status.value = error_html(exc)
                 self._rows = {}  # nothing valid to select until the next change

@@ -22,12 +22,12 @@ from __future__ import annotations
 import html
 import math
 import re
-from dataclasses import astuple, dataclass
+from dataclasses import InitVar, astuple, dataclass
 
 import ipywidgets as widgets
 from bokeh.models import ColumnDataSource
 
-from workbench import layers
+from workbench import layers, spelling
 from workbench.errors import WorkbenchError
 from workbench.hierarchy import ElementBytes, Hierarchy, Level
 from workbench.hierarchy.codesign import (
@@ -78,14 +78,14 @@ _STYLE = {"description_width": "110px"}
 @dataclass(frozen=True)
 class HierarchySetup:
     """What the memory-hierarchy app starts from: the network (conv layers, and fc with
-    `include_fc`); on-chip level sizes (KB, outermost first), split I/W/O in `ratio` or
-    shared, access width (bits); the capacity budget (KB) and the co-design grid of sizes
+    `include_fc`); on-chip level sizes `memory_kb` (KB, outermost first), split I/W/O in
+    `ratio` or shared, access width (bits); the capacity budget (KB) and the co-design grid of sizes
     (KB); element and partial-sum bytes; MAC and DRAM energies (pJ, DRAM per 16 bits); the
     datapath (a key of DATAPATHS); the budget's axis ("capacity" or "area": mm² at
     `mm2_per_kb`); whether to search ahead (`prefetch`) and in the background."""
 
     network: str = "lenet5"
-    sizes_kb: tuple[float, ...] = (32, 1)
+    memory_kb: tuple[float, ...] = (32, 1)
     split: bool = False
     ratio: tuple[int, int, int] = (1, 16, 1)
     width_bits: int = 64
@@ -102,18 +102,22 @@ class HierarchySetup:
     mm2_per_kb: float = SEED001_MM2_PER_KB
     prefetch: bool = False
     background: bool = False
+    sizes_kb: InitVar[tuple[float, ...] | None] = None  # the old spelling of memory_kb
+
+    def __post_init__(self, sizes_kb: tuple[float, ...] | None) -> None:
+        spelling.old_keyword(self, "sizes_kb", "memory_kb", sizes_kb, "hierarchy_view")
 
 
 class HierarchyView:
     """Widgets, bokeh sources and callbacks of the memory-hierarchy app."""
 
     def __init__(self, setup: HierarchySetup = HierarchySetup()) -> None:
-        (network, sizes_kb, split, ratio, width_bits, budget_kb, grid_kb, include_fc,
+        (network, memory_kb, split, ratio, width_bits, budget_kb, grid_kb, include_fc,
          elem_bytes, psum_bytes, mac_pj, dram_pj_per_16b, datapath, axis, area_budget_mm2,
          mm2_per_kb, prefetch, background) = astuple(setup)
-        if not 1 <= len(sizes_kb) <= MAX_LEVELS - 1:
-            raise WorkbenchError(f"sizes_kb: 1 to {MAX_LEVELS - 1} on-chip levels, got "
-                                 f"{list(sizes_kb)}")
+        if not 1 <= len(memory_kb) <= MAX_LEVELS - 1:
+            raise WorkbenchError(f"memory_kb: 1 to {MAX_LEVELS - 1} on-chip levels, got "
+                                 f"{list(memory_kb)}")
         if width_bits not in WIDTHS_BITS:
             raise WorkbenchError(f"width_bits must be one of {WIDTHS_BITS}, got {width_bits}")
         if axis not in ("capacity", "area"):
@@ -124,8 +128,8 @@ class HierarchyView:
             raise WorkbenchError(f"mm2_per_kb must be > 0, got {mm2_per_kb!r}")
         if datapath not in DATAPATHS:
             raise WorkbenchError(f"datapath must be one of {list(DATAPATHS)}, got {datapath!r}")
-        for kb in sizes_kb:
-            size_exponent(kb, SIZE_LOG2, "sizes_kb")
+        for kb in memory_kb:
+            size_exponent(kb, SIZE_LOG2, "memory_kb")
         size_exponent(budget_kb, BUDGET_LOG2, "budget_kb")
         net = layers.load_network(network)
         picked = tuple(lay for lay in net.tiled_layers() if lay.kind == "conv" or include_fc)
@@ -137,9 +141,9 @@ class HierarchyView:
         self.grid_bytes = sorted({int(kb * KB) for kb in grid_kb})
         self.dram = Level("DRAM", None, 16, dram_pj_per_16b)
         self._grids: dict[tuple, list[Design]] = {}
-        self.levels = widgets.IntSlider(value=len(sizes_kb), min=1, max=MAX_LEVELS - 1,
+        self.levels = widgets.IntSlider(value=len(memory_kb), min=1, max=MAX_LEVELS - 1,
                                         description="on-chip levels", style=_STYLE)
-        self.sizes = [memory_slider(kb_log2(sizes_kb[min(i, len(sizes_kb) - 1)]), *SIZE_LOG2,
+        self.sizes = [memory_slider(kb_log2(memory_kb[min(i, len(memory_kb) - 1)]), *SIZE_LOG2,
                                     f"L{i + 1} size") for i in range(MAX_LEVELS - 1)]
         self.split = widgets.Checkbox(value=split, description=f"split I/W/O {ratio}")
         self.width = widgets.Dropdown(options=WIDTHS_BITS, value=width_bits,

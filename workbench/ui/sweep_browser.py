@@ -25,7 +25,7 @@ import pandas as pd
 from bokeh.layouts import column, row
 from bokeh.models import ColumnDataSource
 
-from workbench import sweep
+from workbench import spelling, sweep
 from workbench.errors import WorkbenchError
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.errors import error_html
@@ -46,7 +46,7 @@ def demo_sweep(out_dir: str | Path | None = None) -> Path:
     else:
         out = Path(out_dir)
     grid = sweep.Grid(networks=["lenet5"], platforms=["idsp"], batch=2,
-                      buffer_kb=[8, 16, 32, 64, 128], acc_bits=[16],
+                      memory_kb=[8, 16, 32, 64, 128], acc_bits=[16],
                       objectives=["cycles", "energy"], overrides={"cores": [1, 4]})
     sweep.run(grid, out)
     return out
@@ -73,7 +73,7 @@ class SweepBrowser:
     `points.data` the drawn ones; after `select`, `selected_case` and `per_layer` (its plan)."""
 
     def __init__(self, out_dir: str | Path | None = None, frame: pd.DataFrame | None = None,
-                 x: str = "time_ms", y: str = "energy_uj", color: str | None = "local_mem_kb",
+                 x: str = "time_ms", y: str = "energy_uj", color: str | None = "memory_kb",
                  axes: Sequence[str] | None = None,
                  bins: tuple[int, int] = sp.DEFAULT_BINS) -> None:
         if frame is None:
@@ -82,6 +82,7 @@ class SweepBrowser:
             frame = sweep.collect(out_dir)
         if frame.empty:
             raise WorkbenchError(f"sweep {str(out_dir)!r}: no completed case to show")
+        frame, (x, y, color) = spelling.renamed_columns(frame, [x, y, color], "sweep browser")
         self.out_dir = None if out_dir is None else Path(out_dir)
         self.frame = frame.reset_index(drop=True)
         if axes is None:
@@ -278,7 +279,7 @@ class SweepBrowser:
 
 
 def sweep_browser(out_dir: str | Path | None = None, frame: pd.DataFrame | None = None,
-                  x: str = "time_ms", y: str = "energy_uj", color: str | None = "local_mem_kb",
+                  x: str = "time_ms", y: str = "energy_uj", color: str | None = "memory_kb",
                   axes: Sequence[str] | None = None,
                   bins: tuple[int, int] = sp.DEFAULT_BINS) -> SweepBrowser:
     """Build the sweep browser on a sweep directory (or a results `frame`; then per-layer

@@ -12,10 +12,11 @@ import ipywidgets as widgets
 import pandas as pd
 from bokeh.models import ColumnDataSource, LogScale
 
-from workbench import explore, layers, perf, tiling, viz
+from workbench import explore, layers, perf, spelling, tiling, viz
 from workbench.errors import WorkbenchError
+from workbench.memo import Caches
 from workbench.ui.bokeh_widget import bokeh_widget
-from workbench.ui.controls import listing_html, memory_slider, range_slider
+from workbench.ui.controls import listing_html, memory_slider, range_slider, size_exponent
 from workbench.ui.errors import error_html
 from workbench.ui.platform_panel import PlatformPanel
 from workbench.ui.progress import busy, took
@@ -29,6 +30,8 @@ from workbench.viz.units import (
 )
 
 MAX_POINTS = 5000  # larger candidate sets are drawn as their per-schedule Pareto fronts
+KB = 1024
+SWEEP_LOG2 = (7, 24)  # the memory sweep's range slider: 128 B .. 16 MB
 
 
 def best_tile(row) -> str:
@@ -37,13 +40,28 @@ def best_tile(row) -> str:
 
 
 class TileExplorer:
-    """Widgets, bokeh sources and callbacks of the tile explorer (see the module docstring)."""
+    """Widgets, bokeh sources and callbacks of the tile explorer (see the module docstring).
+    `sweep_memory_kb`: the smallest and largest local memory (KB, powers of two) of the
+    memory sweep; `buffer_range_log2` (log2 of bytes) is its old spelling, read with one
+    notice."""
 
     def __init__(self, network: str = "lenet5", layer: str | None = None,
                  platform: str = "idsp", batch: int | None = 8,
-                 buffer_range_log2: tuple[int, int] = (10, 19),
-                 objective: str = "cycles") -> None:
+                 sweep_memory_kb: tuple[float, float] = (1, 512),
+                 objective: str = "cycles",
+                 buffer_range_log2: tuple[int, int] | None = None) -> None:
+        if buffer_range_log2 is not None:
+            spelling.notice("buffer_range_log2", "sweep_memory_kb", "tile_explorer")
+            sweep_memory_kb = tuple((1 << k) / KB for k in buffer_range_log2)
+        if len(sweep_memory_kb) != 2:
+            raise WorkbenchError(f"sweep_memory_kb: two sizes (smallest, largest), got "
+                                 f"{sweep_memory_kb!r}")
+        lo, hi = (size_exponent(kb, SWEEP_LOG2, "sweep_memory_kb") for kb in sweep_memory_kb)
+        if lo > hi:
+            raise WorkbenchError(f"sweep_memory_kb: the smallest size first, got "
+                                 f"{sweep_memory_kb!r}")
         self.batch = batch
+        self.caches = Caches()  # what the engine keeps between this app's edits
         self.net = layers.load_network(network, batch=batch)
         names = [lay.name for lay in self.net.tiled_layers()]
         self.network = widgets.Combobox(value=str(network), options=layers.list_networks(),
@@ -60,7 +78,7 @@ class TileExplorer:
                                           description="best by")
         self.memory_log2 = memory_slider(
             int(self.panel.fields["local_mem_bytes"].value).bit_length() - 1)
-        self.buffer_range = range_slider(buffer_range_log2)
+        self.buffer_range = range_slider((lo, hi), *SWEEP_LOG2)
         self.status = widgets.HTML()
         self.listing = widgets.HTML("<i>select a point on the roofline</i>")
         self.breakdown = widgets.HTML()
@@ -125,7 +143,7 @@ class TileExplorer:
             layer = self.net[self.layer.value]
             with busy(self.status, f"pricing the candidate tiles of {layer.name}") as timing:
                 df = explore.fitting_candidates(layer, plat, self.schedules.value,
-                                                max_rows=MAX_POINTS)
+                                                max_rows=MAX_POINTS, caches=self.caches)
             if df.empty:
                 raise explore.too_small(layer, plat.local_mem_bytes, plat.elem_bytes,
                                                   plat.double_buffer)
@@ -160,7 +178,7 @@ class TileExplorer:
             layer = self.net[self.layer.value]
             best = explore.explore_layer(layer, plat, self.schedules.value,
                                          [1 << k for k in range(lo, hi + 1)], keep="best",
-                                         objective=self.objective.value)
+                                         objective=self.objective.value, caches=self.caches)
         except WorkbenchError as exc:
             self.status.value = error_html(exc)
             return

@@ -187,7 +187,7 @@ def sweep_grid(sweep: pd.DataFrame, column: str = "cycles_rel", per_row: int = 2
 
 def sweep_scatter(results: pd.DataFrame, front: pd.DataFrame | None = None) -> figure:
     """Sweep results: energy vs throughput, size by local memory, Pareto cases outlined."""
-    frame = results.assign(size=6 + 3 * np.log2(results["local_mem_kb"].clip(lower=1)))
+    frame = results.assign(size=6 + 3 * np.log2(results["memory_kb"].clip(lower=1)))
     p = figure(title="sweep: energy vs throughput (marker size: local memory)", tools=TOOLS,
                width=640, height=400,
                x_axis_label="throughput (GOps/s)", y_axis_label="energy per batch (µJ)")

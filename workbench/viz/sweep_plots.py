@@ -41,11 +41,11 @@ METRICS: dict[str, str] = {
     "time_ms": "min", "energy_uj": "min", "cycles": "min", "throughput_gops": "max",
     "ext_accesses": "min", "dma_transfers": "min", "conv_fc_energy_uj": "min",
     "accuracy": "max", "traffic_mb": "min", "compulsory_mb": "min", "io_bound_layers": "min",
-    "local_mem_kb": "min", "acc_bits": "min", "cores": "min", "most_cores_used": "min",
+    "memory_kb": "min", "acc_bits": "min", "cores": "min", "most_cores_used": "min",
     "hierarchy_energy_uj": "min", "hierarchy_mac_uj": "min", "memory_to_compute": "min",
     "hierarchy_cycles": "min"}
 LEVEL_METRIC = ("hierarchy_", "_uj")  # hierarchy_<level>_uj: one per level, lower is better
-AXIS_COLUMNS = ("network", "platform", "hierarchy", "local_mem_kb", "acc_bits", "objective",
+AXIS_COLUMNS = ("network", "platform", "hierarchy", "memory_kb", "acc_bits", "objective",
                 "fusion", "traffic_model")
 DEFAULT_BINS = (100, 64)
 TABLE_METRICS = ("time_ms", "energy_uj", "throughput_gops", "cycles", "ext_accesses",

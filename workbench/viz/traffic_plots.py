@@ -35,15 +35,15 @@ def traffic_curve_data(table: pd.DataFrame, layer: str | None = None) -> dict[st
 
 def sweep_traffic_data(results: pd.DataFrame) -> dict[str, list]:
     """traffic_curves columns from sweep rows of one network, platform and width: traffic_mb
-    per traffic_model and local_mem_kb, and compulsory_mb."""
+    per traffic_model and memory_kb, and compulsory_mb."""
     rows = results[results["traffic_model"].notna()] if "traffic_model" in results else \
         results.iloc[:0]
-    wide = rows.pivot_table(index="local_mem_kb", columns="traffic_model", values="traffic_mb",
+    wide = rows.pivot_table(index="memory_kb", columns="traffic_model", values="traffic_mb",
                             aggfunc="first", dropna=False)
     data = {"memory_kb": list(wide.index)}
     for model in MODEL_STYLE:
         if model == "compulsory":
-            data[model] = list(rows.groupby("local_mem_kb")["compulsory_mb"].first()
+            data[model] = list(rows.groupby("memory_kb")["compulsory_mb"].first()
                                .reindex(wide.index))
         else:
             data[model] = list(wide[model]) if model in wide else [float("nan")] * len(wide)
