@@ -57,13 +57,13 @@ def test_data_bomb_beyond_the_budget_is_refused(tmp_path: Path) -> None:
     run = workbench("--max-memory", "1GB", "quantize", "lenet5", "--data", str(bomb),
                     timeout_s=60)
     line = run.one_line_refusal()
-    assert f"data file {str(bomb)!r} (1.5 GiB of arrays decompressed): needs an estimated " \
-           "3 GiB of memory, beyond the budget of 1 GiB (--max-memory" in line, line
+    assert f"data file {str(bomb)!r} (1.5 GB of arrays decompressed): needs an estimated " \
+           "3 GB of memory, beyond the budget of 1 GB (--max-memory" in line, line
     assert run.peak_mib < IMPORTS_MIB + 100, run.peak_mib
     # the same budget as an environment variable, and a budget it fits in: it is read
     run = workbench("quantize", "lenet5", "--data", str(bomb), "--images", "1", timeout_s=60,
                     env={"WORKBENCH_MAX_MEMORY": "1GB"})
-    assert "beyond the budget of 1 GiB" in run.one_line_refusal()
+    assert "beyond the budget of 1 GB" in run.one_line_refusal()
 
 
 def test_a_pickled_array_gets_our_message_not_numpys(tmp_path: Path) -> None:
@@ -94,7 +94,7 @@ def test_a_grid_of_960_million_cases_is_refused_by_its_count(tmp_path: Path) -> 
     assert grid.stat().st_size < 16 << 10
     run = workbench("sweep", str(grid), "--out", str(tmp_path / "out"), timeout_s=60)
     line = run.one_line_refusal()
-    assert "grid of 960,000,000 cases (16 KiB each in a run): needs an estimated 14.3 TiB of " \
+    assert "grid of 960,000,000 cases (16 KB each in a run): needs an estimated 14.3 TB of " \
            "memory, beyond the budget" in line, line
     assert run.peak_mib < IMPORTS_MIB + 100 and run.seconds < 30, run.figures()
     assert not (tmp_path / "out" / "rows").exists()  # refused before any work started
@@ -159,11 +159,11 @@ def test_a_huge_streamed_layer_is_refused_by_its_estimate(tmp_path: Path) -> Non
     run = workbench("explore", str(_network(tmp_path / "n.yaml", [3, 1000000000, 4], False)))
     line = run.one_line_refusal()
     assert "layer 'p': pricing its 500,000,000 × 3 chunk sizes (pool layer, up to 1 core(s)): " \
-           "needs an estimated 268 GiB of memory, beyond the budget of " in line, line
+           "needs an estimated 268 GB of memory, beyond the budget of " in line, line
     assert run.peak_mib < IMPORTS_MIB and run.seconds < 20, run.figures()
     path = _network(tmp_path / "mid.yaml", [2000, 4000, 8], False)
     small = workbench("--max-memory", "100MB", "explore", str(path))
-    assert "needs an estimated 732 MiB of memory, beyond the budget of 100 MiB" in \
+    assert "needs an estimated 732 MB of memory, beyond the budget of 100 MB" in \
         small.one_line_refusal()
     fits = workbench("explore", str(path), "--json", timeout_s=60)
     assert fits.rc == 0, fits.err[-2000:]
@@ -185,5 +185,5 @@ def test_a_huge_conv_layer_is_refused_by_its_candidate_estimate(tmp_path: Path) 
                     env={"WORKBENCH_CACHE_DIR": str(tmp_path / "cache")})
     line = run.one_line_refusal()
     assert "candidate set(s) to build (largest layer 'c1[oc64]', 4,190,209 spatial tile pairs): " \
-           "needs an estimated 4 GiB of memory" in line, line
-    assert "beyond the budget of 300 MiB" in line and run.peak_mib < IMPORTS_MIB, run.figures()
+           "needs an estimated 4 GB of memory" in line, line
+    assert "beyond the budget of 300 MB" in line and run.peak_mib < IMPORTS_MIB, run.figures()

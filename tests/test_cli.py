@@ -46,10 +46,10 @@ def test_show_header_of_a_file_without_title_or_source(tmp_path: Path) -> None:
     head = run("show", str(tmp_path / "mynet.yaml")).stdout.splitlines()[0]
     params = 5 * 5 * 3 * 32 + 32 * 32 * 32 * 10  # conv1 kernels, then fc1 over 32×32×32
     macs = 32 * 32 * 5 * 5 * 3 * 32 + 32 * 32 * 32 * 10
-    assert head == f"mynet:  batch 1, {macs / 1e6:.2f} M MACs, {params / 1e6:.3f} M params " \
-                   "(footprints at 2 B/element)"
-    assert run("show", "lenet5").stdout.startswith(
-        "lenet5: LeNet5-clone (MNIST) [seed 000 appendix A.1]  batch 1, 12.27 M MACs")
+    assert (macs, params) == (2_785_280, 330_080)  # three significant digits, SI prefixes:
+    assert head == "mynet:  batch 1, 2.79 M MACs, 330 k params (footprints at 2 B/element)"
+    assert run("show", "lenet5").stdout.startswith(  # 12,273,152 MACs
+        "lenet5: LeNet5-clone (MNIST) [seed 000 appendix A.1]  batch 1, 12.3 M MACs")
 
 
 def test_text_commands_never_load_bokeh() -> None:

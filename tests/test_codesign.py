@@ -391,7 +391,7 @@ def test_cli_codesign_says_what_the_grid_does_not_keep(tmp_path, capsys) -> None
     args = _parser().parse_args(["hierarchy", net_file, "--levels", levels_file,
                                  "--budget-kb", "4", "--memory-kb", "1", "2", "4"])
     args.func(args)
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # prose is wrapped at 100 columns
     assert "(every co-designed level is priced from its size, seed 001 table 3: the given " \
            "energy_pj of RF is not carried over)" in out
     from workbench.cli import hierarchy as cli
@@ -527,7 +527,7 @@ def test_padded_outermost_blocks_are_named_in_the_cli(capsys) -> None:
               "padded": padded}
     cli._print_design("t", design, [{"layer": "conv3", "level": "DRAM", "I": 1}])
     assert "padded outermost blocks, priced as full (extent → padded): conv3 X 5→6, M 64→66" \
-        in capsys.readouterr().out
+        in " ".join(capsys.readouterr().out.split())
 
 
 @settings(max_examples=examples(200), deadline=None)

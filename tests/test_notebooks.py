@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -44,6 +45,10 @@ def test_every_notebook_is_listed() -> None:
 def test_notebook_is_clean_and_parameterized(name: str) -> None:
     book = nbformat.read(NOTEBOOKS / name, as_version=4)
     assert book.cells[0].cell_type == "markdown" and "**" in book.cells[0].source  # question
+    # and how long it takes (docs/measurements.md: measured on the defaults)
+    assert re.search(r"^\*Run time:\* about \d+ (s|min)", book.cells[0].source, flags=re.M)
+    for seed in sorted(set(re.findall(r"seed (00\d)", book.cells[0].source.lower()))):
+        assert f"seed {seed} = " in book.cells[0].source, (name, seed)  # defined where cited
     tagged = [c for c in book.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1
     code = [c for c in book.cells if c.cell_type == "code"]

@@ -1,7 +1,9 @@
-"""Every `workbench ...` command README.md shows (code spans and code blocks) runs as written,
-in the README's order, in one scratch folder, with the repository's venv: exit 0 and no
-traceback. The files a command names as the reader's own (`mynet.onnx`, `model.onnx`,
-`grid.yaml`) are put there first; `[...]` marks optional arguments, left out."""
+"""Every `workbench ...` command the README and the guide pages it links for commands
+(GUIDES: code spans and code blocks) show runs as written, README first, each page in its
+order, in one scratch folder, with the repository's venv: exit 0 and no traceback. The files a
+command names as the reader's own (`mynet.onnx`, `model.onnx`, `grid.yaml`) are put there
+first; `[...]` marks optional arguments, left out. The README stays a short guide
+(README_MAX_LINES), and the guides' links lead to files."""
 
 from __future__ import annotations
 
@@ -20,10 +22,15 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+# the pages that document commands, in the order their commands run (README's sweep first:
+# the guides' `--status` and `report --sweep` examples read its folder)
+GUIDES = (README, ROOT / "docs" / "commands.md", ROOT / "docs" / "model.md",
+          ROOT / "docs" / "hierarchy.md")
+README_MAX_LINES = 200
 
 # commands not run here, each with its reason (keep this short)
 SKIP = {
-    "workbench report": "names the command in prose; step 8 runs it with its arguments",
+    "workbench report": "names the command in prose; the README runs it with its arguments",
     "workbench report vgg16 --platform shave --params batch=8 memory_kb=64 cores=12 "
     "fusion=auto --objective energy --out vgg16.html":
         "long run (about 100 s for vgg16); tests/test_cli.py runs reports on small networks",
@@ -39,9 +46,11 @@ def readme_commands(text: str) -> list[str]:
     found: list[tuple[int, str]] = []
     blocks = list(re.finditer(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", text, flags=re.S | re.M))
     for block in blocks:
-        for line in block.group(1).splitlines():
+        offset = block.start(1)
+        for line in block.group(1).splitlines(keepends=True):
             if line.strip().startswith("workbench "):
-                found.append((block.start(), line.strip()))
+                found.append((offset, line.strip()))  # a block's lines in their order
+            offset += len(line)
     prose = text
     for block in reversed(blocks):  # blank the blocks out, keeping the offsets
         prose = prose[:block.start()] + " " * (block.end() - block.start()) + prose[block.end():]
@@ -57,7 +66,20 @@ def readme_commands(text: str) -> list[str]:
     return commands
 
 
-COMMANDS = readme_commands(README.read_text(encoding="utf-8"))
+def guide_commands() -> list[tuple[str, str]]:
+    """(page, command) of every guide, in run order; a command a page repeats from an earlier
+    one runs once, under the page that shows it first."""
+    seen: set[str] = set()
+    out = []
+    for page in GUIDES:
+        for command in readme_commands(page.read_text(encoding="utf-8")):
+            if command not in seen:
+                seen.add(command)
+                out.append((page.relative_to(ROOT).as_posix(), command))
+    return out
+
+
+COMMANDS = guide_commands()
 
 
 def _small_grid(readme: str) -> str:
@@ -98,18 +120,32 @@ def _environment(work: Path) -> dict[str, str]:
 
 
 def test_the_readme_shows_the_commands_it_should() -> None:
-    """The extraction sees every command group (a README edit that hides them fails here),
-    and every skipped command is still in the README (no stale reasons)."""
-    groups = {c.split()[1] for c in COMMANDS}
+    """The extraction sees every command group in the README itself (a README edit that hides
+    them fails here), and every skipped command is still in a guide (no stale reasons)."""
+    readme = [c for page, c in COMMANDS if page == "README.md"]
+    groups = {c.split()[1] for c in readme}
     assert {"networks", "show", "platforms", "explore", "quantize", "sweep", "report", "simd",
-            "traffic"} <= groups
-    assert set(SKIP) <= set(COMMANDS), set(SKIP) - set(COMMANDS)
+            "traffic", "hierarchy"} <= groups
+    assert set(SKIP) <= {c for _, c in COMMANDS}, set(SKIP) - {c for _, c in COMMANDS}
+    assert not set(SKIP) & set(readme)  # every command of the README itself runs here
     assert readme_commands("x `workbench show a [--batch 2]` y\n```\nworkbench networks\n```\n"
                            "`workbench`") == ["workbench show a", "workbench networks"]
+    assert readme_commands("```\nworkbench sweep g.yaml\nworkbench report --sweep s\n```\n") \
+        == ["workbench sweep g.yaml", "workbench report --sweep s"]  # a block's own order
 
 
-@pytest.mark.parametrize("command", COMMANDS)
-def test_readme_command_runs(command: str, workdir: Path) -> None:
+def test_the_readme_is_a_short_guide() -> None:
+    """It fits README_MAX_LINES (tests/test_packaging.py checks that it opens with the two
+    setup commands), and every relative link of a guide names a file of the repository."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= README_MAX_LINES, len(text.splitlines())
+    for page in GUIDES:
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            assert (page.parent / target).is_file(), (page.name, target)
+
+
+@pytest.mark.parametrize(("page", "command"), COMMANDS, ids=[f"{p}:{c}" for p, c in COMMANDS])
+def test_readme_command_runs(page: str, command: str, workdir: Path) -> None:
     if command in SKIP:
         pytest.skip(SKIP[command])
     argv = shlex.split(command)
@@ -121,4 +157,4 @@ def test_readme_command_runs(command: str, workdir: Path) -> None:
     assert run.returncode == 0, f"{command}: exit {run.returncode}\n{run.stderr[-2000:]}"
     assert "Traceback" not in run.stderr and "Traceback" not in run.stdout, run.stderr
     assert run.stdout.strip(), f"{command}: printed nothing"
-    print(f"{command}: {took:.1f} s")
+    print(f"{page}: {command}: {took:.1f} s")

@@ -13,6 +13,7 @@ import os
 import re
 
 from workbench.errors import WorkbenchError
+from workbench.numbers import fmt_bytes
 
 ENV = "WORKBENCH_MAX_MEMORY"
 BUDGET_FRACTION = 0.25  # of physical memory, when no budget is set
@@ -67,19 +68,11 @@ def budget_bytes() -> int:
     return int(machine_bytes() * BUDGET_FRACTION)
 
 
-def size_text(n: float) -> str:
-    """Bytes as a short human figure: '3.9 GiB', '512 MiB', '12 KiB'."""
-    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift:
-            return f"{n / (1 << shift):.3g} {unit}"
-    return f"{int(n)} B"
-
-
 def check(what: str, estimate: float) -> None:
     """Refuse (ResourceError, one line naming `what` and the estimate) an estimate of bytes
     above the budget."""
     budget = budget_bytes()
     if estimate > budget:
-        raise ResourceError(f"{what}: needs an estimated {size_text(estimate)} of memory, "
-                            f"beyond the budget of {size_text(budget)} (--max-memory or "
+        raise ResourceError(f"{what}: needs an estimated {fmt_bytes(estimate)} of memory, "
+                            f"beyond the budget of {fmt_bytes(budget)} (--max-memory or "
                             f"{ENV} sets it; default {BUDGET_FRACTION:.0%} of this machine's)")

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import sys
 import time
+from pathlib import Path
 
 from workbench.cli.args import (
     add_network,
@@ -16,8 +17,10 @@ from workbench.cli.args import (
     positive_int,
     positive_number,
 )
+from workbench.cli.tables import print_table, print_text
 from workbench.errors import WorkbenchError
 from workbench.explore.query import OBJECTIVES
+from workbench.numbers import fmt_bytes, fmt_count, fmt_seconds
 from workbench.resources import cut
 
 
@@ -63,7 +66,8 @@ def cmd_report(args: argparse.Namespace) -> None:
     path = build_report(args.network, args.platform, args.out, timeout_s=args.timeout,
                         progress=not args.json and sys.stderr.isatty(), **params)
     size = path.stat().st_size
-    print(f"report written to {path} ({size / 1e6:.1f} MB) in {time.perf_counter() - start:.1f} s")
+    print(f"report written to {path} ({fmt_bytes(size)}) in "
+          f"{fmt_seconds(time.perf_counter() - start)}")
 
 
 def _sweep_report(args: argparse.Namespace) -> None:
@@ -87,17 +91,19 @@ def _sweep_report(args: argparse.Namespace) -> None:
     path = sweep_page(frame, list(sweep.load_grid(args.sweep).overrides), args.out,
                       case_layers=functools.partial(sweep.case_layers, args.sweep), **params)
     size = path.stat().st_size
-    print(f"sweep report written to {path} ({size / 1e6:.1f} MB) in "
-          f"{time.perf_counter() - start:.1f} s")
+    print(f"sweep report written to {path} ({fmt_bytes(size)}) in "
+          f"{fmt_seconds(time.perf_counter() - start)}")
 
 
 def cmd_sweep(args: argparse.Namespace) -> None:
     from workbench import sweep
+    from workbench.viz.units import readable
 
     if args.status:
         if args.grid:
             raise WorkbenchError("sweep: give either a grid file or --status DIR, not both")
         lines = sweep.status(args.status)
+        # a record a line, not wrapped: scripts read them
         print(json.dumps({"status": lines}) if args.json else "\n".join(lines))
         return
     if not args.grid or not args.out:
@@ -112,7 +118,8 @@ def cmd_sweep(args: argparse.Namespace) -> None:
             where = f"on {pool.workers} Dask worker(s)"
             if pool.dashboard:
                 where += f", dashboard {pool.dashboard}"
-            print(f"{pending} of {total} cases to run {where}", file=sys.stderr, flush=True)
+            print(f"{fmt_count(pending)} of {fmt_count(total)} cases to run {where}",
+                  file=sys.stderr, flush=True)
 
     patience = sweep.Patience(no_worker_s=args.no_worker_timeout,
                               worker_losses=args.max_worker_losses,
@@ -127,15 +134,15 @@ def cmd_sweep(args: argparse.Namespace) -> None:
                           "failures": frame.attrs.get("failures", []),
                           "notes": frame.attrs.get("notes", []),
                           "client_writes": frame.attrs.get("client_writes", 0),
-                          "results": f"{args.out}/results.parquet"}))
+                          "results": str(Path(args.out) / "results.parquet")}))
         return
     for note in frame.attrs.get("notes", []):
-        print(f"note: {note}")
+        print_text(f"note: {note}")
     for error in frame.attrs.get("failures", []):
-        print(f"failed: {error}")
-    print(f"{len(frame)} of {total} cases in {args.out}/results.parquet "
-          f"({frame.attrs['wall_s']:.1f} s)")
-    print(sweep.grid_summary(frame).to_string(index=False))
+        print(f"failed: {error}")  # one record a line, as `--status` prints it
+    print(f"{fmt_count(len(frame))} of {fmt_count(total)} cases in "
+          f"{Path(args.out) / 'results.parquet'} ({fmt_seconds(frame.attrs['wall_s'])})")
+    print_table(readable(sweep.grid_summary(frame)), args)
     for case_id, error in failures.items():
         print(f"report for case {case_id} failed: {error}")
 

@@ -19,6 +19,7 @@ from workbench.cli.args import (
     positive_int,
     size,
 )
+from workbench.cli.tables import print_table, print_text, wide
 from workbench.errors import WorkbenchError
 from workbench.report import output, page, summary
 from workbench.tiling import SCHEDULES
@@ -98,7 +99,7 @@ def hierarchy_json(plan: pd.DataFrame) -> dict:
             "totals": hierarchy_totals(plan)}
 
 
-def print_hierarchy(plan: pd.DataFrame) -> None:
+def print_hierarchy(plan: pd.DataFrame, args: argparse.Namespace) -> None:
     """Per layer: energy by level and MAC (µJ), memory:compute and cycles; then totals."""
     from workbench.explore.hierarchy_plan import hierarchy_totals, level_column
 
@@ -115,21 +116,40 @@ def print_hierarchy(plan: pd.DataFrame) -> None:
         table["array use"] = plan["array_use"].map(lambda v: f"{v:.0%}")
     for col in table.columns:
         if pd.api.types.is_float_dtype(table[col]):
-            table[col] = table[col].map(lambda v: units.fmt_number(v, 4))
-    print(f"\nmemory hierarchy {plan.attrs['hierarchy']} ({' | '.join(levels)}), minimum-energy "
-          "blocking per conv/fc layer (tiles X×Y×C×M×N per loop group, innermost first):")
-    with pd.option_context("display.width", 200, "display.max_columns", 50):
-        print(table.to_string(index=False))
+            table[col] = table[col].map(units.fmt_number)
+    print()
+    print_text(f"memory hierarchy {plan.attrs['hierarchy']} ({' | '.join(levels)}), "
+               "minimum-energy blocking per conv/fc layer (tiles X×Y×C×M×N per loop group, "
+               "innermost first):")
+    print_table(table, args, drop_first=("array use", "bound", "memory:compute", "tiles"))
     totals = hierarchy_totals(plan)
-    parts = ", ".join(f"{level} {totals[level_column(level)] / 1e6:.4g}" for level in levels)
+    parts = ", ".join(f"{level} {units.fmt_number(totals[level_column(level)] / 1e6, 4)}"
+                      for level in levels)
     cycles = ""
     if "cycles" in totals:
         cycles = f", {units.fmt_count(round(totals['cycles']))} cycles"
         if "time_ms" in totals:
             cycles += f" ({units.fmt_ms(totals['time_ms'])})"
-    print(f"hierarchy total: {totals['energy_pj'] / 1e6:.4g} µJ ({parts}, MAC "
-          f"{totals['mac_energy_pj'] / 1e6:.4g}), memory:compute "
-          f"{totals['memory_to_compute']:.3g}×{cycles}")
+    print_text(f"hierarchy total: {units.fmt_number(totals['energy_pj'] / 1e6, 4)} µJ ({parts}, "
+               f"MAC {units.fmt_number(totals['mac_energy_pj'] / 1e6, 4)}), memory:compute "
+               f"{units.fmt_number(totals['memory_to_compute'])}×{cycles}")
+
+
+# the columns `explore` leaves out first to fit the terminal (all of them with --wide)
+EXPLORE_DROP_FIRST = ("chosen by", "DMA setup", "CTC ops/B", "util", "DMA", "split",
+                      "footprint", "GOps/s", "cores")
+SHORT_TILE = "tile / chunk"
+
+
+def print_mapping_table(table: pd.DataFrame, args: argparse.Namespace) -> None:
+    """The per-layer table; fitted to the terminal, the tile column's header is shortened
+    and its dimensions named once under the table."""
+    tile = f"{units.TILE_HEADER} / chunk"
+    if wide(args) or tile not in table:
+        print_table(table, args, EXPLORE_DROP_FIRST)
+        return
+    print_table(table.rename(columns={tile: SHORT_TILE}), args, EXPLORE_DROP_FIRST)
+    print_text(f"({SHORT_TILE}: {units.TILE_HEADER}, or a chunk of rows × maps)")
 
 
 def cmd_explore(args: argparse.Namespace) -> None:
@@ -143,14 +163,13 @@ def cmd_explore(args: argparse.Namespace) -> None:
             doc["hierarchy"] = hierarchy_json(levels)
         print(json.dumps(doc, indent=1))
     else:
-        print(title)
-        with pd.option_context("display.width", 200, "display.max_columns", 50):
-            print(table.to_string(index=False))
-        print("total: " + summary.totals_text(totals, plat))
+        print_text(title)
+        print_mapping_table(table, args)
+        print_text("total: " + summary.totals_text(totals, plat))
         for key, text in summary.key_findings(per_layer, totals, plat).items():
-            print(f"{key}: {text}")
+            print_text(f"{key}: {text}")
         if levels is not None:
-            print_hierarchy(levels)
+            print_hierarchy(levels, args)
     sys.stdout.flush()  # shown before the files are written: a late write error loses nothing
     if args.csv:
         output.write_with(args.csv, lambda f: per_layer.to_csv(f, index=False))
@@ -189,10 +208,10 @@ def cmd_traffic(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps({"rows": json.loads(table.to_json(orient="records"))}))
     else:
-        print(f"{net.name}: off-accelerator traffic (MB) of {len(convs)} layers by local "
-              f"memory and model ({args.elem_bytes}-byte elements, {args.psum_bytes}-byte "
-              "partial sums)")
-        print(units.readable(totals).to_string())
+        print_text(f"{net.name}: off-accelerator traffic (MB) of {len(convs)} layers by local "
+                   f"memory and model ({args.elem_bytes}-byte elements, {args.psum_bytes}-byte "
+                   "partial sums)")
+        print_table(units.readable(totals), args, index=True)
     sys.stdout.flush()  # shown before the file is written: a late write error loses nothing
     if args.csv:
         output.write_with(args.csv, lambda f: table.to_csv(f, index=False))

@@ -14,8 +14,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from workbench.cli.tables import print_table, print_text
 from workbench.errors import WorkbenchError
 from workbench.layers.onnx_names import short_name
+from workbench.numbers import fmt_count
 from workbench.quant.weights import read_npz
 from workbench.schemas.arrays import validate_data
 
@@ -100,27 +102,29 @@ def cmd_from_model(args: argparse.Namespace) -> None:
 
 
 def _print(summary: dict, table: pd.DataFrame, args: argparse.Namespace) -> None:
+    from workbench.viz.units import readable
+
     source = "generated images (uniform over the input quantizer's range)" \
         if summary["generated_images"] else f"images of {args.data}"
-    print(f"{summary['model']}: {len(table)} integer product layers run as the model "
-          f"computes them, on {summary['images']} {source}; {args.acc_bits}-bit "
-          f"accumulators ({args.overflow})")
+    print_text(f"{summary['model']}: {len(table)} integer product layers run as the model "
+               f"computes them, on {fmt_count(summary['images'])} {source}; "
+               f"{args.acc_bits}-bit accumulators ({args.overflow})")
     shown = table.assign(overflowing=[f"{o} of {n}" for o, n in zip(
         table.overflowing, table.outputs, strict=True)]).drop(columns=["acc_bits", "outputs"])
     shown = shown.rename(columns={"worst_bits": "worst", "weights_bits": "w-aware",
                                   "data_bits": "data", "max_abs_acc": "max|acc|"})
-    with pd.option_context("display.width", 200, "display.max_columns", 50):
-        print(shown.to_string(index=False))
+    print_table(readable(shown), args)
     for name in summary["unquantized"]:
-        print(f"{name}: not quantized in the model (float input or weights): runs in float")
+        print_text(f"{name}: not quantized in the model (float input or weights): runs in float")
     for lines in summary["flags"].values():
         for line in lines:
-            print(f"flag: {line}")
+            print_text(f"flag: {line}")
     if summary["workbench_formats"] != "mapped":
-        print(f"workbench fixed-point formats: not mapped ({summary['workbench_formats']})")
+        print_text(f"workbench fixed-point formats: not mapped "
+                   f"({summary['workbench_formats']})")
     line = (f"top-1 agreement of {args.acc_bits}-bit with exact accumulators "
             f"{summary['top1_agreement']:.1%}")
     if "accuracy" in summary:
         line += (f"; accuracy {summary['accuracy']:.1%} ({args.acc_bits}-bit) vs "
                  f"{summary['exact_accuracy']:.1%} (exact)")
-    print(line)
+    print_text(line)

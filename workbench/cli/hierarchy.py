@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from workbench import layers, platforms, spelling
 from workbench.cli.args import Renamed, non_negative_int, positive_int, positive_number
+from workbench.cli.tables import print_table, print_text
 from workbench.errors import UnknownNameError, WorkbenchError
 from workbench.explore import hierarchy_plan as plan
 from workbench.hierarchy import Blocking, ElementBytes, Hierarchy, interrupt
@@ -291,27 +292,38 @@ def rows_table(rows: list[dict]) -> pd.DataFrame:
                                  "energy_pj": "energy pJ", "pj_per_mac": "pJ/MAC"})
 
 
-def _print_design(title: str, design: dict, rows: list[dict]) -> None:
+def _kb(kilobytes: float) -> str:
+    """An on-chip size given in KB, as people read sizes ('257 KB', '1.5 MB')."""
+    return units.fmt_bytes(kilobytes * 1024)
+
+
+def _uj(energy_pj: float) -> str:
+    """A network's energy in µJ to six digits (co-designed and given hierarchies differ in
+    the fourth: '656.565 µJ', '128,884 µJ')."""
+    return f"{units.fmt_number(energy_pj / 1e6, 6)} µJ"
+
+
+def _print_design(title: str, design: dict, rows: list[dict],
+                  args: argparse.Namespace | None = None) -> None:
     cycles = f", {units.fmt_count(round(design['cycles']))} cycles" if "cycles" in design else ""
     if "time_ms" in design:
         cycles += f" ({units.fmt_ms(design['time_ms'])})"
-    print(f"{title}: {design['hierarchy']} ({design['on_chip_kb']:g} KB on chip), "
-          f"{design['energy_pj'] / 1e6:.3f} µJ, memory:compute "
-          f"{design['memory_to_compute']:.2f}×{cycles}")
+    print_text(f"{title}: {design['hierarchy']} ({_kb(design['on_chip_kb'])} on chip), "
+          f"{_uj(design['energy_pj'])}, memory:compute "
+          f"{units.fmt_number(design['memory_to_compute'], 4)}×{cycles}")
     table = rows_table(rows)
     for col in table.columns:  # readable numbers: separators, never an exponent
         if pd.api.types.is_integer_dtype(table[col]):
             table[col] = table[col].map(units.fmt_count)
         elif pd.api.types.is_float_dtype(table[col]):
             table[col] = table[col].map(lambda v: units.fmt_number(v, 4))
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(table.to_string(index=False))
+    print_table(table, args or argparse.Namespace())
     if design.get("layer_cycles"):
-        print("cycles per layer (bound, MAC array use): " + ", ".join(
+        print_text("cycles per layer (bound, MAC array use): " + ", ".join(
             f"{name} {units.fmt_count(round(c))} ({bound}, {use:.0%})"
             for name, (c, bound, use) in design["layer_cycles"].items()))
     if design.get("padded"):
-        print("padded outermost blocks, priced as full (extent → padded): " + "; ".join(
+        print_text("padded outermost blocks, priced as full (extent → padded): " + "; ".join(
             f"{name} " + ", ".join(f"{d} {e}→{p}" for d, (e, p) in pads.items())
             for name, pads in design["padded"].items()))
 
@@ -323,33 +335,35 @@ def cmd_hierarchy(args: argparse.Namespace) -> None:
     if getattr(args, "json", False):
         print(json.dumps(doc, indent=1))
         return
-    _print_design(f"{doc['network']} on the given hierarchy", doc["given"], doc["rows"])
+    _print_design(f"{doc['network']} on the given hierarchy", doc["given"], doc["rows"], args)
     if doc["dense_priced"]:
-        print("sparse connection tables without groups, priced as the dense layer (an upper "
+        print_text("sparse connection tables without groups, priced as the dense layer (an upper "
               "bound; MACs real → priced): " + ", ".join(
                   f"{name} {units.fmt_count(real)} → {units.fmt_count(dense)}"
                   for name, (real, dense) in doc["dense_priced"].items()))
     if "codesign" in doc:
         co = doc["codesign"]
         print()
-        _print_design(f"co-designed within {co['budget_kb']:g} KB (best of "
-                      f"{co['within_budget']} hierarchies within it; {co['hierarchies']} "
-                      f"priced, level sizes {co[spelling.MEMORY_KB]} KB)", co["best"], co["rows"])
+        sizes = ", ".join(units.fmt_value(kb) for kb in co[spelling.MEMORY_KB])
+        _print_design(f"co-designed within {_kb(co['budget_kb'])} (best of "
+                      f"{units.fmt_count(co['within_budget'])} hierarchies within it; "
+                      f"{units.fmt_count(co['hierarchies'])} priced, level sizes {sizes} KB)",
+                      co["best"], co["rows"], args)
         if co["energies_from_sizes"]:
-            print("(every co-designed level is priced from its size, seed 001 table 3: the "
+            print_text("(every co-designed level is priced from its size, seed 001 table 3: the "
                   "given energy_pj of " + ", ".join(co["energies_from_sizes"]) +
                   " is not carried over)")
         given = doc["given"]
         if given["on_chip_kb"] <= co["budget_kb"] and \
                 given["energy_pj"] < co["best"]["energy_pj"]:
-            print(f"(the given hierarchy, {given['on_chip_kb']:g} KB on chip and "
-                  f"{given['energy_pj'] / 1e6:.3f} µJ, is within the budget and below the "
+            print_text(f"(the given hierarchy, {_kb(given['on_chip_kb'])} on chip and "
+                  f"{_uj(given['energy_pj'])}, is within the budget and below the "
                   "grid's best: its sizes or energies are not the grid's)")
         over = [d for d in co["pareto"] if d["on_chip_kb"] > co["budget_kb"]]
-        print("\nPareto front of the priced hierarchies (on-chip KB, µJ"
+        print_text("\nPareto front of the priced hierarchies (on chip, energy"
               + ("; * over the budget" if over else "") + "): " + ", ".join(
-                  f"{d['on_chip_kb']:g} KB{'*' if d in over else ''} "
-                  f"{d['energy_pj'] / 1e6:.3f}" for d in co["pareto"]))
+                  f"{_kb(d['on_chip_kb'])}{'*' if d in over else ''} "
+                  f"{_uj(d['energy_pj'])}" for d in co["pareto"]))
 
 
 def register(subparsers: argparse._SubParsersAction,

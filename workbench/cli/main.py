@@ -17,19 +17,26 @@ import pandas as pd
 
 from workbench import layers, platforms, resources, spelling
 from workbench.cli.args import add_network, memory_budget, positive_int
+from workbench.cli.tables import WIDTH, print_table, print_text
 from workbench.errors import WorkbenchError
+from workbench.numbers import fmt_bytes, fmt_count, fmt_gops, fmt_si, fmt_value
 
 
 def _emit(args: argparse.Namespace, table: pd.DataFrame, title: str = "",
-          extra: dict | None = None) -> None:
+          extra: dict | None = None, shown: pd.DataFrame | None = None,
+          drop_first: tuple[str, ...] = ("title",)) -> None:
+    """`table` as JSON rows (with `extra`), or `shown` (default: `table` in human units) as
+    text under `title`, fitted to the terminal (`drop_first`: the columns to leave out
+    first)."""
     if args.json:
         doc = {"rows": json.loads(table.to_json(orient="records")), **(extra or {})}
         print(json.dumps(doc, indent=1))
         return
+    from workbench.viz.units import readable
+
     if title:
-        print(title)
-    with pd.option_context("display.width", 200, "display.max_columns", 50):
-        print(table.to_string(index=False))
+        print_text(title)
+    print_table(readable(table) if shown is None else shown, args, drop_first)
 
 
 def _loaded(names: list[str], load: Callable[[str], object],
@@ -44,12 +51,17 @@ def _loaded(names: list[str], load: Callable[[str], object],
 
 
 def cmd_networks(args: argparse.Namespace) -> None:
-    rows = []
+    rows, sizes = [], []
     for name, net in _loaded(layers.list_networks(), layers.load_network, "network"):
+        sizes.append((net.macs, net.params))
         rows.append({"network": name, "title": net.title, "layers": len(net),
                      "tiled": len(net.tiled_layers()), "macs_M": round(net.macs / 1e6, 2),
                      "params_M": round(net.params / 1e6, 3)})
-    _emit(args, pd.DataFrame(rows))
+    shown = pd.DataFrame([{"network": r["network"], "title": r["title"],
+                           "layers": fmt_count(r["layers"]), "tiled": fmt_count(r["tiled"]),
+                           "MACs": fmt_si(macs), "params": fmt_si(params)}
+                          for r, (macs, params) in zip(rows, sizes, strict=True)])
+    _emit(args, pd.DataFrame(rows), shown=shown)
 
 
 def cmd_show(args: argparse.Namespace) -> None:
@@ -58,21 +70,35 @@ def cmd_show(args: argparse.Namespace) -> None:
     about = " ".join(part for part in (net.title, f"[{net.source}]" if net.source else "")
                      if part)
     title = (f"{net.name}:{' ' + about if about else ''}  batch {net.batch}, "
-             f"{net.macs / 1e6:.2f} M MACs, {net.params / 1e6:.3f} M params "
+             f"{fmt_si(net.macs, 'MACs')}, {fmt_si(net.params, 'params')} "
              f"(footprints at {args.elem_bytes} B/element)")
+    shown = None
+    if not args.json:
+        from workbench.viz.units import network_table
+
+        shown = network_table(net, args.elem_bytes)
     _emit(args, table, title, {"network": net.name, "batch": net.batch, "macs": net.macs,
-                               "params": net.params})
+                               "params": net.params}, shown,
+          drop_first=("biases", "groups", "function"))
 
 
 def cmd_platforms(args: argparse.Namespace) -> None:
-    rows = []
+    rows, shown = [], []
     for name, p in _loaded(platforms.list_platforms(), platforms.load_platform, "platform"):
         rows.append({"platform": name, "clock_MHz": p.clock_mhz, "MAC/cycle": p.macs_per_cycle,
                      "bus_elem/cycle": p.bus_elems_per_cycle, "elem_B": p.elem_bytes,
                      "dma_setup": p.dma_setup_cycles, "memory_kb": p.local_mem_bytes / 1024,
                      "lanes": p.simd_lanes, "acc_bits": p.acc_bits, "cores": p.cores,
                      "peak_GOps": round(p.peak_gops, 1), "title": p.title})
-    _emit(args, pd.DataFrame(rows))
+        shown.append({"platform": name, "clock": f"{fmt_value(p.clock_mhz)} MHz",
+                      "MAC/cycle": fmt_value(p.macs_per_cycle),
+                      "bus elem/cycle": fmt_value(p.bus_elems_per_cycle),
+                      "elem": fmt_bytes(p.elem_bytes), "DMA setup": fmt_value(p.dma_setup_cycles),
+                      "local memory": fmt_bytes(p.local_mem_bytes),
+                      "lanes": fmt_value(p.simd_lanes), "acc bits": fmt_value(p.acc_bits),
+                      "cores": fmt_value(p.cores), "peak": fmt_gops(p.peak_gops),
+                      "title": p.title})
+    _emit(args, pd.DataFrame(rows), shown=pd.DataFrame(shown))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -93,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
                    ).replace("%", "%%")  # argparse formats help with %
     parser.add_argument("--max-memory", type=memory_budget, default=None, metavar="SIZE",
                         help=budget_help)
+    wide_help = f"every column of the tables (default: at most {WIDTH} characters wide)"
+    parser.add_argument("--wide", action="store_true", help=wide_help)
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
@@ -101,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="an ONNX operator the workbench does not know is an error")
     common.add_argument("--max-memory", type=memory_budget, default=argparse.SUPPRESS,
                         metavar="SIZE", help=budget_help)
+    common.add_argument("--wide", action="store_true", default=argparse.SUPPRESS, help=wide_help)
 
     p = sub.add_parser("networks", parents=[common], help="list the zoo networks")
     p.set_defaults(func=cmd_networks)

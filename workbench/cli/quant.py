@@ -11,7 +11,9 @@ import pandas as pd
 
 from workbench import layers, quant
 from workbench.cli.args import add_network, int_in, output_file, positive_int
+from workbench.cli.tables import print_table, print_text
 from workbench.errors import WorkbenchError
+from workbench.numbers import fmt_bytes
 from workbench.paths import data_files
 from workbench.quant.weights import load_data_npz
 from workbench.report import output
@@ -75,10 +77,10 @@ def cmd_quantize(args: argparse.Namespace) -> None:
         print(json.dumps({"layers": rows, **summary, "acc_bits": args.acc_bits,
                           "bound": args.bound, "overflow": args.overflow}, indent=1))
     else:
-        print(f"{net.name}: {args.acc_bits}-bit accumulators, {args.bound} bound, "
-              f"{args.overflow}")
-        print(pd.DataFrame(rows).to_string(index=False))
-        print(f"accuracy on {len(data['test_y'])} held-out images: float {test_float:.2%}, "
+        print_text(f"{net.name}: {args.acc_bits}-bit accumulators, {args.bound} bound, "
+                   f"{args.overflow}")
+        print_table(pd.DataFrame(rows), args)
+        print_text(f"accuracy on {len(data['test_y'])} held-out images: float {test_float:.2%}, "
               f"fixed {test_fixed:.2%} (search set: {res.float_accuracy:.2%} -> "
               f"{res.accuracy:.2%})")
     sys.stdout.flush()  # shown before the file is written: a late write error loses nothing
@@ -105,12 +107,12 @@ def float_formats(net: layers.Network, params: dict, data: dict,
         print(json.dumps({"float32_accuracy": base, "images": len(y), "accuracy": table,
                           "bytes_per_image": sizes}, indent=1))
         return
-    print(f"{net.name}: held-out accuracy on {len(y)} images with one layer (its weights and "
-          f"the maps it writes) in each format; float32 {base:.2%}")
+    print_text(f"{net.name}: held-out accuracy on {len(y)} images with one layer (its weights "
+               f"and the maps it writes) in each format; float32 {base:.2%}")
     frame = pd.DataFrame(table).rename_axis("layer").reset_index()
-    print(frame.to_string(index=False, float_format=lambda v: f"{v:.2%}"))
-    print("bytes per image (weights once, each layer's input and output maps once): "
-          + ", ".join(f"{k} {v:,}" for k, v in sizes.items()))
+    print_table(frame.map(lambda v: f"{v:.2%}" if isinstance(v, float) else v), args)
+    print_text("bytes per image (weights once, each layer's input and output maps once): "
+               + ", ".join(f"{k} {fmt_bytes(v)}" for k, v in sizes.items()))
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from workbench import explore, layers, platforms, simd
 from workbench.cli.args import add_network, positive_int
+from workbench.cli.tables import print_table, print_text
 from workbench.errors import WorkbenchError
 from workbench.simd.codegen import VERSIONS
 from workbench.tiling import Tile
@@ -43,11 +44,12 @@ def cmd_simd(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps({"rows": json.loads(table.to_json(orient="records"))}))
         return
-    print(f"{net.name} (batch {net.batch}) on {plat.name}: {plat.simd_lanes} lanes, "
-          f"{plat.acc_bits}-bit accumulators")
-    print(transfer_table(table).to_string(index=False))
+    print_text(f"{net.name} (batch {net.batch}) on {plat.name}: {plat.simd_lanes} lanes, "
+               f"{plat.acc_bits}-bit accumulators")
+    print_table(transfer_table(table), args,
+                drop_first=("unaligned loads", "redundant psums", "spills", "unroll"))
     print()
-    print(cycle_table(table).to_string(index=False))
+    print_table(cycle_table(table), args)
 
 
 def cmd_codegen(args: argparse.Namespace, net) -> None:

@@ -15,9 +15,10 @@ from workbench.layers.network import Network
 from workbench.layers.onnx_external import load_model
 from workbench.layers.onnx_names import short_name
 from workbench.layers.spec import ConvLayer
+from workbench.numbers import fmt_bytes
 from workbench.paths import data_file
 from workbench.quant.maps import prelu_slopes
-from workbench.resources import cut, size_text
+from workbench.resources import cut
 from workbench.schemas.arrays import validate_data, validate_weights
 
 Params = dict[str, tuple[np.ndarray, np.ndarray]]
@@ -102,9 +103,9 @@ def _check_headers(archive: np.lib.npyio.NpzFile, origin: str, expect: Shapes) -
                             f"{wanted}, file has {cut(shape)}")
         total += math.prod(shape) * dtype.itemsize
     if total > MAX_NPZ_BYTES:
-        raise FileFormatError(f"{origin}: arrays of {size_text(total)} decompressed, beyond "
-                              f"the {size_text(MAX_NPZ_BYTES)} limit")
-    resources.check(f"{origin} ({size_text(total)} of arrays decompressed)",
+        raise FileFormatError(f"{origin}: arrays of {fmt_bytes(total)} decompressed, beyond "
+                              f"the {fmt_bytes(MAX_NPZ_BYTES)} limit")
+    resources.check(f"{origin} ({fmt_bytes(total)} of arrays decompressed)",
                     total * DECODE_FACTOR)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from workbench import explore, platforms, resources, spelling
 from workbench.errors import FileFormatError, WorkbenchError
-from workbench.resources import size_text
+from workbench.numbers import fmt_bytes
 from workbench.schemas.grid import validate_grid
 from workbench.tiling import SCHEDULES
 
@@ -150,7 +150,7 @@ def check_size(grid: Grid, what: str = "grid") -> int:
     """The case count, after refusing (one line, `resources.check`) a grid whose cases would
     take more memory than the budget in a run."""
     n = case_count(grid)
-    resources.check(f"{what} of {n:,} cases ({size_text(ROW_BYTES)} each in a run)",
+    resources.check(f"{what} of {n:,} cases ({fmt_bytes(ROW_BYTES)} each in a run)",
                     n * ROW_BYTES)
     return n
 

@@ -91,6 +91,7 @@ from workbench import resources
 from workbench.errors import SpecError
 from workbench.layers.spec import ConvLayer
 from workbench.memo import ByteLRU, Caches, caches_or_new
+from workbench.numbers import fmt_bytes, fmt_number, fmt_si
 from workbench.tiling.candidate_set import (  # noqa: F401  (re-exported: the public names)
     ARRAYS_VECTOR,
     MODEL_HASH,
@@ -242,9 +243,10 @@ def check_request(missing: list[tuple[ConvLayer, str]], cap: int | None = None,
     total = sum(size for size, _ in sizes)
     if total > MAX_REQUEST_TILES:
         largest = max(sizes)[1]
-        raise SpecError(f"{len(missing)} candidate sets to build would price {total:.3g} tiles "
-                        f"(about {total * SECONDS_PER_TILE / 3600:.2g} h of one core; largest "
-                        f"layer {largest!r}), beyond the limit of {MAX_REQUEST_TILES:.3g}; "
+        raise SpecError(f"{len(missing)} candidate sets to build would price {fmt_si(total)} "
+                        f"tiles (about {fmt_number(total * SECONDS_PER_TILE / 3600)} h of one "
+                        f"core; largest layer {largest!r}), beyond the limit of "
+                        f"{fmt_si(MAX_REQUEST_TILES)}; "
                         "use a smaller layer or batch")
 
 
@@ -268,8 +270,8 @@ def _gen_grid(axes: list[np.ndarray], rows: int):
 
 def _check_rows(layer: ConvLayer, rows: int) -> None:
     if rows > MAX_SET_ROWS:  # each kept row: 5 tile + up to 7 vector int64
-        raise SpecError(f"layer {layer.name!r}: the candidate set passed {MAX_SET_ROWS:.3g} "
-                        f"non-dominated tiles (about {rows * 96 / 2**30:.3g} GiB) while being "
+        raise SpecError(f"layer {layer.name!r}: the candidate set passed {fmt_si(MAX_SET_ROWS)} "
+                        f"non-dominated tiles (about {fmt_bytes(rows * 96)}) while being "
                         "built; refused to bound memory")
 
 

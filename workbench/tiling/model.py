@@ -34,6 +34,7 @@ import numpy as np
 
 from workbench.errors import SpecError, UnknownNameError
 from workbench.layers.spec import ConvLayer
+from workbench.numbers import fmt_bytes, fmt_count, fmt_si
 
 SCHEDULES = ("intra", "inter_kc", "inter_oc", "inter_oxoyon", "inter_oxoyon_dirx")
 TILE_DIMS = ("TOx", "TOy", "TOc", "TOn", "TKc")
@@ -193,7 +194,7 @@ def check_int64(layer: ConvLayer) -> None:
     """Refuse (one line) a layer whose counts could leave the vectorized int64 range."""
     if not fits_int64(layer):
         raise SpecError(f"layer {layer.name!r}: its counts may reach "
-                        f"{float(count_bound(layer)):.3g} elements, beyond the 2^60 limit of "
+                        f"{fmt_si(count_bound(layer))} elements, beyond the 2^60 limit of "
                         "the vectorized model (tiling.counts computes one tile exactly)")
 
 
@@ -305,14 +306,15 @@ def check_grid(layer: ConvLayer) -> None:
                   (*dims(layer)[:3], layer.groups, *dims(layer)[3:]), strict=True)
     for name, extent in extents:
         if n_tile_candidates(extent) > MAX_AXIS:
-            raise SpecError(f"layer {layer.name!r}: {name} = {extent:.3g} gives "
-                            f"{n_tile_candidates(extent):.3g} tile sizes, beyond the {MAX_AXIS} "
-                            f"one dimension may have (extents up to {MAX_AXIS**2 // 4:.3g})")
+            raise SpecError(f"layer {layer.name!r}: {name} = {fmt_si(extent)} gives "
+                            f"{fmt_si(n_tile_candidates(extent))} tile sizes, beyond the "
+                            f"{fmt_count(MAX_AXIS)} one dimension may have (extents up to "
+                            f"{fmt_si(MAX_AXIS**2 // 4)})")
     grid = grid_size(layer)
     if grid > MAX_GRID_TILES:
-        raise SpecError(f"layer {layer.name!r}: {grid:.3g} tiles to enumerate per schedule "
-                        f"(about {grid * 80 / 2**30:.3g} GiB as one table), beyond the limit "
-                        f"of {MAX_GRID_TILES:.3g} tiles")
+        raise SpecError(f"layer {layer.name!r}: {fmt_si(grid)} tiles to enumerate per schedule "
+                        f"(about {fmt_bytes(grid * 80)} as one table), beyond the limit "
+                        f"of {fmt_si(MAX_GRID_TILES)} tiles")
 
 
 def gen_tiles(layer: ConvLayer, max_footprint_elems: float = np.inf, reduced: bool = True,

@@ -31,6 +31,7 @@ from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.errors import error_html
 from workbench.viz import design_plots as dp
 from workbench.viz import sweep_plots as sp
+from workbench.viz.units import fmt_named
 
 _KEEP = 32  # memoized per-layer plans
 
@@ -60,7 +61,7 @@ def _check_metric(name: str, metrics: Sequence[str]) -> None:
 def case_html(r: pd.Series, axes: Sequence[str], metrics: Sequence[str]) -> str:
     """One case as two lines: its grid settings, then its metrics."""
     settings = " · ".join(f"{a} <b>{html.escape(sp.label(r[a]))}</b>" for a in axes)
-    values = " · ".join(f"{m} {r[m]:,.4g}" for m in metrics
+    values = " · ".join(" ".join(fmt_named(m, r[m])) for m in metrics
                         if m not in axes and np.isfinite(float(r[m])))
     return f"case <b>{html.escape(str(r['case_id']))}</b>: {settings}<br>{values}"
 

@@ -29,7 +29,7 @@ from workbench.tiling import SCHEDULES
 from workbench.viz.common import PART_COLORS, SCHEDULE_COLORS, TOOLS, apply_labels, hover
 from workbench.viz.explore_plots import data_ranges, roofline_data
 from workbench.viz.labels import Scene, place_labels
-from workbench.viz.units import TILE_HEADER, fmt_energy, fmt_ms, human_axes, log_ticks
+from workbench.viz.units import TILE_HEADER, fmt_bytes, fmt_energy, fmt_ms, human_axes, log_ticks
 
 MEMORY_COLUMNS = ("memory_bytes", "memory", "log2", "time_ms", "energy_uj", "throughput_gops",
                   "traffic_mb", "time_text", "energy_text")
@@ -54,11 +54,8 @@ return b >= 1048576 ? (b / 1048576) + " MB" : b >= 1024 ? (b / 1024) + " KB" : b
 
 
 def memory_label(size_bytes: float) -> str:
-    """A memory size as '128 B', '64 KB' or '2 MB'."""
-    for unit, scale in (("MB", 1 << 20), ("KB", 1 << 10)):
-        if size_bytes >= scale:
-            return f"{size_bytes / scale:g} {unit}"
-    return f"{size_bytes:g} B"
+    """A memory size as '128 B', '64 KB' or '2 MB' (`workbench.numbers.fmt_bytes`)."""
+    return fmt_bytes(size_bytes)
 
 
 def breakdown_parts(kind: str) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from workbench.viz.common import (
     hover,
     stacked_styles,
 )
-from workbench.viz.units import TILE_HEADER, fmt_bytes, fmt_tile, human_axes
+from workbench.viz.units import TILE_HEADER, fmt_bytes, fmt_tile, human_axes, number_tooltips
 
 LOG_SPAN = 20.0  # data spanning at least this ratio gets a log axis
 
@@ -113,10 +113,11 @@ def roofline(points: ColumnDataSource, platform: Platform, front: ColumnDataSour
     peak.visible = roof_in_view(points.data["throughput_gops"], platform.peak_gops, y_type)
     p.x_range, p.y_range = data_ranges(zoomed)
     p.y_range.renderers, p.y_range.only_visible = [*zoomed, peak], True  # `roof_in_view`
+    (footprint,), formatters = number_tooltips(["footprint_kb"], ["footprint"])  # '123 KB'
     p.add_tools(hover([dots], [
-        ("layer", "@layer"), ("schedule", "@schedule"), (TILE_HEADER, "@tile"),
-        ("footprint", "@footprint_kb{0,0.0} KB"), ("cycles", "@cycles{0,0}"),
-        ("GOps/s", "@throughput_gops{0,0.00}"), ("CTC", "@ctc{0,0.0} ops/B")]))
+        ("layer", "@layer"), ("schedule", "@schedule"), (TILE_HEADER, "@tile"), footprint,
+        ("cycles", "@cycles{0,0}"), ("GOps/s", "@throughput_gops{0,0.00}"),
+        ("CTC", "@ctc{0,0.0} ops/B")], formatters=formatters))
     p.legend.click_policy = "hide"
     p.legend.label_text_font_size = "8pt"
     p.add_layout(p.legend[0], "right")
@@ -197,7 +198,9 @@ def sweep_scatter(results: pd.DataFrame, front: pd.DataFrame | None = None) -> f
                   size=16, fill_alpha=0, line_color="black", line_width=2, legend_label="Pareto")
     numeric = {c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])
                and not pd.api.types.is_bool_dtype(frame[c])}
-    tips = [(c, f"@{{{c}}}{{0,0.[000]}}" if c in numeric else f"@{{{c}}}")
-            for c in frame.columns if c not in ("case_id", "size")]
-    p.add_tools(hover([dots], tips))
+    shown = [c for c in frame.columns if c not in ("case_id", "size")]
+    number_tips, formatters = number_tooltips([c for c in shown if c in numeric])
+    by_column = dict(zip([c for c in shown if c in numeric], number_tips, strict=True))
+    p.add_tools(hover([dots], [by_column.get(c, (c, f"@{{{c}}}")) for c in shown],
+                      formatters=formatters))  # human units, never an exponent
     return human_axes(p)

@@ -15,7 +15,7 @@ from bokeh.plotting import figure
 from workbench.hierarchy import BankedCapacity, Level, SplitCapacity
 from workbench.hierarchy.codesign import Design, capacity_text
 from workbench.viz.common import TOOLS, hover
-from workbench.viz.units import fmt_bytes, fmt_count, fmt_energy, fmt_number, human_axes
+from workbench.viz.units import fmt_bytes, fmt_count, fmt_energy, fmt_number, fmt_value, human_axes
 
 MAX_LEVELS = 5                  # DRAM + up to 4 on-chip levels
 STACK = tuple(f"level{i}" for i in range(MAX_LEVELS)) + ("mac",)
@@ -156,7 +156,7 @@ def summary_html(network: str, n_layers: int, macs: int, given: Design, best: De
     lines = [f"<b>{html.escape(network)}</b>, {n_layers} layers: edited hierarchy "
              f"({html.escape(describe_design(given))}): {given.energy_pj / macs:.2f} pJ/MAC, "
              f"memory:compute {given.memory_to_compute:.2f}×"]
-    within = fmt_bytes(budget) if axis == "capacity" else f"{budget:.3g} mm²"  # as its slider
+    within = fmt_bytes(budget) if axis == "capacity" else f"{fmt_number(budget, strip=True)} mm²"
     if designs is None:
         lines.append(grid_note or "co-design: no grid priced")
     elif best is None:
@@ -164,9 +164,9 @@ def summary_html(network: str, n_layers: int, macs: int, given: Design, best: De
         lines.append(f"no grid hierarchy within {within} fits every layer" + (
             "" if least is None or least <= budget else
             f": the smallest takes {fmt_bytes(least)}" if axis == "capacity"
-            else f": the smallest takes {least:.3g} mm²"))
+            else f": the smallest takes {fmt_number(least, strip=True)} mm²"))
     else:
-        sizes = ", ".join(f"{n / 1024:g}" for n in grid_bytes)
+        sizes = ", ".join(fmt_value(n / 1024) for n in grid_bytes)
         lines.append(f"co-designed within {within} (best of the grid: level sizes {sizes} "
                      f"KB): {html.escape(describe_design(best))}: {best.energy_pj / macs:.2f} "
                      f"pJ/MAC, memory:compute {best.memory_to_compute:.2f}×, "

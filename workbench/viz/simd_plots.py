@@ -35,8 +35,8 @@ def plan_overview(plans: pd.DataFrame, title: str = "plans of one tile") -> figu
     p.y_range.start = floor
     p.add_tools(hover([bars], [
         ("plan", "@label"), ("cycles", "@cycles{0,0}"), ("MII", "@mii{0.0}"),
-        ("lanes used", "@util %"), ("vector transfers", "@vector_transfers{0,0}"),
-        ("spilled vectors", "@spilled_vectors")]))
+        ("lanes used", "@util{0.[0]}%"), ("vector transfers", "@vector_transfers{0,0}"),
+        ("spilled vectors", "@spilled_vectors{0,0}")]))
     apply_labels(p.xaxis[0], labels, p.width - 80)
     return human_axes(p)
 

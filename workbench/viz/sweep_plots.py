@@ -30,8 +30,10 @@ from bokeh.palettes import Category10_10, Viridis256
 from bokeh.plotting import figure
 
 from workbench.explore import pareto_mask
+from workbench.numbers import fmt_count, fmt_number
 from workbench.viz import design_plots as dp
 from workbench.viz.common import TOOLS
+from workbench.viz.units import fmt_named, number_tooltips
 
 # the metrics a sweep row can carry, and which way is better ("min": smaller is better):
 # hardware size (local memory, accumulator width, cores) counts as a cost to minimize
@@ -72,11 +74,13 @@ def direction(metric: str) -> str:
 
 
 def label(value: object) -> str:
-    """How an axis value is shown: 16.0 -> '16', None/NaN -> '—'."""
+    """How an axis value is shown: 16.0 -> '16', 1048576.0 -> '1,048,576', 0.5 -> '0.5',
+    None/NaN -> '—' (numbers by `workbench.numbers`, never an exponent)."""
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return "—"
     if isinstance(value, float | np.floating):
-        return f"{float(value):g}"
+        x = float(value)
+        return fmt_count(x) if x == round(x) else fmt_number(x, strip=True)
     return str(value)
 
 
@@ -175,9 +179,9 @@ def color_legend(values: pd.Series, name: str) -> str:
         if not len(v):
             return f"colour: {name} (no values)"
         scale = " (log scale)" if v.min() > 0 and v.max() >= 8 * v.min() else ""
+        low, high = fmt_named(name, v.min())[1], fmt_named(name, v.max())[1]
         return (f"colour: <b>{name}</b> from <span style='color:{Viridis256[0]}'>■</span> "
-                f"{v.min():g} to <span style='color:{Viridis256[-1]}'>■</span> {v.max():g}"
-                f"{scale}")
+                f"{low} to <span style='color:{Viridis256[-1]}'>■</span> {high}{scale}")
     _, distinct = pd.factorize(values, sort=True, use_na_sentinel=False)
     swatches = [f"<span style='color:{Category10_10[i % 10]}'>■</span> {label(v)}"
                 for i, v in enumerate(distinct)]
@@ -244,10 +248,14 @@ def pareto_scatter(points: ColumnDataSource, line: ColumnDataSource, x: str, y: 
                      line_color="black", line_alpha="front_alpha", line_width=2,
                      nonselection_alpha=0.25, selection_line_color="red",
                      selection_line_alpha=1.0, name="sweep_dots")
-    hover = [("case", "@case_id")] + [(c, f"@{c}") for c in points.data
-                                      if c not in ("x", "y", "color", "front", "front_alpha",
-                                                   "case_id")][:10]
-    p.add_tools(HoverTool(renderers=[dots], tooltips=hover, limit=1))  # one point per hover
+    shown = [c for c in points.data
+             if c not in ("x", "y", "color", "front", "front_alpha", "case_id")][:10]
+    numeric = [c for c in shown if np.asarray(points.data[c]).dtype.kind in "fiu"]
+    tips, formatters = number_tooltips(numeric)  # human units, never '1.185e+3'
+    by_column = dict(zip(numeric, tips, strict=True))
+    hover = [("case", "@case_id")] + [by_column.get(c, (c, f"@{{{c}}}")) for c in shown]
+    p.add_tools(HoverTool(renderers=[dots], tooltips=hover, formatters=formatters,
+                          limit=1))  # one point per hover
     return p
 
 

@@ -1,28 +1,41 @@
-"""Human units for everything a user reads: tables, totals lines, tooltips and plot axes.
+"""Human units in tables and plots: `readable` tables whose column names carry their units,
+mapping and network tables, and bokeh axis ticks. The numbers themselves are formatted by
+`workbench.numbers` (the one definition, re-exported here for the plots and apps).
 
-Memory sizes and footprints as B/KB/MB/GB (1 KB = 1024 B), traffic volumes in decimal MB
-(10⁶ B, as the sweep's traffic_mb and `workbench traffic`), time as ns/µs/ms/s, energy as
-pJ/nJ/µJ/mJ/J, throughput in GOps/s, counts with thousands separators, and never scientific
-notation. Energy of a
-platform without an energy table (all its pJ fields 0, e.g. the `nve` preset) reads "n/a".
-Shapes are C×H×W (as the network YAML says [C, H, W]); tiles TOx×TOy×TOc×TOn×TKc.
+Energy of a platform without an energy table (all its pJ fields 0, e.g. the `nve` preset)
+reads "n/a". Shapes are C×H×W (as the network YAML says [C, H, W]); tiles TOx×TOy×TOc×TOn×TKc.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from workbench.numbers import (  # noqa: F401  (re-exported: the plots' and apps' units)
+    NA,
+    fmt_bytes,
+    fmt_count,
+    fmt_energy,
+    fmt_gops,
+    fmt_ms,
+    fmt_number,
+    fmt_percent,
+    fmt_seconds,
+    fmt_shape,
+    fmt_si,
+    fmt_tile,
+    fmt_traffic,
+    fmt_value,
+)
+from workbench.numbers import finite as _finite
 from workbench.platforms import Platform
 
 if TYPE_CHECKING:
     from bokeh.models import CustomJSTicker, CustomJSTickFormatter
 
-NA = "n/a"
 TILE_HEADER = "tile TOx×TOy×TOc×TOn×TKc"   # the one place a tile string is named
 SHAPE_HEADER = "C×H×W"
 
@@ -51,93 +64,6 @@ def has_energy(platform: Platform) -> bool:
                                platform.ext_access_pj))
 
 
-def _finite(value) -> bool:
-    try:
-        return value is not None and math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
-def fmt_number(value: float, digits: int = 3, strip: bool = False) -> str:
-    """`digits` significant digits below 1,000, whole numbers with separators above;
-    never an exponent ('1,145,000,000,000', '12.3', '0.00123'); `strip`: no trailing
-    zeros ('64' rather than '64.0')."""
-    if not _finite(value):
-        return NA
-    x = float(value)
-    if x == 0:
-        return "0"
-    if abs(x) >= 10 ** (digits - 1):
-        return f"{x:,.0f}"
-    decimals = digits - 1 - math.floor(math.log10(abs(x)))
-    text = f"{x:,.{decimals}f}"
-    return text.rstrip("0").rstrip(".") if strip and "." in text else text
-
-
-def fmt_count(value: float) -> str:
-    """A whole count with thousands separators ('8,693')."""
-    return f"{round(float(value)):,}" if _finite(value) else NA
-
-
-def _scaled(value: float, units: Iterable[tuple[str, float]], strip: bool = False) -> str:
-    if not _finite(value):
-        return NA
-    x = float(value)
-    units = list(units)
-    for unit, scale in units:
-        if abs(x) >= scale:
-            return f"{fmt_number(x / scale, strip=strip)} {unit}"
-    return f"{fmt_number(x / units[-1][1], strip=strip)} {units[-1][0]}"
-
-
-def fmt_traffic(size_bytes: float) -> str:
-    """A traffic volume in decimal MB: '3.34 MB' for 3,337,812 bytes (10⁶ B per MB)."""
-    return NA if not _finite(size_bytes) else f"{fmt_number(size_bytes / 1e6)} MB"
-
-
-def fmt_bytes(size_bytes: float) -> str:
-    """'512 B', '1.5 KB', '64 KB', '2.25 MB' (1 KB = 1024 bytes)."""
-    return _scaled(size_bytes, (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10), ("B", 1)),
-                   strip=True)
-
-
-def fmt_seconds(seconds: float) -> str:
-    """'1.23 s', '12.3 ms', '450 µs', '80.0 ns'."""
-    return _scaled(seconds, (("s", 1), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)))
-
-
-def fmt_ms(milliseconds: float) -> str:
-    """A time given in ms, in the unit that reads best."""
-    return fmt_seconds(float(milliseconds) / 1e3) if _finite(milliseconds) else NA
-
-
-def fmt_energy(energy_pj: float, known: bool = True) -> str:
-    """'12.3 µJ', '4.50 mJ' from pJ; 'n/a' when the platform has no energy table."""
-    if not known:
-        return NA
-    return _scaled(energy_pj, (("J", 1e12), ("mJ", 1e9), ("µJ", 1e6), ("nJ", 1e3),
-                               ("pJ", 1)))
-
-
-def fmt_gops(gops: float) -> str:
-    """'12.3 GOps/s'."""
-    return f"{fmt_number(gops)} GOps/s" if _finite(gops) else NA
-
-
-def fmt_shape(shape: Iterable[int]) -> str:
-    """(C, H, W) → '3×32×32' (the network file's order)."""
-    return "×".join(str(int(v)) for v in shape)
-
-
-def fmt_tile(dims: Iterable[int]) -> str:
-    """(TOx, TOy, TOc, TOn, TKc) → '14×16×32×1×16' (header: TILE_HEADER)."""
-    return "×".join(str(int(v)) for v in dims)
-
-
-def fmt_percent(share: float) -> str:
-    return f"{100 * float(share):.0f}%" if _finite(share) else NA
-
-
 TRAFFIC_SUFFIXES = ("traffic_bytes", "compulsory_bytes")  # volumes moved, not sizes
 
 
@@ -159,11 +85,21 @@ def _column(name: str, values: pd.Series, energy_known: bool) -> tuple[str, list
     return None
 
 
+def fmt_named(name: str, value: float, energy_known: bool = True) -> tuple[str, str]:
+    """One value of a column whose name carries its unit, as `readable` shows it: (name
+    without the unit suffix, value in human units): ('energy', '2.17 mJ') for energy_uj."""
+    if str(name).endswith("accuracy"):
+        return name, NA if not _finite(value) else f"{100 * float(value):.1f}%"
+    shown = _column(str(name), pd.Series([value], dtype=float), energy_known)
+    return (shown[0], shown[1][0]) if shown is not None else (name, fmt_value(value))
+
+
 def readable(frame: pd.DataFrame, energy_known: bool = True) -> pd.DataFrame:
     """A display copy of a table: columns named `*_bytes`, `*_kb`, `*_pj`, `*_uj`, `*_ms`,
     `*_mb`, `*_gops` in human units (header without the suffix; traffic volumes, TRAFFIC_SUFFIXES,
-    in decimal MB as `*_mb`, sizes in binary KB/MB), whole numbers with separators, other
-    floats to 3 significant digits; text columns unchanged."""
+    in decimal MB as `*_mb`, sizes in binary KB/MB), integer columns and float columns of whole
+    values with separators and no '.0', other floats to 3 significant digits; text columns
+    unchanged."""
     out = {}
     for name in frame.columns:
         values = frame[name]
@@ -179,8 +115,7 @@ def readable(frame: pd.DataFrame, energy_known: bool = True) -> pd.DataFrame:
             out[name] = [fmt_count(v) for v in values]
         elif pd.api.types.is_float_dtype(values):
             whole = values.dropna()
-            whole = len(whole) > 0 and bool(np.all(np.mod(whole, 1) == 0)) and \
-                float(whole.abs().max()) >= 1000
+            whole = len(whole) > 0 and bool(np.all(np.mod(whole, 1) == 0))  # '16', not '16.0'
             out[name] = [fmt_count(v) if whole else fmt_number(v) for v in values]
         else:
             out[name] = list(values)
@@ -220,6 +155,72 @@ def network_table(net, elem_bytes: int = 2) -> pd.DataFrame:
     table["kernel"] = table["kernel"].str.replace("x", "×")
     return readable(table.rename(columns={"input": f"input {SHAPE_HEADER}",
                                           "output": f"output {SHAPE_HEADER}"}))
+
+
+# Tooltip values in the browser by the rules of `workbench.numbers` (the same digits, units and
+# 'n/a'; tests run this code beside the Python functions): `kind` names the function, `scale`
+# converts the column's unit to the function's (µJ → pJ: 1e6).
+HOVER_JS = """
+const v = Number(value) * scale;
+if (value === null || value === undefined || value === "" || !isFinite(v)) return "n/a";
+const number = (x, strip) => {  // numbers.fmt_number(x, 3, strip)
+  if (x === 0) return "0";
+  if (Math.abs(x) >= 100) return x.toLocaleString("en-US", {maximumFractionDigits: 0});
+  const d = Math.min(20, 2 - Math.floor(Math.log10(Math.abs(x))));
+  const text = x.toLocaleString("en-US", {minimumFractionDigits: d, maximumFractionDigits: d});
+  return strip && text.includes(".") ? text.replace(/0+$/, "").replace(/\\.$/, "") : text;
+};
+const count = (x) => {  // round half to even, as Python's round()
+  let r = Math.round(x);
+  if (Math.abs(x % 1) === 0.5 && r % 2 !== 0) r -= 1;
+  return (r === 0 ? 0 : r).toLocaleString("en-US");
+};
+const scaled = (x, units, strip) => {  // numbers._scaled
+  for (const [unit, s] of units) if (Math.abs(x) >= s) return number(x / s, strip) + " " + unit;
+  const [unit, s] = units[units.length - 1];
+  return number(x / s, strip) + " " + unit;
+};
+switch (kind) {
+  case "count": return count(v);
+  case "bytes": return scaled(v, [["TB", 2 ** 40], ["GB", 2 ** 30], ["MB", 2 ** 20],
+                                  ["KB", 1024], ["B", 1]], true);
+  case "traffic": return number(v / 1e6, false) + " MB";
+  case "energy": return scaled(v, [["J", 1e12], ["mJ", 1e9], ["µJ", 1e6], ["nJ", 1e3],
+                                   ["pJ", 1]], false);
+  case "time": return scaled(v, [["s", 1], ["ms", 1e-3], ["µs", 1e-6], ["ns", 1e-9]], false);
+  case "gops": return number(v, false) + " GOps/s";
+  case "accuracy": return (100 * v).toFixed(1) + "%";
+  default: return v === Math.round(v) ? count(v) : number(v, false);  // numbers.fmt_value
+}
+"""
+# a column's unit from its name (as `readable` reads it): (suffix, kind, scale to the kind's unit)
+HOVER_UNITS = (("traffic_bytes", "traffic", 1.0), ("compulsory_bytes", "traffic", 1.0),
+               ("_bytes", "bytes", 1.0), ("_kb", "bytes", 1024.0), ("_pj", "energy", 1.0),
+               ("_uj", "energy", 1e6), ("_ms", "time", 1e-3), ("_mb", "traffic", 1e6),
+               ("_gops", "gops", 1.0), ("accuracy", "accuracy", 1.0))
+
+
+def hover_kind(column: str) -> tuple[str, float]:
+    """(kind, scale) of HOVER_JS for a numeric column, from its name's unit suffix."""
+    return next(((kind, scale) for suffix, kind, scale in HOVER_UNITS
+                 if column.endswith(suffix)), ("value", 1.0))
+
+
+def number_tooltips(columns: Iterable[str], labels: Iterable[str] | None = None
+                    ) -> tuple[list[tuple[str, str]], dict]:
+    """(tooltips, formatters) for a HoverTool showing numeric `columns` (labelled `labels`,
+    default the column names) in human units (HOVER_JS: never an exponent, counts whole,
+    sizes, times and energies scaled by the unit the column's name carries)."""
+    from bokeh.models import CustomJSHover
+
+    columns = list(columns)
+    tips, formatters = [], {}
+    for column, name in zip(columns, columns if labels is None else labels, strict=True):
+        kind, scale = hover_kind(column)
+        field = f"@{{{column}}}"
+        tips.append((name, f"{field}{{custom}}"))
+        formatters[field] = CustomJSHover(code=HOVER_JS, args={"kind": kind, "scale": scale})
+    return tips, formatters
 
 
 def number_ticks() -> CustomJSTickFormatter:
