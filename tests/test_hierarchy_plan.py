@@ -153,9 +153,9 @@ def test_implied_hierarchy_runs_the_platforms_macs_per_cycle() -> None:
 def test_each_layer_is_searched_once(monkeypatch) -> None:
     calls = []
 
-    def counting(layer, hierarchy, precision, size_energy, caches=None):
+    def counting(layer, hierarchy, precision, size_energy, bypass=True, caches=None):
         calls.append(layer.name)
-        return search(layer, hierarchy, precision, size_energy, caches=caches)
+        return search(layer, hierarchy, precision, size_energy, bypass=bypass, caches=caches)
 
     monkeypatch.setattr(hp, "search", counting)
     net = layers.load_network("lenet5")
@@ -209,25 +209,31 @@ def test_hierarchy_command_with_a_platform(files) -> None:
     assert "Traceback" not in bad.stderr
 
 
-def test_explore_prints_the_hierarchy_plan_only_for_platforms_with_levels(files) -> None:
+def test_explore_prices_conv_layers_on_the_levels_of_platforms_with_levels(files) -> None:
+    """One plan: on a platform with levels explore's conv/fc rows carry the energy and
+    accesses of every level (least energy, no fusion, no DMA setup cost: the hierarchy
+    plan's energies); on a single-level platform none."""
     net_file, plat_file = files
-    out = _cli("explore", str(net_file), "--platform", str(plat_file), "--json")
+    free = plat_file.with_name("free.yaml")  # the same platform with DMA setups for free
+    free.write_text(PLATFORM_YAML.replace("dma_setup_cycles: 10", "dma_setup_cycles: 0"))
+    out = _cli("explore", str(net_file), "--platform", str(free), "--json",
+               "--objective", "energy", "--fusion", "off")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
+    assert "hierarchy" not in doc
     frame = hp.hierarchy_plan(layers.load_network(net_file), platforms.load_platform(plat_file))
-    assert [r["layer"] for r in doc["hierarchy"]["rows"]] == ["c1", "f1"]
-    for got, want in zip(doc["hierarchy"]["rows"], frame.to_dict("records"), strict=True):
+    rows = [r for r in doc["rows"] if r["schedule"] == "levels"]
+    assert [r["layer"] for r in rows] == ["c1", "f1"]
+    for got, want in zip(rows, frame.to_dict("records"), strict=True):
         assert got["energy_pj"] == pytest.approx(want["energy_pj"])
         assert got["energy_pj_SRAM"] == pytest.approx(want["energy_pj_SRAM"])
-    assert doc["hierarchy"]["totals"]["energy_pj"] == pytest.approx(frame["energy_pj"].sum())
     text = _cli("explore", str(net_file), "--platform", str(plat_file))
-    assert "memory hierarchy three (DRAM | SRAM | RF)" in text.stdout
-    assert "hierarchy total:" in text.stdout and "memory:compute" in text.stdout
+    assert "levels DRAM | SRAM" in text.stdout and "memory hierarchy" not in text.stdout
+    assert "conv/fc layers by level: energy DRAM" in text.stdout
     plain = _cli("explore", str(net_file), "--platform", "idsp", "--json")
-    assert "hierarchy" not in json.loads(plain.stdout)
+    assert all("energy_pj_DRAM" not in r for r in json.loads(plain.stdout)["rows"])
     plain = _cli("explore", str(net_file), "--platform", "idsp")
-    assert plain.returncode == 0 and "memory hierarchy" not in plain.stdout
-    assert "hierarchy total" not in plain.stdout
+    assert plain.returncode == 0 and "by level" not in plain.stdout
 
 
 def test_a_level_smaller_than_one_element_is_bypassed(files) -> None:

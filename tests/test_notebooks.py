@@ -33,6 +33,7 @@ SMALL = {
     "10_multicore.ipynb": {"network": "lenet5", "layer": "conv2", "cores": 4,
                            "seed004_cores": 3, "yang_layers": ["conv3", "fc1"],
                            "yang_cores": 4},
+    "11_levels_and_cores.ipynb": {"network": "lenet5", "layer": "conv1"},
     "report.ipynb": {"network": "lenet5", "batch": 2, "sweep_memory_kb": [4, 64]},
 }
 

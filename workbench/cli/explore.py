@@ -21,6 +21,8 @@ from workbench.cli.args import (
 )
 from workbench.cli.tables import print_table, print_text, wide
 from workbench.errors import WorkbenchError
+from workbench.explore import composed
+from workbench.platforms.parts import capacity_total
 from workbench.report import output, page, summary
 from workbench.tiling import SCHEDULES
 from workbench.viz import units
@@ -73,72 +75,40 @@ def best_per_layer(args: argparse.Namespace
                                      progress=not args.json and sys.stderr.isatty())
     totals = explore.network_totals(per_layer, plat)
     totals["unfused_ext_accesses"] = per_layer.attrs["unfused_ext_accesses"]
+    memory = f"{units.fmt_bytes(plat.local_mem_bytes)} local memory each"
+    if composed.applies(plat):
+        memory = "levels " + " | ".join(
+            lvl.name + ("" if lvl.capacity is None
+                        else f" {units.fmt_bytes(capacity_total(lvl.capacity))}")
+            for lvl in plat.memory.levels) + " each"
     title = (f"{net.name} (batch {net.batch}) on {plat.name}: {plat.cores} core(s), "
-             f"{units.fmt_bytes(plat.local_mem_bytes)} local memory each, "
+             f"{memory}, "
              f"{'double' if plat.double_buffer else 'single'} buffered, fusion {args.fusion}"
              f"{' with exceptions' if args.fuse else ''}, best by {args.objective}")
     return per_layer, totals, title, plat
 
 
-def hierarchy_of(args: argparse.Namespace, plat: platforms.Platform) -> pd.DataFrame | None:
-    """The per-layer plan on the platform's declared memory hierarchy (None: it has none)."""
-    if not plat.has_levels:
+def levels_text(per_layer: pd.DataFrame, plat: platforms.Platform) -> str | None:
+    """On a platform with levels: the network's energy by level and MAC, and its accesses per
+    level (None: the single-level model priced it)."""
+    names = [lvl.name for lvl in plat.memory.levels]
+    if not all(f"energy_pj_{n}" in per_layer for n in names):
         return None
-    from workbench.explore.hierarchy_plan import hierarchy_plan
-
-    net = layers.load_network(args.network, batch=args.batch, input_shape=args.input_shape)
-    return hierarchy_plan(net, plat)
-
-
-def hierarchy_json(plan: pd.DataFrame) -> dict:
-    """The hierarchy plan as plain data: rows and totals."""
-    from workbench.explore.hierarchy_plan import hierarchy_totals
-
-    return {"name": plan.attrs["hierarchy"], "levels": plan.attrs["levels"],
-            "rows": json.loads(plan.to_json(orient="records")),
-            "totals": hierarchy_totals(plan)}
-
-
-def print_hierarchy(plan: pd.DataFrame, args: argparse.Namespace) -> None:
-    """Per layer: energy by level and MAC (µJ), memory:compute and cycles; then totals."""
-    from workbench.explore.hierarchy_plan import hierarchy_totals, level_column
-
-    levels = plan.attrs["levels"]
-    table = pd.DataFrame({"layer": plan["layer"], "tiles": plan["tiles"]})
-    for level in levels:
-        table[f"{level} µJ"] = plan[level_column(level)] / 1e6
-    table["MAC µJ"] = plan["mac_energy_pj"] / 1e6
-    table["total µJ"] = plan["energy_pj"] / 1e6
-    table["memory:compute"] = plan["memory_to_compute"]
-    if "cycles" in plan:
-        table["cycles"] = plan["cycles"].round().astype("int64").map(units.fmt_count)
-        table["bound"] = plan["bound"]
-        table["array use"] = plan["array_use"].map(lambda v: f"{v:.0%}")
-    for col in table.columns:
-        if pd.api.types.is_float_dtype(table[col]):
-            table[col] = table[col].map(units.fmt_number)
-    print()
-    print_text(f"memory hierarchy {plan.attrs['hierarchy']} ({' | '.join(levels)}), "
-               "minimum-energy blocking per conv/fc layer (tiles X×Y×C×M×N per loop group, "
-               "innermost first):")
-    print_table(table, args, drop_first=("array use", "bound", "memory:compute", "tiles"))
-    totals = hierarchy_totals(plan)
-    parts = ", ".join(f"{level} {units.fmt_number(totals[level_column(level)] / 1e6, 4)}"
-                      for level in levels)
-    cycles = ""
-    if "cycles" in totals:
-        cycles = f", {units.fmt_count(round(totals['cycles']))} cycles"
-        if "time_ms" in totals:
-            cycles += f" ({units.fmt_ms(totals['time_ms'])})"
-    print_text(f"hierarchy total: {units.fmt_number(totals['energy_pj'] / 1e6, 4)} µJ ({parts}, "
-               f"MAC {units.fmt_number(totals['mac_energy_pj'] / 1e6, 4)}), memory:compute "
-               f"{units.fmt_number(totals['memory_to_compute'])}×{cycles}")
+    energy = ", ".join(f"{n} {units.fmt_energy(per_layer[f'energy_pj_{n}'].sum())}"
+                       for n in names)
+    mac = units.fmt_energy(per_layer.loc[per_layer["schedule"] == "levels",
+                                         "energy_compute_pj"].sum())
+    moved = ", ".join(f"{n} {units.fmt_count(per_layer[f'accesses_{n}'].sum())}"
+                      for n in names)
+    return (f"conv/fc layers by level: energy {energy}, MAC {mac}; "
+            f"accesses (elements) {moved}")
 
 
 # the columns `explore` leaves out first to fit the terminal (all of them with --wide)
 EXPLORE_DROP_FIRST = ("chosen by", "DMA setup", "CTC ops/B", "util", "DMA", "split",
                       "footprint", "GOps/s", "cores")
 SHORT_TILE = "tile / chunk"
+LEVEL_TILES = "blocks X×Y×C×M×N of each on-chip level, innermost first"
 
 
 def print_mapping_table(table: pd.DataFrame, args: argparse.Namespace) -> None:
@@ -149,18 +119,16 @@ def print_mapping_table(table: pd.DataFrame, args: argparse.Namespace) -> None:
         print_table(table, args, EXPLORE_DROP_FIRST)
         return
     print_table(table.rename(columns={tile: SHORT_TILE}), args, EXPLORE_DROP_FIRST)
-    print_text(f"({SHORT_TILE}: {units.TILE_HEADER}, or a chunk of rows × maps)")
+    tiles = LEVEL_TILES if (table["schedule"] == "levels").any() else units.TILE_HEADER
+    print_text(f"({SHORT_TILE}: {tiles}, or a chunk of rows × maps)")
 
 
 def cmd_explore(args: argparse.Namespace) -> None:
     per_layer, totals, title, plat = best_per_layer(args)
     table = summary.per_layer_table(per_layer, plat)
-    levels = hierarchy_of(args, plat)
     if args.json:
         doc = {"title": title, "rows": json.loads(per_layer.to_json(orient="records")),
                "totals": totals}
-        if levels is not None:
-            doc["hierarchy"] = hierarchy_json(levels)
         print(json.dumps(doc, indent=1))
     else:
         print_text(title)
@@ -168,8 +136,8 @@ def cmd_explore(args: argparse.Namespace) -> None:
         print_text("total: " + summary.totals_text(totals, plat))
         for key, text in summary.key_findings(per_layer, totals, plat).items():
             print_text(f"{key}: {text}")
-        if levels is not None:
-            print_hierarchy(levels, args)
+        if (by_level := levels_text(per_layer, plat)) is not None:
+            print_text(by_level)
     sys.stdout.flush()  # shown before the files are written: a late write error loses nothing
     if args.csv:
         output.write_with(args.csv, lambda f: per_layer.to_csv(f, index=False))

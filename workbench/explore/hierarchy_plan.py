@@ -77,20 +77,20 @@ class PlanMemo:
 def layer_plan(layer: ConvLayer, hierarchy: Hierarchy,
                precision: PrecisionLike = DEFAULT_PRECISION,
                size_energy: SizeEnergy | None = SIZE_ENERGY,
-               caches: Caches | None = None) -> LayerPlan:
+               caches: Caches | None = None, bypass: bool = True) -> LayerPlan:
     """The layer's minimum-energy blocking and its evaluation (NoFitError when no blocking
     fits), kept in `caches` (none: for this call); searched (with those caches) unless
-    `remember`ed."""
+    `remember`ed. bypass=False: every level holds every array it can (`search`)."""
     caches = caches_or_new(caches)
     memo = PlanMemo.of(caches)
-    key = (layer, hierarchy, precision, size_energy)
+    key = (layer, hierarchy, precision, size_energy) + (() if bypass else (False,))
     with memo.lock:
         plan = memo.plans.get(key)
         found = None if plan is not None else memo.found.pop(key, None)
     if plan is not None:
         return plan
     if found is None:
-        found = search(layer, hierarchy, precision, size_energy, caches=caches)
+        found = search(layer, hierarchy, precision, size_energy, bypass=bypass, caches=caches)
     plan = LayerPlan(layer, found, evaluate_blocking(layer, found.blocking, hierarchy,
                                                      precision, size_energy))
     with memo.lock:

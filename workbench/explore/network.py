@@ -31,11 +31,11 @@ import pandas as pd
 
 from workbench import streaming
 from workbench.errors import WorkbenchError
-from workbench.explore import pool_fold
+from workbench.explore import composed, pool_fold
 from workbench.explore.cores import best_option, prebuild, share_rows
 from workbench.explore.query import OBJECTIVE_COLUMNS, check_objective, ranking
 from workbench.layers.network import Network
-from workbench.layers.spec import ActivationLayer, ConcatLayer, EltwiseLayer, Layer
+from workbench.layers.spec import ActivationLayer, ConcatLayer, EltwiseLayer, Layer, map_elems
 from workbench.memo import Caches, caches_or_new
 from workbench.perf import ENERGY_PARTS, CountVector, layer_local_accesses, price
 from workbench.platforms import Platform
@@ -45,12 +45,6 @@ from workbench.tiling.model import SCHEDULES, TILE_DIMS
 FUSION_MODES = ("auto", "off", "force")
 CYCLE_PARTS = ("compute", "dma_setup", "bus_stall", "prolog_epilog")
 Chain = tuple | None  # a plan: (earlier plan, its last steps) or None, shared by extensions
-
-
-def map_elems(layer: Layer, side: str) -> int:
-    """Elements of a layer's input or output maps (all images)."""
-    shape = layer.in_shape if side == "in" else layer.out_shape
-    return int(np.prod(shape)) * layer.On
 
 
 def fusable(producer: Layer, consumer: Layer) -> bool:
@@ -136,6 +130,15 @@ def _tiled(layer, platform, objective, schedules, local_traffic, caches: Caches)
                                                        "bus_cycles", "bound")}
 
 
+def _levels(layer, platform: Platform, objective: str, in_kept: bool, out_kept: bool,
+            caches: Caches) -> dict | None:
+    """A conv/fc layer on a platform with levels (`composed`): its best mapping's row."""
+    found = composed.best(layer, platform, objective, (in_kept, out_kept), caches)
+    if found is None:
+        return None
+    return {k: v for k, v in found[1].items() if k not in ("edp", "bus_cycles")}
+
+
 def _streamed(layer, platform, objective, in_kept, out_kept) -> dict | None:
     try:
         c = streaming.best_stream(layer, platform, objective,
@@ -213,7 +216,8 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
     caches = caches_or_new(caches)
     layers = list(net)
     modes = fusion_modes(net, fusion)
-    if progress:
+    levels = composed.applies(platform)
+    if progress and not levels:
         prebuild(net.tiled_layers(), platform, schedules,
                  single_core_arrays=any(mode != "off" for mode in modes), caches=caches)
     n = len(layers)
@@ -231,7 +235,9 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
         # layers alike but for their names share one cost: repeated blocks are priced once
         if (shapes[i], kin, kout) not in cache:
             layer = layers[i]
-            if layer.tiled:
+            if layer.tiled and levels:
+                row = _levels(layer, platform, objective, kin, kout, caches)
+            elif layer.tiled:
                 row = _tiled(layer, platform, objective, schedules, local_traffic, caches) \
                     if not (kin or kout) else _tiled_kept(layer, platform, objective, kin, kout,
                                                           schedules, local_traffic, caches)
@@ -247,8 +253,8 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
 
     def _fold_pool(i: int, kin: bool, key: tuple, plan: Chain) -> None:
         """conv (+ activation) + pool in one pass: pool_fold."""
-        if not (layers[i].tiled and ok_boundary[i]):
-            return
+        if levels or not (layers[i].tiled and ok_boundary[i]):
+            return  # pool folding is priced by the single-level model only
         j, act = i + 1, None
         if isinstance(layers[j], ActivationLayer) and ok_boundary[j]:
             j, act = j + 1, layers[j]
@@ -341,7 +347,8 @@ def _frame(net: Network, platform: Platform, objective: str, plan: list) -> pd.D
     df = pd.DataFrame(rows)
     df["folded"] = df["folded"].astype(bool)
     io = df["ext_accesses"] / platform.bus_elems_per_cycle
-    df["bound"] = np.where(df["compute_cycles"] >= io, "compute", "I/O")
+    single = np.where(df["compute_cycles"] >= io, "compute", "I/O")
+    df["bound"] = df["bound"].where(df["bound"].notna(), single) if "bound" in df else single
     # work: 2 ops per MAC of conv/fc layers, the vector ops of the others (rooflines)
     df["work_ops"] = np.where(df["macs"] > 0, 2.0 * df["macs"], df["ops"])
     df["throughput_gops"] = platform.clock_mhz * df["work_ops"] / df["cycles"] * 1e-3

@@ -73,7 +73,8 @@ def _key(columns) -> np.ndarray:
 
 def _holder_counts(period: np.ndarray, element: np.ndarray,
                    time: np.ndarray | None = None) -> dict[str, int]:
-    """moved, partial reads, final writes and the largest live set of one holder; time: when
+    """moved, partial reads, final writes, refills (periods) and those reading an element
+    back, and the largest live set of one holder; time: when
     each iteration happens (default: its index; the step time with an unrolled datapath)."""
     steps = len(element)
     pair = period.astype(np.int64) * (int(element.max()) + 1) + element
@@ -90,7 +91,10 @@ def _holder_counts(period: np.ndarray, element: np.ndarray,
     events = np.zeros(steps + 1, dtype=np.int64)
     np.add.at(events, start, 1)
     np.add.at(events, end + 1, -1)
+    period_of = uniq // (int(element.max()) + 1)
     return {"moved": int(len(uniq)), "partial_reads": int(np.sum(ever < first)),
+            "refills": int(len(np.unique(period))),
+            "reread_refills": int(len(np.unique(period_of[ever < first]))),
             "final_writes": int(len(elems)), "live": int(np.cumsum(events).max()),
             "distinct": int(len(elems))}
 
@@ -132,7 +136,8 @@ def _largest_step(period: np.ndarray, element: np.ndarray) -> int:
 def execute(layer: ConvLayer, blocking: Blocking, datapath: Datapath | None = None) -> \
         dict[tuple[str, int], dict[str, int]]:
     """Per (array, holder level) — level indices as in `blocking.transfers`, the datapath
-    last — moved, partial_reads, final_writes (O; 0 for I and W), distinct (per layer) and
+    last — moved, partial_reads, final_writes (O; 0 for I and W), distinct (per layer),
+    refills and, for O, reread_refills (refills reading a partial sum back; per layer) and
     live (elements, one group); the datapath's entries also give `steps` (per layer)."""
     layer = as_grouped(layer)  # a connection table's groups, if it has them
     it, n = _iterations(layer, blocking)
@@ -156,7 +161,10 @@ def execute(layer: ConvLayer, blocking: Blocking, datapath: Datapath | None = No
                 counts["steps"] = len(np.unique(period))
             if array != "O":
                 counts["partial_reads"] = counts["final_writes"] = 0
-            for key in ("moved", "partial_reads", "final_writes", "distinct", "steps"):
+            if array != "O":
+                counts["reread_refills"] = 0
+            for key in ("moved", "partial_reads", "final_writes", "distinct", "steps",
+                        "refills", "reread_refills"):
                 if key in counts:
                     counts[key] *= layer.groups
             result[(array, level)] = counts

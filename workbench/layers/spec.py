@@ -514,6 +514,12 @@ Layer = (ConvLayer | PoolLayer | ActivationLayer | LRNLayer | SoftmaxLayer | Elt
          | ConcatLayer)
 
 
+def map_elems(layer: Layer, side: str) -> int:
+    """Elements of a layer's input ("in") or output ("out") maps, all images."""
+    shape = layer.in_shape if side == "in" else layer.out_shape
+    return math.prod(shape) * layer.On
+
+
 def as_grouped(layer: ConvLayer) -> ConvLayer:
     """The layer with a connection table that is G disjoint complete blocks, each of the same
     number of output maps reading the same k input maps (no map read by two blocks), as the

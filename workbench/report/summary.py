@@ -86,12 +86,15 @@ def build(network: str, platform: str, settings: ReportSettings = ReportSettings
 
 
 def _mapping(per_layer: pd.DataFrame) -> pd.Series:
-    """Tile TOx×TOy×TOc×TOn×TKc of conv/fc rows; chunk "r rows × m maps" of streamed rows;
-    "folded" for an activation applied inside its producer."""
+    """Tile TOx×TOy×TOc×TOn×TKc of conv/fc rows (on a platform with levels, the blocks
+    X×Y×C×M×N of each on-chip level, innermost first, joined by " | "); chunk "r rows × m
+    maps" of streamed rows; "folded" for an activation applied inside its producer."""
     out = []
     for row in per_layer.to_dict("records"):
         if row.get("folded"):
             out.append("folded")
+        elif isinstance(row.get("tiles"), str):  # a platform with levels: a block per level
+            out.append(row["tiles"])
         elif pd.notna(row.get("TOx", np.nan)):
             out.append(units.fmt_tile(row[d] for d in ("TOx", "TOy", "TOc", "TOn", "TKc")))
         else:

@@ -1,0 +1,220 @@
+"""Levels × cores × DMA × fusion composed (`explore.composed`): one plan on a platform with
+memory levels, checked against the literal replay of every core's share (`hierarchy.executor`)
+and against today's `workbench hierarchy` answers stored before the engine was composed."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workbench import layers, platforms
+from workbench.explore import composed, network_plan
+from workbench.explore.levels_replay import replay_counts, replay_table
+from workbench.hierarchy.executor import execute
+from workbench.layers.spec import ConvLayer
+from workbench.memo import Caches
+
+CASES = Path(__file__).resolve().parent / "cases"
+
+# a small 3-level, 4-core platform that prices everything the composed model adds
+DOC = {
+    "name": "tiny4", "clock_mhz": 100,
+    "memory": {"elem_bytes": 1, "double_buffer": True, "levels": [
+        {"name": "DRAM", "capacity": None, "access_bits": 8, "energy_pj": 50, "bandwidth": 2},
+        {"name": "L1", "capacity": 2048, "access_bits": 8, "energy_pj": 3, "bandwidth": 4},
+        {"name": "RF", "capacity": 64, "access_bits": 8, "energy_pj": 0.5, "bandwidth": 8}]},
+    "datapath": {"macs_per_cycle": 2, "register_file_bytes": 64, "in_bits": 8, "w_bits": 8,
+                 "acc_bits": 32},
+    "dma": {"setup_cycles": 20, "channels": 2, "broadcast": False},
+    "cluster": {"cores": 4, "static_pj_per_cycle": 0.25},
+    "energy": {"mac_pj": 0.2},
+}
+
+
+def tiny(**changes) -> platforms.Platform:
+    doc = copy.deepcopy(DOC)
+    for path, value in changes.items():
+        part, key = path.split("__")
+        doc[part][key] = value
+    return platforms.platform_from_dict(doc, "test")
+
+
+def replay(m: composed.LevelsMapping) -> dict:
+    """Counts of the mapping from the executor alone (`levels_replay`), with the bits each
+    level moves at this platform's widths (8-bit data, 32-bit partial sums)."""
+    got = replay_counts(m)
+    got["bits"] = [8 * (a - p) + 32 * p
+                   for a, p in zip(got["accesses"], got["partial_accesses"], strict=True)]
+    return got
+
+
+LAYER = ConvLayer("c", Ox=6, Oy=6, Oc=8, Kx=3, Ky=3, Kc=4)
+
+
+@pytest.mark.parametrize("kept", [(False, False), (True, False), (False, True)])
+def test_every_option_replays_to_its_counts(kept) -> None:
+    """Every (split, cores, weighting) mapping of a layer: its row's accesses per level, bus
+    traffic by array and DMA transfers equal the executor's replay of each core's share."""
+    plat = tiny()
+    found = composed.options(LAYER, plat, kept, "edp", Caches())  # every option, unpruned
+    assert len(found) > 4 if not any(kept) else found
+    for m, row in found:
+        got = replay(m)
+        names = [lvl.name for lvl in m.hierarchy.levels]
+        assert [row[f"accesses_{n}"] for n in names] == got["accesses"], (m.split, m.cores)
+        assert replay_table(m)["equal"].all()
+        assert (row["in_accesses"], row["w_accesses"], row["out_accesses"]) == \
+            (got["bus"]["I"], got["bus"]["W"], got["bus"]["O"])
+        assert row["ext_accesses"] == sum(got["bus"].values())
+        assert row["dma_transfers"] == got["dma"]
+        assert sum(s.cores for s in m.shares) == m.cores
+
+
+def test_cycles_and_energy_follow_from_the_replayed_counts() -> None:
+    """Cycles: max(compute + queued setups, each link, the shared bus); energy: the levels'
+    and MACs' of every core, setups, static power over each core's time: from replay counts
+    and the platform's figures, written out here by hand."""
+    plat = tiny()
+    for m, row in composed.options(LAYER, plat, (False, False), "energy", Caches()):
+        got = replay(m)
+        k = m.cores
+        steps = [execute(s.layer, s.blocking, m.hierarchy.datapath) for s in m.shares]
+        macs = [s.layer.macs for s in m.shares]
+        compute = [mc / 2 for mc in macs]  # no unroll: MACs over 2 per cycle
+        assert all(c[("O", 3)]["steps"] == mc for c, mc in zip(steps, macs, strict=True))
+        setups = [s.dma_transfers * 20 * max(1, k / 2) for s in m.shares]
+        bus = sum(got["bus"].values()) / 2
+        core = [c + st for c, st in zip(compute, setups, strict=True)]
+        cycles = max(max(core), bus, *[lk for s in m.shares for lk in _links(s, m)])
+        assert row["cycles"] == pytest.approx(cycles, rel=1e-12)
+        level_pj = [50, 3, 0.5]
+        # every level's access is 8 bits wide: a 32-bit partial sum takes four
+        energy = sum(b / 8 * pj for b, pj in zip(got["bits"], level_pj, strict=True))
+        energy += sum(LAYER_MACS(s) * s.cores * 0.2 for s in m.shares)
+        setup_pj = sum(s.cores * st for s, st in zip(m.shares, setups, strict=True)) \
+            * plat.core_pj_per_cycle
+        busy = [max(c, *_links(s, m), bus) for c, s in zip(core, m.shares, strict=True)]
+        static = sum(s.cores * b for s, b in zip(m.shares, busy, strict=True)) * 0.25
+        assert row["energy_pj"] == pytest.approx(energy + setup_pj + static, rel=1e-12)
+
+
+def LAYER_MACS(share) -> int:  # noqa: N802 (a count, named as in the model)
+    return share.layer.macs
+
+
+def _links(share: composed.ShareMapping, m: composed.LevelsMapping) -> list[float]:
+    """Cycles over L1's and RF's inward links of one core, from the executor."""
+    counts = execute(share.layer, share.blocking, m.hierarchy.datapath)
+    out = {1: 0, 2: 0}
+    for array in ("I", "W", "O"):
+        chain = sorted(level for a, level in counts if a == array)
+        source = 0
+        for level in chain:
+            c = counts[(array, level)]
+            if source in out:
+                out[source] += c["moved"] + c["partial_reads"]
+            source = level
+    return [out[1] / 4, out[2] / 8]
+
+
+@pytest.mark.parametrize("broadcast", [False, True])
+def test_pruned_cycles_choice_is_the_least_of_every_option(broadcast) -> None:
+    """`best` for cycles skips splits by `cycles_floor`; it still picks the option every
+    option ranks first (cycles, external accesses, footprint, fewer cores), and every floor is
+    at most its option's cycles."""
+    plat = tiny(dma__broadcast=broadcast)
+    for layer in (LAYER, ConvLayer.fc("f", 40, 24),
+                  ConvLayer("w", Ox=8, Oy=3, Oc=2, Kx=1, Ky=1, Kc=6)):
+        every = composed.options(layer, plat, (False, False), "edp", Caches())
+        for m, row in every:
+            assert composed.cycles_floor(layer, plat, m.split, m.cores) <= row["cycles"]
+        # EDP compares the blockings of the searches cycles does and more, unpruned
+        every = [(m, r) for m, r in every if m.weights in composed.weightings("cycles", plat)]
+        key = ("cycles", "ext_accesses", "footprint_bytes", "cores")
+        want = min(tuple(r[c] for c in key) for _, r in every)
+        _, got = composed.best(layer, plat, "cycles", caches=Caches())
+        assert tuple(got[c] for c in key) == want
+
+
+def test_broadcast_sends_the_shared_array_once_per_share() -> None:
+    plain, cast = tiny(), tiny(dma__broadcast=True)
+    for split, shared in (("oc", "in_accesses"), ("xy", "w_accesses")):
+        m = composed.mapping(LAYER, plain, split, 4, caches=Caches())
+        a = composed.price(m, plain)
+        b = composed.price(m, cast)
+        per_core = [(s.cores, replay(composed.LevelsMapping(
+            m.layer, split, 1, (composed.ShareMapping(1, s.layer, s.starts, s.blocking,
+                                                      s.transfers, s.dma_transfers),),
+            m.hierarchy))["bus"]) for s in m.shares]
+        array = "I" if shared == "in_accesses" else "W"
+        assert b[shared] == sum(bus[array] for _, bus in per_core)
+        assert a[shared] == sum(c * bus[array] for c, bus in per_core)
+        assert b["energy_external_pj"] < a["energy_external_pj"]
+
+
+def test_one_core_no_dma_least_energy_is_todays_hierarchy_plan() -> None:
+    """On seed001_3level (one core, no DMA cost) with least energy and no fusion, explore's
+    conv/fc rows are the blockings, cycles and energies `workbench hierarchy` printed before
+    the engine was composed (stored in tests/cases)."""
+    stored = json.loads((CASES / "hierarchy-lenet5-seed001_3level.json").read_text())["given"]
+    net = layers.load_network("lenet5")
+    plan = network_plan(net, platforms.load_platform("seed001_3level"), "energy", "off")
+    rows = plan[plan["schedule"] == "levels"]
+    assert list(rows["layer"]) == list(stored["layer_cycles"])
+    assert rows["energy_pj"].sum() == pytest.approx(stored["energy_pj"], rel=1e-12)
+    assert rows["energy_compute_pj"].sum() == pytest.approx(stored["mac_energy_pj"], rel=1e-12)
+    for (_, row), tiles in zip(rows.iterrows(), stored["tiles"], strict=True):
+        assert row["cycles"] == pytest.approx(stored["layer_cycles"][row["layer"]][0])
+        assert row["tiles"] == " | ".join("×".join(map(str, t)) for t in tiles)
+
+
+def test_explore_prints_one_plan_on_a_platform_with_levels(tmp_path, capsys) -> None:
+    from workbench.cli.main import main
+
+    assert main(["explore", "lenet5", "--platform", "seed001_3level", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "hierarchy" not in doc
+    conv = [r for r in doc["rows"] if r["schedule"] == "levels"]
+    assert [r["layer"] for r in conv] == ["conv1", "conv2", "fc3", "fc4"]
+    assert all(r["energy_pj_SRAM"] >= 0 and r["accesses_RF"] > 0 for r in conv)
+    assert main(["explore", "lenet5", "--platform", "seed001_3level"]) == 0
+    text = capsys.readouterr().out
+    assert "memory hierarchy" not in text and "hierarchy total" not in text
+    assert "levels DRAM | SRAM 256 KB | RF 1 KB" in text
+    assert "conv/fc layers by level: energy DRAM" in text
+
+
+@settings(max_examples=12, deadline=None)
+@given(ox=st.integers(2, 6), oc=st.integers(1, 6), kc=st.integers(1, 4),
+       k=st.integers(1, 4), split=st.sampled_from(["oc", "xy"]))
+def test_any_split_replays_to_its_counts(ox, oc, kc, k, split) -> None:
+    layer = ConvLayer("r", Ox=ox, Oy=ox, Oc=oc, Kx=3, Ky=3, Kc=kc)
+    plat = tiny()
+    extent = oc if split == "oc" else ox
+    m = composed.mapping(layer, plat, split, min(k, extent), caches=Caches())
+    assert m is not None
+    row = composed.price(m, plat)
+    got = replay(m)
+    assert [row[f"accesses_{n}"] for n in ("DRAM", "L1", "RF")] == got["accesses"]
+    assert row["dma_transfers"] == got["dma"]
+
+
+def test_a_preset_with_levels_and_cores_plans_every_layer() -> None:
+    """shave_cmx: 12 cores, DDR + CMX + VRF, DMA setups: one plan, several cores used."""
+    plat = platforms.load_platform("shave_cmx")
+    plan = network_plan(layers.load_network("lenet5"), plat, "cycles")
+    conv = plan[plan["schedule"] == "levels"]
+    assert len(conv) == 4 and conv["cores"].max() > 1
+    assert (conv["dma_transfers"] > 0).all() and (conv["cycles_dma_setup"] > 0).any()
+
+
+def test_the_platform_file_parses(tmp_path) -> None:
+    path = tmp_path / "tiny4.yaml"
+    path.write_text(yaml.safe_dump(DOC))
+    assert platforms.load_platform(str(path)).has_levels
