@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.errors import WorkbenchError
 from workbench.explore.hierarchy_plan import (
     SIZE_ENERGY,
     layer_plan,
@@ -46,7 +47,7 @@ from workbench.hierarchy.accesses import (
     level_accesses,
 )
 from workbench.hierarchy.blocking import Blocking, Transfer
-from workbench.hierarchy.levels import Hierarchy
+from workbench.hierarchy.levels import BankedCapacity, Hierarchy, SplitCapacity
 from workbench.hierarchy.search import NoFitError
 from workbench.hierarchy.timing import timing_of
 from workbench.layers.spec import ConvLayer, map_elems
@@ -91,18 +92,36 @@ class LevelsMapping:
     weights: str = "energy"
 
 
-def kept_hierarchy(hierarchy: Hierarchy, kept_bytes: float) -> Hierarchy | None:
-    """The hierarchy with `kept_bytes` taken from its outermost on-chip level (its energy per
-    access still that of its whole size); None when that level is split or banked or the
-    kept maps leave no room."""
-    if kept_bytes == 0:
+def buffer_hierarchy(hierarchy: Hierarchy, kept_bytes: float,
+                     double: bool) -> Hierarchy | None:
+    """The hierarchy a share is blocked on: its outermost on-chip level less the kept maps'
+    bytes and, double-buffered, half of the rest (each of its buffers has two copies, one
+    filled by DMA while the core uses the other; kept maps are not doubled), its energy per
+    access that of the whole memory. None when the kept maps leave no room, or are asked of a
+    split or banked level. Refused (one line) for a double-buffered split or banked level
+    whose energy comes from its size."""
+    if kept_bytes == 0 and not double:
         return hierarchy
     level = hierarchy.levels[1]
-    if not isinstance(level.capacity_bytes, int) or kept_bytes >= level.capacity_bytes:
+    capacity = level.capacity_bytes
+    if isinstance(capacity, int):
+        room = capacity - kept_bytes
+        if room <= 0:
+            return None
+        smaller = dataclasses.replace(level, capacity_bytes=int(room // 2 if double else room),
+                                      energy_pj=level.access_pj("I", SIZE_ENERGY))
+    elif kept_bytes:
         return None
-    pj = level.access_pj("I", SIZE_ENERGY)
-    smaller = dataclasses.replace(level, capacity_bytes=int(level.capacity_bytes - kept_bytes),
-                                  energy_pj=pj)
+    elif level.energy_pj is None:
+        raise WorkbenchError(f"level {level.name!r}: double buffering a split or banked level "
+                             "whose energy comes from its size is not modelled; give its "
+                             "energy_pj or set memory.double_buffer: false")
+    elif isinstance(capacity, SplitCapacity):
+        smaller = dataclasses.replace(level, capacity_bytes=SplitCapacity(
+            capacity.I // 2, capacity.W // 2, capacity.O // 2))
+    else:
+        smaller = dataclasses.replace(level, capacity_bytes=BankedCapacity(tuple(
+            (arrays, size // 2) for arrays, size in capacity.banks)))
     return dataclasses.replace(hierarchy, levels=(hierarchy.levels[0], smaller,
                                                   *hierarchy.levels[2:]))
 
@@ -190,7 +209,7 @@ def mapping(layer: ConvLayer, platform: Platform, split: str = "oc", k: int = 1,
     hierarchy, widths = platform_hierarchy(platform), platform_precision(platform)
     kept_bytes = (kept[0] * map_elems(layer, "in") * widths.inputs
                   + kept[1] * map_elems(layer, "out") * widths.outputs)
-    searched = kept_hierarchy(hierarchy, kept_bytes)
+    searched = buffer_hierarchy(hierarchy, kept_bytes, platform.double_buffer)
     if searched is None or (any(kept) and k != 1):
         return None
     parts = []
@@ -257,10 +276,16 @@ def price(m: LevelsMapping, platform: Platform) -> dict[str, Any]:
     setup = [s.dma_transfers * p.dma_setup_cycles * queue for s in m.shares]
     core = [c.compute + st for c, st in zip(priced, setup, strict=True)]
     links = {name: max(c.links[name] for c in priced) for name in priced[0].links}
-    parts = {"compute": max(core), **links, "I/O": bus_cycles}
+    overlap = p.double_buffer  # else a core waits for the bus: DMA and compute in turn
+    core_time = [c if overlap else c + bus_cycles for c in core]
+    parts = {"compute": max(core_time), **links, "I/O": bus_cycles}
     cycles = max(parts.values())
     slow = max(range(len(core)), key=core.__getitem__)
-    busy = [max(core[i], *priced[i].links.values(), bus_cycles) for i in range(len(core))]
+    bound = max(parts, key=parts.__getitem__)
+    if bound == "compute" and not overlap and bus_cycles > core[slow]:
+        bound = "I/O"  # the core waits longer for the bus than it computes
+    busy = [max(core_time[i], *priced[i].links.values(), bus_cycles)
+            for i in range(len(core))]
     local = sum(energy[lvl.name] for lvl in h.levels[1:])
     e_parts = {"compute": energy["mac"],
                "dma_setup": sum(s.cores * st for s, st in zip(m.shares, setup, strict=True))
@@ -278,7 +303,7 @@ def price(m: LevelsMapping, platform: Platform) -> dict[str, Any]:
         "dma_transfers": int(sum(s.cores * s.dma_transfers for s in m.shares)),
         "footprint_bytes": int(max(sum(_buffers(s, h, p)) for s in m.shares)),
         "compute_cycles": priced[slow].compute, "bus_cycles": bus_cycles,
-        "bound": max(parts, key=parts.__getitem__),
+        "bound": bound,
         "cycles_compute": priced[slow].compute, "cycles_dma_setup": setup[slow],
         "cycles_bus_stall": cycles - core[slow], "cycles_prolog_epilog": 0.0,
         "shares": tuple((s.cores, "levels", s.blocking.tiles) for s in m.shares)}

@@ -14,10 +14,28 @@ import pandas as pd
 
 from workbench import streaming
 from workbench.errors import WorkbenchError
+from workbench.explore import composed
+from workbench.explore.hierarchy_plan import platform_precision
+from workbench.explore.levels_replay import replay_counts
+from workbench.hierarchy.accesses import buffer_bytes
 from workbench.layers.network import Network
 from workbench.platforms import Platform
 from workbench.tiling.model import Tile
 from workbench.tiling.trace_cores import trace_cores
+
+
+def _levels(layer, platform: Platform, row: dict) -> tuple[dict[str, int], int]:
+    """A conv/fc layer blocked over levels, replayed by `hierarchy.executor` core by core:
+    its bus elements per array and its busiest core's outermost on-chip buffers, in
+    elements at the platform's element size (`peak` · elem_bytes: its bytes there)."""
+    m = composed.planned_mapping(layer, platform, row)
+    bus = replay_counts(m)["bus"]
+    widths = platform_precision(platform)
+    need = max(sum(buffer_bytes(s.transfers, len(m.hierarchy.levels), widths)[1].values())
+               for s in m.shares)
+    peak = -(-int(need) // platform.elem_bytes)
+    scale = 2 if platform.double_buffer else 1
+    return {"in": bus["I"], "w": bus["W"], "out": bus["O"]}, -(-peak // scale)
 
 
 def trace_plan(net: Network, platform: Platform, plan: pd.DataFrame) -> pd.DataFrame:
@@ -39,6 +57,8 @@ def trace_plan(net: Network, platform: Platform, plan: pd.DataFrame) -> pd.DataF
         moved, peak = {"in": 0, "w": 0, "out": 0}, 0
         if row.folded:  # applied to the producer's output tiles in local memory
             pass
+        elif layer.tiled and row.schedule == "levels":
+            moved, peak = _levels(layer, platform, row._asdict())
         elif layer.tiled:
             tiles = [Tile(*tile) for _, _, tile in row.shares]
             pool = getattr(row, "pool_fold", None)

@@ -10,6 +10,7 @@
 It sits above `explore` and `viz` (it imports them, never the reverse); the CLI imports it.
 """
 
+from workbench.report.sections import levels_html, solutions_html, sweep_html
 from workbench.report.summary import (
     REPORT_STYLE,
     ReportData,
@@ -24,4 +25,5 @@ from workbench.report.summary import (
 )
 
 __all__ = ["REPORT_STYLE", "ReportData", "ReportSettings", "build", "findings_html", "headline",
-           "key_findings", "per_layer_table", "summary_html", "totals_text"]
+           "key_findings", "levels_html", "per_layer_table", "solutions_html", "summary_html",
+           "sweep_html", "totals_text"]

@@ -57,7 +57,8 @@ class ReportSettings:
 def build(network: str, platform: str, settings: ReportSettings = ReportSettings()
           ) -> ReportData:
     """Plan every layer of `network` on `platform` as `settings` say: mappings ranked by the
-    objective; Pareto solutions and buffer-size sweeps of the conv/fc layers on one core."""
+    objective; Pareto solutions and buffer-size sweeps of the conv/fc layers on one core
+    (single-level platforms; empty on a platform with levels)."""
     batch, memory_kb, sweep_memory_kb, schedules, jobs = (
         settings.batch, settings.memory_kb, settings.sweep_memory_kb, settings.schedules,
         settings.jobs)
@@ -73,13 +74,17 @@ def build(network: str, platform: str, settings: ReportSettings = ReportSettings
     caches = Caches()  # the report's: its plan and tables share the candidate sets
     per_layer = explore.network_plan(net, plat, objective, fusion, schedules,
                                      compare_unfused=True, caches=caches)
-    solutions = explore.explore_layers(net.tiled_layers(), plat, schedules,
-                                       [plat.local_mem_bytes], keep="pareto", jobs=jobs)
-    sizes = sorted({int(kb * 1024) for kb in sweep_memory_kb} | {plat.local_mem_bytes})
-    best = explore.explore_layers(net.tiled_layers(), plat, schedules, sizes, keep="best",
-                                  objective=objective, caches=caches)
-    sweep = pd.concat([explore.sweep_summary(layer, best[best.layer == layer.name], objective)
-                       for layer in net.tiled_layers()], ignore_index=True)
+    if plat.has_levels:  # single-level studies do not apply (report.sections)
+        solutions, sweep = pd.DataFrame(), pd.DataFrame()
+    else:
+        solutions = explore.explore_layers(net.tiled_layers(), plat, schedules,
+                                           [plat.local_mem_bytes], keep="pareto", jobs=jobs)
+        sizes = sorted({int(kb * 1024) for kb in sweep_memory_kb} | {plat.local_mem_bytes})
+        best = explore.explore_layers(net.tiled_layers(), plat, schedules, sizes,
+                                      keep="best", objective=objective, caches=caches)
+        sweep = pd.concat([explore.sweep_summary(layer, best[best.layer == layer.name],
+                                                 objective)
+                           for layer in net.tiled_layers()], ignore_index=True)
     totals = explore.network_totals(per_layer, plat)
     totals["unfused_ext_accesses"] = per_layer.attrs["unfused_ext_accesses"]
     return ReportData(net, plat, per_layer, solutions, sweep, totals, objective)
@@ -156,8 +161,10 @@ def totals_text(totals: dict[str, float], platform: Platform) -> str:
 
 def headline(data: ReportData) -> str:
     p, t = data.platform, data.totals
+    memory = f"{units.fmt_bytes(p.local_mem_bytes)} local memory each" if not p.has_levels \
+        else "levels " + " | ".join(lvl.name for lvl in p.memory.levels) + " each"
     return (f"{data.net.name} (batch {data.net.batch}) on {p.name}: {p.cores} core(s), "
-            f"{units.fmt_bytes(p.local_mem_bytes)} local memory each, "
+            f"{memory}, "
             f"{'double' if p.double_buffer else 'single'} buffered, "
             f"{units.fmt_count(p.dma_setup_cycles)}-cycle DMA setup; "
             f"{totals_text(t, p)}; each layer's mapping chosen by least {data.objective}")
