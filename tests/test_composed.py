@@ -242,3 +242,31 @@ def test_the_platform_file_parses(tmp_path) -> None:
     path = tmp_path / "tiny4.yaml"
     path.write_text(yaml.safe_dump(DOC))
     assert platforms.load_platform(str(path)).has_levels
+
+
+NET = """name: small
+layers:
+  - {name: c1, type: conv, input: [3, 10, 10], maps: 8, kernel: 3, stride: 1, pad: 1}
+  - {name: r1, type: relu}
+  - {name: c2, type: conv, maps: 6, kernel: 3, stride: 1, pad: 0}
+  - {name: f1, type: fc, outputs: 10}
+"""
+
+
+@pytest.mark.parametrize("fusion", ["auto", "force"])
+def test_trace_plan_replays_a_plan_on_levels(tmp_path, fusion) -> None:
+    """Every conv/fc row of a whole-network plan on levels and cores, replayed core by core by
+    the executor (`explore.trace_plan`): the bus elements it counts are the plan's."""
+    from workbench.explore import trace_plan
+
+    path = tmp_path / "small.yaml"
+    path.write_text(NET)
+    net = layers.load_network(str(path))
+    plat = tiny()
+    plan = network_plan(net, plat, "cycles", fusion, caches=Caches())
+    traced = trace_plan(net, plat, plan)
+    rows = plan["schedule"] == "levels"
+    assert rows.sum() == 3
+    assert (fusion == "force") == bool(plan["fused_out"].any())  # kept maps replayed too
+    assert list(traced.loc[rows, "ext_accesses"]) == list(plan.loc[rows, "ext_accesses"])
+    assert (traced["local_bytes"] <= 2048).all()
