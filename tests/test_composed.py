@@ -270,3 +270,14 @@ def test_trace_plan_replays_a_plan_on_levels(tmp_path, fusion) -> None:
     assert (fusion == "force") == bool(plan["fused_out"].any())  # kept maps replayed too
     assert list(traced.loc[rows, "ext_accesses"]) == list(plan.loc[rows, "ext_accesses"])
     assert (traced["local_bytes"] <= 2048).all()
+
+
+def test_the_hierarchy_command_says_what_its_blockings_leave_out(capsys) -> None:
+    from workbench.cli.main import main
+
+    assert main(["hierarchy", "lenet5", "--platform", "shave_cmx"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("its 12 cores, DMA setups and double buffering are priced with them in "
+            "`workbench explore lenet5 --platform shave_cmx --objective energy`") in text
+    assert main(["hierarchy", "lenet5", "--platform", "seed001_3level"]) == 0
+    assert "are priced with them" not in capsys.readouterr().out

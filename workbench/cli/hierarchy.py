@@ -328,6 +328,17 @@ def _print_design(title: str, design: dict, rows: list[dict],
             for name, pads in design["padded"].items()))
 
 
+def _beyond_levels(name: str) -> str:
+    """What a platform has that this command's blockings leave out ('' when nothing)."""
+    plat = platforms.load_platform(name)
+    parts = [what for what, on in (
+        (f"{plat.cores} cores", plat.cores > 1),
+        ("DMA setups", plat.dma_setup_cycles > 0),
+        ("double buffering", plat.double_buffer),
+        ("static power", plat.static_pj_per_cycle > 0)) if on]
+    return " and ".join(filter(None, (", ".join(parts[:-1]), *parts[-1:])))
+
+
 def cmd_hierarchy(args: argparse.Namespace) -> None:
     doc = run(args.network, args.levels, args.budget_kb, args.memory_kb, args.batch,
               args.elem_bytes, args.psum_bytes, args.platform, args.workers,
@@ -336,6 +347,10 @@ def cmd_hierarchy(args: argparse.Namespace) -> None:
         print(json.dumps(doc, indent=1))
         return
     _print_design(f"{doc['network']} on the given hierarchy", doc["given"], doc["rows"], args)
+    if args.platform is not None and (beyond := _beyond_levels(args.platform)):
+        print_text(f"(one core's least-energy blockings of {args.platform}'s levels; its "
+                   f"{beyond} are priced with them in `workbench explore {args.network} "
+                   f"--platform {args.platform} --objective energy`, one plan)")
     if doc["dense_priced"]:
         print_text("sparse connection tables without groups, priced as the dense layer (an upper "
               "bound; MACs real → priced): " + ", ".join(
