@@ -2,9 +2,10 @@
 takes cold (every share searched) and warm (the same session's caches), and how long the plan
 app takes to re-plan after a platform edit, driven from Python.
 
-`python benchmarks/bench_composed.py` prints LeNet-5 and seed 002's AlexNet on `seed001_3level` (one core,
-three levels) and `shave_cmx` (12 cores, DDR + CMX + VRF, DMA setups); `--vgg16` adds VGG16 on
-`seed001_3level` (minutes: every layer's shares are searched exactly).
+`python benchmarks/bench_composed.py` prints LeNet-5 and seed 002's AlexNet on
+`seed001_3level` (one core, three levels) and `shave_cmx` (12 cores, DDR + CMX + VRF, DMA
+setups); `--vgg16` adds VGG16 on `seed001_3level` (minutes: every layer's shares are searched
+exactly).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import time
 from workbench import explore, layers, platforms, ui
 from workbench.memo import Caches
 
-CASES = (("lenet5", "seed001_3level"), ("lenet5", "shave_cmx"), ("seed002_alexnet", "seed001_3level"),
-         ("seed002_alexnet", "shave_cmx"))
+CASES = (("lenet5", "seed001_3level"), ("lenet5", "shave_cmx"),
+         ("seed002_alexnet", "seed001_3level"), ("seed002_alexnet", "shave_cmx"))
 
 
 def plan_times(network: str, platform: str, objective: str = "cycles") -> tuple[float, float]:
