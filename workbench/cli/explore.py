@@ -94,12 +94,14 @@ def levels_text(per_layer: pd.DataFrame, plat: platforms.Platform) -> str | None
     names = [lvl.name for lvl in plat.memory.levels]
     if not all(f"energy_pj_{n}" in per_layer for n in names):
         return None
+    moved = ", ".join(f"{n} {units.fmt_count(per_layer[f'accesses_{n}'].sum())}"
+                      for n in names)
+    if not units.has_energy(plat):
+        return f"conv/fc layers by level: accesses (elements) {moved}; energy n/a"
     energy = ", ".join(f"{n} {units.fmt_energy(per_layer[f'energy_pj_{n}'].sum())}"
                        for n in names)
     mac = units.fmt_energy(per_layer.loc[per_layer["schedule"] == "levels",
                                          "energy_compute_pj"].sum())
-    moved = ", ".join(f"{n} {units.fmt_count(per_layer[f'accesses_{n}'].sum())}"
-                      for n in names)
     return (f"conv/fc layers by level: energy {energy}, MAC {mac}; "
             f"accesses (elements) {moved}")
 
