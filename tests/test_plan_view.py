@@ -65,3 +65,15 @@ def test_the_layout_fits_1280_px() -> None:
     assert "max-width:1240px" in app.table.value
     fig = app.figure_box.children[0]
     assert fig is not None
+
+
+def test_single_level_apps_say_when_the_platform_has_levels() -> None:
+    """The tile explorer (and the design space and cores view, built alike) shows one line on
+    a platform with levels, and none once the panel switches to a single-level preset."""
+    app = ui.tile_explorer(network="lenet5", platform="seed001_3level")
+    note = app.levels_note.widget.value
+    assert "seed001_3level has memory levels (DRAM | SRAM | RF)" in note
+    assert "single-level model of its SRAM (256 KB)" in note and "notebook 11" in note
+    app.panel.preset.value = "idsp"
+    assert app.levels_note.widget.value == ""
+    assert app.levels_note.widget in app.view.children[0].children[1].children

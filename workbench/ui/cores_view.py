@@ -30,6 +30,7 @@ from workbench.platforms import Platform
 from workbench.tiling.partition import SPLITS, max_cores
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.errors import error_html
+from workbench.ui.levels_note import LevelsNote
 from workbench.ui.platform_panel import PlatformPanel
 from workbench.viz import core_plots as cp
 from workbench.viz.common import apply_labels
@@ -146,6 +147,7 @@ class CoresExplorer:
         self.layer.observe(lambda change: self._on_layer(), names="value")
         self.objective.observe(lambda change: self.recompute(), names="value")
         self.panel.on_change(self._platform_changed)
+        self.levels_note = LevelsNote(self.panel, "cores view")
 
     # callbacks -----------------------------------------------------------------------------
     def _load(self, name: str) -> None:
@@ -279,7 +281,7 @@ class CoresExplorer:
         return widgets.VBox([
             widgets.HBox([controls, quick,
                           widgets.Accordion([self.panel.view], titles=("platform",))]),
-            self.status, self.summary, bokeh_widget(figures)])
+            self.levels_note.widget, self.status, self.summary, bokeh_widget(figures)])
 
 
 def cores_explorer(network: str = "alexnet_oxford102", batch: int = 1, platform: str = "shave",

@@ -28,6 +28,7 @@ from workbench.platforms import Platform
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.controls import memory_slider
 from workbench.ui.errors import error_html
+from workbench.ui.levels_note import LevelsNote
 from workbench.ui.platform_panel import PlatformPanel
 from workbench.viz import design_plots as dp
 from workbench.viz import units
@@ -111,6 +112,7 @@ class DesignSpaceApp:
         self.objective.observe(lambda change: self.recompute(), names="value")
         self.memory_log2.observe(lambda change: self._on_memory(), names="value")
         self.panel.on_change(self._platform_changed)
+        self.levels_note = LevelsNote(self.panel, "design space")
         self.memory_points.selected.on_change("indices", self._on_tap)
 
     # callbacks -----------------------------------------------------------------------------
@@ -295,7 +297,7 @@ class DesignSpaceApp:
     def view(self) -> widgets.Widget:
         """Controls, totals line and the four figures (one bokeh document)."""
         controls = widgets.VBox([self.network, self.batch, self.objective, self.memory_log2,
-                                 self.status])
+                                 self.status, self.levels_note.widget])
         figures = column(row(self.cycles_figure, self.energy_figure),
                          row(self.roofline, self.tradeoff))
         return widgets.VBox([

@@ -18,6 +18,7 @@ from workbench.memo import Caches
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.controls import listing_html, memory_slider, range_slider, size_exponent
 from workbench.ui.errors import error_html
+from workbench.ui.levels_note import LevelsNote
 from workbench.ui.platform_panel import PlatformPanel
 from workbench.ui.progress import busy, took
 from workbench.viz.units import (
@@ -99,6 +100,7 @@ class TileExplorer:
         self.objective.observe(lambda change: self.update_all(), names="value")
         self.buffer_range.observe(lambda change: self.update_sweep(), names="value")
         self.panel.on_change(self.update_all)
+        self.levels_note = LevelsNote(self.panel, "tile explorer")
         self.network.observe(self._load_network, names="value")
         self.memory_log2.observe(self._memory_moved, names="value")
         self.update_all()
@@ -220,7 +222,8 @@ class TileExplorer:
     @property
     def view(self) -> widgets.Widget:
         controls = widgets.VBox([self.network, self.layer, self.schedules, self.objective,
-                                 self.memory_log2, self.buffer_range, self.status])
+                                 self.memory_log2, self.buffer_range, self.status,
+                                 self.levels_note.widget])
         return widgets.VBox([
             widgets.HBox([widgets.Accordion([self.panel.view], titles=("platform",)), controls]),
             bokeh_widget(self.roofline), widgets.HBox([self.listing, self.breakdown]),
