@@ -299,12 +299,13 @@ def test_jupyterlab_notebook_07_slider_changes_totals(browser, jupyterlab: str,
 def test_jupyterlab_notebook_08_quick_presses_show_the_last(browser, jupyterlab: str,
                                                             tmp_path: Path) -> None:
     """The hierarchy app prices edits in a thread of the kernel: three quick presses on a
-    size slider end with the last hierarchy in the summary and the bars, no status left."""
+    level's size slider in the platform panel end with the last hierarchy in the summary and
+    the bars, no status left."""
     import papermill as pm
 
     pm.execute_notebook(str(ROOT / "notebooks" / "08_memory_hierarchy.ipynb"),
                         str(tmp_path / "08_memory_hierarchy.ipynb"), prepare_only=True,
-                        parameters={"network": "lenet5", "memory_kb": [16, 1],
+                        parameters={"network": "lenet5", "platform": "seed001_3level",
                                     "grid_kb": [1, 4, 16], "budget_kb": 16,
                                     "seed_layers": ["conv3"], "seed_outer_kb": [256],
                                     "prefetch": False, "workers": 0},
@@ -312,17 +313,17 @@ def test_jupyterlab_notebook_08_quick_presses_show_the_last(browser, jupyterlab:
     page, errors = _open_and_run(browser, jupyterlab, "08_memory_hierarchy.ipynb")
     summary = page.locator(".widget-html", has_text="edited hierarchy").first
     summary.wait_for(timeout=120000)
-    assert "L1 16 KB | L2 1 KB" in summary.inner_text()
+    assert "SRAM 256 KB | RF 1 KB" in summary.inner_text()
     bars = POINTS_JS.replace("NAME", "'level_energy'").replace(
         "m.data.layer ?? m.data.footprint_kb", "m.data.level1")
     before = page.evaluate(bars)
-    handle = page.locator(".widget-slider", has_text=re.compile(r"^L1 size")).first \
-        .locator(".noUi-handle")
+    handle = page.locator(".widget-slider", has_text=re.compile(r"256 KB")).first \
+        .locator(".noUi-handle")  # the SRAM level's size, in the platform panel
     handle.focus()
     for _ in range(3):
-        handle.press("ArrowLeft")  # 16 KB -> 2 KB, each press an edit
+        handle.press("ArrowLeft")  # 256 KB -> 32 KB, each press an edit
     page.wait_for_function("() => [...document.querySelectorAll('.widget-html')].some("
-                           "e => e.innerText.includes('L1 2 KB | L2 1 KB'))", timeout=120000)
+                           "e => e.innerText.includes('SRAM 32 KB | RF 1 KB'))", timeout=120000)
     page.wait_for_function("() => ![...document.querySelectorAll('.widget-html')].some("
                            "e => e.innerText.includes('pricing'))", timeout=120000)
     assert page.evaluate(bars) != before  # the bars came from the thread too
