@@ -87,8 +87,9 @@ def test_energy_bars_follow_a_level_size_edit(app) -> None:
 
 
 def test_every_panel_field_reprices(app) -> None:
-    """A level's width, the DRAM energy and another preset: each edit in the panel reprices,
-    and the app shows what `hierarchy_plan` gives on the platform so edited."""
+    """A level's width, the DRAM energy, the input width and another preset: each edit in
+    the panel reprices, and the app shows what `hierarchy_plan` gives on the platform so
+    edited."""
     _show(app, levels_platform(16, 1))
     app.panel.rows[1].access_bits.value = 128
     doc = levels_doc(16, 1)
@@ -97,6 +98,11 @@ def test_every_panel_field_reprices(app) -> None:
     app.panel.rows[0].energy_pj.value = 640.0
     doc["memory"]["levels"][0]["energy_pj"] = 640.0
     _assert_sources_equal(app, platforms.platform_from_dict(doc, "edited"))
+    app.panel.parts["datapath"]["in_bits"].value = 8  # 8-bit inputs and outputs: 1 B each
+    doc["datapath"]["in_bits"] = 8
+    _assert_sources_equal(app, platforms.platform_from_dict(doc, "edited"))
+    widths = app.designer.precision  # bytes
+    assert (widths.inputs, widths.weights, widths.outputs, widths.partial_sums) == (1, 2, 1, 4)
     app.panel.preset.value = "yang_256mac"
     _assert_sources_equal(app, platforms.load_platform("yang_256mac"))
     assert app.status.value == "" and "local 36 KB" in app.summary.value
