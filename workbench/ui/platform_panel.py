@@ -114,8 +114,10 @@ class PlatformPanel:
         self.preset = widgets.Dropdown(options=options, value=first, description="preset")
         self.message = widgets.HTML()
         self.levels_box = widgets.VBox()
-        self.add_level = widgets.Button(description="+ level inside", icon="plus")
-        self.remove_level = widgets.Button(description="− innermost level", icon="minus")
+        wide = widgets.Layout(width="170px")  # the default 148 px clips "− innermost level"
+        self.add_level = widgets.Button(description="+ level inside", icon="plus", layout=wide)
+        self.remove_level = widgets.Button(description="− innermost level", icon="minus",
+                                           layout=wide)
         self.add_level.on_click(lambda _: self._add_level())
         self.remove_level.on_click(lambda _: self._remove_level())
         self.parts: dict[str, dict[str, widgets.Widget]] = {}
