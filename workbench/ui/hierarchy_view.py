@@ -119,7 +119,8 @@ class HierarchyView:
         self.best: Design | None = None
         self.prefetch = setup.prefetch
         self.prefetcher: Prefetcher | None = None
-        self.edited = self._edited()  # the hierarchy the controls say (set by `update`)
+        # the hierarchy the panel says, its platform and element widths (set by `update`)
+        self.edited, self._platform, self._precision = self._edited()
         self.designer = self._designer(self._precision)
         self.energy_source = ColumnDataSource(
             level_energy_data([], [lvl.name for lvl in self.edited.levels]), name="level_energy")
@@ -148,12 +149,11 @@ class HierarchyView:
         """The on-chip levels' size sliders (the panel's, outermost first; values in bytes)."""
         return [row.capacity for row in self.panel.rows[1:]]
 
-    def _edited(self) -> Hierarchy:
-        """The panel's platform's hierarchy, each on-chip level without an area of its own
-        charged at mm2_per_kb; its element widths in `_precision`. WorkbenchError (one line)
-        for an invalid platform or one the app cannot show."""
+    def _edited(self) -> tuple[Hierarchy, Platform, PrecisionLike]:
+        """The panel's platform's hierarchy (each on-chip level without an area of its own
+        charged at mm2_per_kb), the platform and its element widths. WorkbenchError (one
+        line) for an invalid platform or one the app cannot show."""
         plat = self.panel.platform()
-        self._platform, self._precision = plat, platform_precision(plat)
         hierarchy = platform_hierarchy(plat)
         if not 1 <= len(hierarchy.on_chip) <= MAX_LEVELS - 1:
             raise WorkbenchError(f"memory levels: the app shows 1 to {MAX_LEVELS - 1} on-chip "
@@ -161,7 +161,7 @@ class HierarchyView:
         return dataclasses.replace(hierarchy, levels=tuple(
             lvl if i == 0 or lvl.area_mm2_per_kb is not None
             else dataclasses.replace(lvl, area_mm2_per_kb=self.mm2_per_kb)
-            for i, lvl in enumerate(hierarchy.levels)))
+            for i, lvl in enumerate(hierarchy.levels))), plat, platform_precision(plat)
 
     def _designer(self, precision: PrecisionLike) -> Codesigner:
         """The app's designer for these element widths (its memo kept for a return to
@@ -199,7 +199,7 @@ class HierarchyView:
         back = self._shown is not None and self._shown != self._panel_platform()
         if back:
             self.panel.show(self._shown)
-            self.edited = self._edited()
+            self.edited, self._platform, self._precision = self._edited()
             self.designer = self._designer(self._precision)
         if self.prefetcher is not None:
             self.prefetcher.want(self._ahead())
@@ -250,7 +250,8 @@ class HierarchyView:
     def update(self) -> None:
         """Reprice the edited hierarchy, then the co-design for its shape."""
         try:
-            hierarchy = self.edited = self._edited()
+            self.edited, self._platform, self._precision = self._edited()
+            hierarchy = self.edited
             self.designer = self._designer(self._precision)
             self.panel.message.value = ""
             with busy(self.status, "pricing the edited hierarchy"), \
