@@ -35,6 +35,33 @@ from workbench.hierarchy.search_dominance import inner_placements, outer_placeme
 PJ_PER_16B = {"DRAM": 320.0, "SRAM": 15.60, "RF": 1.20}  # seed 001 table 3
 
 
+def levels_platform(*sizes_kb: float):
+    """The hardware the hierarchy app had by default before it took a platform, as one:
+    DRAM at 320 pJ per 16-bit access, on-chip levels L1, L2, ... of these sizes (KB) read 64
+    bits at a time (energies from seed 001 table 3), one MAC at 1 pJ, 16-bit data, 32-bit
+    partial sums."""
+    from workbench.platforms import platform_from_dict
+
+    levels = [{"name": "DRAM", "capacity": None, "access_bits": 16, "energy_pj": 320.0,
+               "bandwidth": 16}]
+    levels += [{"name": f"L{i + 1}", "capacity": int(kb * 1024), "access_bits": 64,
+                "energy_pj": None} for i, kb in enumerate(sizes_kb)]
+    return platform_from_dict({
+        "name": "app-levels", "clock_mhz": 500,
+        "memory": {"elem_bytes": 2, "double_buffer": False, "levels": levels},
+        "datapath": {"macs_per_cycle": 1, "register_file_bytes": 1024, "acc_bits": 32,
+                     "in_bits": 16, "w_bits": 16},
+        "energy": {"mac_pj": 1.0}}, "benchmark platform")
+
+
+def app_32_1(**kwargs):
+    """The hierarchy app on lenet5's conv layers, L1 32 KB and L2 1 KB, budget 64 KB."""
+    from workbench.ui.hierarchy_view import hierarchy_view
+
+    return hierarchy_view(network="lenet5", platform=levels_platform(32, 1), budget_kb=64,
+                          grid_kb=(1, 4, 16, 64, 256), **kwargs)
+
+
 def vgg16_hierarchy() -> Hierarchy:
     return Hierarchy((Level("DRAM", None, 64, PJ_PER_16B["DRAM"] * 4),
                       Level("SRAM", 256 * 1024, 64, PJ_PER_16B["SRAM"] * 4),
@@ -44,11 +71,8 @@ def vgg16_hierarchy() -> Hierarchy:
 
 def ui_section() -> None:
     """Time the hierarchy app's callbacks, driven as a notebook would drive them."""
-    from workbench.ui.hierarchy_view import hierarchy_view
-
     start = time.perf_counter()
-    app = hierarchy_view(network="lenet5", memory_kb=(32, 1), budget_kb=64,
-                         grid_kb=(1, 4, 16, 64, 256))
+    app = app_32_1()
     built = time.perf_counter() - start
     moves = []
     for exponent in (12, 14, 16, 18, 13, 15, 17, 10):
@@ -58,10 +82,10 @@ def ui_section() -> None:
     edits = []  # level sizes off the grid: each edit searches both layers anew
     for level, exponent in ((0, 13), (0, 17), (1, 11), (1, 9), (0, 19), (1, 13)):
         start = time.perf_counter()
-        app.sizes[level].value = exponent
+        app.sizes[level].value = 1 << exponent
         edits.append(time.perf_counter() - start)
     start = time.perf_counter()
-    app.sizes[1].value = 9  # back to a hierarchy edited before (L1 512 KB, L2 512 B): memoized
+    app.sizes[1].value = 1 << 9  # back to L1 512 KB, L2 512 B, edited before: memoized
     again = time.perf_counter() - start
     drags, known = [], 0  # sliders dragged one step at a time (steps to a hierarchy priced
     for level, exponents in ((0, range(20, 24)), (1, range(10, 16)),  # before: not counted)
@@ -69,7 +93,7 @@ def ui_section() -> None:
         for exponent in exponents:
             searches = app.designer.searches
             start = time.perf_counter()
-            app.sizes[level].value = exponent
+            app.sizes[level].value = 1 << exponent
             if app.designer.searches > searches:
                 drags.append(time.perf_counter() - start)
             else:
@@ -90,19 +114,17 @@ def ui_prefetch_section() -> None:
     on the other cores): a jump while they are searched, the time until all are, then the same
     jumps and drags as `ui_section`."""
     from workbench.hierarchy.prefetch import default_workers
-    from workbench.ui.hierarchy_view import hierarchy_view
 
     start = time.perf_counter()
-    app = hierarchy_view(network="lenet5", memory_kb=(32, 1), budget_kb=64,
-                         grid_kb=(1, 4, 16, 64, 256), prefetch=True)
+    app = app_32_1(prefetch=True)
     built, wanted = time.perf_counter() - start, len(app.prefetcher.pending)
     try:
         early = []  # jumps far from the start while the workers are searching
         for level, exponent in ((0, 21), (1, 14), (0, 23)):
             start = time.perf_counter()
-            app.sizes[level].value = exponent
+            app.sizes[level].value = 1 << exponent
             early.append(time.perf_counter() - start)
-        app.sizes[0].value, app.sizes[1].value = 15, 10  # 32 KB | 1 KB again: memoized
+        app.sizes[0].value, app.sizes[1].value = 1 << 15, 1 << 10  # 32 KB | 1 KB: memoized
         start = time.perf_counter()
         app.prefetcher.wait_idle()
         warm = time.perf_counter() - start
@@ -111,48 +133,54 @@ def ui_prefetch_section() -> None:
                                  (1, range(10, 16)), (0, range(22, 15, -1))):
             for exponent in exponents:
                 start = time.perf_counter()
-                app.sizes[level].value = exponent
+                app.sizes[level].value = 1 << exponent
                 moves.append(time.perf_counter() - start)
-        app.sizes[0].value, app.sizes[1].value = 15, 10
+        app.sizes[0].value, app.sizes[1].value = 1 << 15, 1 << 10
         toggles = []  # each from the start's shape, and back (memoized)
-        for control, value in ((app.split, True), (app.width, 128), (app.width, 512),
-                               (app.datapath, "16×16 C×M (256 MACs)"), (app.levels, 1),
-                               (app.levels, 3)):
-            old = control.value
+        for there, back in ((app.panel.remove_level.click, app.panel.add_level.click),
+                            (app.panel.add_level.click, app.panel.remove_level.click)):
             start = time.perf_counter()
-            control.value = value
+            there()
             toggles.append(time.perf_counter() - start)
-            control.value = old
+            back()
+            app.sizes[1].value = 1 << 10  # the level added back is L1's half: 1 KB again
         print(f"hierarchy app searching ahead ({default_workers()} worker process(es), lenet5 "
               f"conv layers, 2 on-chip levels): built in {built:.2f} s, {wanted} layer searches "
               f"wanted; jumps while they are searched "
               f"{', '.join(f'{1e3 * t:.0f}' for t in early)} ms; all searched "
               f"{warm:.1f} s later; then {len(moves)} jumps and drags: median "
               f"{1e3 * statistics.median(moves):.1f} ms ({1e3 * min(moves):.1f}-"
-              f"{1e3 * max(moves):.1f}); split, width 128, width 512, 256 MACs, 1 level, "
-              f"3 levels: {', '.join(f'{1e3 * t:.0f}' for t in toggles)} ms; "
+              f"{1e3 * max(moves):.1f}); 1 level, 3 levels (L3 512 B): "
+              f"{', '.join(f'{1e3 * t:.0f}' for t in toggles)} ms; "
               f"{app.designer.ran - ran} searched by the app itself")
     finally:
         app.close()
 
 
+def _size(level: int, exponent: int):
+    def press(app) -> None:
+        app.sizes[level].value = 1 << exponent
+    return press
+
+
+# the edits on three on-chip levels, from L1 32 KB and L2 1 KB: the panel's "+ level inside"
+# (L3 at half of L2), then three level sizes
+PRESSES = (("2 -> 3 levels (L3 512 B)", lambda app: app.panel.add_level.click()),
+           ("L3 1 KB", _size(2, 10)), ("L1 16 KB", _size(0, 14)), ("L2 4 KB", _size(1, 12)))
+
+
 def ui_three_section(prefetch: bool = False) -> None:
-    """Time the app's edits on three on-chip levels (lenet5's conv layers): each searches both
-    layers anew, conv2 over 4.3 × 10⁷ tile points in 4.2 × 10⁶ classes (`search_classes`;
+    """Time the app's edits on three on-chip levels (`PRESSES`, lenet5's conv layers): each
+    searches both layers anew, conv2 (on 32 KB, 1 KB, 1 KB) over 4.3 × 10⁷ tile points in
+    4.2 × 10⁶ classes (`search_classes`;
     prefetch: with a worker searching ahead, which at each edit drops that and searches
     shares of conv2's classes, this process the others and conv1)."""
-    from workbench.ui.hierarchy_view import hierarchy_view
-
-    app = hierarchy_view(network="lenet5", memory_kb=(32, 1), budget_kb=64,
-                         grid_kb=(1, 4, 16, 64, 256), prefetch=prefetch)
+    app = app_32_1(prefetch=prefetch)
     steps = []
     try:
-        for what, control, value in (("2 -> 3 levels (L3 1 KB)", app.levels, 3),
-                                     ("L3 512 B", app.sizes[2], 9),
-                                     ("L1 16 KB", app.sizes[0], 14),
-                                     ("L2 4 KB", app.sizes[1], 12)):
+        for what, press in PRESSES:
             start = time.perf_counter()
-            control.value = value
+            press(app)
             refused = " (refused)" if app.status.value else ""
             steps.append(f"{what} {time.perf_counter() - start:.1f} s{refused}")
     finally:
@@ -161,7 +189,6 @@ def ui_three_section(prefetch: bool = False) -> None:
           "conv layers, from L1 32 KB, L2 1 KB): " + "; ".join(steps))
 
 
-PRESSES = (("levels", None, 3), ("sizes", 2, 9), ("sizes", 0, 14), ("sizes", 1, 12))
 
 
 def ui_presses_section(gap_s: float = 0.5) -> None:
@@ -170,19 +197,15 @@ def ui_presses_section(gap_s: float = 0.5) -> None:
     in turn (the callbacks on the kernel's thread: each waits for the one before), then in the
     background thread (`background`: a newer edit supersedes the pricing under way). Each app
     has its own caches, so both start cold."""
-    from workbench.ui.hierarchy_view import hierarchy_view
-
     figures = []
     for background in (False, True):
-        app = hierarchy_view(network="lenet5", memory_kb=(32, 1), budget_kb=64,
-                             grid_kb=(1, 4, 16, 64, 256), background=background)
+        app = app_32_1(background=background)
         try:
             start = time.perf_counter()
-            for i, (name, index, value) in enumerate(PRESSES):
+            for i, (_, press) in enumerate(PRESSES):
                 if i:
                     time.sleep(max(0.0, start + i * gap_s - time.perf_counter()))
-                control = app.levels if index is None else getattr(app, name)[index]
-                control.value = value
+                press(app)
             app.wait()
             seconds = time.perf_counter() - start
             sizes = "/".join(f"{lvl.total_bytes / 1024:g}" for lvl in app.design.hierarchy.on_chip)
@@ -194,7 +217,7 @@ def ui_presses_section(gap_s: float = 0.5) -> None:
         finally:
             app.close()
     print(f"hierarchy app, four quick presses {gap_s:g} s apart on three on-chip levels (lenet5 "
-          "conv layers: 2 -> 3 levels, L3 512 B, L1 16 KB, L2 4 KB), first press to the last "
+          "conv layers: 2 -> 3 levels, L3 1 KB, L1 16 KB, L2 4 KB), first press to the last "
           "one shown: " + "; ".join(figures))
 
 

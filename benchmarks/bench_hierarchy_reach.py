@@ -121,10 +121,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="lenet5 only")
     args = parser.parse_args()
+    from bench_hierarchy import levels_platform
+
     from workbench.ui.hierarchy_view import hierarchy_view
 
     for sizes in ((32, 1), (16, 0.5), (8, 0.25)):
-        app = hierarchy_view(network="lenet5", memory_kb=sizes)
+        app = hierarchy_view(network="lenet5", platform=levels_platform(*sizes))
         print(f"lenet5 conv layers, app hierarchy {sizes[0]:g} KB + {sizes[1]:g} KB:")
         for layer in app.designer.layers:
             report(layer, app.hierarchy(), app.designer.precision, app.designer.size_energy)

@@ -296,15 +296,39 @@ def test_jupyterlab_notebook_07_slider_changes_totals(browser, jupyterlab: str,
 
 
 
+SCREEN_PX = 1280
+# the output holding the hierarchy app: the widest overflow of it and its boxes, the right
+# edge of its drawn elements (px), the widgets drawn narrower than their own width (a row
+# too wide for the window is squeezed, not cut), and the on-chip level rows (a slider each)
+APP_FIT_JS = """() => {
+  const out = [...document.querySelectorAll('.jp-OutputArea-output')]
+    .find(o => o.querySelector('.widget-slider'));
+  let right = 0, scroll = 0;
+  const squeezed = [];
+  for (const e of [out, ...out.querySelectorAll('*')]) {
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) right = Math.max(right, r.right);
+    const own = /^(\\d+)px$/.exec(e.style.width);
+    if (own && r.width > 0 && r.width < Number(own[1]) - 1) squeezed.push(e.className);
+  }
+  for (const e of [out, ...out.querySelectorAll('.widget-box, .widget-hbox, .widget-vbox')])
+    scroll = Math.max(scroll, e.scrollWidth - e.clientWidth);
+  const rows = [...out.querySelectorAll('.widget-hbox')]
+    .filter(b => b.querySelector(':scope > .widget-slider')).length;
+  return {right, scroll, rows, squeezed};
+}"""
+
+
 def test_jupyterlab_notebook_08_quick_presses_show_the_last(browser, jupyterlab: str,
                                                             tmp_path: Path) -> None:
-    """The hierarchy app prices edits in a thread of the kernel: three quick presses on a
-    size slider end with the last hierarchy in the summary and the bars, no status left."""
+    """The hierarchy app fits a 1280 px window; it prices edits in a thread of the kernel:
+    three quick presses on a level's size slider in the platform panel end with the last
+    hierarchy in the summary and the bars, no status left."""
     import papermill as pm
 
     pm.execute_notebook(str(ROOT / "notebooks" / "08_memory_hierarchy.ipynb"),
                         str(tmp_path / "08_memory_hierarchy.ipynb"), prepare_only=True,
-                        parameters={"network": "lenet5", "memory_kb": [16, 1],
+                        parameters={"network": "lenet5", "platform": "seed001_3level",
                                     "grid_kb": [1, 4, 16], "budget_kb": 16,
                                     "seed_layers": ["conv3"], "seed_outer_kb": [256],
                                     "prefetch": False, "workers": 0},
@@ -312,17 +336,27 @@ def test_jupyterlab_notebook_08_quick_presses_show_the_last(browser, jupyterlab:
     page, errors = _open_and_run(browser, jupyterlab, "08_memory_hierarchy.ipynb")
     summary = page.locator(".widget-html", has_text="edited hierarchy").first
     summary.wait_for(timeout=120000)
-    assert "L1 16 KB | L2 1 KB" in summary.inner_text()
+    assert "SRAM 256 KB | RF 1 KB" in summary.inner_text()
+    # in a 1280 px window (the side bar folded) the app, panel rows included, needs no
+    # sideways scroll and ends inside the window
+    page.set_viewport_size({"width": SCREEN_PX, "height": 1000})
+    page.evaluate("() => { if (!window.jupyterapp.shell.leftCollapsed) "
+                  "window.jupyterapp.commands.execute('application:toggle-left-area'); }")
+    page.wait_for_timeout(500)
+    fit = page.evaluate(APP_FIT_JS)
+    assert fit["rows"] == 2 and fit["scroll"] <= 0 and 900 < fit["right"] <= SCREEN_PX, fit
+    assert fit["squeezed"] == [], fit
     bars = POINTS_JS.replace("NAME", "'level_energy'").replace(
         "m.data.layer ?? m.data.footprint_kb", "m.data.level1")
     before = page.evaluate(bars)
-    handle = page.locator(".widget-slider", has_text=re.compile(r"^L1 size")).first \
-        .locator(".noUi-handle")
+    sram = page.locator(".widget-slider").first  # the SRAM level's size, in the panel's rows
+    assert sram.inner_text().strip() == "256 KB"
+    handle = sram.locator(".noUi-handle")
     handle.focus()
     for _ in range(3):
-        handle.press("ArrowLeft")  # 16 KB -> 2 KB, each press an edit
+        handle.press("ArrowLeft")  # 256 KB -> 32 KB, each press an edit
     page.wait_for_function("() => [...document.querySelectorAll('.widget-html')].some("
-                           "e => e.innerText.includes('L1 2 KB | L2 1 KB'))", timeout=120000)
+                           "e => e.innerText.includes('SRAM 32 KB | RF 1 KB'))", timeout=120000)
     page.wait_for_function("() => ![...document.querySelectorAll('.widget-html')].some("
                            "e => e.innerText.includes('pricing'))", timeout=120000)
     assert page.evaluate(bars) != before  # the bars came from the thread too

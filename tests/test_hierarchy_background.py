@@ -10,6 +10,7 @@ import re
 import threading
 
 import pytest
+from app_platforms import levels_platform
 
 from workbench import layers
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, interrupt
@@ -117,7 +118,8 @@ def test_quick_edits_are_priced_once_at_the_newest(tmp_path, monkeypatch, prefet
     tiny = layers.load_network(str(net)).tiled_layers()
     if prefetch:
         monkeypatch.setattr(HierarchyView, "_ahead", lambda self: [])  # nothing ahead
-    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+    app = hierarchy_view(network=str(net), platform=levels_platform(2, 0.5),
+                         budget_kb=16, grid_kb=(1, 4),
                          prefetch=prefetch, background=True)
     try:
         priced, entered, release = [], threading.Event(), threading.Event()
@@ -132,10 +134,10 @@ def test_quick_edits_are_priced_once_at_the_newest(tmp_path, monkeypatch, prefet
             return real(layer, hierarchy)
 
         app.designer.layer_result = gated
-        app.sizes[0].value = 12   # 4 KB | 512 B: priced, then superseded
+        app.sizes[0].value = 1 << 12   # 4 KB | 512 B: priced, then superseded
         assert entered.wait(30)
-        app.sizes[1].value = 10   # 4 KB | 1 KB: never priced
-        app.sizes[0].value = 13   # 8 KB | 1 KB: priced and shown
+        app.sizes[1].value = 1 << 10   # 4 KB | 1 KB: never priced
+        app.sizes[0].value = 1 << 13   # 8 KB | 1 KB: priced and shown
         assert app.background.wait(0.2) is False  # still on the first edit
         release.set()
         assert app.wait(120)
@@ -150,7 +152,8 @@ def test_quick_edits_are_priced_once_at_the_newest(tmp_path, monkeypatch, prefet
         assert app.design.energy_pj == pytest.approx(want, rel=1e-12)
     finally:
         app.close()
-    alone = hierarchy_view(network=str(net), memory_kb=(8, 1), budget_kb=16, grid_kb=(1, 4))
+    alone = hierarchy_view(network=str(net), platform=levels_platform(8, 1),
+                           budget_kb=16, grid_kb=(1, 4))
     assert alone.design.energy_pj == app.design.energy_pj
     assert alone.summary.value == app.summary.value
     assert alone.traffic.value == app.traffic.value
@@ -161,7 +164,8 @@ def test_a_budget_move_waits_for_the_edit_under_way(tmp_path) -> None:
     """A budget move made while an edit is priced does not drop it: both are shown."""
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
-    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+    app = hierarchy_view(network=str(net), platform=levels_platform(2, 0.5),
+                         budget_kb=16, grid_kb=(1, 4),
                          background=True)
     try:
         entered, release = threading.Event(), threading.Event()
@@ -173,7 +177,7 @@ def test_a_budget_move_waits_for_the_edit_under_way(tmp_path) -> None:
             return real(layer, hierarchy)
 
         app.designer.layer_result = gated
-        app.sizes[0].value = 12
+        app.sizes[0].value = 1 << 12
         assert entered.wait(30)
         app.budget.value = 11  # 2 KB
         release.set()
@@ -190,7 +194,8 @@ def test_an_unexpected_error_is_shown_and_the_app_goes_on(tmp_path) -> None:
     priced as usual."""
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
-    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+    app = hierarchy_view(network=str(net), platform=levels_platform(2, 0.5),
+                         budget_kb=16, grid_kb=(1, 4),
                          background=True)
     try:
         real, calls = app.designer.layer_result, []
@@ -203,11 +208,11 @@ def test_an_unexpected_error_is_shown_and_the_app_goes_on(tmp_path) -> None:
 
         app.designer.layer_result = broken_once
         shown = app.design
-        app.sizes[0].value = 12
+        app.sizes[0].value = 1 << 12
         assert app.wait(60)
         assert "MemoryError: out of memory" in app.status.value
         assert "still show the last hierarchy" in app.status.value and app.design is shown
-        app.sizes[0].value = 13
+        app.sizes[0].value = 1 << 13
         assert app.wait(60)
         assert app.status.value == ""
         assert key_of(app.design.hierarchy) == key_of(app._hierarchy_at((13, 9)))
@@ -252,12 +257,13 @@ def test_the_status_line_counts_layers_and_the_search_under_way(tmp_path,
                         lambda status, text, counts: searching(status, text, counts, 0.0))
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
-    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+    app = hierarchy_view(network=str(net), platform=levels_platform(2, 0.5),
+                         budget_kb=16, grid_kb=(1, 4),
                          background=True)
     try:
         seen: list[str] = []
         app.status.observe(lambda change: seen.append(change["new"]), names="value")
-        app.sizes[0].value = 12
+        app.sizes[0].value = 1 << 12
         assert app.wait(60)
     finally:
         app.close()
@@ -313,25 +319,26 @@ def _held_until_stopped(app, entered: threading.Event, which=lambda hierarchy: T
 
 def test_the_stop_button_ends_the_pricing_and_sets_the_controls_back(tmp_path) -> None:
     """A pricing under way is ended by the stop button (enabled only while one runs): the
-    sliders go back to the hierarchy the plots show, its design and bars stay, the status
+    panel's sliders go back to the hierarchy the plots show, its design and bars stay, the status
     says so; nothing is counted as superseded, and the next edit is priced as usual (a cold
     search's energy). With nothing under way the button does nothing."""
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
     tiny = layers.load_network(str(net)).tiled_layers()
-    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+    app = hierarchy_view(network=str(net), platform=levels_platform(2, 0.5),
+                         budget_kb=16, grid_kb=(1, 4),
                          background=True)
     try:
-        assert app.stop.disabled and app.stop in app.view.children[0].children[0].children
+        assert app.stop.disabled and app.stop in app.view.children[2].children[0].children
         shown, bars = app.design, dict(app.energy_source.data)
         entered = threading.Event()
         real = _held_until_stopped(app, entered)
-        app.sizes[0].value = 13  # 8 KB | 512 B: held
+        app.sizes[0].value = 1 << 13  # 8 KB | 512 B: held
         assert entered.wait(30) and not app.stop.disabled
         app.stop.click()
-        assert [s.value for s in app.sizes[:2]] == [11, 9]  # back at 2 KB | 512 B
+        assert [s.value for s in app.sizes[:2]] == [1 << 11, 1 << 9]  # back at 2 KB | 512 B
         assert app.design is shown and dict(app.energy_source.data) == bars
-        assert "stopped: the controls are back at the hierarchy shown (L1 2 KB | L2 512 B)" \
+        assert "stopped: the panel is back at the hierarchy shown (L1 2 KB | L2 512 B)" \
             in app.status.value
         assert (app.background.stopped, app.background.superseded) == (1, 0)
         assert app.stop.disabled and app.wait(1)  # the set-back sliders priced nothing
@@ -339,7 +346,7 @@ def test_the_stop_button_ends_the_pricing_and_sets_the_controls_back(tmp_path) -
         app.stop.click()  # nothing under way: nothing happens
         assert app.background.stopped == 1 and "stopped" in app.status.value
         app.designer.layer_result = real
-        app.sizes[1].value = 10  # 2 KB | 1 KB
+        app.sizes[1].value = 1 << 10  # 2 KB | 1 KB
         assert app.wait(120) and app.status.value == ""
         want = sum(search(lay, app._hierarchy_at((11, 10)), PREC, table3_energy_pj).energy_pj
                    for lay in tiny)
@@ -349,23 +356,24 @@ def test_the_stop_button_ends_the_pricing_and_sets_the_controls_back(tmp_path) -
 
 
 def test_a_stop_while_a_new_shapes_grid_is_priced_says_the_front_is_old(tmp_path) -> None:
-    """Stopped after the edited hierarchy of a new shape (split I/W/O) was shown, while its
-    grid was priced: the controls stay, the status says the front and summary are the
-    previous shape's."""
+    """Stopped after the edited hierarchy of a new shape (L1 read 128 bits at a time) was
+    shown, while its grid was priced: the panel stays, the status says the front and summary
+    are the previous shape's."""
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
-    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
+    app = hierarchy_view(network=str(net), platform=levels_platform(2, 0.5),
+                         budget_kb=16, grid_kb=(1, 4),
                          background=True)
     try:
         front = dict(app.every_source.data)
         entered = threading.Event()
-        _held_until_stopped(app, entered, lambda h: h.name != "edited")  # grid ones only
-        app.split.value = True
+        edited = app.hierarchy().name
+        _held_until_stopped(app, entered, lambda h: h.name != edited)  # grid ones only
+        app.panel.rows[1].access_bits.value = 128
         assert entered.wait(60)
         app.stop.click()
-        assert app.split.value and app.design.hierarchy.name == "edited"
-        assert isinstance(app.design.hierarchy.levels[1].capacity_bytes, type(
-            app.hierarchy().levels[1].capacity_bytes))  # the split one is shown
+        assert app.panel.rows[1].access_bits.value == 128
+        assert app.design.hierarchy.levels[1].access_bits == 128  # the new shape is shown
         assert "grid is not priced; the front and the summary show the previous shape's" \
             in app.status.value
         assert dict(app.every_source.data) == front

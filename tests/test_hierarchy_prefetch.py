@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from app_platforms import levels_platform
 
 from workbench import layers
 from workbench.cli import hierarchy as hierarchy_cli
@@ -17,7 +18,6 @@ from workbench.hierarchy import (
     ElementBytes,
     Hierarchy,
     Level,
-    SplitCapacity,
     evaluate,
     interrupt,
     prefetch,
@@ -40,7 +40,7 @@ from workbench.hierarchy.prefetch import (
 from workbench.hierarchy.search import search
 from workbench.layers.spec import ConvLayer
 from workbench.ui import progress
-from workbench.ui.hierarchy_view import DATAPATHS, HierarchyView, hierarchy_view
+from workbench.ui.hierarchy_view import HierarchyView, hierarchy_view
 
 PREC = ElementBytes(2, 2, 2, 4)
 LAYERS = (ConvLayer(name="a", Ox=4, Oy=4, Oc=4, Kx=3, Ky=3, Kc=2),
@@ -233,12 +233,12 @@ def test_a_3_level_edit_shares_its_sliced_layer_with_the_worker(tmp_path,
                    "  - {name: big, type: conv, input: [12, 14, 12], maps: 16, kernel: 3}\n"
                    "  - {name: small, type: conv, input: [16, 12, 12], maps: 4, kernel: 3}\n")
     monkeypatch.setattr(HierarchyView, "_ahead", lambda self: [])  # nothing searched ahead
-    app = hierarchy_view(network=str(net), memory_kb=(4, 1), budget_kb=16, grid_kb=(1, 4),
-                         prefetch=True)
+    app = hierarchy_view(network=str(net), platform=levels_platform(4, 1), budget_kb=16,
+                         grid_kb=(1, 4), prefetch=True)
     try:
         assert app.prefetcher.wait_idle(120)
         ran, before = app.designer.ran, len(app.prefetcher.started)
-        app.levels.value = 3  # L3 1 KB
+        app.panel.add_level.click()  # L3 512 B (half of L2)
         hier = app.hierarchy()
         assert len(hier.levels) == 4 and not app.status.value
         shared = [k for k in app.prefetcher.started[before:] if len(k) == 3]
@@ -352,15 +352,15 @@ def _sizes(levels) -> tuple:
 
 
 def test_app_jumps_and_toggles_to_what_was_searched_ahead_without_searching(tmp_path) -> None:
-    """With `prefetch`, the app wants the size sliders' positions one step away first, then
-    the edited sizes after each single other control's change with its grid, then every other
-    position, nearest first. Once they are searched, jumps and a split toggle search nothing
-    here and show the cold search's energy; a toggle re-aims the list at the new shape;
-    `close` stops the worker."""
+    """With `prefetch`, the app wants the level sliders' positions one step away first, then
+    the edited sizes with a level fewer or more (the panel's buttons) with their grids, then
+    every other position, nearest first. Once they are searched, jumps and a level removed
+    search nothing here and show the cold search's energy; the removal re-aims the list at
+    the new shape; `close` stops the worker."""
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
-    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16, grid_kb=(1, 4),
-                         prefetch=True)
+    app = hierarchy_view(network=str(net), platform=levels_platform(2, 0.5), budget_kb=16,
+                         grid_kb=(1, 4), prefetch=True)
     tiny = layers.load_network(str(net)).tiled_layers()
     try:
         assert app.prefetcher.wait_idle(600) and not app.prefetcher.failed
@@ -372,15 +372,13 @@ def test_app_jumps_and_toggles_to_what_was_searched_ahead_without_searching(tmp_
         assert len(set(started)) == len(started)
         assert sorted(_sizes(k[0]) for k in started[:4]) == [
             (1024, 512), (2048, 256), (2048, 1024), (4096, 512)]
-        shared = [k for k in started if k[0][1].access_bits == 64 and k[2] is None
+        shared = [k for k in started if k[0][1].access_bits == 64
+                  and k[2] == app.hierarchy().datapath
                   and isinstance(k[0][1].capacity_bytes, int) and len(k[0]) == 3]
         assert len(shared) == 153 - 1 - 3  # every other position but the grid's 3 (known)
         toggles = started[4:started.index(shared[4])]
-        split = app._hierarchy_at((11, 9), (True, 64, "1 MAC"))
-        changed = [split, app._hierarchy_at((11,)), app._hierarchy_at((11, 9, 9)),
-                   *(app._hierarchy_at((11, 9), (False, w, "1 MAC")) for w in (128, 256, 512)),
-                   *(app._hierarchy_at((11, 9), (False, 64, d)) for d in DATAPATHS
-                     if d != "1 MAC")]
+        fewer = app._hierarchy_at((11,))
+        changed = [fewer, app._hierarchy_at((11, 9, 8))]
         grids = [g for h in changed if len(h.levels) <= 3
                  for g in app._space(h).gen_hierarchies()]
         assert set(toggles) == {key_of(h) for h in changed + grids}
@@ -388,25 +386,26 @@ def test_app_jumps_and_toggles_to_what_was_searched_ahead_without_searching(tmp_
                      for e, lvl in zip((11, 9), k[0][1:], strict=True)) for k in shared]
         assert steps == sorted(steps)  # nearest first
         ran = app.designer.ran
-        app.sizes[0].value = 16   # 64 KB | 512 B
-        app.sizes[1].value = 12   # 64 KB | 4 KB
+        app.sizes[0].value = 1 << 16   # 64 KB | 512 B
+        app.sizes[1].value = 1 << 12   # 64 KB | 4 KB
         assert app.designer.ran == ran and app.status.value == ""
         hier = app.hierarchy()
         want = sum(search(lay, hier, PREC, table3_energy_pj).energy_pj for lay in tiny)
         assert app.design.energy_pj == pytest.approx(want, rel=1e-12)
-        app.sizes[0].value, app.sizes[1].value = 11, 9
+        app.sizes[0].value, app.sizes[1].value = 1 << 11, 1 << 9
         assert app.prefetcher.wait_idle(600)
         before = len(app.prefetcher.started)
-        app.split.value = True  # searched ahead with its grid
-        grid = list(app._space(split).gen_hierarchies())
+        app.panel.remove_level.click()  # searched ahead with its grid
+        assert key_of(app.hierarchy()) == key_of(fewer)
+        grid = list(app._space(fewer).gen_hierarchies())
         assert app.designer.ran == ran and len(app.every_source.data["capacity_kb"]) == len(grid)
-        want = sum(search(lay, split, PREC, table3_energy_pj).energy_pj for lay in tiny)
+        want = sum(search(lay, fewer, PREC, table3_energy_pj).energy_pj for lay in tiny)
         assert app.design.energy_pj == pytest.approx(want, rel=1e-12)
         assert app.prefetcher.wait_idle(600)
         again = list(dict.fromkeys(k for k, _ in app.prefetcher.started[before:]))
-        assert set(again[:4]) == {key_of(app._hierarchy_at(p))  # split, one step away
-                                  for p in ((12, 9), (10, 9), (11, 8), (11, 10))}
-        assert all(isinstance(k[0][1].capacity_bytes, SplitCapacity) for k in again[:4])
+        # one level now: 1 and 4 KB, a step away, are on its grid (known); then two steps
+        assert set(again[:2]) == {key_of(app._hierarchy_at(p)) for p in ((9,), (13,))}
+        assert all(len(k[0]) == 2 for k in again)
     finally:
         app.close()
     assert all(p.poll() is not None for p, _ in app.prefetcher._workers)
@@ -419,8 +418,8 @@ def test_a_new_shapes_grid_is_shared_with_the_worker(tmp_path, monkeypatch) -> N
     net = tmp_path / "tiny.yaml"
     net.write_text(TINY_NET)
     monkeypatch.setattr(HierarchyView, "_ahead", lambda self: [])  # nothing searched ahead:
-    app = hierarchy_view(network=str(net), memory_kb=(2, 0.5), budget_kb=16,  # the grid below
-                         grid_kb=(0.5, 1, 2, 4, 8), prefetch=True)  # is new to both
+    app = hierarchy_view(network=str(net), platform=levels_platform(2, 0.5),  # the grid below
+                         budget_kb=16, grid_kb=(0.5, 1, 2, 4, 8), prefetch=True)  # is new
     tiny = layers.load_network(str(net)).tiled_layers()
     try:
         assert app.prefetcher.wait_idle(60)
@@ -439,7 +438,7 @@ def test_a_new_shapes_grid_is_shared_with_the_worker(tmp_path, monkeypatch) -> N
             return searched_here(layer, hierarchy)
 
         app.designer.layer_result = after_the_workers_turn
-        app.width.value = 256
+        app.panel.rows[1].access_bits.value = 256  # a new shape
         grid = list(space_around(app.hierarchy(), app.grid_bytes).gen_hierarchies())
         energies = {h.name: sum(search(lay, h, PREC, table3_energy_pj).energy_pj
                                 for lay in tiny) for h in grid}

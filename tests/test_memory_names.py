@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from app_platforms import levels_platform
 
 from workbench.cli.main import build_parser, main
 
@@ -174,8 +175,8 @@ def test_widgets_keywords_and_report_parameters_name_memory_kb(files, swept: Pat
             ui.traffic_explorer(network=files["net"], memory_kb=(1, 4), models=("seed000",)),
             ui.design_space(network="lenet5", batch=1, memory_kb=64, compute=False),
             ui.tile_explorer(network="lenet5", layer="conv2", batch=1, sweep_memory_kb=(1, 4)),
-            hierarchy_view(network=files["net"], memory_kb=(2, 0.5), budget_kb=16,
-                           grid_kb=(1, 4))]
+            hierarchy_view(network=files["net"], platform=levels_platform(2, 0.5),
+                           budget_kb=16, grid_kb=(1, 4))]
     for app in apps:
         view = app.view() if callable(app.view) else app.view  # a method or a property
         found = _descriptions(view)
@@ -188,7 +189,8 @@ def test_widgets_keywords_and_report_parameters_name_memory_kb(files, swept: Pat
     fields = [f.name for cls in (HierarchySetup, report.ReportSettings)
               for f in dataclasses.fields(cls)]
     _check_names([*keywords, *fields, *report_parameters()], "keywords")
-    assert NEW_KEY in [f.name for f in dataclasses.fields(HierarchySetup)]
+    # the hierarchy app's sizes are its platform's levels (an old memory_kb is read there)
+    assert "platform" in [f.name for f in dataclasses.fields(HierarchySetup)]
     assert {NEW_KEY, "sweep_memory_kb"} <= set(report_parameters())
 
 
@@ -299,6 +301,15 @@ def _grid_file(tmp_path: Path) -> str:
     return str(path)
 
 
+def _seed001_3level(sram: int, rf: int):
+    """seed001_3level with these SRAM and RF sizes (bytes), from its document."""
+    from workbench import platforms
+
+    doc = platforms.load_platform("seed001_3level").model_dump()
+    doc["memory"]["levels"][1]["capacity"], doc["memory"]["levels"][2]["capacity"] = sram, rf
+    return platforms.Platform.model_validate(doc)
+
+
 def test_old_report_and_app_keywords() -> None:
     from workbench import report
     from workbench.report.notebook import check_parameters
@@ -310,8 +321,9 @@ def test_old_report_and_app_keywords() -> None:
              (lambda: check_parameters({"batch": 2, "buffer_sizes_kb": [4, 64]}),
               lambda: check_parameters({"batch": 2, "sweep_memory_kb": [4, 64]}),
               "buffer_sizes_kb", "sweep_memory_kb"),
-             (lambda: HierarchySetup(sizes_kb=(16, 1)), lambda: HierarchySetup(memory_kb=(16, 1)),
-              "sizes_kb", "memory_kb")]
+             (lambda: HierarchySetup(sizes_kb=(16, 1)),
+              lambda: HierarchySetup(platform=_seed001_3level(16 * 1024, 1024)),
+              "sizes_kb", "the platform's on-chip level capacities")]
     for old, new, old_name, new_name in cases:
         with warnings.catch_warnings(record=True) as record:
             warnings.simplefilter("always")

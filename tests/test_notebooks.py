@@ -24,7 +24,8 @@ SMALL = {
                                 "models": ["dataflow", "peemen"]},
     "07_design_space.ipynb": {"network": "lenet5", "batch": 2, "objective": "energy",
                               "memory_kb": 16},
-    "08_memory_hierarchy.ipynb": {"network": "lenet5", "memory_kb": [16, 1], "grid_kb": [1, 4, 16],
+    "08_memory_hierarchy.ipynb": {"network": "lenet5", "platform": "seed001_3level",
+                                  "grid_kb": [1, 4, 16],
                                   "budget_kb": 16, "seed_layers": ["conv3"],
                                   "seed_outer_kb": [256], "seed_inner_kb": [1],
                                   "prefetch": False},  # workers: test_hierarchy_prefetch.py

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
+import ipywidgets as widgets
 import pytest
+import yaml
 
 from workbench import explore, platforms, ui, viz
 from workbench.errors import WorkbenchError
@@ -222,6 +224,35 @@ def test_platform_panel_opens_a_preset_with_levels() -> None:
 def test_platform_panel_gives_back_every_preset_unchanged() -> None:
     for name in platforms.list_platforms():
         assert ui.PlatformPanel(name).platform() == platforms.load_platform(name), name
+
+
+def test_platform_panel_takes_a_file_or_a_platform_and_size_sliders(tmp_path) -> None:
+    """A platform file or object is listed beside the presets as given and read back as it
+    is (a level's area, not shown, kept); chosen again after a preset, it is back. With
+    `capacity_steps` the on-chip capacities are sliders over powers of two plus the level's
+    own size, their values bytes."""
+    doc = platforms.load_platform("seed001_3level").model_dump()
+    doc["name"], doc["memory"]["levels"][1]["capacity"] = "mine", 96 * 1024  # not 2^k
+    doc["memory"]["levels"][2]["area_mm2_per_kb"] = 0.02
+    mine = platforms.Platform.model_validate(doc)
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump({  # as a file writes banks and the unroll: mappings
+        **doc, "memory": {**doc["memory"], "levels": [lvl.doc() for lvl in mine.memory.levels]},
+        "datapath": {**doc["datapath"], "unroll": dict(mine.datapath.unroll)}},
+        allow_unicode=True))
+    for given in (mine, str(path)):
+        panel = ui.PlatformPanel(given, capacity_steps=(8, 24))
+        assert panel.preset.value == "mine (given)" and panel.platform() == mine
+        sizes = panel.rows[1].capacity
+        assert isinstance(sizes, widgets.SelectionSlider) and sizes.value == 96 * 1024
+        assert sizes.label == "96 KB"
+        assert [v for _, v in sizes.options] == sorted({1 << k for k in range(8, 25)}
+                                                       | {96 * 1024})
+        sizes.value = 1 << 15
+        assert panel.platform().memory.levels[1].capacity == 1 << 15
+        panel.preset.value = "idsp"
+        panel.preset.value = "mine (given)"
+        assert panel.platform() == mine
 
 
 def test_platform_panel_adds_and_removes_levels_and_edits_every_part() -> None:

@@ -5,7 +5,8 @@ JSON keys, CSV/parquet columns, report and notebook parameters, app keywords; on
 line `--memory-kb`; the sizes a sweep tries, beside one such size, `sweep_memory_kb`. Internal
 byte quantities keep `*_bytes`. The old spellings (`buffer_kb`, `local_mem_kb`, `sizes_kb`,
 `buffer_sizes_kb`, `buffer_range_log2`, `--memory`, `--sizes-kb`) are read as the new one with
-one `RenamedNotice` line naming both (docs/architecture.md, "Names")."""
+one `RenamedNotice` line naming both (docs/architecture.md, "Names"); an app keyword that
+moved into the platform is read there with one such line naming where (`moved`)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,14 @@ def notice(old: str, new: str, where: str = "") -> None:
     """Warn once, on one line, that `old` (in `where`) is read as `new`."""
     place = f"{where}: " if where else ""
     warnings.warn(f"{place}{old} is the old spelling of {new}; read as {new}", RenamedNotice,
+                  stacklevel=3)
+
+
+def moved(old: str, new: str, where: str = "") -> None:
+    """Warn once, on one line, that the keyword `old` (in `where`) now lives elsewhere (`new`
+    says where) and is read there."""
+    place = f"{where}: " if where else ""
+    warnings.warn(f"{place}{old} is the old way to set {new}; read as that", RenamedNotice,
                   stacklevel=3)
 
 

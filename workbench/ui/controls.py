@@ -1,5 +1,6 @@
 """Shared controls: a local-memory slider that reads in bytes (128 B … 16 MB), not 2^k, its
-steps from sizes in KB, an area slider's 1-2-5 steps, and a loop nest's readout."""
+steps from sizes in KB, a capacity slider whose value is bytes, an area slider's 1-2-5 steps,
+and a loop nest's readout."""
 
 from __future__ import annotations
 
@@ -21,6 +22,15 @@ def memory_slider(value_log2: int, lo_log2: int = 7, hi_log2: int = 24,
     return widgets.SelectionSlider(
         options=[(fmt_bytes(1 << k), k) for k in range(lo_log2, hi_log2 + 1)], value=value,
         description=description)
+
+
+def bytes_slider(value_bytes: int, lo_log2: int = 8, hi_log2: int = 24,
+                 width: str = "250px") -> widgets.SelectionSlider:
+    """A slider over the powers of two 2^lo..2^hi bytes and `value_bytes` itself (a size that
+    is not one of them keeps its place); it shows '16 KB' and its `value` is bytes."""
+    steps = sorted({1 << k for k in range(lo_log2, hi_log2 + 1)} | {int(value_bytes)})
+    return widgets.SelectionSlider(options=[(fmt_bytes(s), s) for s in steps],
+                                   value=int(value_bytes), layout=widgets.Layout(width=width))
 
 
 READOUT_CHARS = 9  # a slider's readout shows this many characters ("1 KB-512 K" was cut)

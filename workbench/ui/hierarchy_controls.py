@@ -1,6 +1,7 @@
-"""The memory-hierarchy app's control options (level sizes, access widths, MAC arrays, split
-I:W:O) and what lies ahead of the controls' position: the hierarchies a user may ask for
-next, most likely first, for `prefetch` to search in worker processes (`ahead`)."""
+"""The memory-hierarchy app's control ranges (level sizes, budget), the values its old
+hardware keywords took (access widths, MAC arrays, split I:W:O), and what lies ahead of the
+controls' position: the hierarchies a user may ask for next, most likely first, for
+`prefetch` to search in worker processes (`ahead`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ WIDTHS_BITS = (64, 128, 256, 512)   # table 3's widths
 SIZE_LOG2 = (8, 24)     # level-size sliders: 256 B … 16 MB (exponents of bytes)
 BUDGET_LOG2 = (10, 24)  # capacity-budget slider: 1 KB … 16 MB
 PREFETCH_LIMIT = 256    # slider positions searched ahead after an edit (2 levels: all 153)
-Shape = tuple[bool, int, str]  # split, access bits, MAC array (a DATAPATHS name)
 # SRAM area: seed 001 §5.2 gives 45 mm² for its 8 MB hierarchy (45 nm), the one published
 # density; every level is charged at it, so area is proportional to capacity (small register
 # files are denser per access but larger per KB; their areas are not published)
@@ -34,35 +34,30 @@ def split_parts(total_bytes: int, ratio: tuple[int, int, int]) -> SplitCapacity:
     return scaled_capacity(SplitCapacity(*ratio), total_bytes)
 
 
-def ahead(at: tuple[int, ...], shape: Shape, following: int | None,
-          hierarchy_at: Callable[[tuple[int, ...], Shape | None], Hierarchy],
+def ahead(at: tuple[int, ...], hierarchy_at: Callable[[tuple[int, ...]], Hierarchy],
           grid_of: Callable[[Hierarchy], Iterable[Hierarchy]]) -> list[Hierarchy]:
-    """What to search ahead of the size exponents `at` (outermost first) in `shape`, most
-    likely next first: the size sliders' positions one step away; the edited sizes after one
-    other control's change (split, access width, MAC array, one level fewer, or one more at
-    the next slider's exponent `following` when that does not exceed the innermost), each
-    with its co-design grid (`grid_of`) up to GRID_LEVELS on-chip levels; the other positions,
-    nearest first (PREFETCH_LIMIT in all). `hierarchy_at(exponents, shape or None)` builds one
-    (None: the controls' shape)."""
-    split, width, datapath = shape
+    """What to search ahead of the on-chip level sizes `at` (log2 of bytes, outermost first),
+    most likely next first: the level sliders' positions one step away; one level fewer (the
+    innermost removed) and one more inside at half the innermost size (the platform panel's
+    buttons), each with its co-design grid (`grid_of`) up to GRID_LEVELS on-chip levels; the
+    other positions, nearest first (PREFETCH_LIMIT in all). `hierarchy_at(exponents)` builds
+    the edited hierarchy with those sizes (bytes = 2**e)."""
     low, high = SIZE_LOG2
     positions = [tuple(reversed(p)) for p in itertools.combinations_with_replacement(
         range(low, high + 1), len(at))]
     ranked = nearest_first(positions, at, lambda p: p, PREFETCH_LIMIT)
     steps = [sum(abs(a - b) for a, b in zip(p, at, strict=True)) for p in ranked]
-    changed = [(at, (not split, width, datapath)),
-               *((at, (split, w, datapath)) for w in WIDTHS_BITS if w != width),
-               *((at, (split, width, d)) for d in DATAPATHS if d != datapath)]
+    changed = []
     if len(at) > 1:
-        changed.append((at[:-1], None))
-    if len(at) < MAX_LEVELS - 1 and following is not None and following <= at[-1]:
-        changed.append(((*at, following), None))
+        changed.append(at[:-1])
+    if len(at) < MAX_LEVELS - 1 and at[-1] > low:
+        changed.append((*at, at[-1] - 1))
     toggles = []
-    for exponents, changed_shape in changed:
-        hierarchy = hierarchy_at(exponents, changed_shape)
+    for exponents in changed:
+        hierarchy = hierarchy_at(exponents)
         toggles.append(hierarchy)
         if len(exponents) <= GRID_LEVELS:
             toggles += grid_of(hierarchy)
-    return ([hierarchy_at(p, None) for p, n in zip(ranked, steps, strict=True) if n == 1]
+    return ([hierarchy_at(p) for p, n in zip(ranked, steps, strict=True) if n == 1]
             + toggles
-            + [hierarchy_at(p, None) for p, n in zip(ranked, steps, strict=True) if n > 1])
+            + [hierarchy_at(p) for p, n in zip(ranked, steps, strict=True) if n > 1])

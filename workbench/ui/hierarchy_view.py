@@ -1,60 +1,65 @@
-"""The memory-hierarchy app (seed 001): edit a hierarchy (on-chip levels, their sizes, shared
-or split per array), see every layer's per-level accesses and energy with the memory:compute
-energy ratio, and drag an on-chip capacity budget to watch the co-designed hierarchy and its
-energy change.
+"""The memory-hierarchy app (seed 001): edit a platform's memory hierarchy in the platform
+panel (its levels, their sizes on sliders, widths and energies, the MAC array's platform),
+see every layer's per-level accesses and energy with the memory:compute energy ratio, and
+drag an on-chip capacity budget to watch the co-designed hierarchy and its energy change.
 
-Every number comes from `workbench.hierarchy.codesign`: a layer's blocking is the exact
-optimum on the hierarchy (`search`), energies from the level sizes by seed 001 table 3. The
-co-design grid keeps the edited hierarchy's depth, widths and split, with each level's size
-from `grid_kb`; its designs are computed once per hierarchy shape and memoized, so moving the
-budget only re-selects. With `prefetch`, what the user may ask next (the size sliders' other
-positions, the edited sizes after one other control's change with its grid) is searched ahead
-in worker processes (`workbench.hierarchy.prefetch`) and taken into the memo; an edit gives
-them the edited hierarchy from its last layer, and one with a layer of many slices makes them
-drop what they search ahead and search that layer in shares with this process. With
-`background` (the notebook's), edits are priced in a thread of the kernel and a newer edit
-supersedes the one being priced (`ui.background`): quick presses and drags are priced once,
-at the last position, and the controls stay live meanwhile.
+The hardware is the panel's platform, as in every app: the hierarchy priced is the
+platform's (`explore.hierarchy_plan.platform_hierarchy`, elements at its widths,
+`platform_precision`); the app's old hardware keywords are read onto the platform
+(`ui.hierarchy_setup`). Every number comes from `workbench.hierarchy.codesign`: a layer's
+blocking is the exact optimum on the hierarchy (`search`), energies from the level sizes by
+seed 001 table 3 where a level gives none. The co-design grid keeps the edited hierarchy's
+depth, widths and split, with each level's size from `grid_kb`; its designs are computed once
+per hierarchy shape and memoized, so moving the budget only re-selects. With `prefetch`, what
+the user may ask next (the level sliders' other positions, a level fewer or more with its
+grid) is searched ahead in worker processes (`workbench.hierarchy.prefetch`) and taken into
+the memo; an edit gives them the edited hierarchy from its last layer, and one with a layer
+of many slices makes them drop what they search ahead and search that layer in shares with
+this process. With `background` (the notebook's), edits are priced in a thread of the kernel
+and a newer edit supersedes the one being priced (`ui.background`): quick presses and drags
+are priced once, at the last position, and the controls stay live meanwhile.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
-import re
-from dataclasses import InitVar, astuple, dataclass
+from typing import Any
 
 import ipywidgets as widgets
 from bokeh.models import ColumnDataSource
 
-from workbench import layers, spelling
+from workbench import layers
 from workbench.errors import WorkbenchError
-from workbench.hierarchy import ElementBytes, Hierarchy, Level
+from workbench.explore.hierarchy_plan import platform_hierarchy, platform_precision
+from workbench.hierarchy import Hierarchy
+from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.codesign import (
     Codesigner,
     Design,
     DesignSpace,
     best_within,
     pareto_front,
+    scaled_capacity,
     space_around,
     table3_energy_pj,
 )
 from workbench.hierarchy.prefetch import Prefetcher
+from workbench.memo import Caches
+from workbench.platforms import Platform
 from workbench.ui.background import Latest
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.controls import area_steps, kb_log2, memory_slider, size_exponent
 from workbench.ui.errors import error_html
 from workbench.ui.hierarchy_controls import (
     BUDGET_LOG2,
-    DATAPATHS,
     GRID_LEVELS,
-    SEED001_MM2_PER_KB,
     SIZE_LOG2,
-    WIDTHS_BITS,
-    Shape,
     ahead,
-    split_parts,
 )
+from workbench.ui.hierarchy_setup import HierarchySetup
+from workbench.ui.platform_panel import PlatformPanel
 from workbench.ui.progress import busy, searching
 from workbench.viz.hierarchy_plots import (
     MAX_LEVELS,
@@ -75,82 +80,30 @@ STALE = "; the plots and summary still show the last hierarchy that worked"
 _STYLE = {"description_width": "110px"}
 
 
-@dataclass(frozen=True)
-class HierarchySetup:
-    """What the memory-hierarchy app starts from: the network (conv layers, and fc with
-    `include_fc`); on-chip level sizes `memory_kb` (KB, outermost first), split I/W/O in
-    `ratio` or shared, access width (bits); the capacity budget (KB) and the co-design grid of sizes
-    (KB); element and partial-sum bytes; MAC and DRAM energies (pJ, DRAM per 16 bits); the
-    datapath (a key of DATAPATHS); the budget's axis ("capacity" or "area": mm² at
-    `mm2_per_kb`); whether to search ahead (`prefetch`) and in the background."""
-
-    network: str = "lenet5"
-    memory_kb: tuple[float, ...] = (32, 1)
-    split: bool = False
-    ratio: tuple[int, int, int] = (1, 16, 1)
-    width_bits: int = 64
-    budget_kb: float = 64
-    grid_kb: tuple[float, ...] = (1, 4, 16, 64, 256)
-    include_fc: bool = False
-    elem_bytes: int = 2
-    psum_bytes: int = 4
-    mac_pj: float = 1.0
-    dram_pj_per_16b: float = 320.0
-    datapath: str = "1 MAC"
-    axis: str = "capacity"
-    area_budget_mm2: float = 0.5
-    mm2_per_kb: float = SEED001_MM2_PER_KB
-    prefetch: bool = False
-    background: bool = False
-    sizes_kb: InitVar[tuple[float, ...] | None] = None  # the old spelling of memory_kb
-
-    def __post_init__(self, sizes_kb: tuple[float, ...] | None) -> None:
-        spelling.old_keyword(self, "sizes_kb", "memory_kb", sizes_kb, "hierarchy_view")
-
-
 class HierarchyView:
     """Widgets, bokeh sources and callbacks of the memory-hierarchy app."""
 
-    def __init__(self, setup: HierarchySetup = HierarchySetup()) -> None:
-        (network, memory_kb, split, ratio, width_bits, budget_kb, grid_kb, include_fc,
-         elem_bytes, psum_bytes, mac_pj, dram_pj_per_16b, datapath, axis, area_budget_mm2,
-         mm2_per_kb, prefetch, background) = astuple(setup)
-        if not 1 <= len(memory_kb) <= MAX_LEVELS - 1:
-            raise WorkbenchError(f"memory_kb: 1 to {MAX_LEVELS - 1} on-chip levels, got "
-                                 f"{list(memory_kb)}")
-        if width_bits not in WIDTHS_BITS:
-            raise WorkbenchError(f"width_bits must be one of {WIDTHS_BITS}, got {width_bits}")
+    def __init__(self, setup: HierarchySetup | None = None) -> None:
+        setup = setup or HierarchySetup()
+        axis, area_budget_mm2, mm2_per_kb = setup.axis, setup.area_budget_mm2, setup.mm2_per_kb
         if axis not in ("capacity", "area"):
             raise WorkbenchError(f"axis must be 'capacity' or 'area', got {axis!r}")
         if not 0 < area_budget_mm2 < math.inf:
             raise WorkbenchError(f"area_budget_mm2 must be > 0 mm², got {area_budget_mm2!r}")
         if not mm2_per_kb > 0:
             raise WorkbenchError(f"mm2_per_kb must be > 0, got {mm2_per_kb!r}")
-        if datapath not in DATAPATHS:
-            raise WorkbenchError(f"datapath must be one of {list(DATAPATHS)}, got {datapath!r}")
-        for kb in memory_kb:
-            size_exponent(kb, SIZE_LOG2, "memory_kb")
-        size_exponent(budget_kb, BUDGET_LOG2, "budget_kb")
-        net = layers.load_network(network)
-        picked = tuple(lay for lay in net.tiled_layers() if lay.kind == "conv" or include_fc)
-        self.designer = Codesigner(picked, ElementBytes(elem_bytes, elem_bytes, elem_bytes,
-                                                        psum_bytes), table3_energy_pj)
-        self.network_name, self.ratio, self.mac_pj = net.name, tuple(ratio), mac_pj
-        self.mm2_per_kb = float(mm2_per_kb)
-        self.macs = sum(lay.macs for lay in picked)
-        self.grid_bytes = sorted({int(kb * KB) for kb in grid_kb})
-        self.dram = Level("DRAM", None, 16, dram_pj_per_16b)
-        self._grids: dict[tuple, list[Design]] = {}
-        self.levels = widgets.IntSlider(value=len(memory_kb), min=1, max=MAX_LEVELS - 1,
-                                        description="on-chip levels", style=_STYLE)
-        self.sizes = [memory_slider(kb_log2(memory_kb[min(i, len(memory_kb) - 1)]), *SIZE_LOG2,
-                                    f"L{i + 1} size") for i in range(MAX_LEVELS - 1)]
-        self.split = widgets.Checkbox(value=split, description=f"split I/W/O {ratio}")
-        self.width = widgets.Dropdown(options=WIDTHS_BITS, value=width_bits,
-                                      description="access bits", style=_STYLE)
-        self.datapath = widgets.Dropdown(options=list(DATAPATHS), value=datapath,
-                                         description="MAC array", style=_STYLE)
-        self.budget = memory_slider(kb_log2(budget_kb), *BUDGET_LOG2, "budget")
+        size_exponent(setup.budget_kb, BUDGET_LOG2, "budget_kb")
+        self.panel = PlatformPanel(setup.platform, capacity_steps=SIZE_LOG2)
+        net = layers.load_network(setup.network)
+        self.layers = tuple(lay for lay in net.tiled_layers()
+                            if lay.kind == "conv" or setup.include_fc)
+        self.caches = Caches()  # the app's searches, whatever the element widths
+        self._designers: dict[Any, Codesigner] = {}
+        self.network_name, self.mm2_per_kb = net.name, float(mm2_per_kb)
+        self.macs = sum(lay.macs for lay in self.layers)
+        self.grid_bytes = sorted({int(kb * KB) for kb in setup.grid_kb})
+        self._grids: dict[tuple, list[Design] | str] = {}
+        self.budget = memory_slider(kb_log2(setup.budget_kb), *BUDGET_LOG2, "budget")
         self.axis = widgets.ToggleButtons(options=["capacity", "area"], value=axis,
                                           style={"button_width": "80px"})
         # its label beside it (a ToggleButtons' own description sits on a line of its own)
@@ -164,38 +117,69 @@ class HierarchyView:
         self.status.layout.width = "300px"  # a long error wraps: the plot beside stays put
         self.design: Design | None = None
         self.best: Design | None = None
-        # the sliders' other positions, searched ahead on other cores (nearest first)
-        self.prefetcher = Prefetcher(self.designer) if prefetch else None
-        first = self.hierarchy()
+        self.prefetch = setup.prefetch
+        self.prefetcher: Prefetcher | None = None
+        # the hierarchy the panel says, its platform and element widths (set by `update`)
+        self.edited, self._platform, self._precision = self._edited()
+        self.designer = self._designer(self._precision)
         self.energy_source = ColumnDataSource(
-            level_energy_data([], [lvl.name for lvl in first.levels]), name="level_energy")
-        self.energy_figure = energy_bars(self.energy_source, [lvl.name for lvl in first.levels])
+            level_energy_data([], [lvl.name for lvl in self.edited.levels]), name="level_energy")
+        self.energy_figure = energy_bars(self.energy_source,
+                                         [lvl.name for lvl in self.edited.levels])
         self.every_source, self.front_source, self.best_source = (
             ColumnDataSource(d) for d in front_data([], [], None, 1))
         self.front_figure = front_plot(self.every_source, self.front_source, self.best_source)
         # edits after the first pricing: in a thread, the newest superseding (`background`);
-        # a stop button ends a pricing under way, the controls going back to what is shown
+        # a stop button ends a pricing under way, the panel going back to what is shown
         self.stop = widgets.Button(description="stop pricing", disabled=True,
-                                   tooltip="end the pricing under way; the controls go back "
+                                   tooltip="end the pricing under way; the panel goes back "
                                            "to the hierarchy shown")
         self.stop.on_click(lambda _: self._stop())
         self.background = Latest(self._priced, self._failed, "workbench-hierarchy-app",
                                  lambda on: setattr(self.stop, "disabled", not on)) \
-            if background else None
-        self._controls = (self.levels, *self.sizes, self.split, self.width, self.datapath)
-        self._shown: list | None = None  # the controls' values the plots show
-        self._quiet = False  # controls set back by `_stop`: nothing to price
-        for control in self._controls:
-            control.observe(lambda change: self._changed("edit"), names="value")
+            if setup.background else None
+        self._shown: Platform | None = None  # the platform the plots show
+        self.panel.on_change(lambda: self._changed("edit"))
         for control in (self.budget, self.axis, self.area_budget):
             control.observe(lambda change: self._changed("budget"), names="value")
         self.update()
 
+    @property
+    def sizes(self) -> list[widgets.Widget]:
+        """The on-chip levels' size sliders (the panel's, outermost first; values in bytes)."""
+        return [row.capacity for row in self.panel.rows[1:]]
+
+    def _edited(self) -> tuple[Hierarchy, Platform, PrecisionLike]:
+        """The panel's platform's hierarchy (each on-chip level without an area of its own
+        charged at mm2_per_kb), the platform and its element widths. WorkbenchError (one
+        line) for an invalid platform or one the app cannot show."""
+        plat = self.panel.platform()
+        hierarchy = platform_hierarchy(plat)
+        if not 1 <= len(hierarchy.on_chip) <= MAX_LEVELS - 1:
+            raise WorkbenchError(f"memory levels: the app shows 1 to {MAX_LEVELS - 1} on-chip "
+                                 f"levels, got {len(hierarchy.on_chip)}; remove one")
+        return dataclasses.replace(hierarchy, levels=tuple(
+            lvl if i == 0 or lvl.area_mm2_per_kb is not None
+            else dataclasses.replace(lvl, area_mm2_per_kb=self.mm2_per_kb)
+            for i, lvl in enumerate(hierarchy.levels))), plat, platform_precision(plat)
+
+    def _designer(self, precision: PrecisionLike) -> Codesigner:
+        """The app's designer for these element widths (its memo kept for a return to
+        them); with `prefetch`, the workers search for it."""
+        designer = self._designers.get(precision)
+        if designer is None:
+            designer = self._designers[precision] = Codesigner(
+                self.layers, precision, table3_energy_pj, caches=self.caches)
+        if self.prefetch and (self.prefetcher is None or self.prefetcher.designer is not
+                              designer):
+            if self.prefetcher is not None:
+                self.prefetcher.close()
+            self.prefetcher = Prefetcher(designer)
+        return designer
+
     def _changed(self, kind: str) -> None:
         """A control moved: reprice now, or ask the background thread (an edit supersedes
         the pricing under way; a budget move waits for it)."""
-        if self._quiet:
-            return
         if self.background is None:
             self._priced(frozenset({kind}))
         else:
@@ -206,29 +190,30 @@ class HierarchyView:
 
     def _stop(self) -> None:
         """The stop button: the pricing under way ends at its search's next safe point (the
-        layers it finished stay memoized); the controls go back to the hierarchy shown, or,
+        layers it finished stay memoized); the panel goes back to the platform shown, or,
         stopped while a new shape's grid was priced, the status says the front is the
         previous shape's."""
         if self.background is None or not self.background.stop():
             return
         self.background.wait(60)
-        back = self._shown is not None and self._shown != [c.value for c in self._controls]
+        back = self._shown is not None and self._shown != self._panel_platform()
         if back:
-            self._quiet = True
-            try:
-                for control, value in zip(self._controls, self._shown, strict=True):
-                    control.value = value
-            finally:
-                self._quiet = False
-            for i, slider in enumerate(self.sizes):
-                slider.layout.display = None if i < self.levels.value else "none"
+            self.panel.show(self._shown)
+            self.edited, self._platform, self._precision = self._edited()
+            self.designer = self._designer(self._precision)
         if self.prefetcher is not None:
             self.prefetcher.want(self._ahead())
         self.status.value = (
-            f"<i>stopped: the controls are back at the hierarchy shown "
+            f"<i>stopped: the panel is back at the hierarchy shown "
             f"({html.escape(describe_design(self.design))})</i>" if back else
             "<i>stopped: this shape's co-design grid is not priced; the front and the summary "
             "show the previous shape's</i>" if self._grid_space() is not None else "")
+
+    def _panel_platform(self) -> Platform | None:
+        try:
+            return self.panel.platform()
+        except WorkbenchError:
+            return None
 
     def _failed(self, exc: Exception) -> None:
         self.status.value = error_html(WorkbenchError(f"{type(exc).__name__}: {exc}{STALE}"))
@@ -239,47 +224,36 @@ class HierarchyView:
         return self.background is None or self.background.wait(timeout)
 
     def hierarchy(self) -> Hierarchy:
-        """The edited hierarchy: DRAM, then the first `levels` sliders' sizes (outermost
-        first), shared or split I:W:O, feeding the chosen MAC array."""
-        return self._hierarchy_at(self._exponents())
+        """The edited hierarchy: the panel's platform's levels, DRAM first, feeding its MAC
+        array (as last priced: `update` reads the panel)."""
+        return self.edited
 
-    def _exponents(self) -> tuple[int, ...]:
-        return tuple(slider.value for slider in self.sizes[:self.levels.value])
-
-    def _shape(self) -> Shape:
-        return self.split.value, self.width.value, self.datapath.value
-
-    def _hierarchy_at(self, exponents: tuple[int, ...], shape: Shape | None = None) -> Hierarchy:
-        """The edited hierarchy with these size exponents (bytes = 2**e, outermost first),
-        in `shape` (split, access bits, MAC array; default: the controls')."""
-        split, width, datapath = shape or self._shape()
-        on_chip = []
-        for i, exponent in enumerate(exponents):
-            size = 1 << exponent
-            cap = split_parts(size, self.ratio) if split else size
-            on_chip.append(Level(f"L{i + 1}", cap, width, area_mm2_per_kb=self.mm2_per_kb))
-        return Hierarchy((self.dram, *on_chip), name="edited", mac_energy_pj=self.mac_pj,
-                         datapath=DATAPATHS[datapath])
+    def _hierarchy_at(self, exponents: tuple[int, ...]) -> Hierarchy:
+        """The edited hierarchy with its on-chip levels' totals 2**e bytes (outermost first;
+        a split level keeps its proportions; levels past the edited ones copy its innermost
+        as the panel's "+ level inside" does)."""
+        on_chip = list(self.edited.on_chip)
+        rows = len(self.edited.levels)
+        while len(on_chip) < len(exponents):
+            on_chip.append(dataclasses.replace(on_chip[-1], name=f"L{rows}"))
+            rows += 1
+        levels = [dataclasses.replace(lvl, capacity_bytes=scaled_capacity(lvl.capacity_bytes,
+                                                                          1 << e))
+                  for lvl, e in zip(on_chip, exponents, strict=False)]
+        return dataclasses.replace(self.edited, levels=(self.edited.levels[0], *levels))
 
     def _space(self, hierarchy: Hierarchy) -> DesignSpace:
-        """The co-design grid around `hierarchy`, a split level divided in the app's ratio."""
-        return space_around(hierarchy, self.grid_bytes, self.ratio)
-
-    def _check_order(self) -> None:
-        """Refuse an inner slider above the one outside it, in the sliders' own units."""
-        for i in range(1, self.levels.value):
-            inner, outer = self.sizes[i], self.sizes[i - 1]
-            if inner.value > outer.value:
-                raise WorkbenchError(f"L{i + 1} size: {inner.label} is larger than L{i}'s "
-                                     f"{outer.label}; sizes must not increase inwards")
+        """The co-design grid around `hierarchy`: its levels at the grid's sizes, a split
+        level divided in its proportions."""
+        return space_around(hierarchy, self.grid_bytes)
 
     def update(self) -> None:
         """Reprice the edited hierarchy, then the co-design for its shape."""
-        for i, slider in enumerate(self.sizes):
-            slider.layout.display = None if i < self.levels.value else "none"
         try:
-            self._check_order()
-            hierarchy = self.hierarchy()
+            self.edited, self._platform, self._precision = self._edited()
+            hierarchy = self.edited
+            self.designer = self._designer(self._precision)
+            self.panel.message.value = ""
             with busy(self.status, "pricing the edited hierarchy"), \
                     searching(self.status, "pricing the edited hierarchy",
                               lambda: self._layers_done(hierarchy)):  # shown while it runs
@@ -296,16 +270,15 @@ class HierarchyView:
                                                        list(grid.gen_hierarchies())[::-1])],
                                          last_layer_first=True, preempt=shared, shared=True)
                     design = self.prefetcher.design(hierarchy)
-        except WorkbenchError as exc:  # the schema's path levels[k] is slider Lk here
-            said = re.sub(r"^levels\[(\d+)\]\.capacity: ", r"L\1 size: ", str(exc))
-            self.status.value = error_html(WorkbenchError(f"{said}{STALE}"))
+        except WorkbenchError as exc:
+            self.status.value = error_html(WorkbenchError(f"{exc}{STALE}"))
             return
         if design is None:
             self.status.value = error_html(WorkbenchError(
                 f"some layer fits no blocking: a level is too small for its smallest block"
                 f"{STALE}"))
             return
-        self.design, self._shown = design, [c.value for c in self._controls]
+        self.design, self._shown = design, self._platform
         rows = self.designer.traffic_rows(design)
         names = [lvl.name for lvl in hierarchy.levels]
         relabel_levels(self.energy_figure, names)
@@ -329,14 +302,14 @@ class HierarchyView:
         return f"{done} of {len(self.designer.layers)} layers done"
 
     def _grid_done(self) -> str:
-        grid = list(self._space(self.hierarchy()).gen_hierarchies())
+        grid = list(self._space(self.edited).gen_hierarchies())
         return f"{sum(self.designer.known(h) for h in grid)} of {len(grid)} hierarchies done"
 
     def _ahead(self) -> list[Hierarchy]:
-        """What to search ahead, most likely next first (`hierarchy_ahead.ahead`)."""
-        at = self._exponents()
-        following = self.sizes[len(at)].value if len(at) < MAX_LEVELS - 1 else None
-        return ahead(at, self._shape(), following, self._hierarchy_at,
+        """What to search ahead, most likely next first (`hierarchy_controls.ahead`)."""
+        at = tuple(max(SIZE_LOG2[0], min(SIZE_LOG2[1], int(lvl.total_bytes).bit_length() - 1))
+                   for lvl in self.edited.on_chip)
+        return ahead(at, self._hierarchy_at,
                      lambda hierarchy: self._space(hierarchy).gen_hierarchies())
 
     def close(self) -> None:
@@ -346,31 +319,40 @@ class HierarchyView:
         if self.prefetcher is not None:
             self.prefetcher.close()
 
-    def _grid(self) -> list[Design] | None:
-        """The co-design grid's feasible designs for the edited shape (memoized), None past
-        GRID_LEVELS on-chip levels."""
-        if self.levels.value > GRID_LEVELS:
+    def _grid_key(self) -> tuple | None:
+        """The edited shape (its grid, and the element widths), None past GRID_LEVELS."""
+        if len(self.edited.on_chip) > GRID_LEVELS:
             return None
-        key = (self.levels.value, *self._shape())
+        return self._space(self.edited), self._precision
+
+    def _grid(self) -> list[Design] | str | None:
+        """The co-design grid's feasible designs for the edited shape (memoized), None past
+        GRID_LEVELS on-chip levels, or why it cannot be priced (a level's width that table 3
+        has no energy for: the grid's levels are priced by their size)."""
+        key = self._grid_key()
+        if key is None:
+            return None
         space = self._grid_space()
         if space is not None:
-            if self.prefetcher is not None:  # from this end, the workers from the other
-                for hierarchy in space.gen_hierarchies():
-                    self.prefetcher.design(hierarchy)
-            self._grids[key] = self.designer.designs(space)
+            try:
+                if self.prefetcher is not None:  # from this end, the workers from the other
+                    for hierarchy in space.gen_hierarchies():
+                        self.prefetcher.design(hierarchy)
+                self._grids[key] = self.designer.designs(space)
+            except WorkbenchError as exc:
+                self._grids[key] = f"co-design: no grid for this shape: {html.escape(str(exc))}"
         return self._grids[key]
 
     def _grid_space(self) -> DesignSpace | None:
         """The edited shape's co-design grid when it is still to be priced (else None)."""
-        key = (self.levels.value, *self._shape())
-        if self.levels.value > GRID_LEVELS or key in self._grids:
-            return None
-        return self._space(self.hierarchy())
+        key = self._grid_key()
+        return None if key is None or key in self._grids else key[0]
 
     def update_budget(self) -> None:
         """The best grid design within the budget (capacity or area), the front on that axis,
         and the summary (no grid past GRID_LEVELS on-chip levels: the summary says why)."""
-        designs = self._grid()
+        grid = self._grid()
+        designs = grid if isinstance(grid, list) else None
         axis = self.axis.value
         shown = designs is not None  # no grid past GRID_LEVELS: no budget to move
         self.axis_row.layout.display = None if shown else "none"
@@ -384,22 +366,27 @@ class HierarchyView:
         self.every_source.data, self.front_source.data, self.best_source.data = \
             every, front, best
         self.front_figure.visible = designs is not None  # no grid: no empty plot
-        grid_note = None if designs is not None else (  # past GRID_LEVELS: why no grid
+        grid_note = grid if isinstance(grid, str) else None if designs is not None else (
             f"co-design: the app prices its grid for 1 to {GRID_LEVELS} on-chip levels; the "
-            f"{self._space(self.hierarchy()).size()} {self.levels.value}-level hierarchies of "
-            f"this grid take minutes (<code>workbench hierarchy NETWORK --levels FILE "
-            f"--budget-kb N</code> prices them)")
+            f"{self._space(self.edited).size()} {len(self.edited.on_chip)}-level hierarchies "
+            f"of this grid take minutes (<code>workbench hierarchy NETWORK --levels FILE "
+            f"--budget-kb N</code> prices them)")  # past GRID_LEVELS: why no grid
         self.summary.value = summary_html(
             self.network_name, len(self.designer.layers), self.macs, self.design, self.best,
             designs, budget, axis, self.grid_bytes, grid_note)
 
     @property
     def view(self) -> widgets.Widget:
+        """The panel's levels on top, its other parts folded below them; then the budget
+        controls beside the bars, the front, the summary and the table (1280 px wide at
+        most)."""
+        parts = widgets.Accordion([self.panel.parts_view],
+                                  titles=("platform: datapath, DMA, cluster, energy",))
         controls = widgets.VBox([*([self.stop] if self.background else []),  # where it
-                                 self.levels, *self.sizes, self.split, self.width,  # stays
-                                 self.datapath, self.axis_row, self.budget, self.area_budget,
+                                 self.axis_row, self.budget, self.area_budget,  # stays
                                  self.status])
-        return widgets.VBox([widgets.HBox([controls, bokeh_widget(self.energy_figure)]),
+        return widgets.VBox([self.panel.memory_view, parts,
+                             widgets.HBox([controls, bokeh_widget(self.energy_figure)]),
                              bokeh_widget(self.front_figure), self.summary, self.traffic])
 
 

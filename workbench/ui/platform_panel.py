@@ -1,17 +1,25 @@
 """The platform panel: a preset picker and the whole composed platform, part by part: the
 memory levels DRAM first (a row each, levels added or removed below the local memory), the
 datapath, DMA, cluster and energy. One widget per part field; `fields` also names them by the
-single-level names the apps use (`local_mem_bytes` is the local level's capacity widget)."""
+single-level names the apps use (`local_mem_bytes` is the local level's capacity widget).
+
+It starts from a preset name, a platform file or a `Platform` (the last two listed beside the
+presets as "NAME (given)"). With `capacity_steps` the on-chip capacities are sliders over
+powers of two (still in bytes): an app whose sliders set level sizes uses these, so a size is
+edited in one place. `memory_view` (preset and levels) and `parts_view` (the rest) may be laid
+out apart; `view` holds both."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
 
 from workbench import platforms
 from workbench.errors import WorkbenchError
+from workbench.ui.controls import bytes_slider
 from workbench.ui.errors import error_html
 
 _CHOICES = {"overflow": platforms.OVERFLOW_MODES, "simd_style": platforms.SIMD_STYLES}
@@ -23,6 +31,7 @@ _LEVEL_NAMES = {(0, "bandwidth"): "bus_elems_per_cycle", (0, "energy_pj"): "ext_
                 (1, "from_size"): "size_aware_energy"}
 _LEVEL_FIELDS = ("name", "capacity", "access_bits", "energy_pj", "bandwidth")
 _ROW = widgets.Layout(width="118px")
+GIVEN = "(given)"  # the preset list's entry of a platform given as a file or an object
 
 
 def _widget(name: str, value: Any, kind: type, width: str = "150px") -> widgets.Widget:
@@ -42,14 +51,20 @@ def _widget(name: str, value: Any, kind: type, width: str = "150px") -> widgets.
 class LevelRow:
     """One memory level's widgets: name, capacity (bytes, all banks), access bits, energy (pJ
     per access; 'from size' derives it from table 3) and bandwidth (elements per cycle, 0:
-    unlimited). DRAM's capacity is unbounded and shown so."""
+    unlimited). DRAM's capacity is unbounded and shown so. `steps` (log2 of the smallest and
+    largest bytes): an on-chip capacity is a slider over powers of two, its value bytes."""
 
-    def __init__(self, level: dict[str, Any], index: int) -> None:
+    def __init__(self, level: dict[str, Any], index: int,
+                 steps: tuple[int, int] | None = None) -> None:
         self.index, self.banks = index, level["capacity"]
+        self.area_mm2_per_kb = level.get("area_mm2_per_kb")  # not shown: kept as declared
         total = 0 if level["capacity"] is None else int(platforms.parts.capacity_total(
             level["capacity"]))
         self.name = widgets.Text(value=level["name"], layout=_ROW)
-        self.capacity = widgets.IntText(value=total, layout=_ROW, disabled=index == 0)
+        self.capacity = bytes_slider(total, *steps) if steps and index else \
+            widgets.IntText(value=total, layout=_ROW, disabled=index == 0)
+        if steps and not index:  # DRAM: as wide as the sliders below it
+            self.capacity.layout = widgets.Layout(width="250px")
         self.access_bits = widgets.IntText(value=level["access_bits"], layout=_ROW)
         self.energy_pj = widgets.FloatText(value=level["energy_pj"] or 0.0, layout=_ROW)
         self.from_size = widgets.Checkbox(value=level["energy_pj"] is None and index > 0,
@@ -78,19 +93,31 @@ class LevelRow:
                 "access_bits": self.access_bits.value,
                 "energy_pj": None if self.from_size.value else self.energy_pj.value,
                 "bandwidth": self.bandwidth.value if not self.index  # DRAM: the bus, required
-                else self.bandwidth.value or None}
+                else self.bandwidth.value or None, "area_mm2_per_kb": self.area_mm2_per_kb}
 
 
 class PlatformPanel:
-    """Widgets for the whole platform; `platform()` returns the edited Platform."""
+    """Widgets for the whole platform; `platform()` returns the edited Platform. `preset`: a
+    preset name, a platform file or a Platform; `capacity_steps`: see the module."""
 
-    def __init__(self, preset: str = "idsp") -> None:
-        self.preset = widgets.Dropdown(options=platforms.list_platforms(), value=preset,
-                                       description="preset")
+    def __init__(self, preset: str | Path | platforms.Platform = "idsp",
+                 capacity_steps: tuple[int, int] | None = None) -> None:
+        names = platforms.list_platforms()
+        if isinstance(preset, platforms.Platform) or str(preset) not in names:
+            self.given: platforms.Platform | None = preset if isinstance(
+                preset, platforms.Platform) else platforms.load_platform(preset)
+            first = f"{self.given.name} {GIVEN}"
+            options = [first, *names]
+        else:
+            self.given, first, options = None, str(preset), names
+        self.steps = capacity_steps
+        self.preset = widgets.Dropdown(options=options, value=first, description="preset")
         self.message = widgets.HTML()
         self.levels_box = widgets.VBox()
-        self.add_level = widgets.Button(description="+ level inside", icon="plus")
-        self.remove_level = widgets.Button(description="− innermost level", icon="minus")
+        wide = widgets.Layout(width="170px")  # the default 148 px clips "− innermost level"
+        self.add_level = widgets.Button(description="+ level inside", icon="plus", layout=wide)
+        self.remove_level = widgets.Button(description="− innermost level", icon="minus",
+                                           layout=wide)
         self.add_level.on_click(lambda _: self._add_level())
         self.remove_level.on_click(lambda _: self._remove_level())
         self.parts: dict[str, dict[str, widgets.Widget]] = {}
@@ -98,9 +125,16 @@ class PlatformPanel:
         self.fields: dict[str, widgets.Widget] = {}
         self._listeners: list[Callable[[], None]] = []
         self._loading = False
-        self.view = widgets.VBox()
+        self.memory_view, self.parts_view = widgets.VBox(), widgets.VBox()
+        self.view = widgets.VBox([self.memory_view, self.parts_view])
         self.preset.observe(self._load_preset, names="value")
-        self._build(platforms.load_platform(preset))
+        self._build(self._source(first))
+
+    def _source(self, choice: str) -> platforms.Platform:
+        """The platform of a preset-list entry: the given one, or a shipped preset."""
+        if self.given is not None and choice == self.preset.options[0]:
+            return self.given
+        return platforms.load_platform(choice)
 
     # -- building -------------------------------------------------------------------------
     def _build(self, base: platforms.Platform) -> None:
@@ -124,7 +158,8 @@ class PlatformPanel:
                                               platforms.flat_type(name))
                                 for name in ("elem_bytes", "double_buffer")}
         self.parts["platform"] = {"clock_mhz": _widget("clock_mhz", base.clock_mhz, float)}
-        self.rows = [LevelRow(level.doc(), i) for i, level in enumerate(base.memory.levels)]
+        self.rows = [LevelRow(level.doc(), i, self.steps)
+                     for i, level in enumerate(base.memory.levels)]
         self._index_fields()
         head = widgets.HTML("<b>memory levels</b>, DRAM first: name, capacity (B), access "
                             "(bits), energy (pJ/access), bandwidth (elements/cycle, 0: "
@@ -136,7 +171,8 @@ class PlatformPanel:
         for part in ("platform", *_SCALAR_PARTS):
             sections.append(widgets.VBox([widgets.HTML(f"<b>{part}</b>"),
                                           *self.parts[part].values()]))
-        self.view.children = [self.preset, memory, *sections, self.message]
+        self.memory_view.children = [self.preset, memory, self.message]
+        self.parts_view.children = sections
         for w in self._all_widgets():
             w.observe(lambda change: self._changed(), names="value")
 
@@ -158,7 +194,8 @@ class PlatformPanel:
         """A level inside the innermost one: half its capacity, its width and energy."""
         inner = self.rows[-1].doc()
         size = max(1, int(self.rows[-1].capacity.value) // 2)
-        row = LevelRow({**inner, "name": f"L{len(self.rows)}", "capacity": size}, len(self.rows))
+        row = LevelRow({**inner, "name": f"L{len(self.rows)}", "capacity": size}, len(self.rows),
+                       self.steps)
         for w in row.widgets:
             w.observe(lambda change: self._changed(), names="value")
         self.rows.append(row)
@@ -175,10 +212,19 @@ class PlatformPanel:
     def _load_preset(self, change) -> None:
         self._loading = True
         try:
-            self._build(platforms.load_platform(change["new"]))
+            self._build(self._source(change["new"]))
         finally:
             self._loading = False
         self._changed()
+
+    def show(self, plat: platforms.Platform) -> None:
+        """Set every widget to `plat` (the preset entry stays) without notifying the
+        listeners: an app going back to the platform it shows."""
+        self._loading = True
+        try:
+            self._build(plat)
+        finally:
+            self._loading = False
 
     # -- the apps' interface --------------------------------------------------------------
     def set_quietly(self, name: str, value) -> None:
