@@ -426,3 +426,52 @@ def test_log_axes_are_ticked_all_along(browser, tmp_path: Path) -> None:
         else:  # powers of ten, the same number of decades apart
             assert all(math.isclose(10 ** round(math.log10(t)), t) for t in ticks)
             assert widest <= 10 ** math.ceil(decades / 8) * (1 + 1e-9), (lo, hi, ticks)
+
+
+# the output holding the plan app (its table): its right edge and widest sideways scroll (px)
+PLAN_FIT_JS = """() => {
+  const out = [...document.querySelectorAll('.jp-OutputArea-output')]
+    .find(o => o.querySelector('.widget-html table'));
+  if (!out) return null;
+  let right = 0, scroll = 0;
+  for (const e of [out, ...out.querySelectorAll('*')]) {
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0 && !e.closest('[style*="overflow-x"]'))
+      right = Math.max(right, r.right);
+  }
+  for (const e of [out, ...out.querySelectorAll('.widget-box, .widget-hbox, .widget-vbox')])
+    scroll = Math.max(scroll, e.scrollWidth - e.clientWidth);
+  return {right, scroll};
+}"""
+
+
+def test_jupyterlab_notebook_11_plan_fits_and_follows_the_objective(
+        browser, jupyterlab: str, tmp_path: Path) -> None:
+    """The plan app of notebook 11 fits a 1280 px window (its table scrolls inside its own
+    box if it must), draws its levels figure, and re-plans when the objective changes."""
+    import papermill as pm
+
+    pm.execute_notebook(str(ROOT / "notebooks" / "11_levels_and_cores.ipynb"),
+                        str(tmp_path / "11_levels_and_cores.ipynb"), prepare_only=True,
+                        parameters={"network": "lenet5", "platform": "seed001_3level",
+                                    "layer": "conv1"},
+                        kernel_name="python3", progress_bar=False)
+    page = browser.new_page(viewport={"width": SCREEN_PX, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{jupyterlab}/lab/tree/11_levels_and_cores.ipynb")
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90000)
+    _run_all_cells(page)
+    page.wait_for_selector(".widget-html table", timeout=180000)
+    page.wait_for_selector(".jp-OutputArea canvas", timeout=120000)
+    page.evaluate("() => { if (!window.jupyterapp.shell.leftCollapsed) "
+                  "window.jupyterapp.commands.execute('application:toggle-left-area'); }")
+    page.wait_for_timeout(500)
+    fit = page.evaluate(PLAN_FIT_JS)
+    assert fit is not None and fit["scroll"] <= 0 and fit["right"] <= SCREEN_PX, fit
+    assert page.locator("text=best by cycles").count() >= 1
+    page.locator("select").filter(has=page.locator("option", has_text="edp")).first \
+        .select_option("energy")
+    page.wait_for_selector("text=best by energy", timeout=120000)
+    assert errors == []
+    page.close()
