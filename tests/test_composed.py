@@ -302,3 +302,66 @@ def test_a_double_buffered_banked_level_priced_by_size_is_refused_in_one_line(
     plat = platforms.load_platform(str(path))
     m = composed.mapping(LAYER, plat, caches=Caches())
     assert m.hierarchy.levels[1].capacity_bytes.banks == (("IO", 512), ("W", 512))
+
+
+@settings(max_examples=40, deadline=None)
+@given(oy=st.integers(2, 14), ky=st.integers(1, 5), sy=st.integers(1, 3),
+       py=st.integers(0, 2), k=st.integers(2, 6))
+def test_halo_rows_are_the_rows_other_cores_hold(oy, ky, sy, py, k) -> None:
+    """`bands.halo` against sets of rows: each core's output rows read input rows (padding
+    excluded); those not in its own band of the producer's rows come from the cores whose
+    bands hold them."""
+    import numpy as np
+
+    from workbench.explore import bands
+
+    py = min(py, ky - 1)
+    layer = ConvLayer("h", Ox=3, Oy=oy, Oc=2, Kx=1, Ky=ky, Kc=2, Sy=sy, Py=py)
+    k = min(k, oy, layer.Iy)
+    own = [set(b.tolist()) for b in np.array_split(np.arange(layer.Iy), k)]
+    outs = [b.tolist() for b in np.array_split(np.arange(oy), k)]
+    got = bands.halo(layer, [rows[0] for rows in outs], 0, k)  # count unused: per core below
+    for core, rows in enumerate(outs):
+        read = {y * sy - py + r for y in rows for r in range(ky)} & set(range(layer.Iy))
+        other = read - own[core]
+        sources = {c for c in range(k) if c != core and own[c] & other}
+        (elements, transfers), = bands.halo(layer, [rows[0]], len(rows), k)
+        assert elements == len(other) * layer.Ix * layer.in_maps
+        assert transfers == len(sources)
+    assert len(got) == k
+
+
+BANDED_NET = """name: banded
+layers:
+  - {name: c1, type: conv, input: [3, 24, 24], maps: 16, kernel: 3, stride: 1, pad: 1}
+  - {name: r1, type: relu}
+  - {name: c2, type: conv, maps: 6, kernel: 3, stride: 1, pad: 0}
+"""
+
+
+def test_a_plan_keeps_maps_in_bands_and_replays(tmp_path) -> None:
+    """A map too big for one core's 4 KB but whose bands fit: with least external accesses
+    the conv → relu → conv boundary is kept in bands across the 4 cores (fused_across "xy"),
+    never on one core; the trace (executor per core, halo rows) counts the plan's traffic,
+    and every core's buffers and band fit its memory."""
+    from workbench.explore import trace_plan
+
+    path = tmp_path / "banded.yaml"
+    path.write_text(BANDED_NET)
+    net = layers.load_network(str(path))
+    doc = copy.deepcopy(DOC)
+    doc["memory"]["levels"][1]["capacity"] = 4096
+    plat = platforms.platform_from_dict(doc, "test")
+    plan = network_plan(net, plat, "accesses", caches=Caches())
+    across = plan[plan["fused_across"] == "xy"]
+    assert list(across["layer"]) == ["c1", "r1", "c2"] and (across["cores"] == 4).all()
+    traced = trace_plan(net, plat, plan)
+    rows = plan["schedule"] == "levels"
+    assert list(traced.loc[rows, "ext_accesses"]) == list(plan.loc[rows, "ext_accesses"])
+    assert (traced["local_bytes"] <= 4096).all()
+    row = plan.set_index("layer").loc["c2"].to_dict()
+    m = composed.planned_mapping(net["c2"], plat, row)
+    assert m.kept == ("xy", False) and replay_table(m)["equal"].all()
+    assert sum(e for s in m.shares for e, _ in s.halo) > 0
+    unfused = network_plan(net, plat, "accesses", "off", caches=Caches())
+    assert plan["ext_accesses"].sum() < unfused["ext_accesses"].sum()

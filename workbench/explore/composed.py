@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.explore.bands import BANDS, halo
 from workbench.explore.hierarchy_plan import (
     SIZE_ENERGY,
     layer_plan,
@@ -75,6 +76,8 @@ class ShareMapping:
     blocking: Blocking
     transfers: tuple[Transfer, ...]
     dma_transfers: int
+    halo: tuple[tuple[int, int], ...] = ()  # per core: (input elements, transfers) fetched
+    # from other cores' bands when the input is kept across cores (`bands`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,18 +205,25 @@ def _sourced_on_chip(transfers: tuple[Transfer, ...], kept: tuple[bool, bool]
 def mapping(layer: ConvLayer, platform: Platform, split: str = "oc", k: int = 1,
             kept: tuple[bool, bool] = (False, False), weights: str = "energy",
             caches: Caches | None = None) -> LevelsMapping | None:
-    """The layer's mapping for one split over k cores (one core when maps are kept): every
-    share's least blocking over `weighted(hierarchy, weights)`; None when a share has none
-    that fits."""
+    """The layer's mapping for one split over k cores: every share's least blocking over
+    `weighted(hierarchy, weights)`; None when a share has none that fits. Kept maps (True)
+    are on one core; kept in bands (`bands.BANDS`) need the row split over every core, each
+    core keeping its band (its input band with the halo rows fetched from the others)."""
     caches = caches_or_new(caches)
     hierarchy, widths = platform_hierarchy(platform), platform_precision(platform)
-    kept_bytes = (kept[0] * map_elems(layer, "in") * widths.inputs
-                  + kept[1] * map_elems(layer, "out") * widths.outputs)
-    searched = buffer_hierarchy(hierarchy, kept_bytes, platform.double_buffer)
-    if searched is None or (any(kept) and k != 1):
+    if BANDS in kept:
+        if split != BANDS or k != platform.cores or True in kept:
+            return None
+    elif any(kept) and k != 1:
         return None
-    parts = []
+    parts, priced_on = [], None
     for share in shares(layer, split, k):
+        kept_bytes = (bool(kept[0]) * map_elems(share.layer, "in") * widths.inputs
+                      + bool(kept[1]) * map_elems(share.layer, "out") * widths.outputs)
+        searched = buffer_hierarchy(hierarchy, kept_bytes, platform.double_buffer)
+        if searched is None:
+            return None
+        priced_on = priced_on or searched  # energies per access are the whole memory's
         share_layer = dataclasses.replace(share.layer, name="share")  # names cost nothing
         try:
             plan = layer_plan(share_layer, weighted(searched, weights), widths,
@@ -223,9 +233,10 @@ def mapping(layer: ConvLayer, platform: Platform, split: str = "oc", k: int = 1,
         moved = _sourced_on_chip(plan.result.transfers, kept)
         if moved is None:
             return None
+        fetched = halo(layer, share.starts, share.layer.Oy, k) if kept[0] == BANDS else ()
         parts.append(ShareMapping(share.cores, share.layer, share.starts, plan.found.blocking,
-                                  moved, dma_transfers(plan.result.transfers)))
-    return LevelsMapping(layer, split, k, tuple(parts), searched, kept, weights)
+                                  moved, dma_transfers(plan.result.transfers), fetched))
+    return LevelsMapping(layer, split, k, tuple(parts), priced_on, kept, weights)
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,10 +281,17 @@ def price(m: LevelsMapping, platform: Platform) -> dict[str, Any]:
             energy[name] += s.cores * pj
         if shared is not None:
             energy[dram_name] -= (s.cores - 1) * c.by_array[dram_name][shared]
+    # halo rows from the other cores' bands: over the bus, read there and written here
+    fetched = sum(e for s in m.shares for e, _ in s.halo)
+    bus["I"] += fetched
+    inner = h.levels[1]
+    energy[inner.name] += 2 * fetched * 8 * platform_precision(p).inputs / inner.access_bits \
+        * inner.access_pj("I", SIZE_ENERGY)
     bus_elems = sum(bus.values())
     bandwidth = h.levels[0].bandwidth_elems_per_cycle
     bus_cycles = 0.0 if bandwidth is None else bus_elems / bandwidth
-    setup = [s.dma_transfers * p.dma_setup_cycles * queue for s in m.shares]
+    setup = [(s.dma_transfers + max((t for _, t in s.halo), default=0))
+             * p.dma_setup_cycles * queue for s in m.shares]
     core = [c.compute + st for c, st in zip(priced, setup, strict=True)]
     links = {name: max(c.links[name] for c in priced) for name in priced[0].links}
     overlap = p.double_buffer  # else a core waits for the bus: DMA and compute in turn
@@ -300,7 +318,8 @@ def price(m: LevelsMapping, platform: Platform) -> dict[str, Any]:
         "blocking": first.blocking.describe(),
         "cycles": cycles, "energy_pj": sum(e_parts.values()),
         "ext_accesses": int(bus_elems), **{ARRAY_COLUMNS[a]: int(v) for a, v in bus.items()},
-        "dma_transfers": int(sum(s.cores * s.dma_transfers for s in m.shares)),
+        "dma_transfers": int(sum(s.cores * s.dma_transfers + sum(t for _, t in s.halo)
+                                 for s in m.shares)),
         "footprint_bytes": int(max(sum(_buffers(s, h, p)) for s in m.shares)),
         "compute_cycles": priced[slow].compute, "bus_cycles": bus_cycles,
         "bound": bound,
@@ -311,7 +330,8 @@ def price(m: LevelsMapping, platform: Platform) -> dict[str, Any]:
     for i, lvl in enumerate(h.levels):
         row[f"energy_pj_{lvl.name}"] = energy[lvl.name]
         row[f"accesses_{lvl.name}"] = int(sum(
-            s.cores * level_accesses(s.transfers, len(h))[i].total() for s in m.shares))
+            s.cores * level_accesses(s.transfers, len(h))[i].total() for s in m.shares)) \
+            + (2 * fetched if i == 1 else 0)
     return row
 
 
@@ -349,9 +369,14 @@ def options(layer: ConvLayer, platform: Platform, kept: tuple[bool, bool] = (Fal
     (one core counted once). For cycles, a split whose `cycles_floor` exceeds the least
     cycles found so far is skipped (it cannot be chosen, nor tie)."""
     caches = caches_or_new(caches)
-    ks = [("oc", 1)] if any(kept) else [("oc", 1)] + [
-        (kind, k) for kind in SPLITS if kind != "g" or layer.groups > 1
-        for k in range(2, max_cores(layer, kind, platform.cores) + 1)]
+    if BANDS in kept:  # kept in bands: the row split over every core, nothing else
+        ks = [(BANDS, platform.cores)]
+    elif any(kept):
+        ks = [("oc", 1)]
+    else:
+        ks = [("oc", 1)] + [
+            (kind, k) for kind in SPLITS if kind != "g" or layer.groups > 1
+            for k in range(2, max_cores(layer, kind, platform.cores) + 1)]
     prune = objective == "cycles"
     if prune:
         floors = {option: cycles_floor(layer, platform, *option) for option in ks}
@@ -388,9 +413,10 @@ def planned_mapping(layer: ConvLayer, platform: Platform, row: dict[str, Any],
     """The mapping behind a plan row of this layer (`explore.network_plan` on a platform with
     levels): its split, cores, kept maps and search, blocked again (or recalled from
     `caches`)."""
-    found = mapping(layer, platform, str(row["split"]), int(row["cores"]),
-                    (bool(row["fused_in"]), bool(row["fused_out"])), str(row["blocked_for"]),
-                    caches)
+    kept = tuple((BANDS if row.get("fused_across") == BANDS else True) if row[side] else False
+                 for side in ("fused_in", "fused_out"))
+    found = mapping(layer, platform, str(row["split"]), int(row["cores"]), kept,
+                    str(row["blocked_for"]), caches)
     if found is None:
         raise ValueError(f"layer {layer.name!r}: the row's mapping does not fit {platform.name}")
     return found

@@ -32,6 +32,7 @@ import pandas as pd
 from workbench import streaming
 from workbench.errors import WorkbenchError
 from workbench.explore import composed, pool_fold
+from workbench.explore.bands import BANDS
 from workbench.explore.cores import best_option, prebuild, share_rows
 from workbench.explore.query import OBJECTIVE_COLUMNS, check_objective, ranking
 from workbench.layers.network import Network
@@ -139,6 +140,17 @@ def _levels(layer, platform: Platform, objective: str, in_kept: bool, out_kept: 
     return {k: v for k, v in found[1].items() if k not in ("edp", "bus_cycles")}
 
 
+def banded(layers: Sequence[Layer], i: int, cores: int) -> bool:
+    """The boundary after layer i may keep its map in bands across all `cores` cores
+    (`bands`): a conv layer (i, or i − 1 with an activation folded into it at i) and the
+    conv layer after the boundary each have at least one output row per core."""
+    producer = i - 1 if isinstance(layers[i], ActivationLayer) and i > 0 else i
+    if cores < 2 or i + 1 >= len(layers):
+        return False
+    pair = (layers[producer], layers[i + 1])
+    return all(layer.tiled and layer.kind == "conv" and layer.Oy >= cores for layer in pair)
+
+
 def _streamed(layer, platform, objective, in_kept, out_kept) -> dict | None:
     try:
         c = streaming.best_stream(layer, platform, objective,
@@ -242,14 +254,16 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
                     if not (kin or kout) else _tiled_kept(layer, platform, objective, kin, kout,
                                                           schedules, local_traffic, caches)
             else:
-                row = _streamed(layer, platform, objective, kin, kout)
+                row = None if BANDS in (kin, kout) else \
+                    _streamed(layer, platform, objective, kin, kout)
             cache[shapes[i], kin, kout] = row
         return cache[shapes[i], kin, kout]
 
-    def outs(i: int) -> list[bool]:
+    def outs(i: int) -> list:
         if not ok_boundary[i]:
             return [False]
-        return [True] if modes[i] == "force" else [False, True]
+        kept = [True, BANDS] if levels and banded(layers, i, platform.cores) else [True]
+        return kept if modes[i] == "force" else [False, *kept]
 
     def _fold_pool(i: int, kin: bool, key: tuple, plan: Chain) -> None:
         """conv (+ activation) + pool in one pass: pool_fold."""
@@ -341,7 +355,10 @@ def _frame(net: Network, platform: Platform, objective: str, plan: list) -> pd.D
     for i, kin, kout, row in plan:
         layer = layers[i]
         r = {"layer": layer.name, "kind": layer.kind, "role": role(layer)} | row
-        r |= {"fused_in": kin, "fused_out": kout, "folded": bool(row.get("folded", False)),
+        r |= {"fused_in": bool(kin), "fused_out": bool(kout),
+              **({"fused_across": BANDS if BANDS in (kin, kout) else ""}
+                 if composed.applies(platform) else {}),
+              "folded": bool(row.get("folded", False)),
               "objective": objective, "macs": layer.macs, "ops": layer.ops}
         rows.append(r)
     df = pd.DataFrame(rows)

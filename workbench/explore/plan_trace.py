@@ -9,6 +9,8 @@ double-buffered) plus the kept maps fit the local memory.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -19,6 +21,7 @@ from workbench.explore.hierarchy_plan import platform_precision
 from workbench.explore.levels_replay import replay_counts
 from workbench.hierarchy.accesses import buffer_bytes
 from workbench.layers.network import Network
+from workbench.layers.spec import map_elems
 from workbench.platforms import Platform
 from workbench.tiling.model import Tile
 from workbench.tiling.trace_cores import trace_cores
@@ -26,16 +29,20 @@ from workbench.tiling.trace_cores import trace_cores
 
 def _levels(layer, platform: Platform, row: dict) -> tuple[dict[str, int], int]:
     """A conv/fc layer blocked over levels, replayed by `hierarchy.executor` core by core:
-    its bus elements per array and its busiest core's outermost on-chip buffers, in
-    elements at the platform's element size (`peak` · elem_bytes: its bytes there)."""
+    its bus elements per array (kept arrays sourced on chip; a banded input's halo rows
+    fetched from the other cores) and the bytes its busiest core holds in the outermost
+    on-chip level (buffers, doubled when double-buffered, and its kept maps or bands)."""
     m = composed.planned_mapping(layer, platform, row)
     bus = replay_counts(m)["bus"]
     widths = platform_precision(platform)
-    need = max(sum(buffer_bytes(s.transfers, len(m.hierarchy.levels), widths)[1].values())
-               for s in m.shares)
-    peak = -(-int(need) // platform.elem_bytes)
     scale = 2 if platform.double_buffer else 1
-    return {"in": bus["I"], "w": bus["W"], "out": bus["O"]}, -(-peak // scale)
+    need = max(scale * sum(buffer_bytes(s.transfers, len(m.hierarchy.levels), widths)[1]
+                           .values())
+               + bool(m.kept[0]) * map_elems(s.layer, "in") * widths.inputs
+               + bool(m.kept[1]) * map_elems(s.layer, "out") * widths.outputs
+               for s in m.shares)
+    fetched = sum(e for s in m.shares for e, _ in s.halo)
+    return {"in": bus["I"] + fetched, "w": bus["W"], "out": bus["O"]}, int(math.ceil(need))
 
 
 def trace_plan(net: Network, platform: Platform, plan: pd.DataFrame) -> pd.DataFrame:
@@ -58,7 +65,7 @@ def trace_plan(net: Network, platform: Platform, plan: pd.DataFrame) -> pd.DataF
         if row.folded:  # applied to the producer's output tiles in local memory
             pass
         elif layer.tiled and row.schedule == "levels":
-            moved, peak = _levels(layer, platform, row._asdict())
+            moved, need = _levels(layer, platform, row._asdict())
         elif layer.tiled:
             tiles = [Tile(*tile) for _, _, tile in row.shares]
             pool = getattr(row, "pool_fold", None)
@@ -83,15 +90,16 @@ def trace_plan(net: Network, platform: Platform, plan: pd.DataFrame) -> pd.DataF
                 moved["in"] += c.in_elems
                 moved["out"] += c.out_elems
                 peak = max(peak, c.in_buffer + c.out_buffer)
-        if row.fused_in:
-            moved["in"] = 0
-        if row.fused_out:
-            moved["out"] = 0
-        kept = 0 if row.folded else (
-            bool(row.fused_in) * int(np.prod(layer.in_shape)) * layer.On
-            + bool(row.fused_out) * int(np.prod(layers[last[i]].out_shape))
-            * layers[last[i]].On) * platform.elem_bytes
-        need = peak * scale + kept
+        if row.folded or row.schedule != "levels":  # a levels row counted all of it
+            if row.fused_in:
+                moved["in"] = 0
+            if row.fused_out:
+                moved["out"] = 0
+            kept = 0 if row.folded else (
+                bool(row.fused_in) * int(np.prod(layer.in_shape)) * layer.On
+                + bool(row.fused_out) * int(np.prod(layers[last[i]].out_shape))
+                * layers[last[i]].On) * platform.elem_bytes
+            need = peak * scale + kept
         if need > platform.local_mem_bytes:
             raise WorkbenchError(f"layer {layer.name!r}: buffers and kept maps need {need} B, "
                                  f"more than {platform.local_mem_bytes} B of local memory")
