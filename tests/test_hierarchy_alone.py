@@ -1,4 +1,4 @@
-"""Alone floors priced per class of chains (`workbench.hierarchy.search_alone`): gathered at a
+"""Alone floors priced per class of chains (`workbench.hierarchy.search.alone`): gathered at a
 slice (or at lemma 5's (X, Y) chain pairs) they are the floors priced there, element for
 element; a search sliced
 into parts that uses them equals the brute force over S and the same search without them, and
@@ -13,18 +13,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hierarchy_search import _fits, brute_force_s, search_case
 
-import workbench.hierarchy.search as search_module
-import workbench.hierarchy.search_alone as alone_module
-import workbench.hierarchy.search_class_floors as floors_module
+import workbench.hierarchy.search.alone as alone_module
+import workbench.hierarchy.search.class_floors as floors_module
+import workbench.hierarchy.search.driver as search_module
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
 from workbench.hierarchy.blocking import ARRAYS, DIMS, extents
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.search import search
-from workbench.hierarchy.search_bounds import alone_floor
-from workbench.hierarchy.search_grid import chain_classes, grid_of
-from workbench.hierarchy.search_placements import Lanes
-from workbench.hierarchy.search_r import nondominated_chains
-from workbench.hierarchy.search_space import LevelBlocks, unrolled_dims
+from workbench.hierarchy.search.bounds import alone_floor
+from workbench.hierarchy.search.grid import chain_classes, grid_of
+from workbench.hierarchy.search.placements import Lanes
+from workbench.hierarchy.search.r import nondominated_chains
+from workbench.hierarchy.search.space import LevelBlocks, unrolled_dims
 from workbench.layers import ConvLayer
 from workbench.memo import ByteLRU, Caches
 

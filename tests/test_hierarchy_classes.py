@@ -1,4 +1,4 @@
-"""Best-first search over classes of chains (`workbench.hierarchy.search_classes`; two or more
+"""Best-first search over classes of chains (`workbench.hierarchy.search.classes`; two or more
 on-chip levels): the class floor is at most `relaxed_floor` at every tile point of its class
 (float for float; with two levels the innermost role's part a bound over t_0), a class's points
 are listed once each, and the search over classes finds the energy of the search over slices
@@ -16,24 +16,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hierarchy_search import _fits
 
-import workbench.hierarchy.search as search_module
-import workbench.hierarchy.search_alone as alone_module
-import workbench.hierarchy.search_class_floors as floors_module
-import workbench.hierarchy.search_classes as classes_module
+import workbench.hierarchy.search.alone as alone_module
+import workbench.hierarchy.search.class_floors as floors_module
+import workbench.hierarchy.search.classes as classes_module
+import workbench.hierarchy.search.driver as search_module
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
 from workbench.hierarchy.blocking import ARRAYS, DIMS, extents
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.search import search
-from workbench.hierarchy.search_alone import AloneTables
-from workbench.hierarchy.search_bounds import alone_floor, relaxed_floor
-from workbench.hierarchy.search_class_floors import ClassFloors, flat_grid
-from workbench.hierarchy.search_context import SearchMemo
-from workbench.hierarchy.search_dominance import alone_prefixes
-from workbench.hierarchy.search_grid import grid_of
-from workbench.hierarchy.search_levels import _datapath_side, _level
-from workbench.hierarchy.search_r import _pj_per_bit, nondominated_chains
-from workbench.hierarchy.search_roles import in_roles, role_orders, role_patterns
-from workbench.hierarchy.search_space import LevelBlocks, side_cost, unrolled_dims, variant
+from workbench.hierarchy.search.alone import AloneTables
+from workbench.hierarchy.search.bounds import alone_floor, relaxed_floor
+from workbench.hierarchy.search.class_floors import ClassFloors, flat_grid
+from workbench.hierarchy.search.context import SearchMemo
+from workbench.hierarchy.search.dominance import alone_prefixes
+from workbench.hierarchy.search.grid import grid_of
+from workbench.hierarchy.search.levels import _datapath_side, _level
+from workbench.hierarchy.search.r import _pj_per_bit, nondominated_chains
+from workbench.hierarchy.search.roles import in_roles, role_orders, role_patterns
+from workbench.hierarchy.search.space import LevelBlocks, side_cost, unrolled_dims, variant
 from workbench.layers import ConvLayer
 from workbench.memo import Caches
 
@@ -280,7 +280,7 @@ def test_outer_tables_are_kept_for_a_search_keeping_the_level(monkeypatch) -> No
     the second search takes the outer level's tables the first priced, so prices fewer of its
     classes than the same search with nothing kept, and finds the same blocking and energy."""
     from workbench import layers
-    from workbench.hierarchy import search_levels as levels_module
+    from workbench.hierarchy.search import levels as levels_module
 
     conv2 = next(lay for lay in layers.load_network("lenet5").tiled_layers()
                  if lay.name == "conv2")

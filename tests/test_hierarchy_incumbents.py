@@ -21,7 +21,7 @@ from test_hierarchy_search import (
     search_case,
 )
 
-import workbench.hierarchy.search_class_floors as floors_module
+import workbench.hierarchy.search.class_floors as floors_module
 from workbench.hierarchy import (
     ARRAYS,
     DIMS,
@@ -35,9 +35,9 @@ from workbench.hierarchy import (
 )
 from workbench.hierarchy.codesign import Codesigner, DesignSpace, LevelSlot
 from workbench.hierarchy.search import gen_chains, search
-from workbench.hierarchy.search_bounds import in_s, incumbent
-from workbench.hierarchy.search_context import SearchMemo
-from workbench.hierarchy.search_merged import in_merged
+from workbench.hierarchy.search.bounds import in_s, incumbent
+from workbench.hierarchy.search.context import SearchMemo
+from workbench.hierarchy.search.merged import in_merged
 from workbench.layers import ConvLayer
 from workbench.memo import Caches
 
@@ -375,7 +375,7 @@ def test_a_weak_incumbent_still_prices_the_seed_points_first(monkeypatch) -> Non
     file, from its optimum on a 512 B SRAM and a 64 B register file (2.25× the optimum here);
     the answer equals the search without an incumbent."""
     monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
-    import workbench.hierarchy.search_points as points
+    import workbench.hierarchy.search.points as points
     from workbench import layers
 
     conv2 = next(lay for lay in layers.load_network("lenet5").tiled_layers()

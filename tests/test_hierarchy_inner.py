@@ -29,13 +29,13 @@ from workbench.hierarchy import (
     Level,
     SplitCapacity,
     evaluate,
-    search_space,
     transfers,
 )
 from workbench.hierarchy.blocking import carries, trip_counts
-from workbench.hierarchy.search_bounds import alone_floor, alone_prefixes
-from workbench.hierarchy.search_placements import Lanes, rolling
-from workbench.hierarchy.search_space import (
+from workbench.hierarchy.search import space as search_space
+from workbench.hierarchy.search.bounds import alone_floor, alone_prefixes
+from workbench.hierarchy.search.placements import Lanes, rolling
+from workbench.hierarchy.search.space import (
     BIT,
     G0BIT,
     INNER,
@@ -414,7 +414,7 @@ def test_buffers_inside_group_0_hold_a_step() -> None:
 
     from workbench.hierarchy.datapath import Datapath
     from workbench.hierarchy.search import search
-    from workbench.hierarchy.search_bounds import in_s
+    from workbench.hierarchy.search.bounds import in_s
 
     lanes = Lanes({"C": 2, "M": 4})
     for codes, _ in inner_placements(("I", "W", "O"), lanes):
@@ -472,7 +472,7 @@ def test_relaxation_least_is_the_brute_force_least_or_says_one_is_below_the_limi
     """`search_kernel._least_relaxed` (nested loops pruned by partial sums, stopping at a sum
     below the limit) returns, against every combination summed in held order: −inf when some
     fitting sum e has (add + e) × mul < limit, else the least fitting sum (inf: none)."""
-    from workbench.hierarchy.search_kernel import _least_relaxed
+    from workbench.hierarchy.search.kernel import _least_relaxed
 
     rows, alone, energy, foot, caps, bank = case
     sums = []

@@ -15,9 +15,9 @@ from workbench.hierarchy import (
     evaluate,
     interrupt,
 )
-from workbench.hierarchy import search_class_floors as floors_module
-from workbench.hierarchy import search_classes as classes_module
 from workbench.hierarchy.codesign import table3_energy_pj
+from workbench.hierarchy.search import class_floors as floors_module
+from workbench.hierarchy.search import classes as classes_module
 from workbench.hierarchy.search import search, sliced
 from workbench.memo import Caches
 

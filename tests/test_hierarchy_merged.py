@@ -30,7 +30,7 @@ from workbench.hierarchy.levels import (
     capacity_banks,
 )
 from workbench.hierarchy.search import gen_chains, search
-from workbench.hierarchy.search_merged import merged_levels, two_levels, unmerged
+from workbench.hierarchy.search.merged import merged_levels, two_levels, unmerged
 from workbench.layers import ConvLayer
 
 

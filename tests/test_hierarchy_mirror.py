@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from test_hierarchy_incumbents import _s_blocking
 from test_hierarchy_search import _fits, brute_force_s
 
-import workbench.hierarchy.search as search_module
-import workbench.hierarchy.search_alone as alone_module
+import workbench.hierarchy.search.alone as alone_module
+import workbench.hierarchy.search.driver as search_module
 from workbench.hierarchy import (
     DIMS,
     Blocking,

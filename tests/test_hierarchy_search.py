@@ -36,24 +36,24 @@ from workbench.hierarchy import (
     evaluate,
     transfers,
 )
-from workbench.hierarchy import search_r as search_r_module
 from workbench.hierarchy.accesses import energy_by_array_pj, energy_pj
 from workbench.hierarchy.blocking import footprint, trip_counts
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.search import gen_chains, search, search_r
-from workbench.hierarchy.search_bounds import (
+from workbench.hierarchy.search import r as search_r_module
+from workbench.hierarchy.search.bounds import (
     chain_terms,
     least_held,
     pattern_floor,
     r_blocks_fit,
     relaxed_floor,
 )
-from workbench.hierarchy.search_grid import grid_of
-from workbench.hierarchy.search_levels import _datapath_side
-from workbench.hierarchy.search_merged import in_merged, merged_levels
-from workbench.hierarchy.search_r import _footprints as footprints
-from workbench.hierarchy.search_r import _pj_per_bit
-from workbench.hierarchy.search_space import holder_patterns, side_cost, unrolled_dims
+from workbench.hierarchy.search.grid import grid_of
+from workbench.hierarchy.search.levels import _datapath_side
+from workbench.hierarchy.search.merged import in_merged, merged_levels
+from workbench.hierarchy.search.r import _footprints as footprints
+from workbench.hierarchy.search.r import _pj_per_bit
+from workbench.hierarchy.search.space import holder_patterns, side_cost, unrolled_dims
 from workbench.layers import ConvLayer
 
 ONE = ElementBytes(1, 1, 1, 1)

@@ -11,7 +11,7 @@ import numpy as np
 
 from workbench.hierarchy import interrupt
 from workbench.hierarchy.blocking import ARRAYS, DIMS
-from workbench.hierarchy.search_bounds import (
+from workbench.hierarchy.search.bounds import (
     alone_floor,
     chain_terms,
     least_held,
@@ -19,22 +19,22 @@ from workbench.hierarchy.search_bounds import (
     r_blocks_fit,
     relaxed_floor,
 )
-from workbench.hierarchy.search_context import RoleSearch
-from workbench.hierarchy.search_grid import (
+from workbench.hierarchy.search.context import RoleSearch
+from workbench.hierarchy.search.grid import (
     LazyPoints,
     at_rows,
     chains_at,
     grid_of,
     grid_shape,
 )
-from workbench.hierarchy.search_levels import (
+from workbench.hierarchy.search.levels import (
     _blocks,
     _datapath_side,
     _level_table,
     _smallest,
     class_ids,
 )
-from workbench.hierarchy.search_space import (
+from workbench.hierarchy.search.space import (
     BATCH,
     LevelBlocks,
     Pattern,

@@ -12,9 +12,9 @@ from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking
 from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, capacity_banks
-from workbench.hierarchy.search_context import Space
-from workbench.hierarchy.search_r import _footprints
-from workbench.hierarchy.search_space import (
+from workbench.hierarchy.search.context import Space
+from workbench.hierarchy.search.r import _footprints
+from workbench.hierarchy.search.space import (
     INNER,
     LANE,
     LevelBlocks,

@@ -17,13 +17,13 @@ import numpy as np
 
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy, capacity_banks
-from workbench.hierarchy.search_dominance import (
+from workbench.hierarchy.search.dominance import (
     alone_prefixes,
     grades,
     inner_placements,
     level_placements,
 )
-from workbench.hierarchy.search_kernel import (
+from workbench.hierarchy.search.kernel import (
     HI,
     LO,
     ONE,
@@ -32,7 +32,7 @@ from workbench.hierarchy.search_kernel import (
     floor_under,
     least_total,
 )
-from workbench.hierarchy.search_placements import (
+from workbench.hierarchy.search.placements import (
     _FOOT_ONLY,
     _PAIRS,
     _REFILL_ONLY,

@@ -13,7 +13,7 @@ from workbench.errors import WorkbenchError
 from workbench.hierarchy.blocking import ARRAYS, Blocking
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.levels import Hierarchy, Level
-from workbench.hierarchy.search_space import holder_patterns
+from workbench.hierarchy.search.space import holder_patterns
 
 Roles = tuple[int, ...]  # roles[r − 1]: the memory level (1 … L) playing role r
 

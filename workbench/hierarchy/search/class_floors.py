@@ -16,11 +16,11 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
-from workbench.hierarchy.search_alone import AloneTables, inner_bound_grid
-from workbench.hierarchy.search_context import SearchMemo, Space
-from workbench.hierarchy.search_grid import chain_classes
-from workbench.hierarchy.search_levels import _datapath_side, _level_table
-from workbench.hierarchy.search_space import (
+from workbench.hierarchy.search.alone import AloneTables, inner_bound_grid
+from workbench.hierarchy.search.context import SearchMemo, Space
+from workbench.hierarchy.search.grid import chain_classes
+from workbench.hierarchy.search.levels import _datapath_side, _level_table
+from workbench.hierarchy.search.space import (
     Pattern,
     side_cost,
     unrolled_dims,

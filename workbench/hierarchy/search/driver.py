@@ -19,32 +19,30 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import ElementBytes, PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, Blocking, extents
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy
-from workbench.hierarchy.search_alone import AloneTables
-from workbench.hierarchy.search_bounds import incumbent, pattern_floor
-from workbench.hierarchy.search_class_floors import ClassFloors
-from workbench.hierarchy.search_classes import search_classes
-from workbench.hierarchy.search_context import RoleJob, RoleSearch, SearchMemo, Space
-from workbench.hierarchy.search_grid import chain_classes, mirrored
-from workbench.hierarchy.search_levels import _blocking
-from workbench.hierarchy.search_memory import InnerMemory
-from workbench.hierarchy.search_merged import merged_levels, new_patterns, unmerged
-from workbench.hierarchy.search_points import _points
-from workbench.hierarchy.search_r import (
+from workbench.hierarchy.search.alone import AloneTables
+from workbench.hierarchy.search.bounds import incumbent, pattern_floor
+from workbench.hierarchy.search.class_floors import ClassFloors
+from workbench.hierarchy.search.classes import search_classes
+from workbench.hierarchy.search.context import RoleJob, RoleSearch, SearchMemo, Space
+from workbench.hierarchy.search.grid import chain_classes, mirrored
+from workbench.hierarchy.search.levels import _blocking
+from workbench.hierarchy.search.memory import InnerMemory
+from workbench.hierarchy.search.merged import merged_levels, new_patterns, unmerged
+from workbench.hierarchy.search.points import _points
+from workbench.hierarchy.search.r import (
     CHUNK,
     NoFitError,
     SearchResult,
     _pj_per_bit,
-    gen_chains,
     nondominated_chains,
-    search_r,
 )
-from workbench.hierarchy.search_roles import (
+from workbench.hierarchy.search.roles import (
     in_roles,
     role_orders,
     role_patterns,
     to_memory,
 )
-from workbench.hierarchy.search_space import holder_patterns, unrolled_dims
+from workbench.hierarchy.search.space import holder_patterns, unrolled_dims
 from workbench.layers.spec import ConvLayer, as_grouped
 from workbench.memo import Caches, caches_or_new
 
@@ -239,5 +237,4 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
     return None if best_at is None else (best, best_at)
 
 
-__all__ = ["NoFitError", "SearchResult", "gen_chains", "nondominated_chains", "search",
-           "search_r", "sliced"]
+__all__ = ["search", "sliced"]

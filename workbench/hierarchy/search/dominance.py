@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 
 from workbench.hierarchy.blocking import DIMS, GROUP0
-from workbench.hierarchy.search_placements import (
+from workbench.hierarchy.search.placements import (
     _FOOT_ONLY,
     _PAIRS,
     _REFILL_ONLY,

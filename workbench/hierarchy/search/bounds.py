@@ -15,10 +15,10 @@ from workbench.hierarchy.accesses import PrecisionLike, energy_pj
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents, transfers
 from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, banks_fit, capacity_banks
-from workbench.hierarchy.search_grid import LazyPoints
-from workbench.hierarchy.search_merged import in_merged
-from workbench.hierarchy.search_roles import in_roles, role_orders, to_roles
-from workbench.hierarchy.search_space import (
+from workbench.hierarchy.search.grid import LazyPoints
+from workbench.hierarchy.search.merged import in_merged
+from workbench.hierarchy.search.roles import in_roles, role_orders, to_roles
+from workbench.hierarchy.search.space import (
     BATCH,
     OPERANDS,
     LevelBlocks,

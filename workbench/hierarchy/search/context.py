@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from workbench.hierarchy.search_memory import KeptBounds
+from workbench.hierarchy.search.memory import KeptBounds
 from workbench.memo import ByteLRU, Caches
 
 if TYPE_CHECKING:
