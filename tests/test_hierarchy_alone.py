@@ -21,9 +21,9 @@ from workbench.hierarchy.blocking import ARRAYS, DIMS, extents
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.search import search
 from workbench.hierarchy.search.bounds import alone_floor
-from workbench.hierarchy.search.grid import chain_classes, grid_of
+from workbench.hierarchy.search.chains import chain_classes, nondominated_chains
+from workbench.hierarchy.search.grid import grid_of
 from workbench.hierarchy.search.placements import Lanes
-from workbench.hierarchy.search.r import nondominated_chains
 from workbench.hierarchy.search.space import LevelBlocks, unrolled_dims
 from workbench.layers import ConvLayer
 from workbench.memo import ByteLRU, Caches

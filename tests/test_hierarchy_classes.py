@@ -26,14 +26,20 @@ from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.search import search
 from workbench.hierarchy.search.alone import AloneTables
 from workbench.hierarchy.search.bounds import alone_floor, relaxed_floor
+from workbench.hierarchy.search.chains import nondominated_chains
 from workbench.hierarchy.search.class_floors import ClassFloors, flat_grid
 from workbench.hierarchy.search.context import SearchMemo
 from workbench.hierarchy.search.dominance import alone_prefixes
 from workbench.hierarchy.search.grid import grid_of
 from workbench.hierarchy.search.levels import _datapath_side, _level
-from workbench.hierarchy.search.r import _pj_per_bit, nondominated_chains
 from workbench.hierarchy.search.roles import in_roles, role_orders, role_patterns
-from workbench.hierarchy.search.space import LevelBlocks, side_cost, unrolled_dims, variant
+from workbench.hierarchy.search.space import (
+    LevelBlocks,
+    pj_per_bit,
+    side_cost,
+    unrolled_dims,
+    variant,
+)
 from workbench.layers import ConvLayer
 from workbench.memo import Caches
 
@@ -92,7 +98,7 @@ def test_class_floor_is_below_the_relaxed_floor_at_every_point(case, data,
     memo = SearchMemo.of(Caches())
     tables = AloneTables(layer, view, per_dim, extent, PREC, memo.tables)
     floors = ClassFloors(layer, view, per_dim, extent, PREC, memo)
-    pj_bit = _pj_per_bit(view, None)
+    pj_bit = pj_per_bit(view, None)
     bound = floors.floor(tables, pj_bit, patterns).reshape(floors.shape)
     grid = grid_of(per_dim, extent)
     mac, fetched, outputs = _datapath_side(layer, view, grid)
@@ -127,7 +133,7 @@ def test_outer_floor_is_below_each_patterns_bound_at_every_point(case, data,
     floors = ClassFloors(layer, view, per_dim, extent, PREC, memo)
     if not ClassFloors.applies(tables):
         return
-    pj_bit = _pj_per_bit(view, None)
+    pj_bit = pj_per_bit(view, None)
     every = np.indices(tuple(len(per_dim[d]) for d in DIMS)).reshape(len(DIMS), -1)
     chain_at = dict(zip(DIMS, every, strict=True))
     flat = {d: ([t.reshape(-1) for t in tiles], p.reshape(-1))

@@ -39,8 +39,7 @@ from workbench.hierarchy import (
 from workbench.hierarchy.accesses import energy_by_array_pj, energy_pj
 from workbench.hierarchy.blocking import footprint, trip_counts
 from workbench.hierarchy.datapath import Datapath
-from workbench.hierarchy.search import gen_chains, search, search_r
-from workbench.hierarchy.search import r as search_r_module
+from workbench.hierarchy.search import NoFitError, gen_chains, search, search_r
 from workbench.hierarchy.search.bounds import (
     chain_terms,
     least_held,
@@ -51,9 +50,8 @@ from workbench.hierarchy.search.bounds import (
 from workbench.hierarchy.search.grid import grid_of
 from workbench.hierarchy.search.levels import _datapath_side
 from workbench.hierarchy.search.merged import in_merged, merged_levels
-from workbench.hierarchy.search.r import _footprints as footprints
-from workbench.hierarchy.search.r import _pj_per_bit
-from workbench.hierarchy.search.space import holder_patterns, side_cost, unrolled_dims
+from workbench.hierarchy.search.r import footprints
+from workbench.hierarchy.search.space import holder_patterns, pj_per_bit, side_cost, unrolled_dims
 from workbench.layers import ConvLayer
 
 ONE = ElementBytes(1, 1, 1, 1)
@@ -457,7 +455,7 @@ def _r_optimum(layer, hier, prec, size_energy, bypass: bool = False) -> float:
         if bypass:
             return search(layer, hier, prec, size_energy, bypass=False).energy_pj
         return search_r(layer, hier, prec, size_energy).energy_pj
-    except search_r_module.NoFitError:
+    except NoFitError:
         return math.inf
 
 
@@ -825,7 +823,7 @@ def test_pattern_floor_is_below_every_blocking_of_its_pattern(case, data) -> Non
     prec = ElementBytes(1, 1, 1, 2)
     pattern = data.draw(st.sampled_from(holder_patterns(hier)))
     blocking = _random_blocking(layer, hier, pattern, data)
-    floor = pattern_floor(layer, hier, _pj_per_bit(hier, None), prec, pattern) * layer.groups
+    floor = pattern_floor(layer, hier, pj_per_bit(hier, None), prec, pattern) * layer.groups
     assert floor <= evaluate(layer, blocking, hier, prec).total_energy_pj * (1 + 1e-12)
 
 
@@ -852,7 +850,7 @@ def test_relaxed_floor_is_below_every_fitting_blocking_at_its_tiles(case, data) 
     mac, fetched, outputs = _datapath_side(layer, hier, flat)
     unit = {a: side_cost(a, fetched[a], 1.0, outputs, prec) for a in ARRAYS}
     others = [data.draw(st.sampled_from(patterns)) for _ in range(data.draw(st.integers(0, 3)))]
-    pj_bit = _pj_per_bit(hier, None)
+    pj_bit = pj_per_bit(hier, None)
     floor = (mac + relaxed_floor(layer, hier, flat, pj_bit, prec, [pattern, *others], unit))
     energy = evaluate(layer, blocking, hier, prec).total_energy_pj
     assert float(np.ravel(floor)[0]) * layer.groups <= energy * (1 + 1e-12)

@@ -21,7 +21,7 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
-from workbench.hierarchy.search.grid import chain_classes
+from workbench.hierarchy.search.chains import chain_classes
 from workbench.hierarchy.search.kernel import O, W, _kernel, _window
 from workbench.hierarchy.search.space import Pattern, alone_tables, lane_count, unrolled_dims
 from workbench.layers.spec import ConvLayer

@@ -12,9 +12,10 @@ import numpy as np
 
 from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike, energy_pj
-from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents, transfers
+from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, transfers
 from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, banks_fit, capacity_banks
+from workbench.hierarchy.search.chains import dim_extents
 from workbench.hierarchy.search.grid import LazyPoints
 from workbench.hierarchy.search.merged import in_merged
 from workbench.hierarchy.search.roles import in_roles, role_orders, to_roles
@@ -30,8 +31,6 @@ from workbench.hierarchy.search.space import (
     variant,
 )
 from workbench.layers.spec import ConvLayer
-
-_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 
 
 def alone_floor(level_bytes: float, blocks: LevelBlocks, array: str) -> np.ndarray:
@@ -142,7 +141,7 @@ def pattern_floor(layer: ConvLayer, hierarchy: Hierarchy, pj_bit: np.ndarray,
     MACs of the unpadded layer; every holder receives each element of its array at least once
     (outputs: written back at least once); the datapath takes at least `fetches` over the
     unpadded extents with one block (steps_along(E, E, u) = ⌈E/u⌉ ≤ (P/t0)·⌈t0/u⌉)."""
-    e = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    e = dim_extents(layer)
     kk = layer.Kx * layer.Ky
     macs = kk * math.prod(e.values())
     fetched = fetches(kk, e, e, hierarchy.datapath) if hierarchy.datapath is not None \
@@ -179,7 +178,7 @@ def _in_part(layer: ConvLayer, blocking: Blocking, hierarchy, bypass: bool) -> b
     on_chip = len(hierarchy.levels) - 1
     if len(blocking.orders) != on_chip + 1:
         return False
-    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    extent = dim_extents(layer)
     if blocking.tiles and any(t > extent[d] for d, t in zip(DIMS, blocking.tiles[-1],
                                                                strict=True)):
         return False
@@ -214,7 +213,7 @@ def incumbent(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
     if size_energy is not None:  # a pure rule, asked once per (size, width) here
         size_energy = functools.lru_cache(maxsize=None)(size_energy)
     best = None
-    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    extent = dim_extents(layer)
     lanes = unrolled_dims(hierarchy.datapath)
     for blocking in candidates:
         if not in_s(layer, blocking, hierarchy, bypass) and not (

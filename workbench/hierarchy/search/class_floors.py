@@ -17,8 +17,8 @@ from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
 from workbench.hierarchy.search.alone import AloneTables, inner_bound_grid
+from workbench.hierarchy.search.chains import chain_classes
 from workbench.hierarchy.search.context import SearchMemo, Space
-from workbench.hierarchy.search.grid import chain_classes
 from workbench.hierarchy.search.levels import _datapath_side, _level_table
 from workbench.hierarchy.search.space import (
     Pattern,

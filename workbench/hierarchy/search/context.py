@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from workbench.errors import WorkbenchError
+from workbench.hierarchy.blocking import Blocking
 from workbench.hierarchy.search.memory import KeptBounds
 from workbench.memo import ByteLRU, Caches
 
@@ -113,4 +115,20 @@ class RoleJob:
     memo: SearchMemo
 
 
-__all__ = ["RoleJob", "RoleSearch", "SearchMemo", "Space"]
+class NoFitError(WorkbenchError):
+    """No blocking of the space fits the hierarchy's capacities."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """The best blocking of the space searched, its energy (pJ, whole layer), the non-dominated
+    tile chains per dimension and their combinations."""
+
+    blocking: Blocking
+    energy_pj: float
+    chains_per_dim: dict[str, int]
+    combinations: int
+
+
+__all__ = ["NoFitError", "RoleJob", "RoleSearch", "SearchMemo", "SearchResult",
+           "Space"]

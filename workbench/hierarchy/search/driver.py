@@ -17,36 +17,37 @@ import numpy as np
 
 from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import ElementBytes, PrecisionLike
-from workbench.hierarchy.blocking import ARRAYS, DIMS, Blocking, extents
+from workbench.hierarchy.blocking import ARRAYS, DIMS, Blocking
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy
 from workbench.hierarchy.search.alone import AloneTables
 from workbench.hierarchy.search.bounds import incumbent, pattern_floor
+from workbench.hierarchy.search.chains import chain_classes, dim_extents, nondominated_chains
 from workbench.hierarchy.search.class_floors import ClassFloors
 from workbench.hierarchy.search.classes import search_classes
-from workbench.hierarchy.search.context import RoleJob, RoleSearch, SearchMemo, Space
-from workbench.hierarchy.search.grid import chain_classes, mirrored
+from workbench.hierarchy.search.context import (
+    NoFitError,
+    RoleJob,
+    RoleSearch,
+    SearchMemo,
+    SearchResult,
+    Space,
+)
+from workbench.hierarchy.search.grid import mirrored
 from workbench.hierarchy.search.levels import _blocking
 from workbench.hierarchy.search.memory import InnerMemory
 from workbench.hierarchy.search.merged import merged_levels, new_patterns, unmerged
 from workbench.hierarchy.search.points import _points
-from workbench.hierarchy.search.r import (
-    CHUNK,
-    NoFitError,
-    SearchResult,
-    _pj_per_bit,
-    nondominated_chains,
-)
+from workbench.hierarchy.search.r import CHUNK
 from workbench.hierarchy.search.roles import (
     in_roles,
     role_orders,
     role_patterns,
     to_memory,
 )
-from workbench.hierarchy.search.space import holder_patterns, unrolled_dims
+from workbench.hierarchy.search.space import holder_patterns, pj_per_bit, unrolled_dims
 from workbench.layers.spec import ConvLayer, as_grouped
 from workbench.memo import Caches, caches_or_new
 
-_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 SMALL = 1 << 21   # tile combinations up to which a layer is priced in one slice
 
 
@@ -74,7 +75,7 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
                    math.inf if start is None else start[0], share, (0, 1), merged, memo)
     interrupt.progress(1.0)
     on_chip = len(hierarchy.levels) - 1
-    chains = {d: len(nondominated_chains(extents(layer)[_EXTENT[d]], on_chip)) for d in DIMS}
+    chains = {d: len(nondominated_chains(e, on_chip)) for d, e in dim_extents(layer).items()}
     combos = math.prod(chains.values())
     if found is None and start is not None:  # nothing below the incumbent: it is optimal
         return SearchResult(start[1], start[0], chains, combos)
@@ -98,7 +99,7 @@ def _least(layer: ConvLayer, hierarchy, precision: PrecisionLike,
     merged hierarchy). `span` (i, n): the progress reported
     is the i-th of n equal parts of the whole (a merged part's search inside another's)."""
     on_chip = len(hierarchy.levels) - 1
-    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    extent = dim_extents(layer)
     per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
     orders = list(role_orders(hierarchy, bypass))
     parts = merged_levels(hierarchy) if bypass and merged else []
@@ -138,9 +139,8 @@ def sliced(layer: ConvLayer, hierarchy: Hierarchy) -> bool:
     """Whether the layer is searched in many slices on the hierarchy (a `share` of it is then
     a share of the work; else share (0, n) is all of it and the others nothing)."""
     on_chip = len(hierarchy.levels) - 1
-    extent = extents(layer)
-    return math.prod(len(nondominated_chains(extent[_EXTENT[d]], on_chip))
-                     for d in DIMS) > SMALL
+    return math.prod(len(nondominated_chains(e, on_chip))
+                     for e in dim_extents(layer).values()) > SMALL
 
 
 def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tuple[int, int],
@@ -155,7 +155,7 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
     on_chip = len(hierarchy.levels) - 1
     classes = {d: {g: chain_classes(per_dim[d], extent[d], g) for g in range(2, on_chip + 1)}
                for d in DIMS}  # role L−γ+1's view of each chain
-    pj_bit = _pj_per_bit(hierarchy, size_energy)
+    pj_bit = pj_per_bit(hierarchy, size_energy)
     space = Space(layer, hierarchy, per_dim, extent, classes, pj_bit, precision, job.memo)
     if patterns is None:
         patterns = role_patterns(hierarchy, roles) if bypass else \

@@ -13,16 +13,6 @@ from workbench.hierarchy.levels import Hierarchy
 from workbench.layers.spec import ConvLayer
 
 
-def chain_classes(chains: np.ndarray, extent: int, gamma: int) -> np.ndarray:
-    """Per chain, an id of its (t_{γ−1}, t_γ, P): the values on-chip level L−γ+1 sees."""
-    on_chip = chains.shape[1]
-    padded = -(-extent // chains[:, -1]) * chains[:, -1]
-    hi = chains[:, gamma] if gamma < on_chip else padded
-    return np.unique(np.stack([chains[:, gamma - 1], hi, padded], axis=1), axis=0,
-                     return_inverse=True)[1].reshape(-1)
-
-
-
 def mirrored(layer: ConvLayer, hierarchy: Hierarchy) -> bool:
     """Does lemma 5 hold: layer and datapath alike along X and Y?"""
     dp = hierarchy.datapath
@@ -101,5 +91,5 @@ def grid_of(chains_of: dict[str, np.ndarray], extent: dict, paired: bool = False
     return out
 
 
-__all__ = ["LazyPoints", "at_rows", "chain_classes", "chains_at", "gather", "grid_of",
+__all__ = ["LazyPoints", "at_rows", "chains_at", "gather", "grid_of",
            "grid_shape", "mirrored"]

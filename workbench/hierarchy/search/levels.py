@@ -13,7 +13,7 @@ from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking
 from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, capacity_banks
 from workbench.hierarchy.search.context import Space
-from workbench.hierarchy.search.r import _footprints
+from workbench.hierarchy.search.r import footprints
 from workbench.hierarchy.search.space import (
     INNER,
     LANE,
@@ -45,7 +45,7 @@ def _datapath_side(layer: ConvLayer, hierarchy: Hierarchy, flat: dict):
 def _smallest(layer: ConvLayer, grid: dict, on_chip: int, width: dict) -> dict:
     """Per on-chip level, per array, the bytes of its smallest block there (`r_blocks_fit`):
     R's blocks at the outer levels, one element at the innermost."""
-    feet = {k: {a: f * width[a] for a, f in _footprints(layer, grid, on_chip - k).items()}
+    feet = {k: {a: f * width[a] for a, f in footprints(layer, grid, on_chip - k).items()}
             for k in range(1, on_chip)}
     feet[on_chip] = {a: float(width[a]) for a in ARRAYS}
     return feet

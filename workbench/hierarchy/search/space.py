@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from workbench.hierarchy.blocking import ARRAYS, DIMS
-from workbench.hierarchy.levels import Hierarchy, capacity_banks
+from workbench.hierarchy.levels import Hierarchy, SizeEnergy, capacity_banks
 from workbench.hierarchy.search.dominance import (
     alone_prefixes,
     grades,
@@ -65,7 +65,6 @@ BATCH = 1 << 16  # points priced per pass (per kernel call at the innermost leve
 SPLIT = 1 << 9
 CPUS = os.cpu_count() or 1  # one: never split
 Pattern = tuple[tuple[int, ...], ...]  # per array (ARRAYS order): on-chip levels holding it
-_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 def _window(c, stride: int, kernel: int):
     return np.where(stride >= kernel, c * kernel, (c - 1) * stride + kernel)
 
@@ -405,6 +404,11 @@ def floors_under(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, ...
     later = _other_half(floor_under, *_points_of(args, h, None), relaxations, cap[h:])
     return np.concatenate([floor_under(*_points_of(args, 0, h), relaxations, cap[:h]),
                            later.result()])
+
+def pj_per_bit(hierarchy: Hierarchy, size_energy: SizeEnergy | None) -> np.ndarray:
+    """[level, array] pJ per bit accessed (access_pj / access_bits)."""
+    return np.array([[lvl.access_pj(a, size_energy) / lvl.access_bits for a in ARRAYS]
+                     for lvl in hierarchy.levels])
 
 
 def holder_patterns(hierarchy: Hierarchy) -> list[Pattern]:
