@@ -23,8 +23,8 @@ from workbench.hierarchy.search import search
 from workbench.hierarchy.search.bounds import alone_floor
 from workbench.hierarchy.search.chains import chain_classes, nondominated_chains
 from workbench.hierarchy.search.grid import grid_of
-from workbench.hierarchy.search.placements import Lanes
-from workbench.hierarchy.search.space import LevelBlocks, unrolled_dims
+from workbench.hierarchy.search.placements import Lanes, unrolled_dims
+from workbench.hierarchy.search.pricing import LevelBlocks
 from workbench.layers import ConvLayer
 from workbench.memo import ByteLRU, Caches
 

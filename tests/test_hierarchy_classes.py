@@ -32,14 +32,9 @@ from workbench.hierarchy.search.context import SearchMemo
 from workbench.hierarchy.search.dominance import alone_prefixes
 from workbench.hierarchy.search.grid import grid_of
 from workbench.hierarchy.search.levels import _datapath_side, _level
-from workbench.hierarchy.search.roles import in_roles, role_orders, role_patterns
-from workbench.hierarchy.search.space import (
-    LevelBlocks,
-    pj_per_bit,
-    side_cost,
-    unrolled_dims,
-    variant,
-)
+from workbench.hierarchy.search.placements import unrolled_dims
+from workbench.hierarchy.search.pricing import LevelBlocks, pj_per_bit, side_cost
+from workbench.hierarchy.search.roles import in_roles, role_orders, role_patterns, variant
 from workbench.layers import ConvLayer
 from workbench.memo import Caches
 

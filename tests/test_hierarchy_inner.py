@@ -32,24 +32,22 @@ from workbench.hierarchy import (
     transfers,
 )
 from workbench.hierarchy.blocking import carries, trip_counts
-from workbench.hierarchy.search import space as search_space
-from workbench.hierarchy.search.bounds import alone_floor, alone_prefixes
-from workbench.hierarchy.search.placements import Lanes, rolling
-from workbench.hierarchy.search.space import (
+from workbench.hierarchy.search import calls as search_calls
+from workbench.hierarchy.search.bounds import alone_floor
+from workbench.hierarchy.search.calls import best_placements, least_total_at
+from workbench.hierarchy.search.dominance import alone_prefixes, inner_placements, level_placements
+from workbench.hierarchy.search.placements import (
     BIT,
     G0BIT,
     INNER,
     LANE,
     ROLL,
-    LevelBlocks,
-    best_placements,
-    inner_placements,
-    least_total_at,
-    level_placements,
+    Lanes,
     moved_code,
-    side_cost,
+    rolling,
     step_bits,
 )
+from workbench.hierarchy.search.pricing import LevelBlocks, side_cost
 from workbench.layers import ConvLayer
 
 
@@ -57,12 +55,12 @@ from workbench.layers import ConvLayer
 def halved(on: bool):
     """The compiled calls split in two halves priced at once from 2 points on (as from SPLIT
     points on a machine of many processors), or never split."""
-    kept = search_space.SPLIT, search_space.CPUS
-    search_space.SPLIT, search_space.CPUS = (2, 2) if on else (1 << 62, 1)
+    kept = search_calls.SPLIT, search_calls.CPUS
+    search_calls.SPLIT, search_calls.CPUS = (2, 2) if on else (1 << 62, 1)
     try:
         yield
     finally:
-        search_space.SPLIT, search_space.CPUS = kept
+        search_calls.SPLIT, search_calls.CPUS = kept
 
 PREC = ElementBytes(1, 2, 1, 4)
 WIDTH = {"I": PREC.inputs, "W": PREC.weights, "O": PREC.partial_sums}

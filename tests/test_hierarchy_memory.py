@@ -18,16 +18,12 @@ from test_hierarchy_search import search_case
 from workbench.hierarchy import DIMS, ElementBytes, Hierarchy, Level, SplitCapacity
 from workbench.hierarchy.blocking import extents
 from workbench.hierarchy.search import search
+from workbench.hierarchy.search.calls import best_placements, floors_under, least_total_at
 from workbench.hierarchy.search.chains import nondominated_chains
 from workbench.hierarchy.search.context import SearchMemo
 from workbench.hierarchy.search.grid import gather, grid_of
 from workbench.hierarchy.search.memory import InnerMemory, KeptBounds
-from workbench.hierarchy.search.space import (
-    LevelBlocks,
-    best_placements,
-    floors_under,
-    least_total_at,
-)
+from workbench.hierarchy.search.pricing import LevelBlocks
 from workbench.layers import ConvLayer
 from workbench.memo import Caches
 

@@ -28,10 +28,11 @@ from workbench.hierarchy import (
     SplitCapacity,
 )
 from workbench.hierarchy.search.alone import unit_alone_grid
-from workbench.hierarchy.search.bounds import alone_floor, alone_prefixes
-from workbench.hierarchy.search.dominance import outer_placements
+from workbench.hierarchy.search.bounds import alone_floor
+from workbench.hierarchy.search.calls import best_placements
+from workbench.hierarchy.search.dominance import alone_prefixes, outer_placements
 from workbench.hierarchy.search.placements import BIT, ROLL, moved_code, rolling
-from workbench.hierarchy.search.space import LevelBlocks, best_placements
+from workbench.hierarchy.search.pricing import LevelBlocks
 
 # every code of a group ≥ 2: the set of its loops inside the buffer, and for the inputs each
 # such set whose last loop is X or Y with the window rolling along it

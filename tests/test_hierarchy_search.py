@@ -50,8 +50,10 @@ from workbench.hierarchy.search.bounds import (
 from workbench.hierarchy.search.grid import grid_of
 from workbench.hierarchy.search.levels import _datapath_side
 from workbench.hierarchy.search.merged import in_merged, merged_levels
+from workbench.hierarchy.search.placements import unrolled_dims
+from workbench.hierarchy.search.pricing import pj_per_bit, side_cost
 from workbench.hierarchy.search.r import footprints
-from workbench.hierarchy.search.space import holder_patterns, pj_per_bit, side_cost, unrolled_dims
+from workbench.hierarchy.search.roles import holder_patterns
 from workbench.layers import ConvLayer
 
 ONE = ElementBytes(1, 1, 1, 1)

@@ -21,9 +21,12 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
+from workbench.hierarchy.search.calls import alone_tables
 from workbench.hierarchy.search.chains import chain_classes
 from workbench.hierarchy.search.kernel import O, W, _kernel, _window
-from workbench.hierarchy.search.space import Pattern, alone_tables, lane_count, unrolled_dims
+from workbench.hierarchy.search.placements import unrolled_dims
+from workbench.hierarchy.search.pricing import lane_count
+from workbench.hierarchy.search.roles import Pattern
 from workbench.layers.spec import ConvLayer
 from workbench.memo import ByteLRU
 

@@ -12,24 +12,17 @@ import numpy as np
 
 from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike, energy_pj
-from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, transfers
+from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, OPERANDS, Blocking, transfers
 from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, banks_fit, capacity_banks
+from workbench.hierarchy.search.calls import BATCH, floors_under
 from workbench.hierarchy.search.chains import dim_extents
+from workbench.hierarchy.search.dominance import alone_prefixes
 from workbench.hierarchy.search.grid import LazyPoints
 from workbench.hierarchy.search.merged import in_merged
-from workbench.hierarchy.search.roles import in_roles, role_orders, to_roles
-from workbench.hierarchy.search.space import (
-    BATCH,
-    OPERANDS,
-    LevelBlocks,
-    Pattern,
-    alone_prefixes,
-    floors_under,
-    side_cost,
-    unrolled_dims,
-    variant,
-)
+from workbench.hierarchy.search.placements import unrolled_dims
+from workbench.hierarchy.search.pricing import LevelBlocks, side_cost
+from workbench.hierarchy.search.roles import Pattern, in_roles, role_orders, to_roles, variant
 from workbench.layers.spec import ConvLayer
 
 

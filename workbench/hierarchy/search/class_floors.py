@@ -20,12 +20,9 @@ from workbench.hierarchy.search.alone import AloneTables, inner_bound_grid
 from workbench.hierarchy.search.chains import chain_classes
 from workbench.hierarchy.search.context import SearchMemo, Space
 from workbench.hierarchy.search.levels import _datapath_side, _level_table
-from workbench.hierarchy.search.space import (
-    Pattern,
-    side_cost,
-    unrolled_dims,
-    variant,
-)
+from workbench.hierarchy.search.placements import unrolled_dims
+from workbench.hierarchy.search.pricing import side_cost
+from workbench.hierarchy.search.roles import Pattern, variant
 from workbench.layers.spec import ConvLayer
 
 CLASS_LIMIT = 1 << 23  # class combinations up to which the bound is tabled (64 MB a table)

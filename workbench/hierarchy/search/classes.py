@@ -24,11 +24,13 @@ from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
 from workbench.hierarchy.search.bounds import relaxed_floor
+from workbench.hierarchy.search.calls import BATCH
 from workbench.hierarchy.search.class_floors import ClassFloors, flat_grid
 from workbench.hierarchy.search.context import RoleSearch
 from workbench.hierarchy.search.levels import _datapath_side, _smallest
 from workbench.hierarchy.search.points import SEED, WEAK, _price
-from workbench.hierarchy.search.space import BATCH, Pattern, side_cost
+from workbench.hierarchy.search.pricing import side_cost
+from workbench.hierarchy.search.roles import Pattern
 from workbench.layers.spec import ConvLayer
 
 

@@ -36,15 +36,17 @@ from workbench.hierarchy.search.grid import mirrored
 from workbench.hierarchy.search.levels import _blocking
 from workbench.hierarchy.search.memory import InnerMemory
 from workbench.hierarchy.search.merged import merged_levels, new_patterns, unmerged
+from workbench.hierarchy.search.placements import unrolled_dims
 from workbench.hierarchy.search.points import _points
+from workbench.hierarchy.search.pricing import pj_per_bit
 from workbench.hierarchy.search.r import CHUNK
 from workbench.hierarchy.search.roles import (
+    holder_patterns,
     in_roles,
     role_orders,
     role_patterns,
     to_memory,
 )
-from workbench.hierarchy.search.space import holder_patterns, pj_per_bit, unrolled_dims
 from workbench.layers.spec import ConvLayer, as_grouped
 from workbench.memo import Caches, caches_or_new
 

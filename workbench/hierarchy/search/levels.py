@@ -12,20 +12,13 @@ from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking
 from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, capacity_banks
+from workbench.hierarchy.search.calls import best_placements
 from workbench.hierarchy.search.context import Space
+from workbench.hierarchy.search.dominance import level_placements
+from workbench.hierarchy.search.placements import INNER, LANE, moved_code, step_bits, unrolled_dims
+from workbench.hierarchy.search.pricing import LevelBlocks
 from workbench.hierarchy.search.r import footprints
-from workbench.hierarchy.search.space import (
-    INNER,
-    LANE,
-    LevelBlocks,
-    Pattern,
-    best_placements,
-    level_placements,
-    moved_code,
-    step_bits,
-    unrolled_dims,
-    variant,
-)
+from workbench.hierarchy.search.roles import Pattern, variant
 from workbench.layers.spec import ConvLayer
 
 

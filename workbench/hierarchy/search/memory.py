@@ -27,7 +27,7 @@ import numpy as np
 
 from workbench.hierarchy.blocking import DIMS
 from workbench.hierarchy.levels import Hierarchy, capacity_banks
-from workbench.hierarchy.search.space import unrolled_dims
+from workbench.hierarchy.search.placements import unrolled_dims
 
 SLACK = 1.0 - 1e-12
 LIMIT = 64 * 2**20    # bytes of kept bounds (all layers and hierarchies)

@@ -19,6 +19,7 @@ from workbench.hierarchy.search.bounds import (
     r_blocks_fit,
     relaxed_floor,
 )
+from workbench.hierarchy.search.calls import BATCH, least_total_at
 from workbench.hierarchy.search.context import RoleSearch
 from workbench.hierarchy.search.grid import (
     LazyPoints,
@@ -34,15 +35,9 @@ from workbench.hierarchy.search.levels import (
     _smallest,
     class_ids,
 )
-from workbench.hierarchy.search.space import (
-    BATCH,
-    LevelBlocks,
-    Pattern,
-    least_total_at,
-    side_cost,
-    unrolled_dims,
-    variant,
-)
+from workbench.hierarchy.search.placements import unrolled_dims
+from workbench.hierarchy.search.pricing import LevelBlocks, side_cost
+from workbench.hierarchy.search.roles import Pattern, variant
 
 SEED = 1 << 12    # points of lowest floor priced first when no best energy is known yet
 FIRST = 1 << 10   # points of lowest bound priced first at the innermost level (then ×4 a batch)

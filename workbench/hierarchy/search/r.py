@@ -39,7 +39,7 @@ from workbench.hierarchy.datapath import Datapath, fetches
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, capacity_banks
 from workbench.hierarchy.search.chains import dim_extents, nondominated_chains
 from workbench.hierarchy.search.context import NoFitError, SearchResult
-from workbench.hierarchy.search.space import pj_per_bit
+from workbench.hierarchy.search.pricing import pj_per_bit
 from workbench.layers.spec import ConvLayer, as_grouped
 
 CHUNK = 1 << 21   # combinations priced per numpy pass (at most; one X chain at a time)
