@@ -31,7 +31,7 @@ from workbench.hierarchy.search.class_floors import ClassFloors, flat_grid
 from workbench.hierarchy.search.context import SearchMemo
 from workbench.hierarchy.search.dominance import alone_prefixes
 from workbench.hierarchy.search.grid import grid_of
-from workbench.hierarchy.search.levels import _datapath_side, _level
+from workbench.hierarchy.search.levels import best_at_level, datapath_side
 from workbench.hierarchy.search.placements import unrolled_dims
 from workbench.hierarchy.search.pricing import LevelBlocks, pj_per_bit, side_cost
 from workbench.hierarchy.search.roles import in_roles, role_orders, role_patterns, variant
@@ -78,7 +78,7 @@ def _chains(layer: ConvLayer, hier: Hierarchy) -> tuple[dict, dict]:
 def test_class_floor_is_below_the_relaxed_floor_at_every_point(case, data,
                                                                monkeypatch) -> None:
     """Under a drawn role order and all its patterns (or a drawn subset), every tile point's
-    `relaxed_floor` (MAC energy included, as `search_points._points` adds it) is at least its
+    `relaxed_floor` (MAC energy included, as `search.points.price_slice` adds it) is at least its
     class's floor, exactly in floats; and some class's floor is finite wherever some point's
     is."""
     layer, hier = case
@@ -96,7 +96,7 @@ def test_class_floor_is_below_the_relaxed_floor_at_every_point(case, data,
     pj_bit = pj_per_bit(view, None)
     bound = floors.floor(tables, pj_bit, patterns).reshape(floors.shape)
     grid = grid_of(per_dim, extent)
-    mac, fetched, outputs = _datapath_side(layer, view, grid)
+    mac, fetched, outputs = datapath_side(layer, view, grid)
     fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, PREC) for a in ARRAYS}
     relaxed = mac + relaxed_floor(layer, view, grid, pj_bit, PREC, patterns, fetch_unit)
     at = bound[np.ix_(*(floors.ids[d] for d in DIMS))]
@@ -114,8 +114,9 @@ def test_outer_floor_is_below_each_patterns_bound_at_every_point(case, data,
     pattern's row of `outer_floor` at the point's class is at most MAC + the datapath's
     fetches + the outer role's best fitting placement priced at the point's own tiles + the
     innermost role's held arrays' `alone_floor` there (numpy, block by block), exactly in
-    floats: `search_points._price`'s bound, which every fitting blocking of the pattern there
-    reaches. And the outer placements it prices are kept in `tables`, as `_price` keys them."""
+    floats: `search.points.price_points`'s bound, which every fitting blocking of the pattern
+    there reaches. And the outer placements it prices are kept in `tables`, as `price_points`
+    keys them."""
     layer, hier = case
     monkeypatch.setattr(alone_module, "SHARE", 0)  # every role's table, however small
     per_dim, extent = _chains(layer, hier)
@@ -137,14 +138,14 @@ def test_outer_floor_is_below_each_patterns_bound_at_every_point(case, data,
         tuple(floors.ids[d][chain_at[d]] for d in DIMS), floors.shape), return_inverse=True)
     kept: dict = {}
     bound = floors.outer_floor(kept, tables, pj_bit, patterns, classes)
-    mac, fetched, outputs = _datapath_side(layer, view, flat)
+    mac, fetched, outputs = datapath_side(layer, view, flat)
     lanes = unrolled_dims(view.datapath)
     for row, pattern in enumerate(patterns):
         own = np.broadcast_to(mac, owner.shape)
         for a_idx, (array, chain) in enumerate(zip(ARRAYS, pattern, strict=True)):
             own = own + pj_bit[chain[-1] if chain else 0, a_idx] * \
                 side_cost(array, fetched[array], 1.0, outputs, PREC)
-        own = own + _level(layer, view, 1, flat, pj_bit, PREC, pattern)[0]
+        own = own + best_at_level(layer, view, 1, flat, pj_bit, PREC, pattern)[0]
         inner = np.zeros(len(owner))
         for array, src in zip(*variant(pattern, 2), strict=True):
             a_idx = ARRAYS.index(array)
@@ -154,7 +155,7 @@ def test_outer_floor_is_below_each_patterns_bound_at_every_point(case, data,
         own = own + inner
         at = bound[row][owner]
         assert np.all(at <= own), (pattern, float(np.max(at - own)))
-        if len(variant(pattern, 1)[0]) >= 2:  # priced, and kept under `_price`'s key
+        if len(variant(pattern, 1)[0]) >= 2:  # priced, and kept under `price_points`'s key
             assert kept[1, variant(pattern, 1), None][2][classes].all()
 
 
@@ -255,8 +256,8 @@ def test_class_search_equals_slice_search(case, n, monkeypatch) -> None:
 
 def test_lenet5_conv2_on_three_levels_prices_few_points(monkeypatch) -> None:
     """lenet5's conv2 on three on-chip levels: of its 4.3 × 10⁷ tile points, the search over
-    classes prices a few hundred thousand at most (a slice's points, by `search_points._price`)
-    and finds the energy of the search over slices."""
+    classes prices a few hundred thousand at most (a slice's points, by
+    `search.points.price_points`) and finds the energy of the search over slices."""
     from workbench import layers
 
     conv2 = next(lay for lay in layers.load_network("lenet5").tiled_layers()
@@ -266,8 +267,8 @@ def test_lenet5_conv2_on_three_levels_prices_few_points(monkeypatch) -> None:
                      mac_energy_pj=1.0)
     prec = ElementBytes(2, 2, 2, 4)
     priced = []
-    real = classes_module._price
-    monkeypatch.setattr(classes_module, "_price", lambda *a, **k: priced.append(len(a[3][0]))
+    real = classes_module.price_points
+    monkeypatch.setattr(classes_module, "price_points", lambda *a, **k: priced.append(len(a[3][0]))
                         or real(*a, **k))
     found = search(conv2, hier, prec)
     assert 0 < sum(priced) < 10 ** 6
@@ -292,13 +293,13 @@ def test_outer_tables_are_kept_for_a_search_keeping_the_level(monkeypatch) -> No
                           Level("L2", l2, 64, 2.0)), mac_energy_pj=1.0)
 
     priced: list[int] = []
-    real = levels_module._level
+    real = levels_module.best_at_level
 
     def counted(layer, hierarchy, k, flat, *rest):
         priced.append(len(np.ravel(flat["X"][1])) if k == 1 else 0)
         return real(layer, hierarchy, k, flat, *rest)
 
-    monkeypatch.setattr(levels_module, "_level", counted)
+    monkeypatch.setattr(levels_module, "best_at_level", counted)
     caches = Caches()  # the edit's: what the first search keeps for the second
     search(conv2, hier(1024), prec, caches=caches)
     priced.clear()

@@ -387,8 +387,8 @@ def test_a_weak_incumbent_still_prices_the_seed_points_first(monkeypatch) -> Non
     cold = search(conv2, small, prec)
     assert start is not None and start[0] > 2 * cold.energy_pj  # weak: in S, fits, far above
     priced = []
-    price = points._price
-    monkeypatch.setattr(points, "_price",
+    price = points.price_points
+    monkeypatch.setattr(points, "price_points",
                         lambda *args, **kw: priced.append(len(args[2][0])) or price(*args, **kw))
     warm = search(conv2, small, prec, incumbents=[other])
     assert priced[0] == points.SEED  # the seed points first

@@ -467,10 +467,10 @@ def relaxation(draw):
        st.one_of(st.just(-np.inf), st.floats(0, 600)))
 def test_relaxation_least_is_the_brute_force_least_or_says_one_is_below_the_limit(
         case, add, mul, limit) -> None:
-    """`search_kernel._least_relaxed` (nested loops pruned by partial sums, stopping at a sum
+    """`search.kernel.least_relaxed` (nested loops pruned by partial sums, stopping at a sum
     below the limit) returns, against every combination summed in held order: −inf when some
     fitting sum e has (add + e) × mul < limit, else the least fitting sum (inf: none)."""
-    from workbench.hierarchy.search.kernel import _least_relaxed
+    from workbench.hierarchy.search.kernel import least_relaxed
 
     rows, alone, energy, foot, caps, bank = case
     sums = []
@@ -485,7 +485,7 @@ def test_relaxation_least_is_the_brute_force_least_or_says_one_is_below_the_limi
                 used[bank[k]] += foot[q]
             if all(u <= c for u, c in zip(used, caps, strict=True)):
                 sums.append(e)
-    got = _least_relaxed((rows, 0, len(rows)), alone, (energy, foot), (caps, bank), add, mul,
+    got = least_relaxed((rows, 0, len(rows)), alone, (energy, foot), (caps, bank), add, mul,
                          limit)
     if any((add + e) * mul < limit for e in sums):
         assert got == -np.inf

@@ -117,7 +117,7 @@ def test_the_least_of_a_searchs_shares_is_its_optimum(tmp_path, monkeypatch, spe
     priced: dict[int, list[np.ndarray]] = {}
     if by_class:
         real = classes_module._price_classes
-        def record(*a):  # the hierarchy's own classes, not a merged one's (`search_merged`)
+        def record(*a):  # the hierarchy's own classes, not a merged one's (`search.merged`)
             if len(a[0].space.hierarchy.levels) == len(hier.levels):  # a: search, live, best,
                 priced.setdefault(current[0], []).append(a[3])          # batch, floors
             return real(*a)

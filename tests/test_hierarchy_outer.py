@@ -1,4 +1,4 @@
-"""An outer level's buffers (search_dominance.outer_placements, search_space.LevelBlocks at
+"""An outer level's buffers (search.dominance.outer_placements, search.pricing.LevelBlocks at
 γ ≥ 2): each code's block moves and holds what the model's `transfers` count for that position
 (the inputs' window rolling along X or Y of the level's group: eq. 2's buffer when that loop
 carries the reuse, never more than the footprint); the undominated placements lose no

@@ -48,7 +48,7 @@ from workbench.hierarchy.search.bounds import (
     relaxed_floor,
 )
 from workbench.hierarchy.search.grid import grid_of
-from workbench.hierarchy.search.levels import _datapath_side
+from workbench.hierarchy.search.levels import datapath_side
 from workbench.hierarchy.search.merged import in_merged, merged_levels
 from workbench.hierarchy.search.placements import unrolled_dims
 from workbench.hierarchy.search.pricing import pj_per_bit, side_cost
@@ -366,7 +366,7 @@ def brute_force_s(layer: ConvLayer, hier: Hierarchy, prec, size_energy=None,
     """The least `evaluate` energy over every fitting blocking of S (only R's holders when not
     `bypass`; tiny layers only), with two on-chip levels and `bypass` its merged part too
     (`merged_least`), with three or more the least over each hierarchy of two adjacent levels
-    merged (`search_merged.merged_levels`; tests/test_hierarchy_merged.py checks that their
+    merged (`search.merged.merged_levels`; tests/test_hierarchy_merged.py checks that their
     blockings price as the blockings they are, `unmerged`); `merged` False: S's role orders
     only."""
     least = _cheapest(layer, hier, prec, size_energy,
@@ -849,14 +849,14 @@ def test_relaxed_floor_is_below_every_fitting_blocking_at_its_tiles(case, data) 
         tiles = [float(blocking.tiles[g][DIMS.index(d)]) for g in range(levels)]
         padded = -(-_extent(layer, d) // tiles[-1]) * tiles[-1]
         flat[d] = ([np.array([t]) for t in tiles], np.array([padded]))
-    mac, fetched, outputs = _datapath_side(layer, hier, flat)
+    mac, fetched, outputs = datapath_side(layer, hier, flat)
     unit = {a: side_cost(a, fetched[a], 1.0, outputs, prec) for a in ARRAYS}
     others = [data.draw(st.sampled_from(patterns)) for _ in range(data.draw(st.integers(0, 3)))]
     pj_bit = pj_per_bit(hier, None)
     floor = (mac + relaxed_floor(layer, hier, flat, pj_bit, prec, [pattern, *others], unit))
     energy = evaluate(layer, blocking, hier, prec).total_energy_pj
     assert float(np.ravel(floor)[0]) * layer.groups <= energy * (1 + 1e-12)
-    # the pattern's own terms (what `_price` filters each pattern's points by) bound it too
+    # the pattern's own terms (what `price_points` filters each pattern's points by) bound it too
     terms = chain_terms(layer, hier, flat, pj_bit, prec, [pattern, *others], unit)
     own = mac + sum(t[chain] for t, chain in zip(terms, pattern, strict=True))
     assert float(np.ravel(own)[0]) * layer.groups <= energy * (1 + 1e-12)

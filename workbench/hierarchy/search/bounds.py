@@ -155,7 +155,7 @@ def pattern_floor(layer: ConvLayer, hierarchy: Hierarchy, pj_bit: np.ndarray,
 
 
 def in_s(layer: ConvLayer, blocking: Blocking, hierarchy: Hierarchy, bypass: bool) -> bool:
-    """Is the blocking one of S's on the hierarchy: under some role order (`search_roles`; the
+    """Is the blocking one of S's on the hierarchy: under some role order (`search.roles`; the
     identity only when not `bypass`), one group per on-chip level and group 0, tiles at most
     the layer's extents, every held array's position in its level's role's own group (from the
     end of the group inside to the group's end; the innermost role's from −1, group 0 too, its
@@ -201,7 +201,7 @@ def incumbent(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
               candidates) -> tuple[float, Blocking] | None:
     """The least-energy candidate blocking (pJ, whole layer; e.g. the layer's optima on other
     hierarchies) that is in S (`in_s`, any role order; with `bypass` also its merged part:
-    `search_merged.in_merged`) and fits as the search fits (footprints), or None: an energy
+    `search.merged.in_merged`) and fits as the search fits (footprints), or None: an energy
     S's optimum is at most, so the search may start from it."""
     if size_energy is not None:  # a pure rule, asked once per (size, width) here
         size_energy = functools.lru_cache(maxsize=None)(size_energy)
@@ -292,6 +292,5 @@ def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: LazyPoints, pj_bit: np.
     return out
 
 
-__all__ = ["alone_floor", "alone_prefixes", "chain_terms", "fits_by_footprints", "in_s",
-           "incumbent", "least_held", "lifted", "pattern_floor", "r_blocks_fit",
-           "relaxed_floor"]
+__all__ = ["alone_floor", "chain_terms", "fits_by_footprints", "in_s", "incumbent", "least_held",
+           "lifted", "pattern_floor", "r_blocks_fit", "relaxed_floor"]

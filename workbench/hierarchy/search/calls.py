@@ -51,7 +51,7 @@ def _codes(held: tuple[str, ...], inner: bool, lanes: frozenset[str],
            relax: bool = False, shared: bool = True) -> tuple:
     """The distinct (array, code) pairs of `level_placements(held, inner, lanes)` as the
     kernel's tables (which tile per dimension, kernel windows, array kind) and per placement
-    the index of each held array's code among them. relax: also `search_kernel.least_total`'s
+    the index of each held array's code among them. relax: also `search.kernel.least_total`'s
     relaxations (one alone code per array when shared; each pair's placements with the third
     array's alone codes), per held array its alone codes, and the codes to price per stage."""
     index: dict[tuple[str, int], int] = {}
@@ -136,7 +136,7 @@ def alone_tables(array: str, inner: bool, lanes: frozenset[str]) -> tuple:
 
 def _kernel_args(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
                  held: tuple[str, ...], relax: bool = False) -> tuple:
-    """`search_kernel`'s arguments for the level's placements holding `held` at the blocks'
+    """`search.kernel`'s arguments for the level's placements holding `held` at the blocks'
     points (tiles, extents, outputs, code tables, rows, caps and banks), and the relaxations'
     tables (`_codes`)."""
     n = len(blocks.p["X"])
@@ -211,7 +211,7 @@ def best_placements(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
     """Per point, the least energy (pJ, one group) of a fitting placement of level
     `level_idx` holding `held`, and its index in `level_placements(held, inner, lanes)`
     (inner: the blocks are the innermost level's, lanes theirs; inf, −1: none fits; ties: the
-    first), priced by the compiled `search_kernel.best_fitting` (the counts of `block`)."""
+    first), priced by the compiled `search.kernel.best_fitting` (the counts of `block`)."""
     if not held:
         n = len(blocks.p["X"])
         return np.zeros(n), np.zeros(n, dtype=np.int16)
@@ -230,7 +230,7 @@ def least_total_at(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, .
     """The innermost level's first point of least total (outside + its best fitting
     placement) × groups below `best` (pJ): (total, point, placement index, lower), or (best,
     −1, −1, lower); `bound`: a lower bound on the level's energy per point; lower: a lower
-    bound at least `bound` on it per point (pJ, one group; `search_kernel.least_total`)."""
+    bound at least `bound` on it per point (pJ, one group; `search.kernel.least_total`)."""
     if not held:
         total = (outside + 0.0) * groups
         j = int(np.argmin(total)) if len(total) else -1
@@ -262,7 +262,7 @@ def least_total_at(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, .
 def floors_under(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, ...],
                  cap: np.ndarray) -> np.ndarray:
     """Per point, a lower bound on the innermost level's least fitting energy holding `held`
-    (pJ, one group; inf: nothing fits), exact where below cap (`search_kernel.floor_under`)."""
+    (pJ, one group; inf: nothing fits), exact where below cap (`search.kernel.floor_under`)."""
     if not held:
         return np.zeros(len(cap))
     args, relaxations = _kernel_args(hierarchy, len(hierarchy.levels) - 1, blocks, held,

@@ -33,12 +33,12 @@ class SearchMemo:
     """What one search keeps for the next (an app's edit of one level, the next layer of a
     network, the next size of a co-design), each store bounded in bytes:
     - `alone`: unit alone floors of a one-slice search per (layer, levels, holder capacity,
-      array, mirror, widths, lanes) (`search._search_roles`), 128 MiB;
-    - `tables`: alone and inner-bound tables per class (`search_alone`,
-      `search_class_floors`), 512 MiB;
-    - `levels`: outer levels' best placements per class (`search_levels._level_table`),
+      array, mirror, widths, lanes) (`search.driver._search_roles`), 128 MiB;
+    - `tables`: alone and inner-bound tables per class (`search.alone`,
+      `search.class_floors`), 512 MiB;
+    - `levels`: outer levels' best placements per class (`search.levels.level_table`),
       256 MiB;
-    - `inner`: the innermost level's kept bounds (`search_memory.KeptBounds`)."""
+    - `inner`: the innermost level's kept bounds (`search.memory.KeptBounds`)."""
 
     alone: ByteLRU
     tables: ByteLRU
@@ -84,9 +84,9 @@ class Space:
 @dataclass(frozen=True, eq=False)
 class RoleSearch:
     """A role order's search in progress: its `Space`; `tables`, outer levels' best placements
-    per class (`search_levels._level_table`, filled in place); `alone`, the alone floors per
-    class of chains (`search_alone.AloneTables`); `memory`, the innermost level's bounds kept
-    across searches (`search_memory.InnerMemory`, or None); `mirror`, whether lemma 5 applies;
+    per class (`search.levels.level_table`, filled in place); `alone`, the alone floors per
+    class of chains (`search.alone.AloneTables`); `memory`, the innermost level's bounds kept
+    across searches (`search.memory.InnerMemory`, or None); `mirror`, whether lemma 5 applies;
     `pairs`, the (X, Y) chain index pairs searched instead of all (lemma 5, one slice)."""
 
     space: Space

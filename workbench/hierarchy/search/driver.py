@@ -33,11 +33,11 @@ from workbench.hierarchy.search.context import (
     Space,
 )
 from workbench.hierarchy.search.grid import mirrored
-from workbench.hierarchy.search.levels import _blocking
+from workbench.hierarchy.search.levels import chosen_blocking
 from workbench.hierarchy.search.memory import InnerMemory
 from workbench.hierarchy.search.merged import merged_levels, new_patterns, unmerged
 from workbench.hierarchy.search.placements import unrolled_dims
-from workbench.hierarchy.search.points import _points
+from workbench.hierarchy.search.points import price_slice
 from workbench.hierarchy.search.pricing import pj_per_bit
 from workbench.hierarchy.search.r import CHUNK
 from workbench.hierarchy.search.roles import (
@@ -61,14 +61,14 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     for the whole layer (ties: any one optimum). bypass=False: only R's holders (every level
     holds every array it can; NoFitError when no such blocking fits). `incumbents`: blockings
     to start from (e.g. the layer's optima on other hierarchies): the least-energy one in S
-    that fits (`search_bounds.incumbent`) is an energy the optimum is at most, so only
+    that fits (`search.bounds.incumbent`) is an energy the optimum is at most, so only
     blockings below it are priced; it is the answer when none is. `share` (k, n): only the
     slices (or class combinations: `search_classes`) k, k + n, k + 2n, ... of a `sliced`
     layer (n processes searching one layer: the least of their answers is the optimum, each
     being its share's least or the start); None when the share has no blocking and there is
     no start. `merged` False: the role orders only, not the merged parts (a smaller space, for
     measuring what they add). `caches`: where searches keep what later ones reuse
-    (`search_context.SearchMemo`; none: kept for this call only)."""
+    (`search.context.SearchMemo`; none: kept for this call only)."""
     memo = SearchMemo.of(caches_or_new(caches))
     layer = as_grouped(layer)  # a connection table's groups, if it has them
     precision = ElementBytes() if precision is None else precision
@@ -96,7 +96,7 @@ def _least(layer: ConvLayer, hierarchy, precision: PrecisionLike,
     """S's least blocking of the hierarchy (a `RoleView` when merged levels make it one) below
     `best` (pJ): (energy, blocking), or None; `memo`: what searches keep for later ones.
     The role orders (the identity first, R's holders: `bypass` False searches only those),
-    then, with `bypass` and `merged`, the merged parts (`search_merged`: with two on-chip
+    then, with `bypass` and `merged`, the merged parts (`search.merged`: with two on-chip
     levels one-level searches of their new patterns, with more the whole search of each
     merged hierarchy). `span` (i, n): the progress reported
     is the i-th of n equal parts of the whole (a merged part's search inside another's)."""
@@ -119,7 +119,7 @@ def _least(layer: ConvLayer, hierarchy, precision: PrecisionLike,
         if found is not None:
             best, (rows_at, chosen, pattern) = found
             tiles = [{d: int(per_dim[d][rows_at[d]][g]) for d in DIMS} for g in range(on_chip)]
-            best_at = to_memory(_blocking(seen, tiles, chosen, pattern), roles)
+            best_at = to_memory(chosen_blocking(seen, tiles, chosen, pattern), roles)
     one = {d: nondominated_chains(extent[d], 1) for d in DIMS}
     done: set = set()  # the merged patterns searched (each under one assignment)
     for r, (k, hosts, virtual) in enumerate(parts, len(orders)):  # levels as one
@@ -130,7 +130,7 @@ def _least(layer: ConvLayer, hierarchy, precision: PrecisionLike,
             if found is not None:
                 best, (rows_at, chosen, pattern) = found
                 tiles = [{d: int(one[d][rows_at[d]][0]) for d in DIMS}]
-                best_at = unmerged(_blocking(virtual, tiles, chosen, pattern), k, hosts)
+                best_at = unmerged(chosen_blocking(virtual, tiles, chosen, pattern), k, hosts)
         elif (found := _least(layer, virtual, precision, size_energy, True, best, share,
                               stage(r), True, memo)) is not None:
             best, best_at = found[0], unmerged(found[1], k, hosts)
@@ -167,7 +167,7 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
     if all(f >= best for f in floors.values()):
         return None  # no pattern can beat the best energy found
     mirror = mirrored(layer, hierarchy)
-    tables: dict[tuple, tuple] = {}  # outer levels' best placements (`_level_table`)
+    tables: dict[tuple, tuple] = {}  # outer levels' best placements (`level_table`)
     # alone floors per class of chains: shared by the slices, or by one slice's points
     alone_tables = AloneTables(layer, hierarchy, per_dim, extent, precision, job.memo.tables)
     small = math.prod(len(c) for c in per_dim.values()) <= SMALL
@@ -226,7 +226,7 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
             if slice_floor[i] >= best:
                 continue
             interrupt.check()  # a safe point: nothing half-stored (`interrupt`)
-            found, slice_floor[i] = _points(
+            found, slice_floor[i] = price_slice(
                 search, live, xs, ys, best, alone if len(slices) == 1 else {},
                 [p for p in later if floors[p] < best])
             if found is not None:

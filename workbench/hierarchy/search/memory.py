@@ -4,7 +4,7 @@ cannot beat the best energy are dropped before the compiled kernel prices them.
 
 What is kept, per point of the layer's tile grid (all chain combinations): a lower bound L on
 E_c, the innermost level's least fitting energy (pJ, one group) under the coefficients c (pJ
-per bit of each held array's transfer into it), as `search_kernel.least_total` leaves it. E
+per bit of each held array's transfer into it), as `search.kernel.least_total` leaves it. E
 depends on the level's capacity, the arrays it holds, the layer, lanes and widths, and on c;
 nothing else. Two rules carry a bound to another search of the layer:
 - coefficients: E_c' = min over fitting placements of Σ_A c'_A·u_A (u_A ≥ 0: the transfer's
@@ -14,7 +14,7 @@ nothing else. Two rules carry a bound to another search of the layer:
   capacity ≥ ours holds.
 Bounds are multiplied by SLACK = 1 − 1e−12 when carried: ρ·L is a float product, and a
 rounding of it must not lift a bound above the energy the kernel computes (its relative
-error is a few ulps, 1e−16 each). Kept only for layers of one slice (≤ `search.SMALL`
+error is a few ulps, 1e−16 each). Kept only for layers of one slice (≤ `search.driver.SMALL`
 points), as sorted grid indices and bounds, at most LIMIT bytes, least recently used dropped.
 """
 
@@ -53,7 +53,7 @@ class KeptBounds:
     """The innermost level's bounds kept across searches, at most LIMIT bytes: (layer,
     on-chip levels, lanes, widths, held, banks) → {(tag, capacities): (coefficients, at,
     bounds)}; tag: the held arrays' sources; at: sorted grid indices; bounds: pJ at them.
-    Thread-safe; one per `Caches` (`search_context.SearchMemo`)."""
+    Thread-safe; one per `Caches` (`search.context.SearchMemo`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -46,7 +46,7 @@ def variant(pattern: Pattern, k: int) -> tuple[tuple[str, ...], tuple[int, ...]]
 class RoleView:
     """A hierarchy's levels with the on-chip ones listed in role order (DRAM first): what the
     search prices under one role order; also a hierarchy with two levels taken as one
-    (`search_merged`). Not a `Hierarchy`: capacities may grow inwards."""
+    (`search.merged`). Not a `Hierarchy`: capacities may grow inwards."""
 
     levels: tuple[Level, ...]
     name: str
