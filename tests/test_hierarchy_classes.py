@@ -16,14 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hierarchy_search import _fits
 
-import workbench.hierarchy.search.alone as alone_module
-import workbench.hierarchy.search.class_floors as floors_module
 import workbench.hierarchy.search.classes as classes_module
-import workbench.hierarchy.search.driver as search_module
+import workbench.hierarchy.search.driver as driver_module
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
 from workbench.hierarchy.blocking import ARRAYS, DIMS, extents
 from workbench.hierarchy.datapath import Datapath
-from workbench.hierarchy.search import search
+from workbench.hierarchy.search import search, tuning
 from workbench.hierarchy.search.alone import AloneTables
 from workbench.hierarchy.search.bounds import alone_floor, relaxed_floor
 from workbench.hierarchy.search.chains import nondominated_chains
@@ -82,7 +80,7 @@ def test_class_floor_is_below_the_relaxed_floor_at_every_point(case, data,
     class's floor, exactly in floats; and some class's floor is finite wherever some point's
     is."""
     layer, hier = case
-    monkeypatch.setattr(alone_module, "SHARE", 0)  # every role's table, however small
+    monkeypatch.setattr(tuning, "SHARE", 0)  # every role's table, however small
     per_dim, extent = _chains(layer, hier)
     orders = role_orders(hier)
     roles = orders[data.draw(st.integers(0, len(orders) - 1))]
@@ -118,7 +116,7 @@ def test_outer_floor_is_below_each_patterns_bound_at_every_point(case, data,
     there reaches. And the outer placements it prices are kept in `tables`, as `price_points`
     keys them."""
     layer, hier = case
-    monkeypatch.setattr(alone_module, "SHARE", 0)  # every role's table, however small
+    monkeypatch.setattr(tuning, "SHARE", 0)  # every role's table, however small
     per_dim, extent = _chains(layer, hier)
     orders = role_orders(hier)
     roles = orders[data.draw(st.integers(0, len(orders) - 1))]
@@ -230,19 +228,19 @@ def test_class_search_equals_slice_search(case, n, monkeypatch) -> None:
     off: CLASS_LIMIT 0), its blocking fits and costs what it says; the least of n shares'
     answers is that energy too."""
     layer, hier = case
-    monkeypatch.setattr(alone_module, "SHARE", 0)
-    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
+    monkeypatch.setattr(tuning, "SHARE", 0)
+    monkeypatch.setattr(tuning, "CLASS_LIMIT", 0)
     try:
         slices = search(layer, hier, PREC).energy_pj
     except Exception as exc:  # nothing fits: the class search must say so too
-        monkeypatch.setattr(floors_module, "CLASS_LIMIT", 1 << 23)
+        monkeypatch.setattr(tuning, "CLASS_LIMIT", 1 << 23)
         with pytest.raises(type(exc)):
             search(layer, hier, PREC)
         return
-    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 1 << 23)
+    monkeypatch.setattr(tuning, "CLASS_LIMIT", 1 << 23)
     ran = []
-    real = search_module.search_classes
-    monkeypatch.setattr(search_module, "search_classes", lambda *a: ran.append(1) or real(*a))
+    real = driver_module.search_classes
+    monkeypatch.setattr(driver_module, "search_classes", lambda *a: ran.append(1) or real(*a))
     found = search(layer, hier, PREC)
     assert ran  # the classes were searched
     assert found.energy_pj == pytest.approx(slices, rel=1e-12)
@@ -273,7 +271,7 @@ def test_lenet5_conv2_on_three_levels_prices_few_points(monkeypatch) -> None:
     found = search(conv2, hier, prec)
     assert 0 < sum(priced) < 10 ** 6
     assert found.combinations > 4 * 10 ** 7
-    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
+    monkeypatch.setattr(tuning, "CLASS_LIMIT", 0)
     assert search(conv2, hier, prec).energy_pj == pytest.approx(found.energy_pj, rel=1e-12)
 
 

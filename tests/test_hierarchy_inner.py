@@ -1,10 +1,11 @@
-"""The innermost level's buffers inside group 0 (search_space, lemma 2' of the search): each
-code's block moves and holds what the model's `transfers` count for that position (a rolling
-window: eq. 2's buffer when its loop carries the reuse, never more than the footprint); the
-compiled pricing of a level's placements equals pricing block by block; the alone prefixes
-reach every code's least energy fitting a capacity; and the undominated placements lose no
-optimum: their best fitting placement costs what the best of every realizable tuple of
-positions costs (any nested sets of loops, no lemma used), point by point."""
+"""The innermost level's buffers inside group 0 (`search.dominance` and `search.pricing`, lemma
+2'): each code's block moves and holds what the model's `transfers` count for that position
+(a rolling window: eq. 2's buffer when its loop carries the reuse, never more than the
+footprint); the compiled pricing of a level's placements equals pricing block by block; the
+alone prefixes reach every code's least energy fitting a capacity; and the undominated
+placements lose no optimum: their best fitting placement costs what the best of every
+realizable tuple of positions costs (any nested sets of loops, no lemma used), point by
+point."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from workbench.hierarchy import (
     transfers,
 )
 from workbench.hierarchy.blocking import carries, trip_counts
-from workbench.hierarchy.search import calls as search_calls
+from workbench.hierarchy.search import tuning
 from workbench.hierarchy.search.bounds import alone_floor
 from workbench.hierarchy.search.calls import best_placements, least_total_at
 from workbench.hierarchy.search.dominance import alone_prefixes, inner_placements, level_placements
@@ -55,12 +56,12 @@ from workbench.layers import ConvLayer
 def halved(on: bool):
     """The compiled calls split in two halves priced at once from 2 points on (as from SPLIT
     points on a machine of many processors), or never split."""
-    kept = search_calls.SPLIT, search_calls.CPUS
-    search_calls.SPLIT, search_calls.CPUS = (2, 2) if on else (1 << 62, 1)
+    kept = tuning.SPLIT, tuning.CPUS
+    tuning.SPLIT, tuning.CPUS = (2, 2) if on else (1 << 62, 1)
     try:
         yield
     finally:
-        search_calls.SPLIT, search_calls.CPUS = kept
+        tuning.SPLIT, tuning.CPUS = kept
 
 PREC = ElementBytes(1, 2, 1, 4)
 WIDTH = {"I": PREC.inputs, "W": PREC.weights, "O": PREC.partial_sums}

@@ -16,9 +16,8 @@ from workbench.hierarchy import (
     interrupt,
 )
 from workbench.hierarchy.codesign import table3_energy_pj
-from workbench.hierarchy.search import class_floors as floors_module
 from workbench.hierarchy.search import classes as classes_module
-from workbench.hierarchy.search import search, sliced
+from workbench.hierarchy.search import search, sliced, tuning
 from workbench.memo import Caches
 
 PREC = ElementBytes(2, 2, 2, 4)
@@ -124,7 +123,7 @@ def test_the_least_of_a_searchs_shares_is_its_optimum(tmp_path, monkeypatch, spe
 
         monkeypatch.setattr(classes_module, "_price_classes", record)
     else:
-        monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
+        monkeypatch.setattr(tuning, "CLASS_LIMIT", 0)
     current = [-1]
     whole = search(layer, hier, PREC, table3_energy_pj).energy_pj
     found = []

@@ -1,14 +1,14 @@
-"""Unit alone floors (`search.bounds.alone_floor`) priced once per class of chains instead of
-once per slice of a search sliced into many parts, or per point of a one-slice search: an
-on-chip level playing group γ sees of a dimension's chain only (t_{γ−1}, t_γ, P)
-(`LevelBlocks` reads nothing else), so its floor for an array is a function of the five
-dimensions' classes (`search.chains.chain_classes`). A table over every class combination is
-priced the first time a slice needs it and gathered at each slice's points (or lemma 5's (X,
-Y) chain pairs): the same numbers as pricing there, element for element. The table is priced
-compiled (`alone_grid`: every count a product of exact integer factors per dimension, the
-energy `side_cost`'s expression), bit for bit `alone_floor`'s numpy pricing of the same tiles;
-lenet5's conv2 on 3 levels, the innermost role's inputs over 29 x 29 x 50 x 100 classes:
-35 ms against 667 ms."""
+"""Unit alone floors (`search.bounds.alone_floor`; docs/search.md, "Shared work") priced once
+per class of chains instead of once per slice of a search sliced into many parts, or per
+point of a one-slice search: an on-chip level playing group γ sees of a dimension's chain
+only (t_{γ−1}, t_γ, P) (`LevelBlocks` reads nothing else), so its floor for an array is a
+function of the five dimensions' classes (`search.chains.chain_classes`). A table over every
+class combination is priced the first time a slice needs it and gathered at each slice's
+points (or lemma 5's (X, Y) chain pairs): the same numbers as pricing there, element for
+element. The table is priced compiled (`alone_grid`: every count a product of exact integer
+factors per dimension, the energy `side_cost`'s expression), bit for bit `alone_floor`'s
+numpy pricing of the same tiles; lenet5's conv2 on 3 levels, the innermost role's inputs
+over 29 x 29 x 50 x 100 classes: 35 ms against 667 ms."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
+from workbench.hierarchy.search import tuning
 from workbench.hierarchy.search.calls import alone_tables
 from workbench.hierarchy.search.chains import chain_classes
 from workbench.hierarchy.search.kernel import O, W, kernel_extent, window
@@ -29,9 +30,6 @@ from workbench.hierarchy.search.pricing import lane_count
 from workbench.hierarchy.search.roles import Pattern
 from workbench.layers.spec import ConvLayer
 from workbench.memo import ByteLRU
-
-TABLE_LIMIT = 1 << 23  # class combinations up to which a level's table is priced (64 MB)
-SHARE = 4              # ... and only when the slices' points are at least SHARE × as many
 
 
 class AloneTables:
@@ -57,7 +55,7 @@ class AloneTables:
             ids = {d: chain_classes(per_dim[d], extent[d], gamma) for d in DIMS}
             first = {d: np.unique(ids[d], return_index=True)[1] for d in DIMS}
             size = math.prod(len(first[d]) for d in DIMS)
-            if size <= TABLE_LIMIT and SHARE * size <= points:
+            if size <= tuning.TABLE_LIMIT and tuning.SHARE * size <= points:
                 self.ids[gamma], self.first[gamma] = ids, first
         self._tables: dict[tuple[str, int], np.ndarray] = {}
 
@@ -301,5 +299,5 @@ def _alone_grid(layer: ConvLayer, grid: tuple, held: tuple, level_bytes: float, 
     return alone_grid(grid, table, float(level_bytes), held)
 
 
-__all__ = ["SHARE", "TABLE_LIMIT", "AloneTables", "alone_grid", "inner_bound_grid",
+__all__ = ["AloneTables", "alone_grid", "inner_bound_grid",
            "unit_alone_grid"]

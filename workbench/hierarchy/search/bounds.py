@@ -1,7 +1,8 @@
-"""The bounds `search` prunes with (proofs in docs/search.md): lower
-bounds per holder pattern (`pattern_floor`), per tile point (`relaxed_floor`, `chain_terms`),
-where R's blocks fit (`r_blocks_fit`, `least_held`), the innermost level's raised bound
-(`lifted`), and the upper bound of a known blocking of S (`incumbent`)."""
+"""The bounds `search` prunes with (proofs in docs/search.md, "Bounds: exact skips",
+"Incumbents: an exact start", "Lifted and kept bounds"): lower bounds per holder pattern
+(`pattern_floor`), per tile point (`relaxed_floor`, `chain_terms`), where R's blocks fit
+(`r_blocks_fit`, `least_held`), the innermost level's raised bound (`lifted`), and the upper
+bound of a known blocking of S (`incumbent`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from workbench.hierarchy.accesses import PrecisionLike, energy_pj
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, OPERANDS, Blocking, transfers
 from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, banks_fit, capacity_banks
-from workbench.hierarchy.search.calls import BATCH, floors_under
+from workbench.hierarchy.search import tuning
+from workbench.hierarchy.search.calls import floors_under
 from workbench.hierarchy.search.chains import dim_extents
 from workbench.hierarchy.search.dominance import alone_prefixes
 from workbench.hierarchy.search.grid import LazyPoints
@@ -278,8 +280,8 @@ def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: LazyPoints, pj_bit: np.
             cap[sub[ok]] = np.fmax(cap[sub[ok]], (best / layer.groups - outside[ok]) / rho)
         points = np.nonzero(cap > -np.inf)[0]
         reference = np.full(len(flat.rows[0]), np.nan)
-        for start in range(0, len(points), BATCH):
-            at = points[start:start + BATCH]
+        for start in range(0, len(points), tuning.BATCH):
+            at = points[start:start + tuning.BATCH]
             blocks = LevelBlocks(layer, flat.take(at), 1, on_chip, least, precision,
                                  unrolled_dims(hierarchy.datapath))
             reference[at] = floors_under(hierarchy, blocks, held, cap[at] * (1 + 1e-9))

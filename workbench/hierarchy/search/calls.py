@@ -3,19 +3,20 @@
 `search` makes: each point's best fitting placement (`best_placements`), the innermost level's
 least total over a batch (`least_total_at`) and its floors under a cap (`floors_under`). From
 SPLIT points on a call is priced in two halves at once (lenet5's app edits on two levels, 2
-cores: 264 ms median against 340 ms, the same answers). Proofs: docs/search.md."""
+cores: 264 ms median against 340 ms, the same answers). Proofs: docs/search.md, "Bounds:
+exact skips"."""
 
 from __future__ import annotations
 
 import functools
 import itertools
-import os
 import threading
 
 import numpy as np
 
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy, capacity_banks
+from workbench.hierarchy.search import tuning
 from workbench.hierarchy.search.dominance import alone_prefixes, level_placements
 from workbench.hierarchy.search.kernel import (
     HI,
@@ -38,12 +39,6 @@ from workbench.hierarchy.search.placements import (
     step_roll,
 )
 from workbench.hierarchy.search.pricing import LevelBlocks
-
-BATCH = 1 << 16  # points priced per pass (per kernel call at the innermost level)
-# points from which a compiled call is split in two halves priced at once, one in a second
-# thread (the kernels release the GIL); every answer is the one call's, bit for bit
-SPLIT = 1 << 9
-CPUS = os.cpu_count() or 1  # one: never split
 
 
 @functools.lru_cache(maxsize=64)
@@ -164,7 +159,7 @@ def _kernel_args(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
 
 def _halves(n: int) -> int:
     """Where a compiled call over n points is split (0: it is not; one processor: never)."""
-    return n // 2 if n >= SPLIT and CPUS > 1 else 0
+    return n // 2 if n >= tuning.SPLIT and tuning.CPUS > 1 else 0
 
 
 class _Half(threading.Thread):
@@ -276,5 +271,5 @@ def floors_under(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, ...
                            later.result()])
 
 
-__all__ = ["BATCH", "CPUS", "SPLIT", "alone_tables", "best_placements", "floors_under",
+__all__ = ["alone_tables", "best_placements", "floors_under",
            "least_total_at"]

@@ -16,6 +16,7 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
+from workbench.hierarchy.search import tuning
 from workbench.hierarchy.search.alone import AloneTables, inner_bound_grid
 from workbench.hierarchy.search.chains import chain_classes
 from workbench.hierarchy.search.context import SearchMemo, Space
@@ -24,8 +25,6 @@ from workbench.hierarchy.search.placements import unrolled_dims
 from workbench.hierarchy.search.pricing import side_cost
 from workbench.hierarchy.search.roles import Pattern, variant
 from workbench.layers.spec import ConvLayer
-
-CLASS_LIMIT = 1 << 23  # class combinations up to which the bound is tabled (64 MB a table)
 
 
 def _along(axis: int) -> tuple[int, ...]:
@@ -168,7 +167,7 @@ class ClassFloors:
         key = 1 if tables.on_chip >= 3 else 2
         if any(g not in tables.ids for g in range(key, tables.on_chip + 1)):
             return False
-        return math.prod(len(np.unique(tables.ids[key][d])) for d in DIMS) <= CLASS_LIMIT
+        return math.prod(len(np.unique(tables.ids[key][d])) for d in DIMS) <= tuning.CLASS_LIMIT
 
     def _inner_bound(self, tables: AloneTables, array: str, holder: int) -> np.ndarray:
         """Two levels: per class (t_1, P), a lower bound on the innermost level's unit alone
@@ -318,4 +317,4 @@ class ClassFloors:
         return out
 
 
-__all__ = ["CLASS_LIMIT", "ClassFloors", "flat_grid"]
+__all__ = ["ClassFloors", "flat_grid"]

@@ -23,12 +23,12 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
+from workbench.hierarchy.search import tuning
 from workbench.hierarchy.search.bounds import relaxed_floor
-from workbench.hierarchy.search.calls import BATCH
 from workbench.hierarchy.search.class_floors import ClassFloors, flat_grid
 from workbench.hierarchy.search.context import RoleSearch
 from workbench.hierarchy.search.levels import datapath_side, smallest_blocks
-from workbench.hierarchy.search.points import SEED, WEAK, price_points
+from workbench.hierarchy.search.points import price_points
 from workbench.hierarchy.search.pricing import side_cost
 from workbench.hierarchy.search.roles import Pattern
 from workbench.layers.spec import ConvLayer
@@ -57,10 +57,11 @@ def search_classes(search: RoleSearch, patterns: dict[Pattern, float], best: flo
     todo = np.nonzero(bound < best)[0]
     todo = todo[todo % share[1] == share[0]]
     found, total = None, max(1, len(todo))
+    points = int(floors.points(todo).sum())
     if len(todo) and (not math.isfinite(best) or  # a start, or a weak one (an incumbent)
-                      int(floors.points(todo).sum()) > WEAK * SEED):  # the first pattern
+                      points > tuning.WEAK * tuning.SEED):  # the first pattern
         # (R's holders under the identity) at the classes of lowest bound, about SEED points
-        m = max(1, min(len(todo), SEED * len(todo) // max(1, int(floors.points(todo).sum()))))
+        m = max(1, min(len(todo), tuning.SEED * len(todo) // max(1, points)))
         first = np.argpartition(bound[todo], m - 1)[:m] if m < len(todo) else \
             np.arange(len(todo))
         found = _price_classes(search, live[:1], best, todo[first], floors)
@@ -81,7 +82,7 @@ def search_classes(search: RoleSearch, patterns: dict[Pattern, float], best: flo
         if i >= len(todo) or bound[todo[i]] >= best:
             break
         interrupt.progress((stage[0] + 1 - (len(todo) - i) / total) / stage[1])
-        j = max(i + 1, int(np.searchsorted(ends, (ends[i - 1] if i else 0) + BATCH)))
+        j = max(i + 1, int(np.searchsorted(ends, (ends[i - 1] if i else 0) + tuning.BATCH)))
         batch = todo[i:j]
         i = j
         batch, here = batch[bound[batch] < best], live

@@ -13,6 +13,7 @@ import numpy as np
 
 from workbench.errors import WorkbenchError
 from workbench.hierarchy.blocking import Blocking
+from workbench.hierarchy.search import tuning
 from workbench.hierarchy.search.memory import KeptBounds
 from workbench.memo import ByteLRU, Caches
 
@@ -33,11 +34,11 @@ class SearchMemo:
     """What one search keeps for the next (an app's edit of one level, the next layer of a
     network, the next size of a co-design), each store bounded in bytes:
     - `alone`: unit alone floors of a one-slice search per (layer, levels, holder capacity,
-      array, mirror, widths, lanes) (`search.driver._search_roles`), 128 MiB;
+      array, mirror, widths, lanes) (`search.driver._search_roles`), `tuning.ALONE_BYTES`;
     - `tables`: alone and inner-bound tables per class (`search.alone`,
-      `search.class_floors`), 512 MiB;
+      `search.class_floors`), `tuning.TABLE_BYTES`;
     - `levels`: outer levels' best placements per class (`search.levels.level_table`),
-      256 MiB;
+      `tuning.LEVEL_BYTES`;
     - `inner`: the innermost level's kept bounds (`search.memory.KeptBounds`)."""
 
     alone: ByteLRU
@@ -49,8 +50,9 @@ class SearchMemo:
     def of(cls, caches: Caches) -> SearchMemo:
         """The hierarchy search's stores in `caches` (made on first use)."""
         return caches.store("hierarchy search", lambda: cls(
-            ByteLRU(128 * 2**20, _arrays_nbytes), ByteLRU(512 * 2**20, _arrays_nbytes),
-            ByteLRU(256 * 2**20, _arrays_nbytes), KeptBounds()))
+            ByteLRU(tuning.ALONE_BYTES, _arrays_nbytes),
+            ByteLRU(tuning.TABLE_BYTES, _arrays_nbytes),
+            ByteLRU(tuning.LEVEL_BYTES, _arrays_nbytes), KeptBounds()))
 
     @property
     def nbytes(self) -> int:

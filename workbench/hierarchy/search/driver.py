@@ -4,9 +4,9 @@
 The space, the lemmas that shrink it without losing the optimum (positions just before a
 relevant loop, dominated placements, independent levels, tile chains, the X/Y mirror) and the
 exact bounds the search prunes with (incumbents, pattern and class floors, lifted and kept
-bounds, shares across processes) are written out in docs/search.md; each module named there
-carries its part. Objective: `accesses.energy_pj` summed, MAC energy included.
-"""
+bounds, shares across processes) are written out in docs/search.md; its last section, "Where
+the code is", names the module carrying each part. Objective: `accesses.energy_pj` summed, MAC
+energy included."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import ElementBytes, PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, Blocking
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy
+from workbench.hierarchy.search import tuning
 from workbench.hierarchy.search.alone import AloneTables
 from workbench.hierarchy.search.bounds import incumbent, pattern_floor
 from workbench.hierarchy.search.chains import chain_classes, dim_extents, nondominated_chains
@@ -39,7 +40,6 @@ from workbench.hierarchy.search.merged import merged_levels, new_patterns, unmer
 from workbench.hierarchy.search.placements import unrolled_dims
 from workbench.hierarchy.search.points import price_slice
 from workbench.hierarchy.search.pricing import pj_per_bit
-from workbench.hierarchy.search.r import CHUNK
 from workbench.hierarchy.search.roles import (
     holder_patterns,
     in_roles,
@@ -49,8 +49,6 @@ from workbench.hierarchy.search.roles import (
 )
 from workbench.layers.spec import ConvLayer, as_grouped
 from workbench.memo import Caches, caches_or_new
-
-SMALL = 1 << 21   # tile combinations up to which a layer is priced in one slice
 
 
 def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | None = None,
@@ -142,7 +140,7 @@ def sliced(layer: ConvLayer, hierarchy: Hierarchy) -> bool:
     a share of the work; else share (0, n) is all of it and the others nothing)."""
     on_chip = len(hierarchy.levels) - 1
     return math.prod(len(nondominated_chains(e, on_chip))
-                     for e in dim_extents(layer).values()) > SMALL
+                     for e in dim_extents(layer).values()) > tuning.SMALL
 
 
 def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tuple[int, int],
@@ -170,7 +168,7 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
     tables: dict[tuple, tuple] = {}  # outer levels' best placements (`level_table`)
     # alone floors per class of chains: shared by the slices, or by one slice's points
     alone_tables = AloneTables(layer, hierarchy, per_dim, extent, precision, job.memo.tables)
-    small = math.prod(len(c) for c in per_dim.values()) <= SMALL
+    small = math.prod(len(c) for c in per_dim.values()) <= tuning.SMALL
     if ClassFloors.applies(alone_tables):  # classes lowest bound first
         if "floors" not in shared and any(f < best for f in floors.values()):
             shared["floors"] = ClassFloors(layer, hierarchy, per_dim, extent, precision,
@@ -187,7 +185,7 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
         if memory is not None:
             memory.keep()
         return found
-    per_y = max(1, CHUNK // 4 // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
+    per_y = max(1, tuning.CHUNK // 4 // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
     n_x = len(per_dim["X"])
     # a small layer is one slice, a large one an X chain and a slice of Y chains at a time
     # lemma 5: with X and Y alike only Y chains from the X chain's index on are searched

@@ -11,6 +11,7 @@ import numpy as np
 
 from workbench.hierarchy import interrupt
 from workbench.hierarchy.blocking import ARRAYS, DIMS
+from workbench.hierarchy.search import tuning
 from workbench.hierarchy.search.bounds import (
     alone_floor,
     chain_terms,
@@ -19,7 +20,7 @@ from workbench.hierarchy.search.bounds import (
     r_blocks_fit,
     relaxed_floor,
 )
-from workbench.hierarchy.search.calls import BATCH, least_total_at
+from workbench.hierarchy.search.calls import least_total_at
 from workbench.hierarchy.search.context import RoleSearch
 from workbench.hierarchy.search.grid import (
     LazyPoints,
@@ -38,10 +39,6 @@ from workbench.hierarchy.search.levels import (
 from workbench.hierarchy.search.placements import unrolled_dims
 from workbench.hierarchy.search.pricing import LevelBlocks, side_cost
 from workbench.hierarchy.search.roles import Pattern, variant
-
-SEED = 1 << 12    # points of lowest floor priced first when no best energy is known yet
-FIRST = 1 << 10   # points of lowest bound priced first at the innermost level (then ×4 a batch)
-WEAK = 16         # a best energy with more than WEAK × SEED points below it: seed points first
 
 
 def price_slice(search: RoleSearch, live: list[Pattern], xs: slice, ys: slice, best: float,
@@ -96,8 +93,9 @@ def price_slice(search: RoleSearch, live: list[Pattern], xs: slice, ys: slice, b
         alone["later"] = (tuple(later), later_floor)
     found = None
     side = mac, fetch_unit, feet  # gathered at the points priced
-    if np.count_nonzero(floor * layer.groups < best) > (WEAK if math.isfinite(best) else 1) * SEED:
-        seed = np.argpartition(floor, SEED)[:SEED]
+    seeds = (tuning.WEAK if math.isfinite(best) else 1) * tuning.SEED
+    if np.count_nonzero(floor * layer.groups < best) > seeds:
+        seed = np.argpartition(floor, tuning.SEED)[:tuning.SEED]
         rows = np.unravel_index(seed, shape)
         found = price_points(search, grid, rows, live, xs, chains_at(rows, xs, ys, pairs), best,
                        side)
@@ -200,7 +198,7 @@ def price_points(search: RoleSearch, grid: dict, rows: tuple, live: list[Pattern
         # rest early); points whose bound reaches the best energy found cannot beat it
         bound = outside + inner
         keep = np.nonzero(bound * layer.groups < best)[0]
-        size = FIRST
+        size = tuning.FIRST
         while len(keep):
             interrupt.check()  # a safe point: nothing half-stored (`interrupt`)
             if len(keep) > size:
@@ -210,7 +208,7 @@ def price_points(search: RoleSearch, grid: dict, rows: tuple, live: list[Pattern
                 idx, keep = keep[lowest], keep[rest]
             else:
                 idx, keep = keep, keep[:0]
-            size = min(BATCH, 4 * size)
+            size = min(tuning.BATCH, 4 * size)
             blocks, held = level_blocks(layer, hierarchy, on_chip, flat.take(sub[idx]), pj_bit,
                                    precision, pattern)
             total, i, at, lower = least_total_at(hierarchy, blocks, held, outside[idx],
@@ -234,4 +232,4 @@ def _into_inner(pj_bit: np.ndarray, pattern: Pattern, on_chip: int) -> np.ndarra
                      for a, src in zip(held, sources, strict=True)], dtype=float)
 
 
-__all__ = ["FIRST", "SEED", "WEAK", "price_slice", "price_points"]
+__all__ = ["price_slice", "price_points"]

@@ -1,6 +1,6 @@
 """The former search space R (`search_r`): exact minimum-energy blocking with whole blocks at every
-level, kept as the baseline `search` (space S ⊇ R) is compared with, and for its tile-chain
-pruning, which `search` reuses.
+level, kept as the baseline `search` (space S ⊇ R; docs/search.md, "What S holds and what it
+leaves out") is compared with.
 
 Space R (everything in it is priced; nothing else is searched):
 - L on-chip levels, G = L + 1 loop groups; on-chip level k (1 = outermost) holds every array
@@ -37,12 +37,11 @@ from workbench.hierarchy.accesses import ElementBytes, PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking
 from workbench.hierarchy.datapath import Datapath, fetches
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, capacity_banks
+from workbench.hierarchy.search import tuning
 from workbench.hierarchy.search.chains import dim_extents, nondominated_chains
 from workbench.hierarchy.search.context import NoFitError, SearchResult
 from workbench.hierarchy.search.pricing import pj_per_bit
 from workbench.layers.spec import ConvLayer, as_grouped
-
-CHUNK = 1 << 21   # combinations priced per numpy pass (at most; one X chain at a time)
 
 
 def _holders(hierarchy: Hierarchy, array: str) -> list[int]:
@@ -146,7 +145,7 @@ def search_r(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | 
     extent = dim_extents(layer)
     per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
     pj_bit = pj_per_bit(hierarchy, size_energy)
-    per_y = max(1, CHUNK // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
+    per_y = max(1, tuning.CHUNK // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
     best, best_at = math.inf, None
     for ox in range(len(per_dim["X"])):
         for y0 in range(0, len(per_dim["Y"]), per_y):
@@ -172,4 +171,4 @@ def search_r(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | 
     return SearchResult(blocking, best, {d: len(per_dim[d]) for d in DIMS}, combos)
 
 
-__all__ = ["CHUNK", "footprints", "search_r"]
+__all__ = ["footprints", "search_r"]
