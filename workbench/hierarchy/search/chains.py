@@ -1,7 +1,8 @@
 """The tile chains `search` and `search_r` enumerate per dimension (X, Y, C, M, N): every
 divisor chain t_0 | … | t_{L−1} ≤ E (`gen_chains`), reduced to the non-dominated ones
 (`nondominated_chains`), and the classes of chains one on-chip level sees (`chain_classes`).
-The counts this argument rests on are R's, in closed form in `search.r`'s docstring.
+The counts this argument rests on are R's, in closed form in `search.r`'s docstring; for S:
+docs/search.md, "Lemma 4: tile chains".
 
 Why pruning per dimension is exact. Take a dimension d and a chain c = (t_0 … t_{L−1}); let
 v(c) = (t_0 … t_{L−1}, P/t_0 … P/t_{L−1}, P). Every quantity above — each moved count (also

@@ -1,6 +1,6 @@
-"""The tile points `search` prices: per dimension its non-dominated tile chains, laid out as a
+"""The tile points `search` prices: the chains of each dimension (`search.chains`) laid out as a
 broadcasting grid over the axes X, Y, C, M, N (or, with lemma 5, (X, Y) chain pairs along
-axis 0), and the classes of chains an outer level sees."""
+axis 0: docs/search.md, "Lemma 5: mirror"), and gathered at index arrays."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Compiled pricing of one level's placements at many tile points: every point's least-energy
-fitting placement (`best_fitting`, for `search.calls.best_placements`), and the innermost
-level's search for the least total over points in a batch (`least_total`, for `search`).
+"""Compiled pricing of one level's placements at many tile points (docs/search.md, "Bounds:
+exact skips", the kernel's part): every point's least-energy fitting placement
+(`best_fitting`, for `search.calls.best_placements`), and the innermost level's search for
+the least total over points in a batch (`least_total`, for `search`).
 
 The counts are `LevelBlocks.block`'s: footprint F = Π c_d (W: c_M·c_C·kx·ky; O: c_N·c_M·c_Y·c_X;
 I: c_N·c_C·W(c_Y, ky)·W(c_X, kx)), moved = F × (Kx/kx)(Ky/ky)·Π_d P_d/c_d, with c_d one of

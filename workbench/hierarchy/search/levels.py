@@ -1,6 +1,7 @@
-"""Per-level pieces of `search` (proofs in its docstring): the datapath's side of every tile
-point, the smallest blocks each level must fit, a level's best placement at many points (outer
-levels: tables per class of their (t_{γ−1}, t_γ, P)), and the Blocking of a chosen point."""
+"""Per-level pieces of `search` (docs/search.md, "Lemma 3"): the datapath's side of every tile
+point, the smallest blocks each level must fit, a level's best placement at many points
+(outer levels: tables per class of their (t_{γ−1}, t_γ, P)), and the Blocking of a chosen
+point."""
 
 from __future__ import annotations
 

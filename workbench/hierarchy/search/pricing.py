@@ -2,7 +2,7 @@
 (`pj_per_bit`), a transfer's energy (`side_cost`), and each (array, position) block's transfer
 energy and footprint (`LevelBlocks`, eq. 1 and 2 of seed 001 with the codes of
 `search.placements`); the compiled kernels price the same counts (`search.kernel`, called by
-`search.calls`). Proofs: docs/search.md."""
+`search.calls`). Proofs: docs/search.md, "Counts and monotonicity"."""
 
 from __future__ import annotations
 
