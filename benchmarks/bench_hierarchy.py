@@ -30,7 +30,7 @@ import time
 from workbench import layers
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, evaluate
 from workbench.hierarchy.search import search
-from workbench.hierarchy.search_dominance import inner_placements, outer_placements
+from workbench.hierarchy.search.dominance import inner_placements, outer_placements
 
 PJ_PER_16B = {"DRAM": 320.0, "SRAM": 15.60, "RF": 1.20}  # seed 001 table 3
 

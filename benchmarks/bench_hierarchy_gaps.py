@@ -6,7 +6,7 @@ With one on-chip level S holds every blocking fitting by `evaluate`'s rule (prop
 tests/test_hierarchy_search.py). With two it leaves out blockings
 (`workbench.hierarchy.search`'s docstring, "Not in S"): a level's buffers in two roles' loop
 groups unless no array is held at both levels and t_1 = t_0 (the merged part,
-`search_merged`), and an outer level's eq. 2 buffer set by the inner levels' loops. This
+`search.merged`), and an outer level's eq. 2 buffer set by the inner levels' loops. This
 benchmark measures what that costs: on random tiny layers (1-4 output columns, 1-2 rows, 1-2
 maps in and out, kernels 1-3 wide, strides 1-2) over DRAM, an SRAM of 3-10 B (or split 2-6 B
 per array) and a register file of 1-4 B (1 B elements), it compares S's optimum (`search`)

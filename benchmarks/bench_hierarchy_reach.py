@@ -35,7 +35,7 @@ from workbench.hierarchy import (
     evaluate,
 )
 from workbench.hierarchy.search import search
-from workbench.hierarchy.search_bounds import fits_by_footprints, in_s
+from workbench.hierarchy.search.bounds import fits_by_footprints, in_s
 from workbench.layers import ConvLayer
 
 

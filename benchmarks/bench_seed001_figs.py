@@ -104,7 +104,7 @@ def search_space(name: str):
         return search
     if name == "SR":
         return functools.partial(search, bypass=False)
-    from workbench.hierarchy.search_r import search_r
+    from workbench.hierarchy.search.r import search_r
 
     return search_r
 

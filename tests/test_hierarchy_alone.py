@@ -1,4 +1,4 @@
-"""Alone floors priced per class of chains (`workbench.hierarchy.search_alone`): gathered at a
+"""Alone floors priced per class of chains (`workbench.hierarchy.search.alone`): gathered at a
 slice (or at lemma 5's (X, Y) chain pairs) they are the floors priced there, element for
 element; a search sliced
 into parts that uses them equals the brute force over S and the same search without them, and
@@ -13,18 +13,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hierarchy_search import _fits, brute_force_s, search_case
 
-import workbench.hierarchy.search as search_module
-import workbench.hierarchy.search_alone as alone_module
-import workbench.hierarchy.search_class_floors as floors_module
+import workbench.hierarchy.search.alone as alone_module
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
 from workbench.hierarchy.blocking import ARRAYS, DIMS, extents
 from workbench.hierarchy.datapath import Datapath
-from workbench.hierarchy.search import search
-from workbench.hierarchy.search_bounds import alone_floor
-from workbench.hierarchy.search_grid import chain_classes, grid_of
-from workbench.hierarchy.search_placements import Lanes
-from workbench.hierarchy.search_r import nondominated_chains
-from workbench.hierarchy.search_space import LevelBlocks, unrolled_dims
+from workbench.hierarchy.search import search, tuning
+from workbench.hierarchy.search.bounds import alone_floor
+from workbench.hierarchy.search.chains import chain_classes, nondominated_chains
+from workbench.hierarchy.search.grid import grid_of
+from workbench.hierarchy.search.placements import Lanes, unrolled_dims
+from workbench.hierarchy.search.pricing import LevelBlocks
 from workbench.layers import ConvLayer
 from workbench.memo import ByteLRU, Caches
 
@@ -70,7 +68,7 @@ def test_gathered_tables_equal_the_floors_priced_at_the_slice(paired: bool, case
     the `alone_floor` priced on those tiles themselves (exactly, infinities included), at
     every level."""
     layer, hier, x_pick, y_pick = case
-    monkeypatch.setattr(alone_module, "SHARE", 0)  # every level's table, however small
+    monkeypatch.setattr(tuning, "SHARE", 0)  # every level's table, however small
     on_chip = len(hier.levels) - 1
     extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
     per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
@@ -140,8 +138,8 @@ def test_sliced_search_with_tables_equals_brute_force(case, monkeypatch) -> None
     """One slice per X chain and every level tabled: the search still equals the brute force
     over S, and its blocking fits and costs what it says."""
     layer, hier = case
-    monkeypatch.setattr(search_module, "SMALL", 1)
-    monkeypatch.setattr(alone_module, "SHARE", 0)
+    monkeypatch.setattr(tuning, "SMALL", 1)
+    monkeypatch.setattr(tuning, "SHARE", 0)
     found = search(layer, hier, PREC)
     assert found.energy_pj == pytest.approx(brute_force_s(layer, hier, PREC), rel=1e-9)
     again = evaluate(layer, found.blocking, hier, PREC)
@@ -159,13 +157,13 @@ def test_tables_change_no_search_and_are_kept(monkeypatch) -> None:
     finds the same energy and blocking as without them; a second search of the layer on a
     hierarchy whose inner levels keep their sizes prices only the edited level's tables (the
     rest are kept)."""
-    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
+    monkeypatch.setattr(tuning, "CLASS_LIMIT", 0)
     layer = ConvLayer(name="mid3", Ox=6, Oy=5, Kx=3, Ky=3, Kc=6, Oc=8)
-    monkeypatch.setattr(search_module, "SMALL", 1)
-    monkeypatch.setattr(alone_module, "TABLE_LIMIT", 0)
+    monkeypatch.setattr(tuning, "SMALL", 1)
+    monkeypatch.setattr(tuning, "TABLE_LIMIT", 0)
     without = search(layer, THREE, PREC)
-    monkeypatch.setattr(alone_module, "TABLE_LIMIT", 1 << 23)
-    monkeypatch.setattr(alone_module, "SHARE", 0)
+    monkeypatch.setattr(tuning, "TABLE_LIMIT", 1 << 23)
+    monkeypatch.setattr(tuning, "SHARE", 0)
     caches = Caches()  # what the two searches below share
     priced = []
     real = alone_module.unit_alone_grid

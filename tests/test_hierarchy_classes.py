@@ -1,4 +1,4 @@
-"""Best-first search over classes of chains (`workbench.hierarchy.search_classes`; two or more
+"""Best-first search over classes of chains (`workbench.hierarchy.search.classes`; two or more
 on-chip levels): the class floor is at most `relaxed_floor` at every tile point of its class
 (float for float; with two levels the innermost role's part a bound over t_0), a class's points
 are listed once each, and the search over classes finds the energy of the search over slices
@@ -16,24 +16,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hierarchy_search import _fits
 
-import workbench.hierarchy.search as search_module
-import workbench.hierarchy.search_alone as alone_module
-import workbench.hierarchy.search_class_floors as floors_module
-import workbench.hierarchy.search_classes as classes_module
+import workbench.hierarchy.search.classes as classes_module
+import workbench.hierarchy.search.driver as driver_module
 from workbench.hierarchy import ElementBytes, Hierarchy, Level, SplitCapacity, evaluate
 from workbench.hierarchy.blocking import ARRAYS, DIMS, extents
 from workbench.hierarchy.datapath import Datapath
-from workbench.hierarchy.search import search
-from workbench.hierarchy.search_alone import AloneTables
-from workbench.hierarchy.search_bounds import alone_floor, relaxed_floor
-from workbench.hierarchy.search_class_floors import ClassFloors, flat_grid
-from workbench.hierarchy.search_context import SearchMemo
-from workbench.hierarchy.search_dominance import alone_prefixes
-from workbench.hierarchy.search_grid import grid_of
-from workbench.hierarchy.search_levels import _datapath_side, _level
-from workbench.hierarchy.search_r import _pj_per_bit, nondominated_chains
-from workbench.hierarchy.search_roles import in_roles, role_orders, role_patterns
-from workbench.hierarchy.search_space import LevelBlocks, side_cost, unrolled_dims, variant
+from workbench.hierarchy.search import search, tuning
+from workbench.hierarchy.search.alone import AloneTables
+from workbench.hierarchy.search.bounds import alone_floor, relaxed_floor
+from workbench.hierarchy.search.chains import nondominated_chains
+from workbench.hierarchy.search.class_floors import ClassFloors, flat_grid
+from workbench.hierarchy.search.context import SearchMemo
+from workbench.hierarchy.search.dominance import alone_prefixes
+from workbench.hierarchy.search.grid import grid_of
+from workbench.hierarchy.search.levels import best_at_level, datapath_side
+from workbench.hierarchy.search.placements import unrolled_dims
+from workbench.hierarchy.search.pricing import LevelBlocks, pj_per_bit, side_cost
+from workbench.hierarchy.search.roles import in_roles, role_orders, role_patterns, variant
 from workbench.layers import ConvLayer
 from workbench.memo import Caches
 
@@ -77,11 +76,11 @@ def _chains(layer: ConvLayer, hier: Hierarchy) -> tuple[dict, dict]:
 def test_class_floor_is_below_the_relaxed_floor_at_every_point(case, data,
                                                                monkeypatch) -> None:
     """Under a drawn role order and all its patterns (or a drawn subset), every tile point's
-    `relaxed_floor` (MAC energy included, as `search_points._points` adds it) is at least its
+    `relaxed_floor` (MAC energy included, as `search.points.price_slice` adds it) is at least its
     class's floor, exactly in floats; and some class's floor is finite wherever some point's
     is."""
     layer, hier = case
-    monkeypatch.setattr(alone_module, "SHARE", 0)  # every role's table, however small
+    monkeypatch.setattr(tuning, "SHARE", 0)  # every role's table, however small
     per_dim, extent = _chains(layer, hier)
     orders = role_orders(hier)
     roles = orders[data.draw(st.integers(0, len(orders) - 1))]
@@ -92,10 +91,10 @@ def test_class_floor_is_below_the_relaxed_floor_at_every_point(case, data,
     memo = SearchMemo.of(Caches())
     tables = AloneTables(layer, view, per_dim, extent, PREC, memo.tables)
     floors = ClassFloors(layer, view, per_dim, extent, PREC, memo)
-    pj_bit = _pj_per_bit(view, None)
+    pj_bit = pj_per_bit(view, None)
     bound = floors.floor(tables, pj_bit, patterns).reshape(floors.shape)
     grid = grid_of(per_dim, extent)
-    mac, fetched, outputs = _datapath_side(layer, view, grid)
+    mac, fetched, outputs = datapath_side(layer, view, grid)
     fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, PREC) for a in ARRAYS}
     relaxed = mac + relaxed_floor(layer, view, grid, pj_bit, PREC, patterns, fetch_unit)
     at = bound[np.ix_(*(floors.ids[d] for d in DIMS))]
@@ -113,10 +112,11 @@ def test_outer_floor_is_below_each_patterns_bound_at_every_point(case, data,
     pattern's row of `outer_floor` at the point's class is at most MAC + the datapath's
     fetches + the outer role's best fitting placement priced at the point's own tiles + the
     innermost role's held arrays' `alone_floor` there (numpy, block by block), exactly in
-    floats: `search_points._price`'s bound, which every fitting blocking of the pattern there
-    reaches. And the outer placements it prices are kept in `tables`, as `_price` keys them."""
+    floats: `search.points.price_points`'s bound, which every fitting blocking of the pattern
+    there reaches. And the outer placements it prices are kept in `tables`, as `price_points`
+    keys them."""
     layer, hier = case
-    monkeypatch.setattr(alone_module, "SHARE", 0)  # every role's table, however small
+    monkeypatch.setattr(tuning, "SHARE", 0)  # every role's table, however small
     per_dim, extent = _chains(layer, hier)
     orders = role_orders(hier)
     roles = orders[data.draw(st.integers(0, len(orders) - 1))]
@@ -127,7 +127,7 @@ def test_outer_floor_is_below_each_patterns_bound_at_every_point(case, data,
     floors = ClassFloors(layer, view, per_dim, extent, PREC, memo)
     if not ClassFloors.applies(tables):
         return
-    pj_bit = _pj_per_bit(view, None)
+    pj_bit = pj_per_bit(view, None)
     every = np.indices(tuple(len(per_dim[d]) for d in DIMS)).reshape(len(DIMS), -1)
     chain_at = dict(zip(DIMS, every, strict=True))
     flat = {d: ([t.reshape(-1) for t in tiles], p.reshape(-1))
@@ -136,14 +136,14 @@ def test_outer_floor_is_below_each_patterns_bound_at_every_point(case, data,
         tuple(floors.ids[d][chain_at[d]] for d in DIMS), floors.shape), return_inverse=True)
     kept: dict = {}
     bound = floors.outer_floor(kept, tables, pj_bit, patterns, classes)
-    mac, fetched, outputs = _datapath_side(layer, view, flat)
+    mac, fetched, outputs = datapath_side(layer, view, flat)
     lanes = unrolled_dims(view.datapath)
     for row, pattern in enumerate(patterns):
         own = np.broadcast_to(mac, owner.shape)
         for a_idx, (array, chain) in enumerate(zip(ARRAYS, pattern, strict=True)):
             own = own + pj_bit[chain[-1] if chain else 0, a_idx] * \
                 side_cost(array, fetched[array], 1.0, outputs, PREC)
-        own = own + _level(layer, view, 1, flat, pj_bit, PREC, pattern)[0]
+        own = own + best_at_level(layer, view, 1, flat, pj_bit, PREC, pattern)[0]
         inner = np.zeros(len(owner))
         for array, src in zip(*variant(pattern, 2), strict=True):
             a_idx = ARRAYS.index(array)
@@ -153,7 +153,7 @@ def test_outer_floor_is_below_each_patterns_bound_at_every_point(case, data,
         own = own + inner
         at = bound[row][owner]
         assert np.all(at <= own), (pattern, float(np.max(at - own)))
-        if len(variant(pattern, 1)[0]) >= 2:  # priced, and kept under `_price`'s key
+        if len(variant(pattern, 1)[0]) >= 2:  # priced, and kept under `price_points`'s key
             assert kept[1, variant(pattern, 1), None][2][classes].all()
 
 
@@ -228,19 +228,19 @@ def test_class_search_equals_slice_search(case, n, monkeypatch) -> None:
     off: CLASS_LIMIT 0), its blocking fits and costs what it says; the least of n shares'
     answers is that energy too."""
     layer, hier = case
-    monkeypatch.setattr(alone_module, "SHARE", 0)
-    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
+    monkeypatch.setattr(tuning, "SHARE", 0)
+    monkeypatch.setattr(tuning, "CLASS_LIMIT", 0)
     try:
         slices = search(layer, hier, PREC).energy_pj
     except Exception as exc:  # nothing fits: the class search must say so too
-        monkeypatch.setattr(floors_module, "CLASS_LIMIT", 1 << 23)
+        monkeypatch.setattr(tuning, "CLASS_LIMIT", 1 << 23)
         with pytest.raises(type(exc)):
             search(layer, hier, PREC)
         return
-    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 1 << 23)
+    monkeypatch.setattr(tuning, "CLASS_LIMIT", 1 << 23)
     ran = []
-    real = search_module.search_classes
-    monkeypatch.setattr(search_module, "search_classes", lambda *a: ran.append(1) or real(*a))
+    real = driver_module.search_classes
+    monkeypatch.setattr(driver_module, "search_classes", lambda *a: ran.append(1) or real(*a))
     found = search(layer, hier, PREC)
     assert ran  # the classes were searched
     assert found.energy_pj == pytest.approx(slices, rel=1e-12)
@@ -254,8 +254,8 @@ def test_class_search_equals_slice_search(case, n, monkeypatch) -> None:
 
 def test_lenet5_conv2_on_three_levels_prices_few_points(monkeypatch) -> None:
     """lenet5's conv2 on three on-chip levels: of its 4.3 × 10⁷ tile points, the search over
-    classes prices a few hundred thousand at most (a slice's points, by `search_points._price`)
-    and finds the energy of the search over slices."""
+    classes prices a few hundred thousand at most (a slice's points, by
+    `search.points.price_points`) and finds the energy of the search over slices."""
     from workbench import layers
 
     conv2 = next(lay for lay in layers.load_network("lenet5").tiled_layers()
@@ -265,13 +265,13 @@ def test_lenet5_conv2_on_three_levels_prices_few_points(monkeypatch) -> None:
                      mac_energy_pj=1.0)
     prec = ElementBytes(2, 2, 2, 4)
     priced = []
-    real = classes_module._price
-    monkeypatch.setattr(classes_module, "_price", lambda *a, **k: priced.append(len(a[3][0]))
+    real = classes_module.price_points
+    monkeypatch.setattr(classes_module, "price_points", lambda *a, **k: priced.append(len(a[3][0]))
                         or real(*a, **k))
     found = search(conv2, hier, prec)
     assert 0 < sum(priced) < 10 ** 6
     assert found.combinations > 4 * 10 ** 7
-    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
+    monkeypatch.setattr(tuning, "CLASS_LIMIT", 0)
     assert search(conv2, hier, prec).energy_pj == pytest.approx(found.energy_pj, rel=1e-12)
 
 
@@ -280,7 +280,7 @@ def test_outer_tables_are_kept_for_a_search_keeping_the_level(monkeypatch) -> No
     the second search takes the outer level's tables the first priced, so prices fewer of its
     classes than the same search with nothing kept, and finds the same blocking and energy."""
     from workbench import layers
-    from workbench.hierarchy import search_levels as levels_module
+    from workbench.hierarchy.search import levels as levels_module
 
     conv2 = next(lay for lay in layers.load_network("lenet5").tiled_layers()
                  if lay.name == "conv2")
@@ -291,13 +291,13 @@ def test_outer_tables_are_kept_for_a_search_keeping_the_level(monkeypatch) -> No
                           Level("L2", l2, 64, 2.0)), mac_energy_pj=1.0)
 
     priced: list[int] = []
-    real = levels_module._level
+    real = levels_module.best_at_level
 
     def counted(layer, hierarchy, k, flat, *rest):
         priced.append(len(np.ravel(flat["X"][1])) if k == 1 else 0)
         return real(layer, hierarchy, k, flat, *rest)
 
-    monkeypatch.setattr(levels_module, "_level", counted)
+    monkeypatch.setattr(levels_module, "best_at_level", counted)
     caches = Caches()  # the edit's: what the first search keeps for the second
     search(conv2, hier(1024), prec, caches=caches)
     priced.clear()

@@ -31,7 +31,7 @@ from workbench.hierarchy.accesses import iterations
 from workbench.hierarchy.blocking import trip_counts
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.search import search
-from workbench.hierarchy.search_r import NoFitError
+from workbench.hierarchy.search.context import NoFitError
 from workbench.layers import ConvLayer
 
 ONE = ElementBytes(1, 1, 1, 1)

@@ -21,7 +21,6 @@ from test_hierarchy_search import (
     search_case,
 )
 
-import workbench.hierarchy.search_class_floors as floors_module
 from workbench.hierarchy import (
     ARRAYS,
     DIMS,
@@ -34,10 +33,10 @@ from workbench.hierarchy import (
     evaluate,
 )
 from workbench.hierarchy.codesign import Codesigner, DesignSpace, LevelSlot
-from workbench.hierarchy.search import gen_chains, search
-from workbench.hierarchy.search_bounds import in_s, incumbent
-from workbench.hierarchy.search_context import SearchMemo
-from workbench.hierarchy.search_merged import in_merged
+from workbench.hierarchy.search import gen_chains, search, tuning
+from workbench.hierarchy.search.bounds import in_s, incumbent
+from workbench.hierarchy.search.context import SearchMemo
+from workbench.hierarchy.search.merged import in_merged
 from workbench.layers import ConvLayer
 from workbench.memo import Caches
 
@@ -350,7 +349,7 @@ def test_alone_floors_kept_across_hierarchies_change_no_optimum(monkeypatch) -> 
     that capacity: searches one after the other, each level's size edited in turn (as in the
     app), all equal the search from an empty memo (itself equal to the brute force:
     test_hierarchy_search)."""
-    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
+    monkeypatch.setattr(tuning, "CLASS_LIMIT", 0)
     layer = ConvLayer(name="mid", Ox=7, Oy=5, Oc=12, Kx=3, Ky=3, Kc=6)
     caches = Caches()
     warm = []
@@ -374,8 +373,8 @@ def test_a_weak_incumbent_still_prices_the_seed_points_first(monkeypatch) -> Non
     with no incumbent, then the rest: lenet5's conv2 on a 32 KB SRAM and a 512 B register
     file, from its optimum on a 512 B SRAM and a 64 B register file (2.25× the optimum here);
     the answer equals the search without an incumbent."""
-    monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
-    import workbench.hierarchy.search_points as points
+    monkeypatch.setattr(tuning, "CLASS_LIMIT", 0)
+    import workbench.hierarchy.search.points as points
     from workbench import layers
 
     conv2 = next(lay for lay in layers.load_network("lenet5").tiled_layers()
@@ -387,9 +386,9 @@ def test_a_weak_incumbent_still_prices_the_seed_points_first(monkeypatch) -> Non
     cold = search(conv2, small, prec)
     assert start is not None and start[0] > 2 * cold.energy_pj  # weak: in S, fits, far above
     priced = []
-    price = points._price
-    monkeypatch.setattr(points, "_price",
+    price = points.price_points
+    monkeypatch.setattr(points, "price_points",
                         lambda *args, **kw: priced.append(len(args[2][0])) or price(*args, **kw))
     warm = search(conv2, small, prec, incumbents=[other])
-    assert priced[0] == points.SEED  # the seed points first
+    assert priced[0] == tuning.SEED  # the seed points first
     assert warm.energy_pj == pytest.approx(cold.energy_pj, rel=1e-12)

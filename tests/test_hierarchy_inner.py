@@ -1,10 +1,11 @@
-"""The innermost level's buffers inside group 0 (search_space, lemma 2' of the search): each
-code's block moves and holds what the model's `transfers` count for that position (a rolling
-window: eq. 2's buffer when its loop carries the reuse, never more than the footprint); the
-compiled pricing of a level's placements equals pricing block by block; the alone prefixes
-reach every code's least energy fitting a capacity; and the undominated placements lose no
-optimum: their best fitting placement costs what the best of every realizable tuple of
-positions costs (any nested sets of loops, no lemma used), point by point."""
+"""The innermost level's buffers inside group 0 (`search.dominance` and `search.pricing`, lemma
+2'): each code's block moves and holds what the model's `transfers` count for that position
+(a rolling window: eq. 2's buffer when its loop carries the reuse, never more than the
+footprint); the compiled pricing of a level's placements equals pricing block by block; the
+alone prefixes reach every code's least energy fitting a capacity; and the undominated
+placements lose no optimum: their best fitting placement costs what the best of every
+realizable tuple of positions costs (any nested sets of loops, no lemma used), point by
+point."""
 
 from __future__ import annotations
 
@@ -29,27 +30,25 @@ from workbench.hierarchy import (
     Level,
     SplitCapacity,
     evaluate,
-    search_space,
     transfers,
 )
 from workbench.hierarchy.blocking import carries, trip_counts
-from workbench.hierarchy.search_bounds import alone_floor, alone_prefixes
-from workbench.hierarchy.search_placements import Lanes, rolling
-from workbench.hierarchy.search_space import (
+from workbench.hierarchy.search import tuning
+from workbench.hierarchy.search.bounds import alone_floor
+from workbench.hierarchy.search.calls import best_placements, least_total_at
+from workbench.hierarchy.search.dominance import alone_prefixes, inner_placements, level_placements
+from workbench.hierarchy.search.placements import (
     BIT,
     G0BIT,
     INNER,
     LANE,
     ROLL,
-    LevelBlocks,
-    best_placements,
-    inner_placements,
-    least_total_at,
-    level_placements,
+    Lanes,
     moved_code,
-    side_cost,
+    rolling,
     step_bits,
 )
+from workbench.hierarchy.search.pricing import LevelBlocks, side_cost
 from workbench.layers import ConvLayer
 
 
@@ -57,12 +56,12 @@ from workbench.layers import ConvLayer
 def halved(on: bool):
     """The compiled calls split in two halves priced at once from 2 points on (as from SPLIT
     points on a machine of many processors), or never split."""
-    kept = search_space.SPLIT, search_space.CPUS
-    search_space.SPLIT, search_space.CPUS = (2, 2) if on else (1 << 62, 1)
+    kept = tuning.SPLIT, tuning.CPUS
+    tuning.SPLIT, tuning.CPUS = (2, 2) if on else (1 << 62, 1)
     try:
         yield
     finally:
-        search_space.SPLIT, search_space.CPUS = kept
+        tuning.SPLIT, tuning.CPUS = kept
 
 PREC = ElementBytes(1, 2, 1, 4)
 WIDTH = {"I": PREC.inputs, "W": PREC.weights, "O": PREC.partial_sums}
@@ -414,7 +413,7 @@ def test_buffers_inside_group_0_hold_a_step() -> None:
 
     from workbench.hierarchy.datapath import Datapath
     from workbench.hierarchy.search import search
-    from workbench.hierarchy.search_bounds import in_s
+    from workbench.hierarchy.search.bounds import in_s
 
     lanes = Lanes({"C": 2, "M": 4})
     for codes, _ in inner_placements(("I", "W", "O"), lanes):
@@ -469,10 +468,10 @@ def relaxation(draw):
        st.one_of(st.just(-np.inf), st.floats(0, 600)))
 def test_relaxation_least_is_the_brute_force_least_or_says_one_is_below_the_limit(
         case, add, mul, limit) -> None:
-    """`search_kernel._least_relaxed` (nested loops pruned by partial sums, stopping at a sum
+    """`search.kernel.least_relaxed` (nested loops pruned by partial sums, stopping at a sum
     below the limit) returns, against every combination summed in held order: −inf when some
     fitting sum e has (add + e) × mul < limit, else the least fitting sum (inf: none)."""
-    from workbench.hierarchy.search_kernel import _least_relaxed
+    from workbench.hierarchy.search.kernel import least_relaxed
 
     rows, alone, energy, foot, caps, bank = case
     sums = []
@@ -487,7 +486,7 @@ def test_relaxation_least_is_the_brute_force_least_or_says_one_is_below_the_limi
                 used[bank[k]] += foot[q]
             if all(u <= c for u, c in zip(used, caps, strict=True)):
                 sums.append(e)
-    got = _least_relaxed((rows, 0, len(rows)), alone, (energy, foot), (caps, bank), add, mul,
+    got = least_relaxed((rows, 0, len(rows)), alone, (energy, foot), (caps, bank), add, mul,
                          limit)
     if any((add + e) * mul < limit for e in sums):
         assert got == -np.inf

@@ -15,10 +15,9 @@ from workbench.hierarchy import (
     evaluate,
     interrupt,
 )
-from workbench.hierarchy import search_class_floors as floors_module
-from workbench.hierarchy import search_classes as classes_module
 from workbench.hierarchy.codesign import table3_energy_pj
-from workbench.hierarchy.search import search, sliced
+from workbench.hierarchy.search import classes as classes_module
+from workbench.hierarchy.search import search, sliced, tuning
 from workbench.memo import Caches
 
 PREC = ElementBytes(2, 2, 2, 4)
@@ -117,14 +116,14 @@ def test_the_least_of_a_searchs_shares_is_its_optimum(tmp_path, monkeypatch, spe
     priced: dict[int, list[np.ndarray]] = {}
     if by_class:
         real = classes_module._price_classes
-        def record(*a):  # the hierarchy's own classes, not a merged one's (`search_merged`)
+        def record(*a):  # the hierarchy's own classes, not a merged one's (`search.merged`)
             if len(a[0].space.hierarchy.levels) == len(hier.levels):  # a: search, live, best,
                 priced.setdefault(current[0], []).append(a[3])          # batch, floors
             return real(*a)
 
         monkeypatch.setattr(classes_module, "_price_classes", record)
     else:
-        monkeypatch.setattr(floors_module, "CLASS_LIMIT", 0)
+        monkeypatch.setattr(tuning, "CLASS_LIMIT", 0)
     current = [-1]
     whole = search(layer, hier, PREC, table3_energy_pj).energy_pj
     found = []

@@ -1,5 +1,5 @@
 """Bounds on the innermost level's energy kept from one search for the next
-(`workbench.hierarchy.search_memory`): a kept bound, carried to other coefficients and to a
+(`workbench.hierarchy.search.memory`): a kept bound, carried to other coefficients and to a
 capacity no larger, never exceeds the level's least fitting energy there (priced point by
 point); none is used at a larger capacity; and searches one after another (the app's edits)
 equal searches from an empty memory, themselves equal to the brute force
@@ -18,16 +18,12 @@ from test_hierarchy_search import search_case
 from workbench.hierarchy import DIMS, ElementBytes, Hierarchy, Level, SplitCapacity
 from workbench.hierarchy.blocking import extents
 from workbench.hierarchy.search import search
-from workbench.hierarchy.search_context import SearchMemo
-from workbench.hierarchy.search_grid import gather, grid_of
-from workbench.hierarchy.search_memory import InnerMemory, KeptBounds
-from workbench.hierarchy.search_r import nondominated_chains
-from workbench.hierarchy.search_space import (
-    LevelBlocks,
-    best_placements,
-    floors_under,
-    least_total_at,
-)
+from workbench.hierarchy.search.calls import best_placements, floors_under, least_total_at
+from workbench.hierarchy.search.chains import nondominated_chains
+from workbench.hierarchy.search.context import SearchMemo
+from workbench.hierarchy.search.grid import gather, grid_of
+from workbench.hierarchy.search.memory import InnerMemory, KeptBounds
+from workbench.hierarchy.search.pricing import LevelBlocks
 from workbench.layers import ConvLayer
 from workbench.memo import Caches
 

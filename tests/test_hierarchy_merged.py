@@ -1,4 +1,4 @@
-"""Two on-chip levels holding no array in common, searched as one level (`search_merged`):
+"""Two on-chip levels holding no array in common, searched as one level (`search.merged`):
 banked capacities, the merged level's pricing, the map back to two levels, and the search
 against a brute force over every such blocking (`test_hierarchy_search.merged_least`) and over
 every blocking (`every_blocking`)."""
@@ -30,7 +30,7 @@ from workbench.hierarchy.levels import (
     capacity_banks,
 )
 from workbench.hierarchy.search import gen_chains, search
-from workbench.hierarchy.search_merged import merged_levels, two_levels, unmerged
+from workbench.hierarchy.search.merged import merged_levels, two_levels, unmerged
 from workbench.layers import ConvLayer
 
 

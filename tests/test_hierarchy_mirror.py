@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from test_hierarchy_incumbents import _s_blocking
 from test_hierarchy_search import _fits, brute_force_s
 
-import workbench.hierarchy.search as search_module
-import workbench.hierarchy.search_alone as alone_module
+import workbench.hierarchy.search.driver as driver_module
 from workbench.hierarchy import (
     DIMS,
     Blocking,
@@ -23,7 +22,7 @@ from workbench.hierarchy import (
     evaluate,
 )
 from workbench.hierarchy.datapath import Datapath
-from workbench.hierarchy.search import search
+from workbench.hierarchy.search import search, tuning
 from workbench.layers import ConvLayer
 
 PREC = ElementBytes(1, 1, 1, 2)
@@ -90,7 +89,7 @@ def test_the_lemma_needs_the_symmetry() -> None:
         [("FX", "FY", *DIMS), DIMS],
         [{"X": 4, "Y": 1, "C": 1, "M": 1, "N": 1}],
         {"I": [6], "W": [6], "O": [6]})
-    assert not search_module.mirrored(layer, hier)
+    assert not driver_module.mirrored(layer, hier)
     assert evaluate(layer, blocking, hier, PREC).total_energy_pj != pytest.approx(
         evaluate(layer, mirror(blocking), hier, PREC).total_energy_pj)
 
@@ -104,16 +103,16 @@ def test_search_on_square_layers_equals_brute_force(case) -> None:
     (SHARE = 0) taken from tables per class of chains, gathered at the pairs. The brute force
     runs once per case, for the four searches."""
     layer, hier = case
-    assert search_module.mirrored(layer, hier)
+    assert driver_module.mirrored(layer, hier)
     expected = brute_force_s(layer, hier, PREC)
-    saved = search_module.SMALL, alone_module.SHARE
-    for small in (search_module.SMALL, 1):
-        for share in (alone_module.SHARE, 0):
-            search_module.SMALL, alone_module.SHARE = small, share
+    saved = tuning.SMALL, tuning.SHARE
+    for small in (tuning.SMALL, 1):
+        for share in (tuning.SHARE, 0):
+            tuning.SMALL, tuning.SHARE = small, share
             try:  # no caches: nothing kept from the other searches, each prices floors
                 found = search(layer, hier, PREC)
             finally:
-                search_module.SMALL, alone_module.SHARE = saved
+                tuning.SMALL, tuning.SHARE = saved
             assert found.energy_pj == pytest.approx(expected, rel=1e-9), f"{small=} {share=}"
             again = evaluate(layer, found.blocking, hier, PREC)
             assert again.total_energy_pj == pytest.approx(found.energy_pj, rel=1e-9)
@@ -130,7 +129,7 @@ MID = [
 
 
 @pytest.mark.parametrize("side, maps", [(6, (4, 6)), (12, (8, 12))])
-@pytest.mark.parametrize("small", [search_module.SMALL, 1])
+@pytest.mark.parametrize("small", [tuning.SMALL, 1])
 @pytest.mark.parametrize("hier", MID, ids=["one level", "two levels, 2x2 lanes", "split"])
 def test_search_with_the_mirror_equals_it_without(hier: Hierarchy, small: int, side: int,
                                                   maps: tuple[int, int], monkeypatch) -> None:
@@ -138,9 +137,9 @@ def test_search_with_the_mirror_equals_it_without(hier: Hierarchy, small: int, s
     search over half the points equals the search over all of them (lemma 5 switched off),
     and the blocking it returns costs what it says and fits."""
     layer = ConvLayer(name="mid", Ox=side, Oy=side, Kx=3, Ky=3, Kc=maps[0], Oc=maps[1])
-    monkeypatch.setattr(search_module, "SMALL", small)
+    monkeypatch.setattr(tuning, "SMALL", small)
     half = search(layer, hier, PREC)
-    monkeypatch.setattr(search_module, "mirrored", lambda *_: False)
+    monkeypatch.setattr(driver_module, "mirrored", lambda *_: False)
     full = search(layer, hier, PREC)
     assert half.energy_pj == pytest.approx(full.energy_pj, rel=1e-12)
     again = evaluate(layer, half.blocking, hier, PREC)

@@ -535,7 +535,7 @@ def test_package_imports_neither_tiling_nor_platforms() -> None:
                               "sweep"}), loaded
 
 
-# --- exact search over the space R (workbench.hierarchy.search_r; S: test_hierarchy_search) --
+# --- exact search over the space R (workbench.hierarchy.search.r; S: test_hierarchy_search) --
 
 def _brute_force_r(layer: ConvLayer, hier: Hierarchy, prec, size_energy=None) -> float:
     """The least energy over every blocking of R, priced by `evaluate` one by one: all divisor

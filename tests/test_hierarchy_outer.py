@@ -1,4 +1,4 @@
-"""An outer level's buffers (search_dominance.outer_placements, search_space.LevelBlocks at
+"""An outer level's buffers (search.dominance.outer_placements, search.pricing.LevelBlocks at
 γ ≥ 2): each code's block moves and holds what the model's `transfers` count for that position
 (the inputs' window rolling along X or Y of the level's group: eq. 2's buffer when that loop
 carries the reuse, never more than the footprint); the undominated placements lose no
@@ -27,11 +27,12 @@ from workbench.hierarchy import (
     Level,
     SplitCapacity,
 )
-from workbench.hierarchy.search_alone import unit_alone_grid
-from workbench.hierarchy.search_bounds import alone_floor, alone_prefixes
-from workbench.hierarchy.search_dominance import outer_placements
-from workbench.hierarchy.search_placements import BIT, ROLL, moved_code, rolling
-from workbench.hierarchy.search_space import LevelBlocks, best_placements
+from workbench.hierarchy.search.alone import unit_alone_grid
+from workbench.hierarchy.search.bounds import alone_floor
+from workbench.hierarchy.search.calls import best_placements
+from workbench.hierarchy.search.dominance import alone_prefixes, outer_placements
+from workbench.hierarchy.search.placements import BIT, ROLL, moved_code, rolling
+from workbench.hierarchy.search.pricing import LevelBlocks
 
 # every code of a group ≥ 2: the set of its loops inside the buffer, and for the inputs each
 # such set whose last loop is X or Y with the window rolling along it

@@ -1,4 +1,4 @@
-"""Role orders of the search's space S (workbench.hierarchy.search_roles): the holder patterns
+"""Role orders of the search's space S (workbench.hierarchy.search.roles): the holder patterns
 searched under each order are exactly those whose holders of every array play roles in memory
 order (and, under an order other than the identity, whose innermost role holds some array),
 written here from the definition; blockings move between memory and role listings unchanged;
@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 
 from workbench.hierarchy import ARRAYS, DIMS, GROUP0, Blocking, Hierarchy, Level, SplitCapacity
-from workbench.hierarchy.search_roles import (
+from workbench.hierarchy.search.roles import (
     in_roles,
     role_orders,
     role_patterns,

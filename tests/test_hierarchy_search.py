@@ -36,24 +36,24 @@ from workbench.hierarchy import (
     evaluate,
     transfers,
 )
-from workbench.hierarchy import search_r as search_r_module
 from workbench.hierarchy.accesses import energy_by_array_pj, energy_pj
 from workbench.hierarchy.blocking import footprint, trip_counts
 from workbench.hierarchy.datapath import Datapath
-from workbench.hierarchy.search import gen_chains, search, search_r
-from workbench.hierarchy.search_bounds import (
+from workbench.hierarchy.search import NoFitError, gen_chains, search, search_r
+from workbench.hierarchy.search.bounds import (
     chain_terms,
     least_held,
     pattern_floor,
     r_blocks_fit,
     relaxed_floor,
 )
-from workbench.hierarchy.search_grid import grid_of
-from workbench.hierarchy.search_levels import _datapath_side
-from workbench.hierarchy.search_merged import in_merged, merged_levels
-from workbench.hierarchy.search_r import _footprints as footprints
-from workbench.hierarchy.search_r import _pj_per_bit
-from workbench.hierarchy.search_space import holder_patterns, side_cost, unrolled_dims
+from workbench.hierarchy.search.grid import grid_of
+from workbench.hierarchy.search.levels import datapath_side
+from workbench.hierarchy.search.merged import in_merged, merged_levels
+from workbench.hierarchy.search.placements import unrolled_dims
+from workbench.hierarchy.search.pricing import pj_per_bit, side_cost
+from workbench.hierarchy.search.r import footprints
+from workbench.hierarchy.search.roles import holder_patterns
 from workbench.layers import ConvLayer
 
 ONE = ElementBytes(1, 1, 1, 1)
@@ -366,7 +366,7 @@ def brute_force_s(layer: ConvLayer, hier: Hierarchy, prec, size_energy=None,
     """The least `evaluate` energy over every fitting blocking of S (only R's holders when not
     `bypass`; tiny layers only), with two on-chip levels and `bypass` its merged part too
     (`merged_least`), with three or more the least over each hierarchy of two adjacent levels
-    merged (`search_merged.merged_levels`; tests/test_hierarchy_merged.py checks that their
+    merged (`search.merged.merged_levels`; tests/test_hierarchy_merged.py checks that their
     blockings price as the blockings they are, `unmerged`); `merged` False: S's role orders
     only."""
     least = _cheapest(layer, hier, prec, size_energy,
@@ -457,7 +457,7 @@ def _r_optimum(layer, hier, prec, size_energy, bypass: bool = False) -> float:
         if bypass:
             return search(layer, hier, prec, size_energy, bypass=False).energy_pj
         return search_r(layer, hier, prec, size_energy).energy_pj
-    except search_r_module.NoFitError:
+    except NoFitError:
         return math.inf
 
 
@@ -825,7 +825,7 @@ def test_pattern_floor_is_below_every_blocking_of_its_pattern(case, data) -> Non
     prec = ElementBytes(1, 1, 1, 2)
     pattern = data.draw(st.sampled_from(holder_patterns(hier)))
     blocking = _random_blocking(layer, hier, pattern, data)
-    floor = pattern_floor(layer, hier, _pj_per_bit(hier, None), prec, pattern) * layer.groups
+    floor = pattern_floor(layer, hier, pj_per_bit(hier, None), prec, pattern) * layer.groups
     assert floor <= evaluate(layer, blocking, hier, prec).total_energy_pj * (1 + 1e-12)
 
 
@@ -849,14 +849,14 @@ def test_relaxed_floor_is_below_every_fitting_blocking_at_its_tiles(case, data) 
         tiles = [float(blocking.tiles[g][DIMS.index(d)]) for g in range(levels)]
         padded = -(-_extent(layer, d) // tiles[-1]) * tiles[-1]
         flat[d] = ([np.array([t]) for t in tiles], np.array([padded]))
-    mac, fetched, outputs = _datapath_side(layer, hier, flat)
+    mac, fetched, outputs = datapath_side(layer, hier, flat)
     unit = {a: side_cost(a, fetched[a], 1.0, outputs, prec) for a in ARRAYS}
     others = [data.draw(st.sampled_from(patterns)) for _ in range(data.draw(st.integers(0, 3)))]
-    pj_bit = _pj_per_bit(hier, None)
+    pj_bit = pj_per_bit(hier, None)
     floor = (mac + relaxed_floor(layer, hier, flat, pj_bit, prec, [pattern, *others], unit))
     energy = evaluate(layer, blocking, hier, prec).total_energy_pj
     assert float(np.ravel(floor)[0]) * layer.groups <= energy * (1 + 1e-12)
-    # the pattern's own terms (what `_price` filters each pattern's points by) bound it too
+    # the pattern's own terms (what `price_points` filters each pattern's points by) bound it too
     terms = chain_terms(layer, hier, flat, pj_bit, prec, [pattern, *others], unit)
     own = mac + sum(t[chain] for t, chain in zip(terms, pattern, strict=True))
     assert float(np.ravel(own)[0]) * layer.groups <= energy * (1 + 1e-12)

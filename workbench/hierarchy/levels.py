@@ -114,7 +114,7 @@ class BankedCapacity:
     """Banks, each shared by some arrays: ((arrays, bytes), ...), e.g. (("IO", 65536),
     ("W", 65536)); an array in no bank never lives here. A level's buffers fit when those of
     each bank's arrays fit its bytes together. Also the search's view of two levels holding no
-    array in common taken as one level (`search_merged`): a bank per level."""
+    array in common taken as one level (`search.merged`): a bank per level."""
 
     banks: tuple[tuple[str, int], ...]
 

@@ -5,11 +5,11 @@ A dimension has far more tile chains than classes of what one role sees: with th
 levels the innermost role's (t_0, t_1, P) (lenet5's conv2 on three levels: 4.2 × 10⁶ class
 combinations for 4.3 × 10⁷ tile points), with two the outer role's (t_1, P) (on two: 3.5 × 10⁴
 for 1.25 × 10⁶). A lower bound per class combination on `relaxed_floor` at every point of it
-(`search_class_floors.ClassFloors`) orders them; they are taken lowest bound first, a batch at
+(`search.class_floors.ClassFloors`) orders them; they are taken lowest bound first, a batch at
 a time; with two levels a batch keeps the classes and patterns whose bound with the outer
 role's own best placement is below the best energy found (`ClassFloors.outer_floor`); their
 points' own floors next, and the points left priced as a slice's are
-(`search_points._price`). Once the next class's bound reaches the best energy found, no point
+(`search.points.price_points`). Once the next class's bound reaches the best energy found, no point
 left can beat it.
 """
 
@@ -23,12 +23,14 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
-from workbench.hierarchy.search_bounds import relaxed_floor
-from workbench.hierarchy.search_class_floors import ClassFloors, flat_grid
-from workbench.hierarchy.search_context import RoleSearch
-from workbench.hierarchy.search_levels import _datapath_side, _smallest
-from workbench.hierarchy.search_points import SEED, WEAK, _price
-from workbench.hierarchy.search_space import BATCH, Pattern, side_cost
+from workbench.hierarchy.search import tuning
+from workbench.hierarchy.search.bounds import relaxed_floor
+from workbench.hierarchy.search.class_floors import ClassFloors, flat_grid
+from workbench.hierarchy.search.context import RoleSearch
+from workbench.hierarchy.search.levels import datapath_side, smallest_blocks
+from workbench.hierarchy.search.points import price_points
+from workbench.hierarchy.search.pricing import side_cost
+from workbench.hierarchy.search.roles import Pattern
 from workbench.layers.spec import ConvLayer
 
 
@@ -44,7 +46,7 @@ def search_classes(search: RoleSearch, patterns: dict[Pattern, float], best: flo
     class combinations k, k + n, … (flat index); mirror: only points whose X chain index is
     at most their Y chain index (lemma 5; the search's `mirror`); the search's `memory`: the
     innermost level's bounds kept from other searches of the layer (one slice:
-    `search_memory`), raising its floor and noted here as `search_points._price` does."""
+    `search.memory`), raising its floor and noted here as `search.points.price_points` does."""
     layer, pj_bit, alone = search.space.layer, search.space.pj_bit, search.alone
     live = [p for p, f in patterns.items() if f < best]
     if not live:
@@ -55,10 +57,11 @@ def search_classes(search: RoleSearch, patterns: dict[Pattern, float], best: flo
     todo = np.nonzero(bound < best)[0]
     todo = todo[todo % share[1] == share[0]]
     found, total = None, max(1, len(todo))
+    points = int(floors.points(todo).sum())
     if len(todo) and (not math.isfinite(best) or  # a start, or a weak one (an incumbent)
-                      int(floors.points(todo).sum()) > WEAK * SEED):  # the first pattern
+                      points > tuning.WEAK * tuning.SEED):  # the first pattern
         # (R's holders under the identity) at the classes of lowest bound, about SEED points
-        m = max(1, min(len(todo), SEED * len(todo) // max(1, int(floors.points(todo).sum()))))
+        m = max(1, min(len(todo), tuning.SEED * len(todo) // max(1, points)))
         first = np.argpartition(bound[todo], m - 1)[:m] if m < len(todo) else \
             np.arange(len(todo))
         found = _price_classes(search, live[:1], best, todo[first], floors)
@@ -79,7 +82,7 @@ def search_classes(search: RoleSearch, patterns: dict[Pattern, float], best: flo
         if i >= len(todo) or bound[todo[i]] >= best:
             break
         interrupt.progress((stage[0] + 1 - (len(todo) - i) / total) / stage[1])
-        j = max(i + 1, int(np.searchsorted(ends, (ends[i - 1] if i else 0) + BATCH)))
+        j = max(i + 1, int(np.searchsorted(ends, (ends[i - 1] if i else 0) + tuning.BATCH)))
         batch = todo[i:j]
         i = j
         batch, here = batch[bound[batch] < best], live
@@ -99,7 +102,7 @@ def _price_classes(search: RoleSearch, live: list[Pattern], best: float, batch: 
                    floors: ClassFloors):
     """Every point of the class combinations `batch` whose `relaxed_floor` (the unit alone
     floors gathered from the tables) is below `best`, priced as a slice's points are
-    (`search_points._price`)."""
+    (`search.points.price_points`)."""
     layer, hierarchy, per_dim, extent, _, pj_bit, precision = search.space.unpacked()
     alone, mirror = search.alone, search.mirror
     interrupt.check()  # a safe point: nothing half-stored (`interrupt`)
@@ -115,7 +118,7 @@ def _price_classes(search: RoleSearch, live: list[Pattern], best: float, batch: 
             ids = alone.ids.get(on_chip + 1 - holder)
             if ids is None:
                 continue
-            table = alone._table(array, holder)
+            table = alone.table(array, holder)
             unit[array, holder] = np.broadcast_to(table[tuple(
                 ids[d][chain_at[d]] if table.shape[axis] > 1 else 0
                 for axis, d in enumerate(DIMS))], (n,))
@@ -135,19 +138,19 @@ def _price_classes(search: RoleSearch, live: list[Pattern], best: float, batch: 
     if not n:
         return None
     rows = (np.arange(n),) + (np.zeros(n, dtype=np.intp),) * (len(DIMS) - 1)
-    return _price(search, grid, rows, live, slice(0, len(per_dim["X"])), chain_at, best, side,
+    return price_points(search, grid, rows, live, slice(0, len(per_dim["X"])), chain_at, best, side,
                   unit, lift=False)
 
 
 def _points_side(layer: ConvLayer, hierarchy: Hierarchy, per_dim: dict, extent: dict,
                  precision: PrecisionLike, chain_at: dict) -> tuple[dict, tuple]:
     """The flat grid of the points `chain_at` (all along axis 0) and, on it, their MAC energy,
-    datapath fetches at unit pJ/bit and smallest blocks (`search_points._price`'s `side`)."""
+    datapath fetches at unit pJ/bit and smallest blocks (`search.points.price_points`'s `side`)."""
     width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
     grid = flat_grid(per_dim, extent, chain_at)
-    mac, fetched, outputs = _datapath_side(layer, hierarchy, grid)
+    mac, fetched, outputs = datapath_side(layer, hierarchy, grid)
     return grid, (mac, {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS},
-                  _smallest(layer, grid, len(hierarchy.levels) - 1, width))
+                  smallest_blocks(layer, grid, len(hierarchy.levels) - 1, width))
 
 
 __all__ = ["search_classes"]

@@ -1,7 +1,7 @@
 """Pricing slices of `search`'s tile points under its live holder patterns (proofs in
 docs/search.md): the relaxed floor over a slice, R's blocks fitting,
 the outer levels looked up per class, and the innermost level last, lowest bound first, a batch
-at a time in the compiled `search_kernel.least_total`."""
+at a time in the compiled `search.kernel.least_total`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import numpy as np
 
 from workbench.hierarchy import interrupt
 from workbench.hierarchy.blocking import ARRAYS, DIMS
-from workbench.hierarchy.search_bounds import (
+from workbench.hierarchy.search import tuning
+from workbench.hierarchy.search.bounds import (
     alone_floor,
     chain_terms,
     least_held,
@@ -19,37 +20,28 @@ from workbench.hierarchy.search_bounds import (
     r_blocks_fit,
     relaxed_floor,
 )
-from workbench.hierarchy.search_context import RoleSearch
-from workbench.hierarchy.search_grid import (
+from workbench.hierarchy.search.calls import least_total_at
+from workbench.hierarchy.search.context import RoleSearch
+from workbench.hierarchy.search.grid import (
     LazyPoints,
     at_rows,
     chains_at,
     grid_of,
     grid_shape,
 )
-from workbench.hierarchy.search_levels import (
-    _blocks,
-    _datapath_side,
-    _level_table,
-    _smallest,
+from workbench.hierarchy.search.levels import (
     class_ids,
+    datapath_side,
+    level_blocks,
+    level_table,
+    smallest_blocks,
 )
-from workbench.hierarchy.search_space import (
-    BATCH,
-    LevelBlocks,
-    Pattern,
-    least_total_at,
-    side_cost,
-    unrolled_dims,
-    variant,
-)
-
-SEED = 1 << 12    # points of lowest floor priced first when no best energy is known yet
-FIRST = 1 << 10   # points of lowest bound priced first at the innermost level (then ×4 a batch)
-WEAK = 16         # a best energy with more than WEAK × SEED points below it: seed points first
+from workbench.hierarchy.search.placements import unrolled_dims
+from workbench.hierarchy.search.pricing import LevelBlocks, side_cost
+from workbench.hierarchy.search.roles import Pattern, variant
 
 
-def _points(search: RoleSearch, live: list[Pattern], xs: slice, ys: slice, best: float,
+def price_slice(search: RoleSearch, live: list[Pattern], xs: slice, ys: slice, best: float,
             alone: dict, later: list[Pattern]):
     """Price slices of the X and Y chains under every live pattern: (energy pJ, where) of a
     blocking below `best`, or None, and the least floor (pJ) over the slice of the patterns
@@ -61,8 +53,8 @@ def _points(search: RoleSearch, live: list[Pattern], xs: slice, ys: slice, best:
     floor over a superset of the patterns (a least over more holder chains) bounds the live
     ones too. The search's `pairs`: (X, Y) chain index pairs searched instead of xs × ys
     (lemma 5); its `memory`: the innermost level's bounds kept from other searches of the
-    layer, and where this one's are noted (`search_memory`); its `alone`: the alone floors
-    priced per class of chains, gathered into `alone` at the slice (`search_alone`)."""
+    layer, and where this one's are noted (`search.memory`); its `alone`: the alone floors
+    priced per class of chains, gathered into `alone` at the slice (`search.alone`)."""
     layer, hierarchy, per_dim, extent, classes, pj_bit, precision = search.space.unpacked()
     pairs, floors = search.pairs, search.alone
     on_chip = len(hierarchy.levels) - 1
@@ -72,7 +64,7 @@ def _points(search: RoleSearch, live: list[Pattern], xs: slice, ys: slice, best:
         chosen["X"], chosen["Y"] = per_dim["X"][pairs[0]], per_dim["Y"][pairs[1]]
     grid = grid_of(chosen, extent, pairs is not None)
     shape = grid_shape(grid)
-    feet = _smallest(layer, grid, on_chip, width)
+    feet = smallest_blocks(layer, grid, on_chip, width)
     union, masks = np.zeros(shape, dtype=bool), {}
     for pattern in least_held(live, on_chip):
         union |= r_blocks_fit(hierarchy, feet, shape, pattern, masks)
@@ -83,7 +75,7 @@ def _points(search: RoleSearch, live: list[Pattern], xs: slice, ys: slice, best:
             index["X"], index["Y"] = pairs
         floors.fill(alone, live + later, index, pairs is not None)
     interrupt.check()
-    mac, fetched, outputs = _datapath_side(layer, hierarchy, grid)
+    mac, fetched, outputs = datapath_side(layer, hierarchy, grid)
     fetch_unit = {a: side_cost(a, fetched[a], 1.0, outputs, precision) for a in ARRAYS}
     kept = alone.get("later")
     if kept is not None and set(live) <= set(kept[0]):
@@ -101,10 +93,11 @@ def _points(search: RoleSearch, live: list[Pattern], xs: slice, ys: slice, best:
         alone["later"] = (tuple(later), later_floor)
     found = None
     side = mac, fetch_unit, feet  # gathered at the points priced
-    if np.count_nonzero(floor * layer.groups < best) > (WEAK if math.isfinite(best) else 1) * SEED:
-        seed = np.argpartition(floor, SEED)[:SEED]
+    seeds = (tuning.WEAK if math.isfinite(best) else 1) * tuning.SEED
+    if np.count_nonzero(floor * layer.groups < best) > seeds:
+        seed = np.argpartition(floor, tuning.SEED)[:tuning.SEED]
         rows = np.unravel_index(seed, shape)
-        found = _price(search, grid, rows, live, xs, chains_at(rows, xs, ys, pairs), best,
+        found = price_points(search, grid, rows, live, xs, chains_at(rows, xs, ys, pairs), best,
                        side)
         best = best if found is None else found[0]
     rows = np.unravel_index(np.nonzero(floor * layer.groups < best)[0], shape)
@@ -112,23 +105,23 @@ def _points(search: RoleSearch, live: list[Pattern], xs: slice, ys: slice, best:
         keys = {("term", a, p[i]) for p in live for i, a in enumerate(ARRAYS)} | \
             {(a, on_chip) for a in ARRAYS}  # and the innermost level's unit alone floors
         alone_at = {key: at_rows(alone[key], rows) for key in keys if key in alone}
-        found = _price(search, grid, rows, live, xs, chains_at(rows, xs, ys, pairs), best,
+        found = price_points(search, grid, rows, live, xs, chains_at(rows, xs, ys, pairs), best,
                        side, alone_at) or found
     return found, least_later
 
 
-def _price(search: RoleSearch, grid: dict, rows: tuple, live: list[Pattern], xs: slice,
+def price_points(search: RoleSearch, grid: dict, rows: tuple, live: list[Pattern], xs: slice,
            chain_at: dict, best: float, side: tuple, alone_at: dict | None = None,
            lift: bool = True):
-    """`_points` at the grid points `rows` (index arrays over the axes X … N of the slice;
+    """`price_slice` at the grid points `rows` (index arrays over the axes X … N of the slice;
     `chain_at`: their chain index per dimension; `side`: the grid's MAC energy, datapath
-    fetches at unit pJ/bit and smallest blocks, `_points`').
+    fetches at unit pJ/bit and smallest blocks, `price_slice`').
     Outer levels are looked up in tables per class of their (t_{γ−1}, t_γ, P) (per X chain's
     class when the slice has one X chain). With a best energy, a pattern is priced only at
     the points where its own relaxed floor (`chain_terms` of its chains; `alone_at`: their alone
     floors at these points, when known) is below it. The innermost level's floor is raised
     to the bounds the search's `memory` keeps, and the kernel's bounds are noted in it.
-    `lift`: whether to take the lifted bounds (`search_bounds.lifted`) when there is no
+    `lift`: whether to take the lifted bounds (`search.bounds.lifted`) when there is no
     `memory`."""
     layer, hierarchy, per_dim, extent, classes, pj_bit, precision = search.space.unpacked()
     tables, memory = search.tables, search.memory
@@ -166,7 +159,7 @@ def _price(search: RoleSearch, grid: dict, rows: tuple, live: list[Pattern], xs:
             held_by = variant(pattern, k)
             if (k, held_by) not in outer:
                 key = (k, held_by, classes["X"][on_chip + 1 - k][xs.start] if one_x else None)
-                table = tables[key] = _level_table(
+                table = tables[key] = level_table(
                     search.space, k, xs.start if one_x else None, pattern, tables.get(key),
                     ids[k][0])
                 outer[k, held_by] = (table[0][ids[k][0]][ids[k][1]],
@@ -205,7 +198,7 @@ def _price(search: RoleSearch, grid: dict, rows: tuple, live: list[Pattern], xs:
         # rest early); points whose bound reaches the best energy found cannot beat it
         bound = outside + inner
         keep = np.nonzero(bound * layer.groups < best)[0]
-        size = FIRST
+        size = tuning.FIRST
         while len(keep):
             interrupt.check()  # a safe point: nothing half-stored (`interrupt`)
             if len(keep) > size:
@@ -215,8 +208,8 @@ def _price(search: RoleSearch, grid: dict, rows: tuple, live: list[Pattern], xs:
                 idx, keep = keep[lowest], keep[rest]
             else:
                 idx, keep = keep, keep[:0]
-            size = min(BATCH, 4 * size)
-            blocks, held = _blocks(layer, hierarchy, on_chip, flat.take(sub[idx]), pj_bit,
+            size = min(tuning.BATCH, 4 * size)
+            blocks, held = level_blocks(layer, hierarchy, on_chip, flat.take(sub[idx]), pj_bit,
                                    precision, pattern)
             total, i, at, lower = least_total_at(hierarchy, blocks, held, outside[idx],
                                                  inner[idx], layer.groups, best)
@@ -239,4 +232,4 @@ def _into_inner(pj_bit: np.ndarray, pattern: Pattern, on_chip: int) -> np.ndarra
                      for a, src in zip(held, sources, strict=True)], dtype=float)
 
 
-__all__ = ["FIRST", "SEED", "WEAK", "_points", "_price"]
+__all__ = ["price_slice", "price_points"]

@@ -1,10 +1,11 @@
 """Lower bounds on the innermost level's energy kept from one search of a layer for the next
-(`search` on another hierarchy: the app's level-size edits), so that points whose total
-cannot beat the best energy are dropped before the compiled kernel prices them.
+(`search` on another hierarchy: the app's level-size edits; docs/search.md, "Lifted and kept
+bounds"), so that points whose total cannot beat the best energy are dropped before
+the compiled kernel prices them.
 
 What is kept, per point of the layer's tile grid (all chain combinations): a lower bound L on
 E_c, the innermost level's least fitting energy (pJ, one group) under the coefficients c (pJ
-per bit of each held array's transfer into it), as `search_kernel.least_total` leaves it. E
+per bit of each held array's transfer into it), as `search.kernel.least_total` leaves it. E
 depends on the level's capacity, the arrays it holds, the layer, lanes and widths, and on c;
 nothing else. Two rules carry a bound to another search of the layer:
 - coefficients: E_c' = min over fitting placements of Σ_A c'_A·u_A (u_A ≥ 0: the transfer's
@@ -14,8 +15,9 @@ nothing else. Two rules carry a bound to another search of the layer:
   capacity ≥ ours holds.
 Bounds are multiplied by SLACK = 1 − 1e−12 when carried: ρ·L is a float product, and a
 rounding of it must not lift a bound above the energy the kernel computes (its relative
-error is a few ulps, 1e−16 each). Kept only for layers of one slice (≤ `search.SMALL`
-points), as sorted grid indices and bounds, at most LIMIT bytes, least recently used dropped.
+error is a few ulps, 1e−16 each). Kept only for layers of one slice (≤ `tuning.SMALL`
+points), as sorted grid indices and bounds, at most `tuning.KEPT_BYTES`, least recently used
+dropped.
 """
 
 from __future__ import annotations
@@ -27,11 +29,10 @@ import numpy as np
 
 from workbench.hierarchy.blocking import DIMS
 from workbench.hierarchy.levels import Hierarchy, capacity_banks
-from workbench.hierarchy.search_space import unrolled_dims
+from workbench.hierarchy.search import tuning
+from workbench.hierarchy.search.placements import unrolled_dims
 
 SLACK = 1.0 - 1e-12
-LIMIT = 64 * 2**20    # bytes of kept bounds (all layers and hierarchies)
-PER_KEY = 24          # entries kept per (layer, arrays held): sources and capacities
 
 def _scale(to: np.ndarray, frm: np.ndarray) -> float:
     """ρ·SLACK, ρ = min over A (frm_A > 0) of to_A / frm_A (0 when no frm_A > 0)."""
@@ -50,10 +51,10 @@ def _at(at: np.ndarray, bounds: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 
 class KeptBounds:
-    """The innermost level's bounds kept across searches, at most LIMIT bytes: (layer,
+    """The innermost level's bounds kept across searches, at most `tuning.KEPT_BYTES`: (layer,
     on-chip levels, lanes, widths, held, banks) → {(tag, capacities): (coefficients, at,
     bounds)}; tag: the held arrays' sources; at: sorted grid indices; bounds: pJ at them.
-    Thread-safe; one per `Caches` (`search_context.SearchMemo`)."""
+    Thread-safe; one per `Caches` (`search.context.SearchMemo`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -79,16 +80,16 @@ class KeptBounds:
             return self._kept.get(key, {}).get(sub)
 
     def put(self, key: tuple, sub: tuple, value: tuple) -> None:
-        """Keep `value` under key and sub (the newest of a key last; PER_KEY per key, the
-        least recently kept keys dropped past LIMIT bytes)."""
+        """Keep `value` under key and sub (the newest of a key last; `tuning.PER_KEY` per key, the
+        least recently kept keys dropped past `tuning.KEPT_BYTES`)."""
         with self._lock:
             entries = self._kept.setdefault(key, {})
             entries.pop(sub, None)
             entries[sub] = value
-            while len(entries) > PER_KEY:
+            while len(entries) > tuning.PER_KEY:
                 entries.pop(next(iter(entries)))
             self._kept.move_to_end(key)
-            while self._bytes() > LIMIT and len(self._kept) > 1:
+            while self._bytes() > tuning.KEPT_BYTES and len(self._kept) > 1:
                 self._kept.popitem(last=False)
 
     def __len__(self) -> int:
@@ -197,4 +198,4 @@ class InnerMemory:
         self._noted.clear()
 
 
-__all__ = ["LIMIT", "SLACK", "InnerMemory", "KeptBounds"]
+__all__ = ["SLACK", "InnerMemory", "KeptBounds"]

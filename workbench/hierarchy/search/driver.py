@@ -4,9 +4,9 @@
 The space, the lemmas that shrink it without losing the optimum (positions just before a
 relevant loop, dominated placements, independent levels, tile chains, the X/Y mirror) and the
 exact bounds the search prunes with (incumbents, pattern and class floors, lifted and kept
-bounds, shares across processes) are written out in docs/search.md; each module named there
-carries its part. Objective: `accesses.energy_pj` summed, MAC energy included.
-"""
+bounds, shares across processes) are written out in docs/search.md; its last section, "Where
+the code is", names the module carrying each part. Objective: `accesses.energy_pj` summed, MAC
+energy included."""
 
 from __future__ import annotations
 
@@ -17,39 +17,38 @@ import numpy as np
 
 from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import ElementBytes, PrecisionLike
-from workbench.hierarchy.blocking import ARRAYS, DIMS, Blocking, extents
+from workbench.hierarchy.blocking import ARRAYS, DIMS, Blocking
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy
-from workbench.hierarchy.search_alone import AloneTables
-from workbench.hierarchy.search_bounds import incumbent, pattern_floor
-from workbench.hierarchy.search_class_floors import ClassFloors
-from workbench.hierarchy.search_classes import search_classes
-from workbench.hierarchy.search_context import RoleJob, RoleSearch, SearchMemo, Space
-from workbench.hierarchy.search_grid import chain_classes, mirrored
-from workbench.hierarchy.search_levels import _blocking
-from workbench.hierarchy.search_memory import InnerMemory
-from workbench.hierarchy.search_merged import merged_levels, new_patterns, unmerged
-from workbench.hierarchy.search_points import _points
-from workbench.hierarchy.search_r import (
-    CHUNK,
+from workbench.hierarchy.search import tuning
+from workbench.hierarchy.search.alone import AloneTables
+from workbench.hierarchy.search.bounds import incumbent, pattern_floor
+from workbench.hierarchy.search.chains import chain_classes, dim_extents, nondominated_chains
+from workbench.hierarchy.search.class_floors import ClassFloors
+from workbench.hierarchy.search.classes import search_classes
+from workbench.hierarchy.search.context import (
     NoFitError,
+    RoleJob,
+    RoleSearch,
+    SearchMemo,
     SearchResult,
-    _pj_per_bit,
-    gen_chains,
-    nondominated_chains,
-    search_r,
+    Space,
 )
-from workbench.hierarchy.search_roles import (
+from workbench.hierarchy.search.grid import mirrored
+from workbench.hierarchy.search.levels import chosen_blocking
+from workbench.hierarchy.search.memory import InnerMemory
+from workbench.hierarchy.search.merged import merged_levels, new_patterns, unmerged
+from workbench.hierarchy.search.placements import unrolled_dims
+from workbench.hierarchy.search.points import price_slice
+from workbench.hierarchy.search.pricing import pj_per_bit
+from workbench.hierarchy.search.roles import (
+    holder_patterns,
     in_roles,
     role_orders,
     role_patterns,
     to_memory,
 )
-from workbench.hierarchy.search_space import holder_patterns, unrolled_dims
 from workbench.layers.spec import ConvLayer, as_grouped
 from workbench.memo import Caches, caches_or_new
-
-_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
-SMALL = 1 << 21   # tile combinations up to which a layer is priced in one slice
 
 
 def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | None = None,
@@ -60,14 +59,14 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
     for the whole layer (ties: any one optimum). bypass=False: only R's holders (every level
     holds every array it can; NoFitError when no such blocking fits). `incumbents`: blockings
     to start from (e.g. the layer's optima on other hierarchies): the least-energy one in S
-    that fits (`search_bounds.incumbent`) is an energy the optimum is at most, so only
+    that fits (`search.bounds.incumbent`) is an energy the optimum is at most, so only
     blockings below it are priced; it is the answer when none is. `share` (k, n): only the
     slices (or class combinations: `search_classes`) k, k + n, k + 2n, ... of a `sliced`
     layer (n processes searching one layer: the least of their answers is the optimum, each
     being its share's least or the start); None when the share has no blocking and there is
     no start. `merged` False: the role orders only, not the merged parts (a smaller space, for
     measuring what they add). `caches`: where searches keep what later ones reuse
-    (`search_context.SearchMemo`; none: kept for this call only)."""
+    (`search.context.SearchMemo`; none: kept for this call only)."""
     memo = SearchMemo.of(caches_or_new(caches))
     layer = as_grouped(layer)  # a connection table's groups, if it has them
     precision = ElementBytes() if precision is None else precision
@@ -76,7 +75,7 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
                    math.inf if start is None else start[0], share, (0, 1), merged, memo)
     interrupt.progress(1.0)
     on_chip = len(hierarchy.levels) - 1
-    chains = {d: len(nondominated_chains(extents(layer)[_EXTENT[d]], on_chip)) for d in DIMS}
+    chains = {d: len(nondominated_chains(e, on_chip)) for d, e in dim_extents(layer).items()}
     combos = math.prod(chains.values())
     if found is None and start is not None:  # nothing below the incumbent: it is optimal
         return SearchResult(start[1], start[0], chains, combos)
@@ -95,12 +94,12 @@ def _least(layer: ConvLayer, hierarchy, precision: PrecisionLike,
     """S's least blocking of the hierarchy (a `RoleView` when merged levels make it one) below
     `best` (pJ): (energy, blocking), or None; `memo`: what searches keep for later ones.
     The role orders (the identity first, R's holders: `bypass` False searches only those),
-    then, with `bypass` and `merged`, the merged parts (`search_merged`: with two on-chip
+    then, with `bypass` and `merged`, the merged parts (`search.merged`: with two on-chip
     levels one-level searches of their new patterns, with more the whole search of each
     merged hierarchy). `span` (i, n): the progress reported
     is the i-th of n equal parts of the whole (a merged part's search inside another's)."""
     on_chip = len(hierarchy.levels) - 1
-    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    extent = dim_extents(layer)
     per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
     orders = list(role_orders(hierarchy, bypass))
     parts = merged_levels(hierarchy) if bypass and merged else []
@@ -118,7 +117,7 @@ def _least(layer: ConvLayer, hierarchy, precision: PrecisionLike,
         if found is not None:
             best, (rows_at, chosen, pattern) = found
             tiles = [{d: int(per_dim[d][rows_at[d]][g]) for d in DIMS} for g in range(on_chip)]
-            best_at = to_memory(_blocking(seen, tiles, chosen, pattern), roles)
+            best_at = to_memory(chosen_blocking(seen, tiles, chosen, pattern), roles)
     one = {d: nondominated_chains(extent[d], 1) for d in DIMS}
     done: set = set()  # the merged patterns searched (each under one assignment)
     for r, (k, hosts, virtual) in enumerate(parts, len(orders)):  # levels as one
@@ -129,7 +128,7 @@ def _least(layer: ConvLayer, hierarchy, precision: PrecisionLike,
             if found is not None:
                 best, (rows_at, chosen, pattern) = found
                 tiles = [{d: int(one[d][rows_at[d]][0]) for d in DIMS}]
-                best_at = unmerged(_blocking(virtual, tiles, chosen, pattern), k, hosts)
+                best_at = unmerged(chosen_blocking(virtual, tiles, chosen, pattern), k, hosts)
         elif (found := _least(layer, virtual, precision, size_energy, True, best, share,
                               stage(r), True, memo)) is not None:
             best, best_at = found[0], unmerged(found[1], k, hosts)
@@ -140,9 +139,8 @@ def sliced(layer: ConvLayer, hierarchy: Hierarchy) -> bool:
     """Whether the layer is searched in many slices on the hierarchy (a `share` of it is then
     a share of the work; else share (0, n) is all of it and the others nothing)."""
     on_chip = len(hierarchy.levels) - 1
-    extent = extents(layer)
-    return math.prod(len(nondominated_chains(extent[_EXTENT[d]], on_chip))
-                     for d in DIMS) > SMALL
+    return math.prod(len(nondominated_chains(e, on_chip))
+                     for e in dim_extents(layer).values()) > tuning.SMALL
 
 
 def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tuple[int, int],
@@ -157,7 +155,7 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
     on_chip = len(hierarchy.levels) - 1
     classes = {d: {g: chain_classes(per_dim[d], extent[d], g) for g in range(2, on_chip + 1)}
                for d in DIMS}  # role L−γ+1's view of each chain
-    pj_bit = _pj_per_bit(hierarchy, size_energy)
+    pj_bit = pj_per_bit(hierarchy, size_energy)
     space = Space(layer, hierarchy, per_dim, extent, classes, pj_bit, precision, job.memo)
     if patterns is None:
         patterns = role_patterns(hierarchy, roles) if bypass else \
@@ -167,10 +165,10 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
     if all(f >= best for f in floors.values()):
         return None  # no pattern can beat the best energy found
     mirror = mirrored(layer, hierarchy)
-    tables: dict[tuple, tuple] = {}  # outer levels' best placements (`_level_table`)
+    tables: dict[tuple, tuple] = {}  # outer levels' best placements (`level_table`)
     # alone floors per class of chains: shared by the slices, or by one slice's points
     alone_tables = AloneTables(layer, hierarchy, per_dim, extent, precision, job.memo.tables)
-    small = math.prod(len(c) for c in per_dim.values()) <= SMALL
+    small = math.prod(len(c) for c in per_dim.values()) <= tuning.SMALL
     if ClassFloors.applies(alone_tables):  # classes lowest bound first
         if "floors" not in shared and any(f < best for f in floors.values()):
             shared["floors"] = ClassFloors(layer, hierarchy, per_dim, extent, precision,
@@ -187,7 +185,7 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
         if memory is not None:
             memory.keep()
         return found
-    per_y = max(1, CHUNK // 4 // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
+    per_y = max(1, tuning.CHUNK // 4 // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
     n_x = len(per_dim["X"])
     # a small layer is one slice, a large one an X chain and a slice of Y chains at a time
     # lemma 5: with X and Y alike only Y chains from the X chain's index on are searched
@@ -226,7 +224,7 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
             if slice_floor[i] >= best:
                 continue
             interrupt.check()  # a safe point: nothing half-stored (`interrupt`)
-            found, slice_floor[i] = _points(
+            found, slice_floor[i] = price_slice(
                 search, live, xs, ys, best, alone if len(slices) == 1 else {},
                 [p for p in later if floors[p] < best])
             if found is not None:
@@ -239,5 +237,4 @@ def _search_roles(job: RoleJob, best: float, share: tuple[int, int], stage: tupl
     return None if best_at is None else (best, best_at)
 
 
-__all__ = ["NoFitError", "SearchResult", "gen_chains", "nondominated_chains", "search",
-           "search_r", "sliced"]
+__all__ = ["search", "sliced"]

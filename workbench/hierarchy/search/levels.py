@@ -1,6 +1,7 @@
-"""Per-level pieces of `search` (proofs in its docstring): the datapath's side of every tile
-point, the smallest blocks each level must fit, a level's best placement at many points (outer
-levels: tables per class of their (t_{γ−1}, t_γ, P)), and the Blocking of a chosen point."""
+"""Per-level pieces of `search` (docs/search.md, "Lemma 3"): the datapath's side of every tile
+point, the smallest blocks each level must fit, a level's best placement at many points
+(outer levels: tables per class of their (t_{γ−1}, t_γ, P)), and the Blocking of a chosen
+point."""
 
 from __future__ import annotations
 
@@ -12,24 +13,17 @@ from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking
 from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, capacity_banks
-from workbench.hierarchy.search_context import Space
-from workbench.hierarchy.search_r import _footprints
-from workbench.hierarchy.search_space import (
-    INNER,
-    LANE,
-    LevelBlocks,
-    Pattern,
-    best_placements,
-    level_placements,
-    moved_code,
-    step_bits,
-    unrolled_dims,
-    variant,
-)
+from workbench.hierarchy.search.calls import best_placements
+from workbench.hierarchy.search.context import Space
+from workbench.hierarchy.search.dominance import level_placements
+from workbench.hierarchy.search.placements import INNER, LANE, moved_code, step_bits, unrolled_dims
+from workbench.hierarchy.search.pricing import LevelBlocks
+from workbench.hierarchy.search.r import footprints
+from workbench.hierarchy.search.roles import Pattern, variant
 from workbench.layers.spec import ConvLayer
 
 
-def _datapath_side(layer: ConvLayer, hierarchy: Hierarchy, flat: dict):
+def datapath_side(layer: ConvLayer, hierarchy: Hierarchy, flat: dict):
     """(MAC energy pJ, the datapath's operand fetches per array, outputs) at every point."""
     p = {d: flat[d][1] for d in DIMS}
     outputs = p["N"] * p["M"] * p["Y"] * p["X"]
@@ -42,16 +36,16 @@ def _datapath_side(layer: ConvLayer, hierarchy: Hierarchy, flat: dict):
     return macs * hierarchy.mac_energy_pj, fetched, outputs
 
 
-def _smallest(layer: ConvLayer, grid: dict, on_chip: int, width: dict) -> dict:
+def smallest_blocks(layer: ConvLayer, grid: dict, on_chip: int, width: dict) -> dict:
     """Per on-chip level, per array, the bytes of its smallest block there (`r_blocks_fit`):
     R's blocks at the outer levels, one element at the innermost."""
-    feet = {k: {a: f * width[a] for a, f in _footprints(layer, grid, on_chip - k).items()}
+    feet = {k: {a: f * width[a] for a, f in footprints(layer, grid, on_chip - k).items()}
             for k in range(1, on_chip)}
     feet[on_chip] = {a: float(width[a]) for a in ARRAYS}
     return feet
 
 
-def _blocks(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: np.ndarray,
+def level_blocks(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: np.ndarray,
             precision: PrecisionLike, pattern: Pattern) -> tuple[LevelBlocks, tuple[str, ...]]:
     """On-chip level k's candidate blocks at every point, and the arrays it holds."""
     levels = len(hierarchy.levels)
@@ -62,10 +56,10 @@ def _blocks(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: 
                        unrolled_dims(hierarchy.datapath)), held
 
 
-def _level(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: np.ndarray,
+def best_at_level(layer: ConvLayer, hierarchy: Hierarchy, k: int, flat: dict, pj_bit: np.ndarray,
            precision: PrecisionLike, pattern: Pattern):
     """Best fitting placement of on-chip level k at every point: (pJ one group, index)."""
-    blocks, held = _blocks(layer, hierarchy, k, flat, pj_bit, precision, pattern)
+    blocks, held = level_blocks(layer, hierarchy, k, flat, pj_bit, precision, pattern)
     return best_placements(hierarchy, k, blocks, held)
 
 
@@ -73,14 +67,14 @@ def class_ids(classes: dict, gamma: int, chain_at: dict, one_x: bool
               ) -> tuple[np.ndarray, np.ndarray]:
     """The (t_{γ−1}, t_γ, P) class combination of each point (`chain_at`: its chain index per
     dimension; one_x: the points share one X chain, whose table has an X axis of length 1) as
-    a flat index into `_level_table`'s arrays: (the distinct ones, each point's among them)."""
+    a flat index into `level_table`'s arrays: (the distinct ones, each point's among them)."""
     shape = tuple(1 if d == "X" and one_x else int(classes[d][gamma].max()) + 1 for d in DIMS)
     at = tuple(np.zeros_like(chain_at[d]) if d == "X" and one_x else
                classes[d][gamma][chain_at[d]] for d in DIMS)
     return np.unique(np.ravel_multi_index(at, shape), return_inverse=True)
 
 
-def _level_table(space: Space, k: int, ox: int | None, pattern: Pattern, table: tuple | None,
+def level_table(space: Space, k: int, ox: int | None, pattern: Pattern, table: tuple | None,
                  ids: np.ndarray) -> tuple:
     """Outer level k's best placement (pJ one group, index) per class of X, Y, C, M, N (X: only
     the class of chain `ox`, axis of length 1, unless None): (energy, index, filled) flat
@@ -118,12 +112,13 @@ def _level_table(space: Space, k: int, ox: int | None, pattern: Pattern, table: 
             chains = per_dim[d][first[d][cls]].astype(float)
             flat[d] = ([chains[:, g] for g in range(chains.shape[1])],
                        -(-extent[d] // chains[:, -1]) * chains[:, -1])
-        energy[todo], at[todo] = _level(layer, hierarchy, k, flat, pj_bit, precision, pattern)
+        energy[todo], at[todo] = best_at_level(layer, hierarchy, k, flat, pj_bit, precision,
+                                               pattern)
         filled[todo] = True
     return table
 
 
-def _blocking(hierarchy: Hierarchy, tiles: list[dict], picks: dict[int, int],
+def chosen_blocking(hierarchy: Hierarchy, tiles: list[dict], picks: dict[int, int],
               pattern: Pattern) -> Blocking:
     """The Blocking of the chosen tiles and placements (group 0 in GROUP0 order)."""
     levels = len(hierarchy.levels)
@@ -149,4 +144,5 @@ def _blocking(hierarchy: Hierarchy, tiles: list[dict], picks: dict[int, int],
     return Blocking.of(orders, tiles, buffers)
 
 
-__all__ = ["_blocking", "_datapath_side", "_level", "_level_table", "_smallest", "class_ids"]
+__all__ = ["best_at_level", "chosen_blocking", "class_ids", "datapath_side", "level_blocks",
+           "level_table", "smallest_blocks"]

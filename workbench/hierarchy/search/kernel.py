@@ -1,6 +1,7 @@
-"""Compiled pricing of one level's placements at many tile points: every point's least-energy
-fitting placement (`best_fitting`, for `search_space.best_placements`), and the innermost
-level's search for the least total over points in a batch (`least_total`, for `search`).
+"""Compiled pricing of one level's placements at many tile points (docs/search.md, "Bounds:
+exact skips", the kernel's part): every point's least-energy fitting placement
+(`best_fitting`, for `search.calls.best_placements`), and the innermost level's search for
+the least total over points in a batch (`least_total`, for `search`).
 
 The counts are `LevelBlocks.block`'s: footprint F = Π c_d (W: c_M·c_C·kx·ky; O: c_N·c_M·c_Y·c_X;
 I: c_N·c_C·W(c_Y, ky)·W(c_X, kx)), moved = F × (Kx/kx)(Ky/ky)·Π_d P_d/c_d, with c_d one of
@@ -14,7 +15,7 @@ for bit those of pricing with `block` (ties: the first placement, the first poin
 terms are monotone, so every bound below is at most the total it bounds, rounding included):
 - a point whose total with the innermost level's lower bound `bound` reaches the best found;
 - a point whose total with a relaxation's least energy reaches it. A relaxation replaces some
-  held arrays' codes by any of their alone codes (`search_dominance.alone_prefixes`: every
+  held arrays' codes by any of their alone codes (`search.dominance.alone_prefixes`: every
   code's footprint and energy are at least one of theirs, at every point), so its least fitting
   sum is at most the level's: one alone code per array (the one order dropped; only where
   arrays share a bank: a bank of its own gives the alone floors already in `bound`), then,
@@ -36,14 +37,14 @@ import numba
 import numpy as np
 
 # which tile a block has along a dimension: t_{γ−1}, t_γ, 1, or (a rolling buffer's, along an
-# unrolled output loop: `search_placements.step_roll`) a datapath step's min(u, t_{γ−1})
+# unrolled output loop: `search.placements.step_roll`) a datapath step's min(u, t_{γ−1})
 LO, HI, ONE, STEP = 0, 1, 2, 3
 I, W, O = 0, 1, 2      # array kinds (ARRAYS order)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _window(c: float, stride: float, kernel: float) -> float:
-    """Input extent W(c, k) of c outputs under a kernel window k (`search_space._window`)."""
+def window(c: float, stride: float, kernel: float) -> float:
+    """Input extent W(c, k) of c outputs under a kernel window k (`search.pricing._window`)."""
     return c * kernel if stride >= kernel else (c - 1) * stride + kernel
 
 
@@ -66,11 +67,11 @@ def _elements(kind, cx, cy, cc, cm, cn, kx, ky, sx, sy):
         return cm * cc * (kx * ky)
     if kind == O:
         return cn * cm * cy * cx
-    return cn * cc * _window(cy, sy, ky) * _window(cx, sx, kx)
+    return cn * cc * window(cy, sy, ky) * window(cx, sx, kx)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _kernel(mode, full, stride):
+def kernel_extent(mode, full, stride):
     """A window's extent along a kernel loop: 1, K, or a stride's worth min(S, K)."""
     if mode == 0:
         return 1.0
@@ -102,8 +103,8 @@ def _price(codes, table, c, ratio, outputs, energy, foot):
         if kfull[q, 2]:  # a rolling window: the buffer holds fewer loops
             elements = _elements(kind[q], c[0, which[q, 5]], c[1, which[q, 6]],
                                  c[2, which[q, 7]], c[3, which[q, 8]], c[4, which[q, 9]],
-                                 _kernel(kfull[q, 3], kx_full, sx),
-                                 _kernel(kfull[q, 4], ky_full, sy), sx, sy)
+                                 kernel_extent(kfull[q, 3], kx_full, sx),
+                                 kernel_extent(kfull[q, 4], ky_full, sy), sx, sy)
         foot[q] = elements * width[q]
 
 
@@ -194,7 +195,7 @@ def least_total(points, table, fit, relax, outside, bound, groups, best, lower):
         for t in range(tables):
             _price(stage_codes[stage_start[t]:stage_start[t + 1]], table, c, ratio,
                    outputs[j], energy, foot)
-            least = _least_relaxed((relaxed, relaxed_start[t], relaxed_start[t + 1]), alone,
+            least = least_relaxed((relaxed, relaxed_start[t], relaxed_start[t + 1]), alone,
                                    (energy, foot), (caps, bank), outside[j], groups, best)
             lower[j] = max(lower[j], least)
             if (outside[j] + least) * groups >= best:
@@ -243,7 +244,7 @@ def floor_under(points, table, fit, relax, cap):
         for t in range(tables):
             _price(stage_codes[stage_start[t]:stage_start[t + 1]], table, c, ratio,
                    outputs[j], energy, foot)
-            low = max(low, _least_relaxed((relaxed, relaxed_start[t], relaxed_start[t + 1]),
+            low = max(low, least_relaxed((relaxed, relaxed_start[t], relaxed_start[t + 1]),
                                           alone, (energy, foot), (caps, bank), 0.0, 1.0,
                                           cap[j]))
             if low >= cap[j]:
@@ -282,7 +283,7 @@ def _option(relaxed, r, k, alone, i):
 
 
 @numba.njit(cache=True, nogil=True)
-def _least_relaxed(span, alone, priced, banks, add, mul, limit):
+def least_relaxed(span, alone, priced, banks, add, mul, limit):
     """span: (relaxed, start, stop); priced: (energy, foot) of the codes; banks: (caps, bank).
     The least energy over rows start … stop of `relaxed`, each −1 replaced by every alone
     code of its array, of the codes summed in held order among those fitting (inf: none);
@@ -343,4 +344,5 @@ def _least_relaxed(span, alone, priced, banks, add, mul, limit):
     return least
 
 
-__all__ = ["HI", "LO", "ONE", "STEP", "best_fitting", "floor_under", "least_total"]
+__all__ = ["HI", "LO", "O", "ONE", "STEP", "W", "best_fitting", "floor_under", "kernel_extent",
+           "least_relaxed", "least_total", "window"]

@@ -1,29 +1,24 @@
-"""What `search` prices per level: the holder patterns (which on-chip levels hold each array),
-each (array, position) block's transfer energy and footprint over many tile points
-(`LevelBlocks`), and a level's best fitting placement per point (`best_placements`) among those
-of `search_dominance` (re-exported here, with `search_placements`' codes), or the innermost
-level's best point of a batch (`least_total_at`), both priced by the compiled `search_kernel`
-(from SPLIT points on, in two halves at once: lenet5's app edits on two levels, 2 cores,
-264 ms median against 340 ms, the same answers)."""
+"""The compiled kernels' callers (`search.kernel`): a level's placements as code tables
+(`_codes`, `alone_tables`), their arguments at a `LevelBlocks`' points, and the three calls
+`search` makes: each point's best fitting placement (`best_placements`), the innermost level's
+least total over a batch (`least_total_at`) and its floors under a cap (`floors_under`). From
+SPLIT points on a call is priced in two halves at once (lenet5's app edits on two levels, 2
+cores: 264 ms median against 340 ms, the same answers). Proofs: docs/search.md, "Bounds:
+exact skips"."""
 
 from __future__ import annotations
 
 import functools
 import itertools
-import os
 import threading
 
 import numpy as np
 
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy, capacity_banks
-from workbench.hierarchy.search_dominance import (
-    alone_prefixes,
-    grades,
-    inner_placements,
-    level_placements,
-)
-from workbench.hierarchy.search_kernel import (
+from workbench.hierarchy.search import tuning
+from workbench.hierarchy.search.dominance import alone_prefixes, level_placements
+from workbench.hierarchy.search.kernel import (
     HI,
     LO,
     ONE,
@@ -32,149 +27,26 @@ from workbench.hierarchy.search_kernel import (
     floor_under,
     least_total,
 )
-from workbench.hierarchy.search_placements import (
-    _FOOT_ONLY,
-    _PAIRS,
-    _REFILL_ONLY,
+from workbench.hierarchy.search.placements import (
     BIT,
-    FULL,
-    G0_FOOT,
-    G0_REFILL,
     G0BIT,
     INNER,
     LANE,
-    OPERANDS,
-    RELEVANT,
     ROLL,
     buffer_spec,
-    canonical_prefixes,
-    inner_prefixes,
     lane_dims,
-    mask,
     moved_code,
-    placements,
-    realizes,
-    step_bits,
     step_roll,
-    unrolled_dims,
 )
+from workbench.hierarchy.search.pricing import LevelBlocks
 
-BATCH = 1 << 16  # points priced per pass (per kernel call at the innermost level)
-# points from which a compiled call is split in two halves priced at once, one in a second
-# thread (the kernels release the GIL); every answer is the one call's, bit for bit
-SPLIT = 1 << 9
-CPUS = os.cpu_count() or 1  # one: never split
-Pattern = tuple[tuple[int, ...], ...]  # per array (ARRAYS order): on-chip levels holding it
-_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
-def _window(c, stride: int, kernel: int):
-    return np.where(stride >= kernel, c * kernel, (c - 1) * stride + kernel)
-
-
-def side_cost(array: str, moved, coef: float, outputs, precision):
-    """pJ of one transfer moving `moved` elements (O: write-backs, partial sums read back
-    twice at partial-sum width), coef = pJ per bit of both sides together."""
-    if array == "O":
-        return coef * (outputs * 8 * precision.outputs
-                       + 2 * (moved - outputs) * 8 * precision.partial_sums)
-    bits = 8 * (precision.inputs if array == "I" else precision.weights)
-    return coef * moved * bits
-
-
-class LevelBlocks:
-    """One on-chip level over a set of grid points (flat float arrays): for every (array,
-    prefix) its transfer energy (pJ, one group) and footprint (bytes), computed once and shared
-    by the placements using it. gamma: the level's group; lo, hi = t_{γ−1}, t_γ (t_L = P);
-    step = min(u_d, t_{γ−1}), a datapath step's extent (lanes: `unrolled_dims`)."""
-
-    def __init__(self, layer, grid: dict, gamma: int, on_chip: int, coef: dict,
-                 precision, lanes: frozenset[str] = frozenset()) -> None:
-        self.layer, self.coef, self.precision, self.gamma = layer, coef, precision, gamma
-        self.lanes = lanes  # the datapath's unrolled dimensions (`step_bits`) and their lanes
-        self.p = {d: grid[d][1] for d in DIMS}
-        self.lo = {d: grid[d][0][gamma - 1] for d in DIMS}
-        self.hi = {d: grid[d][0][gamma] if gamma < on_chip else self.p[d] for d in DIMS}
-        self.step = {d: np.minimum(lane_count(lanes, d), self.lo[d]) for d in DIMS}
-        self.outputs = self.p["N"] * self.p["M"] * self.p["Y"] * self.p["X"]
-        self._memo: dict[tuple[str, int], tuple] = {}
-
-    def block(self, array: str, prefix: int) -> tuple:
-        """(energy pJ, buffer bytes) of `array` with the loops `prefix` inside its buffer
-        (a code ≥ INNER: the innermost level's buffer inside group 0; rolling: it holds
-        `buffer_spec`'s loops). moved = footprint × (Kx/kx)(Ky/ky)·Π_d P_d/c_d, every factor
-        an integer, so the products are exact in any order and shared between codes
-        (`_product`)."""
-        key = (array, prefix)
-        if key not in self._memo:
-            lay, prec = self.layer, self.precision
-            code = moved_code(prefix)
-            if code >= INNER and self.gamma != 1:
-                raise ValueError("only the innermost level's buffers lie inside group 0")
-            which, kx, ky = self._which(code)
-            refills = self._product(tuple(("r", d, which[d]) for d in DIMS))
-            elements = self._elements(array, which, kx, ky)
-            moved = elements * refills
-            if (lay.Kx // kx) * (lay.Ky // ky) != 1:
-                moved = moved * ((lay.Kx // kx) * (lay.Ky // ky))
-            foot = self._held(array, prefix) if prefix & (ROLL | LANE) else elements
-            width = {"I": prec.inputs, "W": prec.weights, "O": prec.partial_sums}[array]
-            self._memo[key] = (side_cost(array, moved, self.coef[array], self.outputs, prec),
-                               foot * width)
-        return self._memo[key]
-
-    def _which(self, code: int) -> tuple[dict, int, int]:
-        """Which tile per dimension ('lo', 'hi', 'one') and the kernel windows of a code."""
-        lay = self.layer
-        if code >= INNER:
-            return ({d: "lo" if code & G0BIT[d] else "one" for d in DIMS},
-                    lay.Kx if code & G0BIT["FX"] else 1, lay.Ky if code & G0BIT["FY"] else 1)
-        return {d: "hi" if code & BIT[d] else "lo" for d in DIMS}, lay.Kx, lay.Ky
-
-    def _elements(self, array: str, which: dict, kx: int, ky: int):
-        """Elements of the array's block with those tiles and windows (eq. 1)."""
-        if array == "W":
-            return self._product((("c", "M", which["M"]), ("c", "C", which["C"]))) * (kx * ky)
-        if array == "O":
-            return self._product(tuple(("c", d, which[d]) for d in ("N", "M", "Y", "X")))
-        return self._product((("c", "N", which["N"]), ("c", "C", which["C"]),
-                              ("w", "Y", which["Y"], ky), ("w", "X", which["X"], kx)))
-
-    def _held(self, array: str, code: int):
-        """Elements a rolling code's buffer holds (`buffer_spec`: a stride's worth of a
-        kernel loop it rolls along; along an unrolled output loop, a step's lanes) or a LANE
-        code's (`lane_dims`: a step's lanes)."""
-        held, sx, sy = buffer_spec(code)
-        which, kx, ky = self._which(held)
-        for q in (step_roll(code, self.lanes), *lane_dims(array, code, self.lanes)):
-            if q is not None:
-                which[q] = "step"
-        lay = self.layer
-        return self._elements(array, which, min(lay.Sx, kx) if sx else kx,
-                              min(lay.Sy, ky) if sy else ky)
-
-    def _product(self, keys: tuple):
-        """The product of the factors `keys` (kind, dimension, which tile, [kernel window]):
-        c_d, P_d/c_d or the window W(c_d, k), with c_d = t_{γ−1} (lo), t_γ (hi) or 1 (one);
-        every prefix of `keys` kept, so codes sharing factors share the work."""
-        if not keys:
-            return 1.0
-        if keys not in self._memo:
-            kind, d, which = keys[-1][:3]
-            c = {"lo": self.lo[d], "hi": self.hi[d], "one": 1.0, "step": self.step[d]}[which]
-            if kind == "r":
-                factor = self.p[d] / c
-            elif kind == "w":
-                factor = _window(c, self.layer.Sx if d == "X" else self.layer.Sy, keys[-1][3])
-            else:
-                factor = c
-            self._memo[keys] = self._product(keys[:-1]) * factor
-        return self._memo[keys]
 
 @functools.lru_cache(maxsize=64)
 def _codes(held: tuple[str, ...], inner: bool, lanes: frozenset[str],
            relax: bool = False, shared: bool = True) -> tuple:
     """The distinct (array, code) pairs of `level_placements(held, inner, lanes)` as the
     kernel's tables (which tile per dimension, kernel windows, array kind) and per placement
-    the index of each held array's code among them. relax: also `search_kernel.least_total`'s
+    the index of each held array's code among them. relax: also `search.kernel.least_total`'s
     relaxations (one alone code per array when shared; each pair's placements with the third
     array's alone codes), per held array its alone codes, and the codes to price per stage."""
     index: dict[tuple[str, int], int] = {}
@@ -235,14 +107,6 @@ def _held_which(array: str, code: int, lanes: frozenset[str]) -> list[int]:
     return out
 
 
-def lane_count(lanes: frozenset[str], dim: str) -> int:
-    """Lanes along `dim` (`unrolled_dims`' `Lanes`; 1 when not unrolled)."""
-    if dim not in lanes:
-        return 1
-    if not hasattr(lanes, "of"):
-        raise TypeError(f"the lanes along {dim} are unknown: pass unrolled_dims(datapath)")
-    return lanes.of(dim)
-
 
 def _windows(code: int) -> list[int]:
     """The kernel's table of a code's windows: moved along FX, FY (1: K, 0: 1), whether it
@@ -267,7 +131,7 @@ def alone_tables(array: str, inner: bool, lanes: frozenset[str]) -> tuple:
 
 def _kernel_args(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
                  held: tuple[str, ...], relax: bool = False) -> tuple:
-    """`search_kernel`'s arguments for the level's placements holding `held` at the blocks'
+    """`search.kernel`'s arguments for the level's placements holding `held` at the blocks'
     points (tiles, extents, outputs, code tables, rows, caps and banks), and the relaxations'
     tables (`_codes`)."""
     n = len(blocks.p["X"])
@@ -295,7 +159,7 @@ def _kernel_args(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
 
 def _halves(n: int) -> int:
     """Where a compiled call over n points is split (0: it is not; one processor: never)."""
-    return n // 2 if n >= SPLIT and CPUS > 1 else 0
+    return n // 2 if n >= tuning.SPLIT and tuning.CPUS > 1 else 0
 
 
 class _Half(threading.Thread):
@@ -342,7 +206,7 @@ def best_placements(hierarchy: Hierarchy, level_idx: int, blocks: LevelBlocks,
     """Per point, the least energy (pJ, one group) of a fitting placement of level
     `level_idx` holding `held`, and its index in `level_placements(held, inner, lanes)`
     (inner: the blocks are the innermost level's, lanes theirs; inf, −1: none fits; ties: the
-    first), priced by the compiled `search_kernel.best_fitting` (the counts of `block`)."""
+    first), priced by the compiled `search.kernel.best_fitting` (the counts of `block`)."""
     if not held:
         n = len(blocks.p["X"])
         return np.zeros(n), np.zeros(n, dtype=np.int16)
@@ -361,7 +225,7 @@ def least_total_at(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, .
     """The innermost level's first point of least total (outside + its best fitting
     placement) × groups below `best` (pJ): (total, point, placement index, lower), or (best,
     −1, −1, lower); `bound`: a lower bound on the level's energy per point; lower: a lower
-    bound at least `bound` on it per point (pJ, one group; `search_kernel.least_total`)."""
+    bound at least `bound` on it per point (pJ, one group; `search.kernel.least_total`)."""
     if not held:
         total = (outside + 0.0) * groups
         j = int(np.argmin(total)) if len(total) else -1
@@ -393,7 +257,7 @@ def least_total_at(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, .
 def floors_under(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, ...],
                  cap: np.ndarray) -> np.ndarray:
     """Per point, a lower bound on the innermost level's least fitting energy holding `held`
-    (pJ, one group; inf: nothing fits), exact where below cap (`search_kernel.floor_under`)."""
+    (pJ, one group; inf: nothing fits), exact where below cap (`search.kernel.floor_under`)."""
     if not held:
         return np.zeros(len(cap))
     args, relaxations = _kernel_args(hierarchy, len(hierarchy.levels) - 1, blocks, held,
@@ -407,39 +271,5 @@ def floors_under(hierarchy: Hierarchy, blocks: LevelBlocks, held: tuple[str, ...
                            later.result()])
 
 
-def holder_patterns(hierarchy: Hierarchy) -> list[Pattern]:
-    """Every choice of the on-chip levels holding each array (a level whose split part for an
-    array is 0 never holds it), R's (every level that can) first."""
-    options = []
-    for array in ARRAYS:
-        able = [k for k in range(1, len(hierarchy.levels))
-                if hierarchy.levels[k].bytes_for(array) > 0]
-        options.append([c for r in range(len(able), -1, -1)
-                        for c in itertools.combinations(able, r)])
-    return list(itertools.product(*options))
-
-
-def variant(pattern: Pattern, k: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """On-chip level k under a pattern: the arrays it holds and, per array, its source (the
-    next level outwards holding it; 0 = DRAM)."""
-    held, sources = [], []
-    for array, chain in zip(ARRAYS, pattern, strict=True):
-        if k in chain:
-            held.append(array)
-            sources.append(([0] + list(chain))[chain.index(k)])
-    return tuple(held), tuple(sources)
-
-
-def take(flat: dict, idx) -> dict:
-    """The points `idx` of a flat grid."""
-    return {d: ([t[idx] for t in tiles], p[idx]) for d, (tiles, p) in flat.items()}
-
-
-__all__ = ["ARRAYS", "BATCH", "BIT", "FULL", "G0BIT", "G0_FOOT", "G0_REFILL", "INNER", "OPERANDS",
-           "LANE", "RELEVANT", "ROLL", "_FOOT_ONLY", "_PAIRS", "_REFILL_ONLY", "buffer_spec",
-           "moved_code", "step_bits", "unrolled_dims",
-           "LevelBlocks", "Pattern", "alone_prefixes", "alone_tables", "best_placements",
-           "canonical_prefixes",
-           "floors_under", "least_total_at", "grades", "inner_placements",
-           "inner_prefixes", "level_placements", "holder_patterns", "mask", "placements",
-           "realizes", "side_cost", "take", "variant"]
+__all__ = ["alone_tables", "best_placements", "floors_under",
+           "least_total_at"]

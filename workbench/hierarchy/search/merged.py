@@ -38,8 +38,7 @@ from workbench.hierarchy.levels import (
     SizeEnergy,
     capacity_banks,
 )
-from workbench.hierarchy.search_roles import RoleView
-from workbench.hierarchy.search_space import holder_patterns
+from workbench.hierarchy.search.roles import RoleView, holder_patterns
 
 Hosts = tuple[int | None, ...]  # per array (I, W, O): the on-chip level holding it (1, 2)
 

@@ -16,19 +16,15 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
-from workbench.hierarchy.search_alone import AloneTables, inner_bound_grid
-from workbench.hierarchy.search_context import SearchMemo, Space
-from workbench.hierarchy.search_grid import chain_classes
-from workbench.hierarchy.search_levels import _datapath_side, _level_table
-from workbench.hierarchy.search_space import (
-    Pattern,
-    side_cost,
-    unrolled_dims,
-    variant,
-)
+from workbench.hierarchy.search import tuning
+from workbench.hierarchy.search.alone import AloneTables, inner_bound_grid
+from workbench.hierarchy.search.chains import chain_classes
+from workbench.hierarchy.search.context import SearchMemo, Space
+from workbench.hierarchy.search.levels import datapath_side, level_table
+from workbench.hierarchy.search.placements import unrolled_dims
+from workbench.hierarchy.search.pricing import side_cost
+from workbench.hierarchy.search.roles import Pattern, variant
 from workbench.layers.spec import ConvLayer
-
-CLASS_LIMIT = 1 << 23  # class combinations up to which the bound is tabled (64 MB a table)
 
 
 def _along(axis: int) -> tuple[int, ...]:
@@ -39,7 +35,7 @@ def _along(axis: int) -> tuple[int, ...]:
 
 def flat_grid(per_dim: dict, extent: dict, chain_at: dict[str, np.ndarray]) -> dict:
     """Per dimension: tiles t[g] and padded extent P of the points whose chain index per
-    dimension is `chain_at` (one point per row, all along axis 0), as `search_grid.grid_of`."""
+    dimension is `chain_at` (one point per row, all along axis 0), as `search.grid.grid_of`."""
     out = {}
     shape = (-1,) + (1,) * (len(DIMS) - 1)
     for dim in DIMS:
@@ -128,7 +124,7 @@ class ClassFloors:
         self.on_chip = len(hierarchy.levels) - 1
         self.gamma = 1 if self.on_chip >= 3 else 2  # the role whose class is the key
         self.ids = {d: chain_classes(per_dim[d], extent[d], self.gamma) for d in DIMS}
-        self.classes = {d: {self.gamma: self.ids[d]} for d in DIMS}  # `_level_table`'s
+        self.classes = {d: {self.gamma: self.ids[d]} for d in DIMS}  # `level_table`'s
         self.shape = tuple(int(self.ids[d].max()) + 1 for d in DIMS)
         # per chain, an id of its (t_1, P); per class, that id (one per class)
         self.outer = {d: np.unique(np.stack(
@@ -151,7 +147,7 @@ class ClassFloors:
         # two levels: fetches at t_0 = t_1, the fewest steps along each dimension (t | t_1:
         # ⌈(t_1/t)·t/u⌉ ≤ (t_1/t)·⌈t/u⌉), so the least fetches over the class's chains
         grid = self.grid if self.gamma == 1 else self._at_t0({d: self.grid[d][0][1] for d in DIMS})
-        mac, fetched, outputs = _datapath_side(layer, hierarchy, grid)
+        mac, fetched, outputs = datapath_side(layer, hierarchy, grid)
         self.mac = np.broadcast_to(mac, self.shape).ravel()
         self.fetch = np.stack([np.broadcast_to(side_cost(a, fetched[a], 1.0, outputs, precision),
                                                self.shape).ravel() for a in ARRAYS])
@@ -171,11 +167,11 @@ class ClassFloors:
         key = 1 if tables.on_chip >= 3 else 2
         if any(g not in tables.ids for g in range(key, tables.on_chip + 1)):
             return False
-        return math.prod(len(np.unique(tables.ids[key][d])) for d in DIMS) <= CLASS_LIMIT
+        return math.prod(len(np.unique(tables.ids[key][d])) for d in DIMS) <= tuning.CLASS_LIMIT
 
     def _inner_bound(self, tables: AloneTables, array: str, holder: int) -> np.ndarray:
         """Two levels: per class (t_1, P), a lower bound on the innermost level's unit alone
-        floor at every t_0 | t_1 (`search_alone.inner_bound_grid`: each alone code's energy
+        floor at every t_0 | t_1 (`search.alone.inner_bound_grid`: each alone code's energy
         with its t_0 extents at t_1 where its footprint with them at 1 fits)."""
         interrupt.check()
         return inner_bound_grid(self.layer, {d: np.ravel(self.grid[d][0][1]) for d in DIMS},
@@ -204,7 +200,7 @@ class ClassFloors:
                         self._inner_bound(tables, array, holder)))
                 self._unit[key] = table, [np.arange(n, dtype=np.int64) for n in self.shape]
                 return self._unit[key]
-            table = tables._table(array, holder)
+            table = tables.table(array, holder)
             maps = []
             for axis, d in enumerate(DIMS):
                 if table.shape[axis] == 1:
@@ -263,10 +259,10 @@ class ClassFloors:
         """Two levels: per class combination `flat`, a lower bound (pJ, one group) on every
         fitting blocking at any point of it under any of the patterns, at least `floor`'s:
         per pattern MAC + datapath fetches (the fewest steps) + the outer role's best fitting
-        placement (exact: its blocks are c ∈ {t_1, P}, the class; `_level_table`, kept in
+        placement (exact: its blocks are c ∈ {t_1, P}, the class; `level_table`, kept in
         `tables` for the points priced later; holding one array, its alone floor, the same
         least) + the innermost role's held arrays'
-        `_inner_bound`s, summed in `search_points._price`'s order (each term at most the
+        `_inner_bound`s, summed in `search.points.price_points`'s order (each term at most the
         point's): one row per pattern."""
         hierarchy = alone.hierarchy
         at = np.unravel_index(flat, self.shape)
@@ -281,7 +277,7 @@ class ClassFloors:
                 key = (1, held_by, None)
                 space = Space(self.layer, hierarchy, self.per_dim, self.extent, self.classes,
                               pj_bit, self.precision, self.memo)
-                tables[key] = _level_table(space, 1, None, pattern, tables.get(key), flat)
+                tables[key] = level_table(space, 1, None, pattern, tables.get(key), flat)
                 outer[held_by] = tables[key][0][flat]
             bound = self.mac[flat]
             for a_idx, chain in enumerate(pattern):
@@ -321,4 +317,4 @@ class ClassFloors:
         return out
 
 
-__all__ = ["CLASS_LIMIT", "ClassFloors", "flat_grid"]
+__all__ = ["ClassFloors", "flat_grid"]

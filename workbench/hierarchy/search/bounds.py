@@ -1,7 +1,8 @@
-"""The bounds `search` prunes with (proofs in docs/search.md): lower
-bounds per holder pattern (`pattern_floor`), per tile point (`relaxed_floor`, `chain_terms`),
-where R's blocks fit (`r_blocks_fit`, `least_held`), the innermost level's raised bound
-(`lifted`), and the upper bound of a known blocking of S (`incumbent`)."""
+"""The bounds `search` prunes with (proofs in docs/search.md, "Bounds: exact skips",
+"Incumbents: an exact start", "Lifted and kept bounds"): lower bounds per holder pattern
+(`pattern_floor`), per tile point (`relaxed_floor`, `chain_terms`), where R's blocks fit
+(`r_blocks_fit`, `least_held`), the innermost level's raised bound (`lifted`), and the upper
+bound of a known blocking of S (`incumbent`)."""
 
 from __future__ import annotations
 
@@ -12,26 +13,19 @@ import numpy as np
 
 from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike, energy_pj
-from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents, transfers
+from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, OPERANDS, Blocking, transfers
 from workbench.hierarchy.datapath import fetches
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, banks_fit, capacity_banks
-from workbench.hierarchy.search_grid import LazyPoints
-from workbench.hierarchy.search_merged import in_merged
-from workbench.hierarchy.search_roles import in_roles, role_orders, to_roles
-from workbench.hierarchy.search_space import (
-    BATCH,
-    OPERANDS,
-    LevelBlocks,
-    Pattern,
-    alone_prefixes,
-    floors_under,
-    side_cost,
-    unrolled_dims,
-    variant,
-)
+from workbench.hierarchy.search import tuning
+from workbench.hierarchy.search.calls import floors_under
+from workbench.hierarchy.search.chains import dim_extents
+from workbench.hierarchy.search.dominance import alone_prefixes
+from workbench.hierarchy.search.grid import LazyPoints
+from workbench.hierarchy.search.merged import in_merged
+from workbench.hierarchy.search.placements import unrolled_dims
+from workbench.hierarchy.search.pricing import LevelBlocks, side_cost
+from workbench.hierarchy.search.roles import Pattern, in_roles, role_orders, to_roles, variant
 from workbench.layers.spec import ConvLayer
-
-_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 
 
 def alone_floor(level_bytes: float, blocks: LevelBlocks, array: str) -> np.ndarray:
@@ -142,7 +136,7 @@ def pattern_floor(layer: ConvLayer, hierarchy: Hierarchy, pj_bit: np.ndarray,
     MACs of the unpadded layer; every holder receives each element of its array at least once
     (outputs: written back at least once); the datapath takes at least `fetches` over the
     unpadded extents with one block (steps_along(E, E, u) = ⌈E/u⌉ ≤ (P/t0)·⌈t0/u⌉)."""
-    e = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    e = dim_extents(layer)
     kk = layer.Kx * layer.Ky
     macs = kk * math.prod(e.values())
     fetched = fetches(kk, e, e, hierarchy.datapath) if hierarchy.datapath is not None \
@@ -163,7 +157,7 @@ def pattern_floor(layer: ConvLayer, hierarchy: Hierarchy, pj_bit: np.ndarray,
 
 
 def in_s(layer: ConvLayer, blocking: Blocking, hierarchy: Hierarchy, bypass: bool) -> bool:
-    """Is the blocking one of S's on the hierarchy: under some role order (`search_roles`; the
+    """Is the blocking one of S's on the hierarchy: under some role order (`search.roles`; the
     identity only when not `bypass`), one group per on-chip level and group 0, tiles at most
     the layer's extents, every held array's position in its level's role's own group (from the
     end of the group inside to the group's end; the innermost role's from −1, group 0 too, its
@@ -179,7 +173,7 @@ def _in_part(layer: ConvLayer, blocking: Blocking, hierarchy, bypass: bool) -> b
     on_chip = len(hierarchy.levels) - 1
     if len(blocking.orders) != on_chip + 1:
         return False
-    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    extent = dim_extents(layer)
     if blocking.tiles and any(t > extent[d] for d, t in zip(DIMS, blocking.tiles[-1],
                                                                strict=True)):
         return False
@@ -209,12 +203,12 @@ def incumbent(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
               candidates) -> tuple[float, Blocking] | None:
     """The least-energy candidate blocking (pJ, whole layer; e.g. the layer's optima on other
     hierarchies) that is in S (`in_s`, any role order; with `bypass` also its merged part:
-    `search_merged.in_merged`) and fits as the search fits (footprints), or None: an energy
+    `search.merged.in_merged`) and fits as the search fits (footprints), or None: an energy
     S's optimum is at most, so the search may start from it."""
     if size_energy is not None:  # a pure rule, asked once per (size, width) here
         size_energy = functools.lru_cache(maxsize=None)(size_energy)
     best = None
-    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    extent = dim_extents(layer)
     lanes = unrolled_dims(hierarchy.datapath)
     for blocking in candidates:
         if not in_s(layer, blocking, hierarchy, bypass) and not (
@@ -286,8 +280,8 @@ def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: LazyPoints, pj_bit: np.
             cap[sub[ok]] = np.fmax(cap[sub[ok]], (best / layer.groups - outside[ok]) / rho)
         points = np.nonzero(cap > -np.inf)[0]
         reference = np.full(len(flat.rows[0]), np.nan)
-        for start in range(0, len(points), BATCH):
-            at = points[start:start + BATCH]
+        for start in range(0, len(points), tuning.BATCH):
+            at = points[start:start + tuning.BATCH]
             blocks = LevelBlocks(layer, flat.take(at), 1, on_chip, least, precision,
                                  unrolled_dims(hierarchy.datapath))
             reference[at] = floors_under(hierarchy, blocks, held, cap[at] * (1 + 1e-9))
@@ -300,6 +294,5 @@ def lifted(layer: ConvLayer, hierarchy: Hierarchy, flat: LazyPoints, pj_bit: np.
     return out
 
 
-__all__ = ["alone_floor", "alone_prefixes", "chain_terms", "fits_by_footprints", "in_s",
-           "incumbent", "least_held", "lifted", "pattern_floor", "r_blocks_fit",
-           "relaxed_floor"]
+__all__ = ["alone_floor", "chain_terms", "fits_by_footprints", "in_s", "incumbent", "least_held",
+           "lifted", "pattern_floor", "r_blocks_fit", "relaxed_floor"]

@@ -13,16 +13,40 @@ from workbench.errors import WorkbenchError
 from workbench.hierarchy.blocking import ARRAYS, Blocking
 from workbench.hierarchy.datapath import Datapath
 from workbench.hierarchy.levels import Hierarchy, Level
-from workbench.hierarchy.search_space import holder_patterns
 
 Roles = tuple[int, ...]  # roles[r − 1]: the memory level (1 … L) playing role r
+Pattern = tuple[tuple[int, ...], ...]  # per array (ARRAYS order): on-chip levels holding it
+
+
+def holder_patterns(hierarchy: Hierarchy) -> list[Pattern]:
+    """Every choice of the on-chip levels holding each array (a level whose split part for an
+    array is 0 never holds it), R's (every level that can) first."""
+    options = []
+    for array in ARRAYS:
+        able = [k for k in range(1, len(hierarchy.levels))
+                if hierarchy.levels[k].bytes_for(array) > 0]
+        options.append([c for r in range(len(able), -1, -1)
+                        for c in itertools.combinations(able, r)])
+    return list(itertools.product(*options))
+
+
+def variant(pattern: Pattern, k: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """On-chip level k under a pattern: the arrays it holds and, per array, its source (the
+    next level outwards holding it; 0 = DRAM)."""
+    held, sources = [], []
+    for array, chain in zip(ARRAYS, pattern, strict=True):
+        if k in chain:
+            held.append(array)
+            sources.append(([0] + list(chain))[chain.index(k)])
+    return tuple(held), tuple(sources)
+
 
 
 @dataclass(frozen=True)
 class RoleView:
     """A hierarchy's levels with the on-chip ones listed in role order (DRAM first): what the
     search prices under one role order; also a hierarchy with two levels taken as one
-    (`search_merged`). Not a `Hierarchy`: capacities may grow inwards."""
+    (`search.merged`). Not a `Hierarchy`: capacities may grow inwards."""
 
     levels: tuple[Level, ...]
     name: str
@@ -97,5 +121,5 @@ def to_roles(blocking: Blocking, roles: Roles) -> Blocking | None:
         return None
 
 
-__all__ = ["RoleView", "Roles", "in_roles", "keeps_order", "role_orders", "role_patterns",
-           "to_memory", "to_roles"]
+__all__ = ["Pattern", "RoleView", "Roles", "holder_patterns", "in_roles", "keeps_order",
+           "role_orders", "role_patterns", "to_memory", "to_roles", "variant"]

@@ -1,6 +1,6 @@
 """The per-level buffer placements `search` enumerates: for one memory level, the loop order of
 its group and a buffering position per array it holds, as codes (their reduction to the
-placements that can be optimal: `search_dominance`; proofs in docs/search.md).
+placements that can be optimal: `search.dominance`; proofs in docs/search.md).
 
 A placement of level k in its group γ (loops X, Y, C, M, N in some order π, innermost first)
 gives each held array A a prefix S_A of π: the loops of γ inside A's buffer (S = ∅: the end of
@@ -50,9 +50,9 @@ RELEVANT = {"I": BIT["X"] | BIT["Y"] | BIT["C"] | BIT["N"],
             "O": BIT["X"] | BIT["Y"] | BIT["M"] | BIT["N"]}
 # per array: (bits only the footprint grows with, bits only the refills shrink with); the rest
 # (I's X, Y: halo reuse) move both and must match for one placement to dominate another
-_FOOT_ONLY = {"I": BIT["C"] | BIT["N"], "W": BIT["M"] | BIT["C"],
+FOOT_ONLY = {"I": BIT["C"] | BIT["N"], "W": BIT["M"] | BIT["C"],
               "O": BIT["X"] | BIT["Y"] | BIT["M"] | BIT["N"]}
-_REFILL_ONLY = {"I": BIT["M"], "W": BIT["X"] | BIT["Y"] | BIT["N"], "O": BIT["C"]}
+REFILL_ONLY = {"I": BIT["M"], "W": BIT["X"] | BIT["Y"] | BIT["N"], "O": BIT["C"]}
 # group 0 (innermost level only): its loops' bits, and per array the loops only the refills
 # shrink with (the only loops irrelevant to it) and those only the footprint grows with
 G0BIT = {name: 1 << i for i, name in enumerate(GROUP0)}
@@ -63,7 +63,7 @@ ROLL = 1 << 9  # a rolling window (module docstring): the loop q in bits 10-11
 LANE = 1 << 12  # a buffer holding a step's lanes of the loops after it (`lane_prefixes`)
 _ROLLING = ("X", "Y", "FX", "FY")
 _PARTNER = {"X": "FX", "FX": "X", "Y": "FY", "FY": "Y"}
-_PAIRS = (("X", "FX"), ("Y", "FY"))  # I's (output, kernel) loop pairs
+PAIRS = (("X", "FX"), ("Y", "FY"))  # I's (output, kernel) loop pairs
 
 
 def rolling(code: int, q: str) -> int:
@@ -213,9 +213,9 @@ def placements(held: tuple[str, ...], roll: bool = False
         ok = np.ones(len(keys), dtype=bool)
         for j, array in enumerate(held):
             a, b = sets[:, j], sets[i, j]
-            both = FULL & ~(_FOOT_ONLY[array] | _REFILL_ONLY[array])
-            ok &= ((a & both) == (b & both)) & ((a & _FOOT_ONLY[array] & ~b) == 0) \
-                & ((b & _REFILL_ONLY[array] & ~a) == 0)
+            both = FULL & ~(FOOT_ONLY[array] | REFILL_ONLY[array])
+            ok &= ((a & both) == (b & both)) & ((a & FOOT_ONLY[array] & ~b) == 0) \
+                & ((b & REFILL_ONLY[array] & ~a) == 0)
         ok[i] = False
         plain = (sets & ROLL) == 0
         dominated[i] = plain[i].all() and (ok & plain.all(axis=1)).any()
@@ -259,7 +259,7 @@ def realizes(order: tuple[str, ...], prefixes: tuple[int, ...]) -> bool:
     return all(p in heads for p in prefixes)
 
 
-__all__ = ["BIT", "FULL", "G0BIT", "G0_FOOT", "G0_REFILL", "INNER", "OPERANDS", "RELEVANT",
-           "LANE", "ROLL", "Lanes", "buffer_spec", "canonical_prefixes", "group0_tuples",
-           "inner_prefixes", "lane_dims", "lane_prefixes", "mask", "moved_code", "placements",
-           "realizes", "rolling", "step_bits", "step_roll", "unrolled_dims"]
+__all__ = ["BIT", "FOOT_ONLY", "FULL", "G0_FOOT", "G0_REFILL", "G0BIT", "INNER", "LANE", "PAIRS",
+           "REFILL_ONLY", "RELEVANT", "ROLL", "buffer_spec", "canonical_prefixes", "group0_tuples",
+           "inner_prefixes", "lane_dims", "lane_prefixes", "Lanes", "mask", "moved_code",
+           "placements", "realizes", "rolling", "step_bits", "step_roll", "unrolled_dims"]

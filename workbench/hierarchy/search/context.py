@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from workbench.hierarchy.search_memory import KeptBounds
+from workbench.errors import WorkbenchError
+from workbench.hierarchy.blocking import Blocking
+from workbench.hierarchy.search import tuning
+from workbench.hierarchy.search.memory import KeptBounds
 from workbench.memo import ByteLRU, Caches
 
 if TYPE_CHECKING:
@@ -31,12 +34,12 @@ class SearchMemo:
     """What one search keeps for the next (an app's edit of one level, the next layer of a
     network, the next size of a co-design), each store bounded in bytes:
     - `alone`: unit alone floors of a one-slice search per (layer, levels, holder capacity,
-      array, mirror, widths, lanes) (`search._search_roles`), 128 MiB;
-    - `tables`: alone and inner-bound tables per class (`search_alone`,
-      `search_class_floors`), 512 MiB;
-    - `levels`: outer levels' best placements per class (`search_levels._level_table`),
-      256 MiB;
-    - `inner`: the innermost level's kept bounds (`search_memory.KeptBounds`)."""
+      array, mirror, widths, lanes) (`search.driver._search_roles`), `tuning.ALONE_BYTES`;
+    - `tables`: alone and inner-bound tables per class (`search.alone`,
+      `search.class_floors`), `tuning.TABLE_BYTES`;
+    - `levels`: outer levels' best placements per class (`search.levels.level_table`),
+      `tuning.LEVEL_BYTES`;
+    - `inner`: the innermost level's kept bounds (`search.memory.KeptBounds`)."""
 
     alone: ByteLRU
     tables: ByteLRU
@@ -47,8 +50,9 @@ class SearchMemo:
     def of(cls, caches: Caches) -> SearchMemo:
         """The hierarchy search's stores in `caches` (made on first use)."""
         return caches.store("hierarchy search", lambda: cls(
-            ByteLRU(128 * 2**20, _arrays_nbytes), ByteLRU(512 * 2**20, _arrays_nbytes),
-            ByteLRU(256 * 2**20, _arrays_nbytes), KeptBounds()))
+            ByteLRU(tuning.ALONE_BYTES, _arrays_nbytes),
+            ByteLRU(tuning.TABLE_BYTES, _arrays_nbytes),
+            ByteLRU(tuning.LEVEL_BYTES, _arrays_nbytes), KeptBounds()))
 
     @property
     def nbytes(self) -> int:
@@ -82,9 +86,9 @@ class Space:
 @dataclass(frozen=True, eq=False)
 class RoleSearch:
     """A role order's search in progress: its `Space`; `tables`, outer levels' best placements
-    per class (`search_levels._level_table`, filled in place); `alone`, the alone floors per
-    class of chains (`search_alone.AloneTables`); `memory`, the innermost level's bounds kept
-    across searches (`search_memory.InnerMemory`, or None); `mirror`, whether lemma 5 applies;
+    per class (`search.levels.level_table`, filled in place); `alone`, the alone floors per
+    class of chains (`search.alone.AloneTables`); `memory`, the innermost level's bounds kept
+    across searches (`search.memory.InnerMemory`, or None); `mirror`, whether lemma 5 applies;
     `pairs`, the (X, Y) chain index pairs searched instead of all (lemma 5, one slice)."""
 
     space: Space
@@ -113,4 +117,20 @@ class RoleJob:
     memo: SearchMemo
 
 
-__all__ = ["RoleJob", "RoleSearch", "SearchMemo", "Space"]
+class NoFitError(WorkbenchError):
+    """No blocking of the space fits the hierarchy's capacities."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """The best blocking of the space searched, its energy (pJ, whole layer), the non-dominated
+    tile chains per dimension and their combinations."""
+
+    blocking: Blocking
+    energy_pj: float
+    chains_per_dim: dict[str, int]
+    combinations: int
+
+
+__all__ = ["NoFitError", "RoleJob", "RoleSearch", "SearchMemo", "SearchResult",
+           "Space"]

@@ -1,6 +1,6 @@
 """The former search space R (`search_r`): exact minimum-energy blocking with whole blocks at every
-level, kept as the baseline `search` (space S ⊇ R) is compared with, and for its tile-chain
-pruning, which `search` reuses.
+level, kept as the baseline `search` (space S ⊇ R; docs/search.md, "What S holds and what it
+leaves out") is compared with.
 
 Space R (everything in it is priced; nothing else is searched):
 - L on-chip levels, G = L + 1 loop groups; on-chip level k (1 = outermost) holds every array
@@ -23,140 +23,25 @@ and the datapath's operand fetches are `datapath.fetches` over the inner block t
 MAC: Kx·Ky·Π P of each array); MAC energy = Kx·Ky·Π P × mac_energy_pj. O's sides each cost
 outputs·e_final + 2·(moved − outputs)·e_partial, outputs = P_N·P_M·P_Y·P_X.
 
-Why pruning per dimension is exact. Take a dimension d and a chain c = (t_0 … t_{L−1}); let
-v(c) = (t_0 … t_{L−1}, P/t_0 … P/t_{L−1}, P). Every quantity above — each moved count (also
-moved_O − outputs = outputs·(n_C − 1)), the datapath's fetches (factors P_d and
-s_d = (P_d/t_0)·⌈t_0/u_d⌉), every footprint — is a product of
-non-negative factors, each a non-decreasing function of one component of v(c) (W(t) increases
-with t), times factors from other dimensions. Energy is a non-negative combination of those
-counts and each capacity use a non-negative combination of footprints. So if v(a) ≤ v(b)
-componentwise, replacing b by a in any blocking raises neither its energy nor any level's
-use: b is never needed, and keeping one chain per distinct non-dominated vector loses no
-optimum (`nondominated_chains`). The remaining chains are enumerated completely.
+The tile chains each dimension takes, and why pruning them per dimension is exact:
+`search.chains`.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import dataclass
 
-import numba
 import numpy as np
 
-from workbench.errors import WorkbenchError
 from workbench.hierarchy.accesses import ElementBytes, PrecisionLike
-from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking, extents
+from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking
 from workbench.hierarchy.datapath import Datapath, fetches
 from workbench.hierarchy.levels import Hierarchy, SizeEnergy, capacity_banks
+from workbench.hierarchy.search import tuning
+from workbench.hierarchy.search.chains import dim_extents, nondominated_chains
+from workbench.hierarchy.search.context import NoFitError, SearchResult
+from workbench.hierarchy.search.pricing import pj_per_bit
 from workbench.layers.spec import ConvLayer, as_grouped
-
-CHUNK = 1 << 21   # combinations priced per numpy pass (at most; one X chain at a time)
-_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
-
-
-class NoFitError(WorkbenchError):
-    """No blocking of the space fits the hierarchy's capacities."""
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """The best blocking of the space searched, its energy (pJ, whole layer), the non-dominated
-    tile chains per dimension and their combinations."""
-
-    blocking: Blocking
-    energy_pj: float
-    chains_per_dim: dict[str, int]
-    combinations: int
-
-
-def gen_chains(extent: int, levels: int) -> np.ndarray:
-    """Every divisor chain t_0 | … | t_{levels−1} ≤ extent, one per row (each tile's divisors
-    in rising order, as the rows below it)."""
-    divisors: list[list[int]] = [[] for _ in range(extent + 1)]
-    for d in range(1, extent + 1):
-        for multiple in range(d, extent + 1, d):
-            divisors[multiple].append(d)
-    chains = [(t,) for t in range(1, extent + 1)]
-    for _ in range(levels - 1):
-        chains = [(d,) + c for c in chains for d in divisors[c[0]]]
-    return np.array(chains, dtype=np.int64).reshape(-1, levels)
-
-
-@functools.lru_cache(maxsize=256)
-def nondominated_chains(extent: int, levels: int) -> np.ndarray:
-    """The chains whose vector (t…, P/t…, P) no other chain's is ≤ componentwise (one per
-    distinct vector, in lexicographic order); see the module docstring. Cached: callers must
-    not modify the array.
-
-    Only chains of the same n = P/t_{L−1} can dominate one another: ⌈E/t⌉ never grows with t,
-    so t_a ≤ t_b (last tiles) with n_a ≤ n_b forces n_a = n_b, and then P_a = n·t_a ≤ P_b. Within
-    such a group, with r_i = t_{L−1}/t_i, a ≤ b exactly when t_i^a ≤ t_i^b and r_i^a ≤ r_i^b for
-    every i < L−1 (P/t_i = n·r_i; t_{L−1} = t_0·r_0 follows), and one level keeps the least
-    t_{L−1} of each n. Each group's skyline: by a sort over (t_0, r_0) with two levels, else its
-    vectors by rising component sum (a dominator has a smaller sum) against the front kept so
-    far (dominance is transitive, so a dominated vector is never needed as a dominator)."""
-    chains = gen_chains(extent, levels)
-    padded = -(-extent // chains[:, -1:]) * chains[:, -1:]
-    vec = np.unique(np.hstack([chains, padded // chains, padded]), axis=0)
-    last, n = vec[:, levels - 1], vec[:, 2 * levels - 1]
-    keep = np.zeros(len(vec), dtype=bool)
-    order = np.lexsort((last, n))
-    starts = np.nonzero(np.diff(n[order], prepend=-1))[0]
-    for group in np.split(order, starts[1:]):
-        if levels == 1:
-            keep[group[0]] = True  # the least t of this n
-            continue
-        feats = np.hstack([vec[group, :levels - 1],
-                           vec[group, levels - 1:levels] // vec[group, :levels - 1]])
-        keep[group[_skyline(feats)]] = True
-    result = vec[keep][:, :levels]
-    result.setflags(write=False)
-    return result
-
-
-def _skyline(feats: np.ndarray) -> np.ndarray:
-    """Indices of the rows (distinct) that no other row is ≤ componentwise."""
-    if feats.shape[1] == 2:  # by t_0, then r_0: a row is kept when its r_0 is below all before
-        order = np.lexsort((feats[:, 1], feats[:, 0]))
-        r = feats[order, 1]
-        before = np.concatenate(([np.iinfo(np.int64).max], np.minimum.accumulate(r)[:-1]))
-        return order[r < before]
-    order = np.argsort(feats.sum(axis=1), kind="stable")
-    return order[_front(np.ascontiguousarray(feats[order]))]
-
-
-@numba.njit(cache=True, nogil=True)
-def _front(rows: np.ndarray) -> np.ndarray:
-    """Mask of the rows (by rising component sum, distinct) that no row before them is ≤
-    componentwise: rows of equal sum cannot dominate one another, and a row dominated by a
-    dropped one is dominated by what dropped it, so comparing with the kept rows suffices."""
-    kept = np.empty(rows.shape[0], dtype=np.int64)
-    mask = np.zeros(rows.shape[0], dtype=np.bool_)
-    count = 0
-    for i in range(rows.shape[0]):
-        dominated = False
-        for j in range(count):
-            row = kept[j]
-            below = True
-            for k in range(rows.shape[1]):
-                if rows[row, k] > rows[i, k]:
-                    below = False
-                    break
-            if below:
-                dominated = True
-                break
-        if not dominated:
-            kept[count] = i
-            count += 1
-            mask[i] = True
-    return mask
-
-
-def _pj_per_bit(hierarchy: Hierarchy, size_energy: SizeEnergy | None) -> np.ndarray:
-    """[level, array] pJ per bit accessed (access_pj / access_bits)."""
-    return np.array([[lvl.access_pj(a, size_energy) / lvl.access_bits for a in ARRAYS]
-                     for lvl in hierarchy.levels])
 
 
 def _holders(hierarchy: Hierarchy, array: str) -> list[int]:
@@ -202,7 +87,7 @@ def _moved(layer: ConvLayer, grid: dict, g: int | None,
             "O": p["N"] * p["M"] * p["Y"] * p["X"] * n["C"]}
 
 
-def _footprints(layer: ConvLayer, grid: dict, g: int) -> dict[str, np.ndarray]:
+def footprints(layer: ConvLayer, grid: dict, g: int) -> dict[str, np.ndarray]:
     t = {d: grid[d][0][g] for d in DIMS}
     wy = np.where(layer.Sy >= layer.Ky, t["Y"] * layer.Ky, (t["Y"] - 1) * layer.Sy + layer.Ky)
     wx = np.where(layer.Sx >= layer.Kx, t["X"] * layer.Kx, (t["X"] - 1) * layer.Sx + layer.Kx)
@@ -241,7 +126,7 @@ def _fits(layer: ConvLayer, hierarchy: Hierarchy, grid: dict,
     width = {"I": precision.inputs, "W": precision.weights, "O": precision.partial_sums}
     ok = np.ones(np.broadcast_shapes(*(grid[d][1].shape for d in DIMS)), dtype=bool)
     for k in range(levels - 1, 0, -1):  # innermost (smallest, most selective) first
-        level, foot = hierarchy.levels[k], _footprints(layer, grid, levels - 1 - k)
+        level, foot = hierarchy.levels[k], footprints(layer, grid, levels - 1 - k)
         held = tuple(a for a in ARRAYS if level.bytes_for(a) > 0)
         bank, sizes = capacity_banks(level, held)
         for i, size in enumerate(sizes):
@@ -257,10 +142,10 @@ def search_r(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | 
     layer = as_grouped(layer)  # a connection table's groups, if it has them
     precision = ElementBytes() if precision is None else precision
     on_chip = len(hierarchy.levels) - 1
-    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    extent = dim_extents(layer)
     per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
-    pj_bit = _pj_per_bit(hierarchy, size_energy)
-    per_y = max(1, CHUNK // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
+    pj_bit = pj_per_bit(hierarchy, size_energy)
+    per_y = max(1, tuning.CHUNK // max(1, math.prod(len(per_dim[d]) for d in ("C", "M", "N"))))
     best, best_at = math.inf, None
     for ox in range(len(per_dim["X"])):
         for y0 in range(0, len(per_dim["Y"]), per_y):
@@ -284,3 +169,6 @@ def search_r(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | 
     blocking = Blocking.of([GROUP0] + [DIMS] * on_chip, tiles, buffers)
     combos = math.prod(len(per_dim[d]) for d in DIMS)
     return SearchResult(blocking, best, {d: len(per_dim[d]) for d in DIMS}, combos)
+
+
+__all__ = ["footprints", "search_r"]

@@ -4,7 +4,7 @@ buffers in group 0 or 1), an outer level's (`outer_placements`) and an array's a
 (`alone_prefixes`). Each array's code is turned into feature bits (`_features`,
 `_outer_packed`), and a tuple of codes dominates another iff, array by array, its bits are a
 subset of the other's: it moves no more and holds no more at every tile point. The codes
-themselves are `search_placements`'."""
+themselves are `search.placements`'."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ import itertools
 import numpy as np
 
 from workbench.hierarchy.blocking import DIMS, GROUP0
-from workbench.hierarchy.search_placements import (
-    _FOOT_ONLY,
-    _PAIRS,
-    _REFILL_ONLY,
+from workbench.hierarchy.search.placements import (
     BIT,
+    FOOT_ONLY,
     FULL,
     G0_FOOT,
     G0BIT,
     INNER,
+    PAIRS,
+    REFILL_ONLY,
     buffer_spec,
     canonical_prefixes,
     group0_tuples,
@@ -92,7 +92,7 @@ def _features(array: str, code: int, lanes: frozenset[str]) -> list[tuple[int, i
         level = _FOOT_LEVEL["lanes" if name in spread else h[loop]]
         out.append((_thermometer(level if name in G0_FOOT[array] else -g[loop]), 5))
     if array == "I":
-        for (a, b), stride in zip(_PAIRS, (sx, sy), strict=True):
+        for (a, b), stride in zip(PAIRS, (sx, sy), strict=True):
             i, j = GROUP0.index(a), GROUP0.index(b)
             out.append((_thermometer(-_MOVED_LEVEL[g[i], g[j]]), 4))
             state = "s" if stride else "u" if step == a else "l" if a in spread else \
@@ -152,9 +152,9 @@ def _outer_packed(array: str, code: int) -> tuple[int, int]:
     """An outer level's code as `_undominated`'s features (fewer bits better): the loops the
     moved block takes at t_γ that its moved count falls with (not taken: a bit), then those
     the buffer takes at t_γ that its footprint grows with (lemma 2 with rolling codes)."""
-    moved = moved_code(code) & ~_FOOT_ONLY[array]
-    held = buffer_spec(code)[0] & ~_REFILL_ONLY[array]
-    return (FULL & ~_FOOT_ONLY[array] & ~moved) | held << len(DIMS), 2 * len(DIMS)
+    moved = moved_code(code) & ~FOOT_ONLY[array]
+    held = buffer_spec(code)[0] & ~REFILL_ONLY[array]
+    return (FULL & ~FOOT_ONLY[array] & ~moved) | held << len(DIMS), 2 * len(DIMS)
 
 
 @functools.lru_cache(maxsize=16)

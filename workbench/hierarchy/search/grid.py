@@ -1,6 +1,6 @@
-"""The tile points `search` prices: per dimension its non-dominated tile chains, laid out as a
+"""The tile points `search` prices: the chains of each dimension (`search.chains`) laid out as a
 broadcasting grid over the axes X, Y, C, M, N (or, with lemma 5, (X, Y) chain pairs along
-axis 0), and the classes of chains an outer level sees."""
+axis 0: docs/search.md, "Lemma 5: mirror"), and gathered at index arrays."""
 
 from __future__ import annotations
 
@@ -11,16 +11,6 @@ import numpy as np
 from workbench.hierarchy.blocking import DIMS
 from workbench.hierarchy.levels import Hierarchy
 from workbench.layers.spec import ConvLayer
-
-
-def chain_classes(chains: np.ndarray, extent: int, gamma: int) -> np.ndarray:
-    """Per chain, an id of its (t_{γ−1}, t_γ, P): the values on-chip level L−γ+1 sees."""
-    on_chip = chains.shape[1]
-    padded = -(-extent // chains[:, -1]) * chains[:, -1]
-    hi = chains[:, gamma] if gamma < on_chip else padded
-    return np.unique(np.stack([chains[:, gamma - 1], hi, padded], axis=1), axis=0,
-                     return_inverse=True)[1].reshape(-1)
-
 
 
 def mirrored(layer: ConvLayer, hierarchy: Hierarchy) -> bool:
@@ -101,5 +91,5 @@ def grid_of(chains_of: dict[str, np.ndarray], extent: dict, paired: bool = False
     return out
 
 
-__all__ = ["LazyPoints", "at_rows", "chain_classes", "chains_at", "gather", "grid_of",
+__all__ = ["LazyPoints", "at_rows", "chains_at", "gather", "grid_of",
            "grid_shape", "mirrored"]

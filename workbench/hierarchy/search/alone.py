@@ -1,14 +1,14 @@
-"""Unit alone floors (`search_bounds.alone_floor`) priced once per class of chains instead of
-once per slice of a search sliced into many parts, or per point of a one-slice search: an
-on-chip level playing group γ sees of a dimension's chain only (t_{γ−1}, t_γ, P)
-(`LevelBlocks` reads nothing else), so its floor for an array is a function of the five
-dimensions' classes (`search_grid.chain_classes`). A table over every class combination is
-priced the first time a slice needs it and gathered at each slice's points (or lemma 5's (X,
-Y) chain pairs): the same numbers as pricing there, element for element. The table is priced
-compiled (`alone_grid`: every count a product of exact integer factors per dimension, the
-energy `side_cost`'s expression), bit for bit `alone_floor`'s numpy pricing of the same tiles;
-lenet5's conv2 on 3 levels, the innermost role's inputs over 29 x 29 x 50 x 100 classes:
-35 ms against 667 ms."""
+"""Unit alone floors (`search.bounds.alone_floor`; docs/search.md, "Shared work") priced once
+per class of chains instead of once per slice of a search sliced into many parts, or per
+point of a one-slice search: an on-chip level playing group γ sees of a dimension's chain
+only (t_{γ−1}, t_γ, P) (`LevelBlocks` reads nothing else), so its floor for an array is a
+function of the five dimensions' classes (`search.chains.chain_classes`). A table over every
+class combination is priced the first time a slice needs it and gathered at each slice's
+points (or lemma 5's (X, Y) chain pairs): the same numbers as pricing there, element for
+element. The table is priced compiled (`alone_grid`: every count a product of exact integer
+factors per dimension, the energy `side_cost`'s expression), bit for bit `alone_floor`'s
+numpy pricing of the same tiles; lenet5's conv2 on 3 levels, the innermost role's inputs
+over 29 x 29 x 50 x 100 classes: 35 ms against 667 ms."""
 
 from __future__ import annotations
 
@@ -21,14 +21,15 @@ from workbench.hierarchy import interrupt
 from workbench.hierarchy.accesses import PrecisionLike
 from workbench.hierarchy.blocking import ARRAYS, DIMS
 from workbench.hierarchy.levels import Hierarchy
-from workbench.hierarchy.search_grid import chain_classes
-from workbench.hierarchy.search_kernel import O, W, _kernel, _window
-from workbench.hierarchy.search_space import Pattern, alone_tables, lane_count, unrolled_dims
+from workbench.hierarchy.search import tuning
+from workbench.hierarchy.search.calls import alone_tables
+from workbench.hierarchy.search.chains import chain_classes
+from workbench.hierarchy.search.kernel import O, W, kernel_extent, window
+from workbench.hierarchy.search.placements import unrolled_dims
+from workbench.hierarchy.search.pricing import lane_count
+from workbench.hierarchy.search.roles import Pattern
 from workbench.layers.spec import ConvLayer
 from workbench.memo import ByteLRU
-
-TABLE_LIMIT = 1 << 23  # class combinations up to which a level's table is priced (64 MB)
-SHARE = 4              # ... and only when the slices' points are at least SHARE × as many
 
 
 class AloneTables:
@@ -54,25 +55,25 @@ class AloneTables:
             ids = {d: chain_classes(per_dim[d], extent[d], gamma) for d in DIMS}
             first = {d: np.unique(ids[d], return_index=True)[1] for d in DIMS}
             size = math.prod(len(first[d]) for d in DIMS)
-            if size <= TABLE_LIMIT and SHARE * size <= points:
+            if size <= tuning.TABLE_LIMIT and tuning.SHARE * size <= points:
                 self.ids[gamma], self.first[gamma] = ids, first
         self._tables: dict[tuple[str, int], np.ndarray] = {}
 
     def fill(self, unit: dict, patterns: list[Pattern], chains: dict[str, np.ndarray],
              paired: bool = False) -> None:
-        """Put in `unit` (`search_bounds.chain_terms`' dict) each tabled (array, holder) floor
+        """Put in `unit` (`search.bounds.chain_terms`' dict) each tabled (array, holder) floor
         the patterns' chains need, at the slice whose chain indices per dimension (axes X, Y,
         C, M, N) are `chains`: the table taken along one axis at a time, those it shrinks
         first (a slice has one X chain), axes it does not vary along left at length 1.
         paired: `chains` X and Y are (X, Y) chain pairs, laid along axis 0 (lemma 5's grid,
-        `search_grid.grid_of`); axis 1 is left at length 1."""
+        `search.grid.grid_of`); axis 1 is left at length 1."""
         for a_idx, array in enumerate(ARRAYS):
             for holder in {k for p in patterns for k in p[a_idx]}:
                 gamma = self.on_chip + 1 - holder
                 if (array, holder) in unit or gamma not in self.ids:
                     continue
                 interrupt.check()  # a safe point: a table is stored whole (`interrupt`)
-                out = self._table(array, holder)
+                out = self.table(array, holder)
                 ids = self.ids[gamma]
                 axes = list(enumerate(DIMS))
                 if paired:
@@ -88,7 +89,7 @@ class AloneTables:
                     out = np.take(out, ids[d][chains[d]], axis=axis)
                 unit[array, holder] = out
 
-    def _table(self, array: str, holder: int) -> np.ndarray:
+    def table(self, array: str, holder: int) -> np.ndarray:
         key = (array, holder)
         gamma = self.on_chip + 1 - holder
         prec = self.precision
@@ -115,7 +116,7 @@ def _factor(kind, d, c, stride, kernel):
     if kind == O:
         return 1.0 if d == 2 else c
     if d == 0 or d == 1:
-        return _window(c, stride, kernel)
+        return window(c, stride, kernel)
     return 1.0 if d == 3 else c
 
 
@@ -124,7 +125,7 @@ def alone_grid(grid, table, cap, held):
     """Per point of a grid (grid: (lo, hi, step, p, sizes); axes X, Y, C, M, N; dimension d's
     t_{γ−1}, t_γ, a datapath step's min(u, t_{γ−1}), P at index i: lo[d, i], hi[d, i],
     step[d, i], p[d, i], i < sizes[d]), the least energy (pJ) over the codes (table: (which,
-    kfull, kind, coef, width, bits, layer) as `search_kernel.best_fitting`'s) of a block whose
+    kfull, kind, coef, width, bits, layer) as `search.kernel.best_fitting`'s) of a block whose
     buffer fits `cap` bytes alone (inf: none fits); the buffer is priced with t_{γ−1} and the
     step at held = (lo_held, step_held) (lo, step: the block's own; other values:
     `inner_bound_grid`).
@@ -153,7 +154,8 @@ def alone_grid(grid, table, cap, held):
         ky = ky_full if kfull[q, 1] else 1.0
         bx, by = kx, ky
         if kfull[q, 2]:
-            bx, by = _kernel(kfull[q, 3], kx_full, sx), _kernel(kfull[q, 4], ky_full, sy)
+            bx = kernel_extent(kfull[q, 3], kx_full, sx)
+            by = kernel_extent(kfull[q, 4], ky_full, sy)
         for d in range(5):
             stride = sx if d == 0 else sy
             for i in range(sizes[d]):
@@ -244,7 +246,7 @@ def alone_grid(grid, table, cap, held):
 def unit_alone_grid(layer: ConvLayer, chains: dict[str, np.ndarray], extent: dict, gamma: int,
                     on_chip: int, level_bytes: float, array: str, precision: PrecisionLike,
                     lanes: frozenset[str]) -> np.ndarray:
-    """`search_bounds.alone_floor` at 1 pJ/bit over the grid of the chains given per dimension
+    """`search.bounds.alone_floor` at 1 pJ/bit over the grid of the chains given per dimension
     (axes X, Y, C, M, N; a level playing group γ), compiled (`alone_grid`): per grid point the
     least energy (pJ, one group) of the array's transfer with its block fitting `level_bytes`
     alone (inf: none fits), the same numbers."""
@@ -297,5 +299,5 @@ def _alone_grid(layer: ConvLayer, grid: tuple, held: tuple, level_bytes: float, 
     return alone_grid(grid, table, float(level_bytes), held)
 
 
-__all__ = ["SHARE", "TABLE_LIMIT", "AloneTables", "alone_grid", "inner_bound_grid",
+__all__ = ["AloneTables", "alone_grid", "inner_bound_grid",
            "unit_alone_grid"]
