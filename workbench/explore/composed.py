@@ -33,7 +33,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.errors import WorkbenchError
 from workbench.explore.bands import BANDS, halo
 from workbench.explore.hierarchy_plan import (
     SIZE_ENERGY,
@@ -100,9 +99,9 @@ def buffer_hierarchy(hierarchy: Hierarchy, kept_bytes: float,
     """The hierarchy a share is blocked on: its outermost on-chip level less the kept maps'
     bytes and, double-buffered, half of the rest (each of its buffers has two copies, one
     filled by DMA while the core uses the other; kept maps are not doubled), its energy per
-    access that of the whole memory. None when the kept maps leave no room, or are asked of a
-    split or banked level. Refused (one line) for a double-buffered split or banked level
-    whose energy comes from its size."""
+    access that of the whole memory (of each part's or bank's, for a split or banked level:
+    `Level.memory_copies`). None when the kept maps leave no room, or are asked of a split
+    or banked level."""
     if kept_bytes == 0 and not double:
         return hierarchy
     level = hierarchy.levels[1]
@@ -115,16 +114,12 @@ def buffer_hierarchy(hierarchy: Hierarchy, kept_bytes: float,
                                       energy_pj=level.access_pj("I", SIZE_ENERGY))
     elif kept_bytes:
         return None
-    elif level.energy_pj is None:
-        raise WorkbenchError(f"level {level.name!r}: double buffering a split or banked level "
-                             "whose energy comes from its size is not modelled; give its "
-                             "energy_pj or set memory.double_buffer: false")
-    elif isinstance(capacity, SplitCapacity):
+    elif isinstance(capacity, SplitCapacity):  # each part's memory priced whole
         smaller = dataclasses.replace(level, capacity_bytes=SplitCapacity(
-            capacity.I // 2, capacity.W // 2, capacity.O // 2))
+            capacity.I // 2, capacity.W // 2, capacity.O // 2), memory_copies=2)
     else:
         smaller = dataclasses.replace(level, capacity_bytes=BankedCapacity(tuple(
-            (arrays, size // 2) for arrays, size in capacity.banks)))
+            (arrays, size // 2) for arrays, size in capacity.banks)), memory_copies=2)
     return dataclasses.replace(hierarchy, levels=(hierarchy.levels[0], smaller,
                                                   *hierarchy.levels[2:]))
 

@@ -170,7 +170,9 @@ class Level:
     None (unbounded, outermost level only); access_bits: width of one access; energy_pj: pJ
     per access of that width (None: derived from the capacity); bandwidth_elems_per_cycle:
     elements per cycle to the next level inwards (None: not limited); area_mm2_per_kb:
-    optional."""
+    optional; memory_copies: the memory is this many times the capacity buffers may use
+    (2: double-buffered, each buffer has a second copy), so an energy derived from size is
+    that of the whole memory."""
 
     name: str
     capacity_bytes: int | SplitCapacity | None
@@ -178,6 +180,7 @@ class Level:
     energy_pj: float | None = None
     bandwidth_elems_per_cycle: float | None = None
     area_mm2_per_kb: float | None = None
+    memory_copies: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -229,7 +232,7 @@ class Level:
         if size_energy is None:
             raise HierarchyError(f"level {self.name!r}: energy_pj is null (derive from size) "
                                  "but no size-to-energy rule was given")
-        size = self.bytes_for(array)
+        size = self.bytes_for(array) * self.memory_copies
         if not math.isfinite(size):
             raise HierarchyError(f"level {self.name!r}: an unbounded level needs energy_pj")
         try:
