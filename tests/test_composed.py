@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from workbench import layers, platforms
 from workbench.explore import composed, network_plan
+from workbench.explore.level_search import weightings
 from workbench.explore.levels_replay import replay_counts, replay_table
 from workbench.hierarchy.executor import execute
 from workbench.layers.spec import ConvLayer
@@ -157,7 +158,7 @@ def test_pruned_cycles_choice_is_the_least_of_every_option(broadcast) -> None:
         for m, row in every:
             assert composed.cycles_floor(layer, plat, m.split, m.cores) <= row["cycles"]
         # EDP compares the blockings of the searches cycles does and more, unpruned
-        every = [(m, r) for m, r in every if m.weights in composed.weightings("cycles", plat)]
+        every = [(m, r) for m, r in every if m.weights in weightings("cycles", plat)]
         key = ("cycles", "ext_accesses", "footprint_bytes", "cores")
         want = min(tuple(r[c] for c in key) for _, r in every)
         _, got = composed.best(layer, plat, "cycles", caches=Caches())
