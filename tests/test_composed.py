@@ -365,3 +365,15 @@ def test_a_plan_keeps_maps_in_bands_and_replays(tmp_path) -> None:
     assert sum(e for s in m.shares for e, _ in s.halo) > 0
     unfused = network_plan(net, plat, "accesses", "off", caches=Caches())
     assert plan["ext_accesses"].sum() < unfused["ext_accesses"].sum()
+
+
+def test_planning_on_levels_shows_a_bar_per_layer(capsys) -> None:
+    """Blocking a network's layers over levels takes seconds: with progress, a bar on stderr
+    counts the conv/fc layers; the plan is the one made without it."""
+    net, plat = layers.load_network("lenet5"), platforms.load_platform("seed001_3level")
+    caches = Caches()
+    shown = network_plan(net, plat, "energy", "off", progress=True, caches=caches)
+    err = capsys.readouterr().err
+    assert "blocking layers over levels" in err and "4/4" in err
+    quiet = network_plan(net, plat, "energy", "off", caches=Caches())
+    assert list(shown["energy_pj"]) == list(quiet["energy_pj"])

@@ -140,6 +140,17 @@ def _levels(layer, platform: Platform, objective: str, in_kept: bool, out_kept: 
     return {k: v for k, v in found[1].items() if k not in ("edp", "bus_cycles")}
 
 
+def _with_bar(items: list[int], work) -> None:
+    """`work(item)` for each item, with a progress bar on stderr (layers searched)."""
+    from tqdm import tqdm
+
+    with tqdm(total=len(items), unit="layer", desc="blocking layers over levels",
+              leave=False) as bar:
+        for item in items:
+            work(item)
+            bar.update()
+
+
 def banded(layers: Sequence[Layer], i: int, cores: int) -> bool:
     """The boundary after layer i may keep its map in bands across all `cores` cores
     (`bands`): a conv layer (i, or i − 1 with an activation folded into it at i) and the
@@ -222,7 +233,8 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
     cycles and energy by part, external accesses, `fused_in`/`fused_out`, `folded`, `bound`
     ("compute" or "I/O"), throughput, utilization. df.attrs["unfused_ext_accesses"]: the same
     network's external accesses with fusion off (when `compare_unfused`). `progress`: a bar
-    on stderr while missing candidate sets are built. `caches`: what the plan keeps for later
+    on stderr while missing candidate sets are built (on a platform with levels: while each
+    conv/fc layer's shares are blocked). `caches`: what the plan keeps for later
     ones (an app's, a command's; none: for this call)."""
     check_objective(objective)
     caches = caches_or_new(caches)
@@ -258,6 +270,9 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
                     _streamed(layer, platform, objective, kin, kout)
             cache[shapes[i], kin, kout] = row
         return cache[shapes[i], kin, kout]
+
+    if progress and levels:  # the searches of each conv/fc layer's shares, with a bar
+        _with_bar([i for i in range(n) if layers[i].tiled], lambda i: cost(i, False, False))
 
     def outs(i: int) -> list:
         if not ok_boundary[i]:
