@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import html
 
-from bokeh.layouts import row
-from bokeh.models import ColumnDataSource
-
-from workbench import viz
 from workbench.explore import composed
 from workbench.report.summary import ReportData
-from workbench.viz import plan_plots
+
+# bokeh and the figures are imported inside the functions: the text commands import
+# `workbench.report` and must not load bokeh (tests/test_cli.py)
 
 
 def _note(text: str) -> str:
@@ -25,6 +23,8 @@ def solutions_html(data: ReportData) -> str:
     if composed.applies(data.platform):
         return _note(f"{data.platform.name} has memory levels: each conv/fc layer is blocked "
                      "over them (the table above); the single-level schedules do not apply.")
+    from workbench import viz
+
     return viz.embed_html(viz.interactive_roofline(data.solutions, data.platform))
 
 
@@ -33,6 +33,8 @@ def sweep_html(data: ReportData) -> str:
     if composed.applies(data.platform):
         return _note("The local-memory sweep is a single-level study; on a platform with "
                      "levels, edit the levels (notebook 11, workbench sweep) instead.")
+    from workbench import viz
+
     return viz.embed_html(viz.sweep_grid(data.sweep))
 
 
@@ -42,6 +44,12 @@ def levels_html(data: ReportData) -> str:
     if not composed.applies(data.platform):
         return _note(f"{data.platform.name} has one local memory: the table above is the "
                      "whole story (no levels to break the traffic down by).")
+    from bokeh.layouts import row
+    from bokeh.models import ColumnDataSource
+
+    from workbench import viz
+    from workbench.viz import plan_plots
+
     names = [lvl.name for lvl in data.platform.memory.levels]
     quantities = ["accesses"] + (["energy"] if viz.units.has_energy(data.platform) else [])
     figures = [plan_plots.level_figure(
