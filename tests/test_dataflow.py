@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from workbench import tiling
 from workbench.errors import WorkbenchError
+from workbench.hierarchy import convert, executor
 from workbench.layers import ConvLayer
 from workbench.tiling import dataflow as df
-from workbench.tiling import dataflow_exec, dataflow_search
+from workbench.tiling import dataflow_search
 
 ONE = df.Precision(1, 1, 1, 1)
 
@@ -44,17 +45,24 @@ def schedule(draw: st.DrawFn):
 @given(case=schedule())
 def test_model_equals_executor(case) -> None:
     layer, sched = case
-    ran = dataflow_exec.execute(layer, sched)
+    ran = _executed(layer, sched)
     for array in df.ARRAYS:
         buf, traffic = df.array_options(layer, sched.order, sched.tiles, array)
         level = sched.levels[array] + 1
-        assert int(traffic[level]) == ran[f"moved_{array}"], array
-        assert int(buf[level]) >= ran[f"live_{array}"], array  # eq. 2 buffers suffice
+        assert int(traffic[level]) == ran[array]["moved"], array
+        assert int(buf[level]) >= ran[array]["live"], array  # eq. 2 buffers suffice
         if array != "I":  # no sliding windows: eq. 2 is exactly the live data
-            assert int(buf[level]) == ran[f"live_{array}"], array
+            assert int(buf[level]) == ran[array]["live"], array
     result = df.evaluate(layer, sched, ONE)
-    partial = ran["moved_O"] - ran["distinct_O"]
-    assert result["T_O_final"] == ran["distinct_O"] and result["T_O_acc"] == 2 * partial
+    partial = ran["O"]["moved"] - ran["O"]["distinct"]
+    assert result["T_O_final"] == ran["O"]["distinct"] and result["T_O_acc"] == 2 * partial
+
+
+def _executed(layer: ConvLayer, sched: df.DataflowSchedule) -> dict[str, dict[str, int]]:
+    """The one executor (hierarchy.executor) replaying the schedule as a one-level blocking:
+    per array, what its on-chip buffer moves, its distinct elements and live data."""
+    ran = executor.execute(layer, convert.from_dataflow(sched))
+    return {array: ran[(array, 1)] for array in df.ARRAYS}
 
 
 def _seed000_as_dataflow(schedule_name: str, tile: tiling.Tile) -> df.DataflowSchedule:
@@ -282,7 +290,7 @@ def test_dataflow_listing_moves_what_the_executor_moves(case) -> None:
 
     layer, sched = case
     text = tiling.dataflow_listing(layer, sched, ONE)
-    ran = dataflow_exec.execute(layer, sched)
+    ran = _executed(layer, sched)
     n = {k: int(v) for k, v in df.trip_counts(layer, sched.tiles).items()}
     loops = re.findall(r"^ *for (\w+) in", text, flags=re.M)
     assert loops == list(reversed(sched.order))
@@ -298,8 +306,8 @@ def test_dataflow_listing_moves_what_the_executor_moves(case) -> None:
         elif (m := re.match(r" *store (\d+) outputs", line)):
             moved["O"] += int(m.group(1)) * int(np.prod(enclosing))
     for array in ("I", "W"):
-        expected = ran[f"moved_{array}"] if sched.levels[array] >= 0 else None
+        expected = ran[array]["moved"] if sched.levels[array] >= 0 else None
         if expected is not None:
             assert moved[array] == expected, array
     if sched.levels["O"] >= 0:
-        assert moved["O"] == ran["moved_O"]
+        assert moved["O"] == ran["O"]["moved"]

@@ -191,6 +191,29 @@ def test_one_level_equals_seed000_where_expressible(layer: ConvLayer, data) -> N
         assert on_chip <= seed000.footprint_elems, name
 
 
+
+@settings(max_examples=examples(200))
+@given(layer=small_layer(), data=st.data())
+def test_seed000_trace_equals_the_one_executor(layer: ConvLayer, data) -> None:
+    """The seed 000 trace (tile by tile, DMA boxes) and the hierarchy executor (element by
+    element, refills by loop position) count the same traffic for the five schedules as
+    one-level blockings, where seed 000's dense boxes are the touched data (K ≥ S); and the
+    same DMA transfers (one per refill, plus a get for each partial sum read back) except
+    for the direction-x schedule, whose column-by-column gets the blocking holds as one
+    refill per row of tiles."""
+    if layer.Kx < layer.Sx or layer.Ky < layer.Sy:
+        return
+    tile = tiling.Tile(*(data.draw(st.integers(1, d)) for d in tiling.dims(layer)))
+    for name in tiling.SCHEDULES:
+        traced = tiling.trace(layer, tile, name)
+        ran = executor.execute(layer, from_seed000(name, tile))
+        i, w, o = (ran[(a, 1)] for a in ARRAYS)
+        assert (traced.in_accesses, traced.w_accesses, traced.out_accesses) == \
+            (i["moved"], w["moved"], o["moved"] + o["partial_reads"]), name
+        if name != "inter_oxoyon_dirx":
+            refills = i["refills"] + w["refills"] + o["refills"] + o["reread_refills"]
+            assert traced.dma_transfers == refills, name
+
 # --- seed 001 table 2 on table 4's layers -----------------------------------------------------
 
 # seed 001 table 4: X, Y, C, K (output maps), Fw, Fh, as printed (FC: X = Y = Fw = Fh = 1);
