@@ -150,7 +150,8 @@ def test_implied_hierarchy_runs_the_platforms_macs_per_cycle() -> None:
     assert frame.loc[frame["layer"] == "conv1", "cycles"].iloc[0] == 627_200 / 32
 
 
-def test_each_layer_is_searched_once(monkeypatch) -> None:
+def test_each_layer_is_searched_once(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
     calls = []
 
     def counting(layer, hierarchy, precision, size_energy, bypass=True, caches=None):
@@ -167,7 +168,10 @@ def test_each_layer_is_searched_once(monkeypatch) -> None:
     assert sorted(calls) == sorted(layer.name for layer in net.tiled_layers())
     assert first.equals(again)
     calls.clear()
-    hp.hierarchy_plan(net, hier)  # no caches: this call's own, every layer searched again
+    again = hp.hierarchy_plan(net, hier)  # a new session: every search found on the disk
+    assert calls == [] and first.equals(again)
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "empty"))
+    hp.hierarchy_plan(net, hier)  # a new session, nothing on the disk: all searched again
     assert sorted(calls) == sorted(layer.name for layer in net.tiled_layers())
 
 

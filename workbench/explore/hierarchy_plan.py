@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.explore.search_store import SearchStore, search_key
 from workbench.hierarchy.accesses import ElementBytes, HierarchyResult, PrecisionLike
 from workbench.hierarchy.accesses import evaluate as evaluate_blocking
 from workbench.hierarchy.codesign import table3_energy_pj, traffic_rows
@@ -90,7 +91,7 @@ def layer_plan(layer: ConvLayer, hierarchy: Hierarchy,
     if plan is not None:
         return plan
     if found is None:
-        found = search(layer, hierarchy, precision, size_energy, bypass=bypass, caches=caches)
+        found = _stored_or_searched(layer, hierarchy, precision, size_energy, bypass, caches)
     plan = LayerPlan(layer, found, evaluate_blocking(layer, found.blocking, hierarchy,
                                                      precision, size_energy))
     with memo.lock:
@@ -98,6 +99,21 @@ def layer_plan(layer: ConvLayer, hierarchy: Hierarchy,
         while len(memo.plans) > PLANS_KEPT:
             memo.plans.popitem(last=False)
     return plan
+
+
+def _stored_or_searched(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
+                        size_energy: SizeEnergy | None, bypass: bool,
+                        caches: Caches) -> SearchResult:
+    """The search's answer from the disk (`search_store`), else searched and stored."""
+    store = SearchStore.of(caches)
+    key = search_key(layer, hierarchy, precision, size_energy, bypass)
+    found = None if key is None else store.load(key)
+    if found is not None:
+        return found
+    found = search(layer, hierarchy, precision, size_energy, bypass=bypass, caches=caches)
+    if key is not None:
+        store.save(key, found)
+    return found
 
 
 def remember(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike,
