@@ -367,6 +367,82 @@ def test_a_plan_keeps_maps_in_bands_and_replays(tmp_path) -> None:
     assert plan["ext_accesses"].sum() < unfused["ext_accesses"].sum()
 
 
+
+@settings(max_examples=40, deadline=None)
+@given(maps=st.integers(2, 20), next_maps=st.integers(2, 20), k=st.integers(2, 8),
+       fc=st.booleans())
+def test_channel_halo_is_what_other_cores_computed(maps, next_maps, k, fc) -> None:
+    """`bands.channel_halo` against sets of elements: the producer split by output maps over
+    k cores (`tiling.partition.shares`) leaves each core its maps; the next layer's core,
+    split the same way, reads every input element; what it reads and does not hold comes
+    from the cores that computed it, one transfer per such core."""
+    from workbench.explore import bands
+    from workbench.tiling.partition import shares
+
+    side = 1 if fc else 5
+    producer = ConvLayer("p", Ox=side, Oy=side, Oc=maps, Kx=1, Ky=1, Kc=3)
+    consumer = ConvLayer("c", Ox=side, Oy=side, Oc=next_maps, Kx=1, Ky=1, Kc=maps)
+    k = min(k, maps, next_maps)
+    held = []  # per core: the (map, y, x) elements of the producer's output it computed
+    for share in shares(producer, "oc", k):
+        for start in share.starts:
+            held.append({(m, y, x) for m in range(start, start + share.layer.Oc)
+                         for y in range(side) for x in range(side)})
+    held.sort(key=min)
+    read = {(m, y, x) for m in range(maps) for y in range(side) for x in range(side)}
+    got = []
+    for share in shares(consumer, "oc", k):
+        got += zip(share.starts, bands.channel_halo(consumer, share.starts, k), strict=True)
+    got.sort()
+    assert len(got) == k
+    for core, (_, (elements, transfers)) in enumerate(got):
+        other = read - held[core]
+        assert elements == len(other)
+        assert transfers == sum(1 for c in range(k) if c != core and held[c] & other)
+
+
+CHANNEL_NET = """name: channel bands
+layers:
+  - {name: f1, type: fc, input: [96, 1, 1], outputs: 64}
+  - {name: r1, type: relu}
+  - {name: f2, type: fc, outputs: 48}
+  - {name: f3, type: fc, outputs: 8}
+"""
+
+
+def test_a_plan_keeps_maps_in_channel_bands_and_replays(tmp_path) -> None:
+    """Fully connected layers, compute-bound (a fast bus, faster on-chip links, no DMA setup
+    cost), split by output maps over the 4 cores for least cycles: every boundary is kept in
+    map bands across the cores (fused_across "oc"; rows cannot split an fc layer). Each
+    core of f2 and f3 gathers the other cores' maps over the bus; the trace (executor per
+    core plus the gathered maps) counts the plan's traffic, each core's buffers and maps fit
+    its memory, and the executor's replay of f2 equals the plan's counts."""
+    from workbench.explore import trace_plan
+
+    path = tmp_path / "channels.yaml"
+    path.write_text(CHANNEL_NET)
+    net = layers.load_network(str(path))
+    doc = copy.deepcopy(DOC)
+    for level, bandwidth in zip(doc["memory"]["levels"], (64, 128, 256), strict=True):
+        level["bandwidth"] = bandwidth
+    doc["dma"]["setup_cycles"] = 0
+    plat = platforms.platform_from_dict(doc, "test")
+    plan = network_plan(net, plat, "cycles", caches=Caches())
+    assert list(plan["fused_across"]) == ["oc"] * 4 and (plan["cores"] == 4).all()
+    traced = trace_plan(net, plat, plan)
+    rows = plan["schedule"] == "levels"
+    assert list(traced.loc[rows, "ext_accesses"]) == list(plan.loc[rows, "ext_accesses"])
+    assert (traced["local_bytes"] <= 2048).all()
+    for name, gathered in (("f2", (48, 3)), ("f3", (36, 3))):
+        m = composed.planned_mapping(net[name], plat, plan.set_index("layer").loc[name]
+                                     .to_dict())
+        assert m.kept == ("oc", "oc" if name == "f2" else False)
+        assert replay_table(m)["equal"].all()
+        assert [h for s in m.shares for h in s.halo] == [gathered] * 4
+    unfused = network_plan(net, plat, "cycles", "off", caches=Caches())
+    assert plan["cycles"].sum() <= unfused["cycles"].sum()
+    assert plan["ext_accesses"].sum() < unfused["ext_accesses"].sum()
+
 def test_planning_on_levels_shows_a_bar_per_layer(capsys) -> None:
     """Blocking a network's layers over levels takes seconds: with progress, a bar on stderr
     counts the conv/fc layers; the plan is the one made without it."""

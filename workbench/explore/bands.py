@@ -1,10 +1,16 @@
-"""Fusion across cores by image rows (`explore.composed`): a conv layer split by output rows
-over every core keeps each core's band of its output in that core's outermost on-chip level,
-and the next conv layer, split the same way, reads its input band there. A core's input band
-reaches past its own rows by the kernel's halo; those rows live in the neighbours' memories
-and cross the shared bus once, one DMA transfer per neighbour (the halo exchange).
+"""Fusion across cores (`explore.composed`): a layer split over every core keeps each core's
+band of its output in that core's outermost on-chip level, and the next layer, split the
+same way, reads its input there; what a core reads beyond its own band lives in the other
+cores' memories and crosses the shared bus once, one DMA transfer per core it comes from.
 
-Bands are those of `tiling.partition` over k cores: the first `rows % k` cores one row more.
+- By image rows (`BANDS`, "xy"): conv layers split by output rows. A core's input band
+  reaches past its own rows by the kernel's halo (`halo`).
+- By output maps (`CHANNEL_BANDS`, "oc"): conv or fc layers split by output maps. Each core
+  keeps its maps of the output; the next layer's every core reads every input map, so it
+  gathers the other cores' maps (`channel_halo`) and holds the whole input map.
+
+Bands are those of `tiling.partition` over k cores: the first `extent % k` cores one row or
+map more.
 """
 
 from __future__ import annotations
@@ -14,6 +20,13 @@ from collections.abc import Sequence
 from workbench.layers.spec import ConvLayer
 
 BANDS = "xy"  # the kept-map state of a boundary fused across cores by rows
+CHANNEL_BANDS = "oc"  # ... by output maps
+BAND_KINDS = (BANDS, CHANNEL_BANDS)
+
+
+def band_of(*kept: object) -> str:
+    """The band kind among kept-map states (False, True, or a kind of `BAND_KINDS`), or ""."""
+    return next((state for state in kept if isinstance(state, str) and state), "")
 
 
 def row_bands(rows: int, k: int) -> list[tuple[int, int]]:
@@ -50,3 +63,31 @@ def halo(layer: ConvLayer, starts: Sequence[int], count: int, k: int
                 elements, transfers = elements + rows * per_row, transfers + 1
         out.append((elements, transfers))
     return tuple(out)
+
+
+def channel_halo(layer: ConvLayer, starts: Sequence[int], k: int
+                 ) -> tuple[tuple[int, int], ...]:
+    """Per core of an output-map share of a dense layer (its maps begin at `starts`; k cores
+    in all): the input elements it gathers from the other cores' map bands (every input map
+    but its own band, `row_bands` of the input maps), and in how many transfers (one per
+    core whose band is not empty)."""
+    own = row_bands(layer.in_maps, k)
+    first_maps = [band[0] for band in row_bands(layer.Oc, k)]
+    per_map = layer.Ix * layer.Iy * layer.On
+    out = []
+    for start in starts:
+        core = first_maps.index(start)
+        others = [hi - lo for other, (lo, hi) in enumerate(own) if other != core and hi > lo]
+        out.append((sum(others) * per_map, len(others)))
+    return tuple(out)
+
+
+def fetched(layer: ConvLayer, kind: str, starts: Sequence[int], count: int, k: int
+            ) -> tuple[tuple[int, int], ...]:
+    """Per core: (elements, transfers) read from other cores' bands when the input is kept
+    in bands of `kind` ("": none)."""
+    if kind == BANDS:
+        return halo(layer, starts, count, k)
+    if kind == CHANNEL_BANDS:
+        return channel_halo(layer, starts, k)
+    return ()

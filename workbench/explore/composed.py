@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.explore.bands import BANDS, halo
+from workbench.explore.bands import band_of, fetched
 from workbench.explore.hierarchy_plan import (
     SIZE_ENERGY,
     layer_plan,
@@ -77,7 +77,7 @@ class ShareMapping:
     transfers: tuple[Transfer, ...]
     dma_transfers: int
     halo: tuple[tuple[int, int], ...] = ()  # per core: (input elements, transfers) fetched
-    # from other cores' bands when the input is kept across cores (`bands`)
+    # from other cores' bands when the input is kept across cores (`bands.fetched`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,12 +126,15 @@ def mapping(layer: ConvLayer, platform: Platform, split: str = "oc", k: int = 1,
             caches: Caches | None = None) -> LevelsMapping | None:
     """The layer's mapping for one split over k cores: every share's least blocking over
     `weighted(hierarchy, weights)`; None when a share has none that fits. Kept maps (True)
-    are on one core; kept in bands (`bands.BANDS`) need the row split over every core, each
-    core keeping its band (its input band with the halo rows fetched from the others)."""
+    are on one core; kept in bands (`bands.BAND_KINDS`: "xy" rows, "oc" maps) need that
+    split over every core, each core keeping its band (its input band with what it reads
+    beyond it fetched from the others: `bands.fetched`)."""
     caches = caches_or_new(caches)
     hierarchy, widths = platform_hierarchy(platform), platform_precision(platform)
-    if BANDS in kept:
-        if split != BANDS or k != platform.cores or True in kept:
+    band = band_of(*kept)
+    if band:
+        if split != band or k != platform.cores or True in kept or \
+                any(state not in (False, band) for state in kept):
             return None
     elif any(kept) and k != 1:
         return None
@@ -152,9 +155,9 @@ def mapping(layer: ConvLayer, platform: Platform, split: str = "oc", k: int = 1,
         moved = _sourced_on_chip(plan.result.transfers, kept)
         if moved is None:
             return None
-        fetched = halo(layer, share.starts, share.layer.Oy, k) if kept[0] == BANDS else ()
+        gathered = fetched(layer, band_of(kept[0]), share.starts, share.layer.Oy, k)
         parts.append(ShareMapping(share.cores, share.layer, share.starts, plan.found.blocking,
-                                  moved, dma_transfers(plan.result.transfers), fetched))
+                                  moved, dma_transfers(plan.result.transfers), gathered))
     return LevelsMapping(layer, split, k, tuple(parts), priced_on, kept, weights)
 
 
@@ -288,8 +291,8 @@ def options(layer: ConvLayer, platform: Platform, kept: tuple[bool, bool] = (Fal
     (one core counted once). For cycles, a split whose `cycles_floor` exceeds the least
     cycles found so far is skipped (it cannot be chosen, nor tie)."""
     caches = caches_or_new(caches)
-    if BANDS in kept:  # kept in bands: the row split over every core, nothing else
-        ks = [(BANDS, platform.cores)]
+    if band_of(*kept):  # kept in bands: that split over every core, nothing else
+        ks = [(band_of(*kept), platform.cores)]
     elif any(kept):
         ks = [("oc", 1)]
     else:
@@ -332,7 +335,7 @@ def planned_mapping(layer: ConvLayer, platform: Platform, row: dict[str, Any],
     """The mapping behind a plan row of this layer (`explore.network_plan` on a platform with
     levels): its split, cores, kept maps and search, blocked again (or recalled from
     `caches`)."""
-    kept = tuple((BANDS if row.get("fused_across") == BANDS else True) if row[side] else False
+    kept = tuple((row.get("fused_across") or True) if row[side] else False
                  for side in ("fused_in", "fused_out"))
     found = mapping(layer, platform, str(row["split"]), int(row["cores"]), kept,
                     str(row["blocked_for"]), caches)

@@ -32,7 +32,7 @@ import pandas as pd
 from workbench import streaming
 from workbench.errors import WorkbenchError
 from workbench.explore import composed, pool_fold
-from workbench.explore.bands import BANDS
+from workbench.explore.bands import BANDS, CHANNEL_BANDS, band_of
 from workbench.explore.cores import best_option, prebuild, share_rows
 from workbench.explore.query import OBJECTIVE_COLUMNS, check_objective, ranking
 from workbench.layers.network import Network
@@ -151,15 +151,27 @@ def _with_bar(items: list[int], work) -> None:
             bar.update()
 
 
-def banded(layers: Sequence[Layer], i: int, cores: int) -> bool:
-    """The boundary after layer i may keep its map in bands across all `cores` cores
-    (`bands`): a conv layer (i, or i − 1 with an activation folded into it at i) and the
-    conv layer after the boundary each have at least one output row per core."""
+def band_kinds(layers: Sequence[Layer], i: int, cores: int) -> list[str]:
+    """How the boundary after layer i may keep its map in bands across all `cores` cores
+    (`bands`), between the layer (i, or i − 1 with an activation folded into it at i) and
+    the layer after the boundary: by rows ("xy") when both are conv layers with at least
+    one output row per core; by output maps ("oc") when both are dense conv or fc layers
+    with at least one output map per core and the second reads exactly the first's maps."""
     producer = i - 1 if isinstance(layers[i], ActivationLayer) and i > 0 else i
     if cores < 2 or i + 1 >= len(layers):
-        return False
+        return []
     pair = (layers[producer], layers[i + 1])
-    return all(layer.tiled and layer.kind == "conv" and layer.Oy >= cores for layer in pair)
+    if not all(layer.tiled for layer in pair):
+        return []
+    kinds = []
+    if all(layer.kind == "conv" and layer.Oy >= cores for layer in pair):
+        kinds.append(BANDS)
+    first, second = pair
+    if all(layer.groups == 1 and layer.connections is None and layer.Oc >= cores
+           for layer in pair) and second.in_maps == first.Oc \
+            and map_elems(second, "in") == map_elems(first, "out"):
+        kinds.append(CHANNEL_BANDS)
+    return kinds
 
 
 def _streamed(layer, platform, objective, in_kept, out_kept) -> dict | None:
@@ -266,7 +278,7 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
                     if not (kin or kout) else _tiled_kept(layer, platform, objective, kin, kout,
                                                           schedules, local_traffic, caches)
             else:
-                row = None if BANDS in (kin, kout) else \
+                row = None if band_of(kin, kout) else \
                     _streamed(layer, platform, objective, kin, kout)
             cache[shapes[i], kin, kout] = row
         return cache[shapes[i], kin, kout]
@@ -277,7 +289,7 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
     def outs(i: int) -> list:
         if not ok_boundary[i]:
             return [False]
-        kept = [True, BANDS] if levels and banded(layers, i, platform.cores) else [True]
+        kept = [True, *band_kinds(layers, i, platform.cores)] if levels else [True]
         return kept if modes[i] == "force" else [False, *kept]
 
     def _fold_pool(i: int, kin: bool, key: tuple, plan: Chain) -> None:
@@ -371,7 +383,7 @@ def _frame(net: Network, platform: Platform, objective: str, plan: list) -> pd.D
         layer = layers[i]
         r = {"layer": layer.name, "kind": layer.kind, "role": role(layer)} | row
         r |= {"fused_in": bool(kin), "fused_out": bool(kout),
-              **({"fused_across": BANDS if BANDS in (kin, kout) else ""}
+              **({"fused_across": band_of(kin, kout)}
                  if composed.applies(platform) else {}),
               "folded": bool(row.get("folded", False)),
               "objective": objective, "macs": layer.macs, "ops": layer.ops}
