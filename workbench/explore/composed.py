@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.explore.bands import band_of, fetched
+from workbench.explore.bands import exchange, kinds_of
 from workbench.explore.hierarchy_plan import (
     SIZE_ENERGY,
     layer_plan,
@@ -77,7 +77,7 @@ class ShareMapping:
     transfers: tuple[Transfer, ...]
     dma_transfers: int
     halo: tuple[tuple[int, int], ...] = ()  # per core: (input elements, transfers) fetched
-    # from other cores' bands when the input is kept across cores (`bands.fetched`)
+    # from other cores' bands when the input is kept across cores (`bands.exchange`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,21 +126,25 @@ def mapping(layer: ConvLayer, platform: Platform, split: str = "oc", k: int = 1,
             caches: Caches | None = None) -> LevelsMapping | None:
     """The layer's mapping for one split over k cores: every share's least blocking over
     `weighted(hierarchy, weights)`; None when a share has none that fits. Kept maps (True)
-    are on one core; kept in bands (`bands.BAND_KINDS`: "xy" rows, "oc" maps) need that
-    split over every core, each core keeping its band (its input band with what it reads
-    beyond it fetched from the others: `bands.fetched`)."""
+    are on one core; kept in bands (a `bands` state: the producer's kind, "xy" rows or "oc"
+    maps, and the consumer's) need the split of this layer's side over every core, each
+    core keeping its band: its output band, or the input it reads (what it reads beyond its
+    own band gathered from the others) and its own band's rest (`bands.exchange`)."""
     caches = caches_or_new(caches)
     hierarchy, widths = platform_hierarchy(platform), platform_precision(platform)
-    band = band_of(*kept)
-    if band:
-        if split != band or k != platform.cores or True in kept or \
-                any(state not in (False, band) for state in kept):
+    banded = {kinds_of(state)[side] for state, side in zip(kept, (1, 0), strict=True)
+              if isinstance(state, str)}
+    if banded:
+        if banded != {split} or k != platform.cores or True in kept:
             return None
     elif any(kept) and k != 1:
         return None
     parts, priced_on = [], None
     for share in shares(layer, split, k):
-        kept_bytes = (bool(kept[0]) * map_elems(share.layer, "in") * widths.inputs
+        gathered = exchange(layer, kept[0], share.starts, share.layer.Oy, k) \
+            if isinstance(kept[0], str) else ()
+        beyond = max((b for *_, b in gathered), default=0)
+        kept_bytes = (bool(kept[0]) * (map_elems(share.layer, "in") + beyond) * widths.inputs
                       + bool(kept[1]) * map_elems(share.layer, "out") * widths.outputs)
         searched = buffer_hierarchy(hierarchy, kept_bytes, platform.double_buffer)
         if searched is None:
@@ -155,9 +159,9 @@ def mapping(layer: ConvLayer, platform: Platform, split: str = "oc", k: int = 1,
         moved = _sourced_on_chip(plan.result.transfers, kept)
         if moved is None:
             return None
-        gathered = fetched(layer, band_of(kept[0]), share.starts, share.layer.Oy, k)
         parts.append(ShareMapping(share.cores, share.layer, share.starts, plan.found.blocking,
-                                  moved, dma_transfers(plan.result.transfers), gathered))
+                                  moved, dma_transfers(plan.result.transfers),
+                                  tuple((e, t) for e, t, _ in gathered)))
     return LevelsMapping(layer, split, k, tuple(parts), priced_on, kept, weights)
 
 
@@ -291,8 +295,10 @@ def options(layer: ConvLayer, platform: Platform, kept: tuple[bool, bool] = (Fal
     (one core counted once). For cycles, a split whose `cycles_floor` exceeds the least
     cycles found so far is skipped (it cannot be chosen, nor tie)."""
     caches = caches_or_new(caches)
-    if band_of(*kept):  # kept in bands: that split over every core, nothing else
-        ks = [(band_of(*kept), platform.cores)]
+    banded = {kinds_of(state)[side] for state, side in zip(kept, (1, 0), strict=True)
+              if isinstance(state, str)}
+    if banded:  # kept in bands: that split over every core, nothing else
+        ks = [(kind, platform.cores) for kind in banded]
     elif any(kept):
         ks = [("oc", 1)]
     else:
@@ -335,8 +341,9 @@ def planned_mapping(layer: ConvLayer, platform: Platform, row: dict[str, Any],
     """The mapping behind a plan row of this layer (`explore.network_plan` on a platform with
     levels): its split, cores, kept maps and search, blocked again (or recalled from
     `caches`)."""
-    kept = tuple((row.get("fused_across") or True) if row[side] else False
-                 for side in ("fused_in", "fused_out"))
+    states = [state for state in str(row.get("fused_across") or "").split(",") if state]
+    kept = (False if not row["fused_in"] else states[0] if states else True,
+            False if not row["fused_out"] else states[-1] if states else True)
     found = mapping(layer, platform, str(row["split"]), int(row["cores"]), kept,
                     str(row["blocked_for"]), caches)
     if found is None:

@@ -32,7 +32,7 @@ import pandas as pd
 from workbench import streaming
 from workbench.errors import WorkbenchError
 from workbench.explore import composed, pool_fold
-from workbench.explore.bands import BANDS, CHANNEL_BANDS, band_of
+from workbench.explore.bands import BANDS, CHANNEL_BANDS, band_of, state_of
 from workbench.explore.cores import best_option, prebuild, share_rows
 from workbench.explore.query import OBJECTIVE_COLUMNS, check_objective, ranking
 from workbench.layers.network import Network
@@ -153,25 +153,24 @@ def _with_bar(items: list[int], work) -> None:
 
 def band_kinds(layers: Sequence[Layer], i: int, cores: int) -> list[str]:
     """How the boundary after layer i may keep its map in bands across all `cores` cores
-    (`bands`), between the layer (i, or i − 1 with an activation folded into it at i) and
-    the layer after the boundary: by rows ("xy") when both are conv layers with at least
-    one output row per core; by output maps ("oc") when both are dense conv or fc layers
-    with at least one output map per core and the second reads exactly the first's maps."""
+    (`bands` states), between the layer (i, or i − 1 with an activation folded into it at
+    i) and the layer after the boundary, which reads exactly its map: each side split by
+    rows ("xy": a conv layer with at least one output row per core) or by output maps ("oc":
+    a dense conv or fc layer with at least one output map per core)."""
     producer = i - 1 if isinstance(layers[i], ActivationLayer) and i > 0 else i
     if cores < 2 or i + 1 >= len(layers):
         return []
-    pair = (layers[producer], layers[i + 1])
-    if not all(layer.tiled for layer in pair):
+    first, second = layers[producer], layers[i + 1]
+    if not (first.tiled and second.tiled and second.in_maps == first.Oc
+            and second.Iy == first.Oy and map_elems(second, "in") == map_elems(first, "out")):
         return []
-    kinds = []
-    if all(layer.kind == "conv" and layer.Oy >= cores for layer in pair):
-        kinds.append(BANDS)
-    first, second = pair
-    if all(layer.groups == 1 and layer.connections is None and layer.Oc >= cores
-           for layer in pair) and second.in_maps == first.Oc \
-            and map_elems(second, "in") == map_elems(first, "out"):
-        kinds.append(CHANNEL_BANDS)
-    return kinds
+
+    def kinds(layer) -> list[str]:
+        rows = [BANDS] if layer.kind == "conv" and layer.Oy >= cores else []
+        dense = layer.groups == 1 and layer.connections is None and layer.Oc >= cores
+        return rows + ([CHANNEL_BANDS] if dense else [])
+
+    return [state_of(p, c) for p in kinds(first) for c in kinds(second)]
 
 
 def _streamed(layer, platform, objective, in_kept, out_kept) -> dict | None:
@@ -383,7 +382,8 @@ def _frame(net: Network, platform: Platform, objective: str, plan: list) -> pd.D
         layer = layers[i]
         r = {"layer": layer.name, "kind": layer.kind, "role": role(layer)} | row
         r |= {"fused_in": bool(kin), "fused_out": bool(kout),
-              **({"fused_across": band_of(kin, kout)}
+              **({"fused_across": ",".join(dict.fromkeys(
+                  state for state in (kin, kout) if isinstance(state, str)))}
                  if composed.applies(platform) else {}),
               "folded": bool(row.get("folded", False)),
               "objective": objective, "macs": layer.macs, "ops": layer.ops}
