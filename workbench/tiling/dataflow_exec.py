@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from workbench.layers.dims import Dim, Loop
 from workbench.layers.spec import ConvLayer
 from workbench.tiling.dataflow import ARRAYS, DataflowSchedule, trip_counts
 
 MAX_ITERATIONS = 2_000_000
 
 
-def _indices(layer: ConvLayer, schedule: DataflowSchedule) -> tuple[dict, list[str], list]:
+def _indices(layer: ConvLayer, schedule: DataflowSchedule) -> tuple[dict, list[Loop], list]:
     n = {k: int(v) for k, v in trip_counts(layer, schedule.tiles).items()}
     outer_first = list(reversed(schedule.order))
     sizes = [n[loop] for loop in outer_first]
@@ -30,13 +31,11 @@ def _indices(layer: ConvLayer, schedule: DataflowSchedule) -> tuple[dict, list[s
 
 def _elements(layer: ConvLayer, schedule: DataflowSchedule, it: dict) -> dict[str, tuple]:
     t = schedule.tiles
-    m = it["TOF"] * t["mss"] + it["OF"]
-    c = it["TIF"] * t["css"] + it["IF"]
-    y = it["TSY"] * t["iss"] + it["SY"]
-    x = it["TSX"] * t["jss"] + it["SX"]
-    n = it["TN"] * t["nss"] + it["N"]
-    iy, ix = y * layer.Sy + it["FY"], x * layer.Sx + it["FX"]  # padded input coordinates
-    return {"I": (n, c, iy, ix), "W": (m, c, it["FY"], it["FX"]), "O": (n, m, y, x)}
+    m, c, y, x, n = (it[Loop(d, 1)] * t[d] + it[Loop(d, 0)]
+                     for d in (Dim.M, Dim.C, Dim.Y, Dim.X, Dim.N))
+    fy, fx = it[Loop(Dim.FY, 0)], it[Loop(Dim.FX, 0)]
+    iy, ix = y * layer.Sy + fy, x * layer.Sx + fx  # padded input coordinates
+    return {"I": (n, c, iy, ix), "W": (m, c, fy, fx), "O": (n, m, y, x)}
 
 
 def _key(columns: tuple) -> np.ndarray:

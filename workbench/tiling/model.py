@@ -28,16 +28,18 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from workbench.errors import SpecError, UnknownNameError
+from workbench.layers.dims import SEED000_ORDER, Dim, seed000_columns
 from workbench.layers.spec import ConvLayer
 from workbench.numbers import fmt_bytes, fmt_count, fmt_si
 
 SCHEDULES = ("intra", "inter_kc", "inter_oc", "inter_oxoyon", "inter_oxoyon_dirx")
-TILE_DIMS = ("TOx", "TOy", "TOc", "TOn", "TKc")
+TILE_DIMS = seed000_columns()  # a tile's columns as users see them: TOx TOy TOc TOn TKc
 # every int64 count stays below this: 2^60 leaves room for ×8 (bytes, double buffering, sums
 # of a few layers) before the 2^63 of int64
 INT64_SAFE = 1 << 60
@@ -59,7 +61,19 @@ class Tile:
     TKc: int
 
     def as_tuple(self) -> tuple[int, int, int, int, int]:
+        """Sizes in the seed's column order (`dims.SEED000_ORDER`: X, Y, M, N, C)."""
         return (self.TOx, self.TOy, self.TOc, self.TOn, self.TKc)
+
+    def __getitem__(self, dim: Dim) -> int:
+        """The size along one dimension (`layers.dims.Dim`: X, Y, C, M or N)."""
+        if dim not in SEED000_ORDER:
+            raise KeyError(f"a tile has no dimension {dim!r}; dimensions: X Y C M N")
+        return self.as_tuple()[SEED000_ORDER.index(dim)]
+
+    @classmethod
+    def of(cls, sizes: Mapping) -> Tile:
+        """A tile from sizes keyed by Dim (X, Y, C, M, N)."""
+        return cls(*(sizes[d] for d in SEED000_ORDER))
 
 
 @dataclass(frozen=True, slots=True)
