@@ -90,7 +90,7 @@ def test_strides_wider_than_kernels_are_where_seed000_is_not_contained() -> None
     """With S > K seed 000 moves dense input boxes (the skipped rows and columns too); the
     dataflow footprint counts only touched ones, so the same loop nest moves less."""
     layer = ConvLayer(name="s", Ox=5, Oy=4, Oc=2, Kx=1, Ky=1, Kc=3, Sx=2, Sy=3)
-    tile = tiling.Tile(TOx=5, TOy=2, TOc=2, TOn=1, TKc=3)
+    tile = tiling.Tile(X=5, Y=2, M=2, N=1, C=3)
     for name in tiling.SCHEDULES:
         seed000 = tiling.counts(layer, tile, name).ext_accesses
         general = df.evaluate(layer, _seed000_as_dataflow(name, tile), ONE)["traffic_bytes"]

@@ -66,9 +66,9 @@ def one_group(layer: ConvLayer, tile: Tile) -> tuple[Tile, int]:
     vector unit as g one-group tiles, one after the other; its lanes never mix groups, since
     each group reads its own input maps. Other tiles: (tile, 1)."""
     per_group = layer.Oc // layer.groups
-    if tile.TOc <= per_group:
+    if tile.M <= per_group:
         return tile, 1
-    return replace(tile, TOc=per_group), tile.TOc // per_group
+    return replace(tile, M=per_group), tile.M // per_group
 
 
 def _times(c: IssueCounts, g: int) -> IssueCounts:

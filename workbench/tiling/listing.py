@@ -40,26 +40,26 @@ def listing(layer: ConvLayer, tile: Tile, schedule: str) -> str:
     check_tile(layer, tile)
     b_in, b_w, b_out = (int(v[0]) for v in buffers(layer, np.array([tile.as_tuple()])))
     extent = dict(zip(SEED000_ORDER, dims(layer), strict=True))
-    if tile.TOc > extent[_M]:  # a tile of whole groups: the map loop runs over all Oc maps
+    if tile.M > extent[_M]:  # a tile of whole groups: the map loop runs over all Oc maps
         extent[_M] = layer.Oc
     size = dict(zip(SEED000_ORDER, tile.as_tuple(), strict=True))
-    ti_x = (tile.TOx - 1) * layer.Sx + layer.Kx_span
-    ti_y = (tile.TOy - 1) * layer.Sy + layer.Ky_span
-    span = int(oc_split(layer, [tile.TOc])[0][0])
-    maps = f"[k_c:{tile.TKc}]" if span == 1 else f"[g:{span}][k_c:{tile.TKc}]"
-    get_in = (f"DMA get in[o_n:{tile.TOn}]{maps}[i_y:{ti_y}][i_x:{ti_x}] to B_in;"
+    ti_x = (tile.X - 1) * layer.Sx + layer.Kx_span
+    ti_y = (tile.Y - 1) * layer.Sy + layer.Ky_span
+    span = int(oc_split(layer, [tile.M])[0][0])
+    maps = f"[k_c:{tile.C}]" if span == 1 else f"[g:{span}][k_c:{tile.C}]"
+    get_in = (f"DMA get in[o_n:{tile.N}]{maps}[i_y:{ti_y}][i_x:{ti_x}] to B_in;"
               f"  // {b_in} elements")
-    get_w = (f"DMA get w[o_c:{tile.TOc}][k_c:{tile.TKc}][0:{layer.Ky}][0:{layer.Kx}] to B_w;"
+    get_w = (f"DMA get w[o_c:{tile.M}][k_c:{tile.C}][0:{layer.Ky}][0:{layer.Kx}] to B_w;"
              f"  // {b_w} elements")
-    out_box = f"out[o_n:{tile.TOn}][o_c:{tile.TOc}][o_y:{tile.TOy}][o_x:{tile.TOx}]"
+    out_box = f"out[o_n:{tile.N}][o_c:{tile.M}][o_y:{tile.Y}][o_x:{tile.X}]"
     get_out = f"if (k_c != 0) DMA get {out_box} to B_out;  // {b_out} elements"
     put_out = f"DMA put B_out to {out_box};  // {b_out} elements"
-    compute = (f"compute tile: {tile.TOx}x{tile.TOy}x{tile.TOc}x{tile.TOn} outputs x "
-               f"{layer.Kx}x{layer.Ky}x{tile.TKc} taps  // "
+    compute = (f"compute tile: {tile.X}x{tile.Y}x{tile.M}x{tile.N} outputs x "
+               f"{layer.Kx}x{layer.Ky}x{tile.C} taps  // "
                f"{np.prod(tile.as_tuple()) * layer.Kx * layer.Ky} MACs")
     halo = max(layer.Kx_span - layer.Sx, 0)
-    fresh = tile.TOx * layer.Sx * ti_y * tile.TKc * span * tile.TOn
-    in_box = f"in[o_n:{tile.TOn}]{maps}[i_y:{ti_y}]"
+    fresh = tile.X * layer.Sx * ti_y * tile.C * span * tile.N
+    in_box = f"in[o_n:{tile.N}]{maps}[i_y:{ti_y}]"
     body = {
         "intra": {4: [get_in, get_w, get_out, compute, put_out]},
         "inter_kc": {3: ["B_out = bias;"], 4: [get_in, get_w, compute], -3: [put_out]},
@@ -69,7 +69,7 @@ def listing(layer: ConvLayer, tile: Tile, schedule: str) -> str:
             1: [get_w],
             3: [f"DMA get {in_box}[i_x:{halo}] to B_in;  // halo, {b_in - fresh} elements"]
             if halo else [],
-            4: [f"DMA get {in_box}[i_x+{halo}:{tile.TOx * layer.Sx}] to B_in;  // {fresh} new "
+            4: [f"DMA get {in_box}[i_x+{halo}:{tile.X * layer.Sx}] to B_in;  // {fresh} new "
                 "elements", get_out, compute, put_out]},
     }[schedule]
     lines = [f"// {layer.name}, schedule {schedule}: Bin {b_in}, Bw {b_w}, Bout {b_out} elements"]
