@@ -6,7 +6,7 @@ level)`) and the hierarchy's `Blocking`. The seeds' own notations live here only
 tables for display and for reading old inputs:
 
 - seed 000 (§5.2): tile sizes TOx TOy TOc TOn TKc, tile loops o_x o_y o_c o_n k_c and element
-  loops x y oc n kc kx ky of its listings;
+  loops x y oc n kc kx ky of its listings; the SIMD mapping's vector dimensions ox oy oc on kc;
 - seed 002 (§II): tile sizes jss iss css mss nss, element loops FX FY SX SY IF OF N and the
   loops over tiles TSX TSY TIF TOF TN.
 """
@@ -60,6 +60,10 @@ SEED000_LOOP = {Loop(Dim.X, 1): "o_x", Loop(Dim.Y, 1): "o_y", Loop(Dim.M, 1): "o
                 Loop(Dim.N, 1): "o_n", Loop(Dim.C, 1): "k_c", Loop(Dim.X, 0): "x",
                 Loop(Dim.Y, 0): "y", Loop(Dim.M, 0): "oc", Loop(Dim.N, 0): "n",
                 Loop(Dim.C, 0): "kc", Loop(Dim.FX, 0): "kx", Loop(Dim.FY, 0): "ky"}
+
+# the SIMD mapping's vectorized dimension (`workbench simd --vector-dim`, `Plan.vector_dim`)
+SIMD_LABEL = {Dim.X: "ox", Dim.Y: "oy", Dim.M: "oc", Dim.N: "on", Dim.C: "kc"}
+SIMD_DIM = {label: d for d, label in SIMD_LABEL.items()}
 
 # seed 002: the tile sizes and the twelve loops
 SEED002_TILE = {Dim.X: "jss", Dim.Y: "iss", Dim.C: "css", Dim.M: "mss", Dim.N: "nss"}
