@@ -68,6 +68,8 @@ ARRAYS = ("I", "W", "O")
 # u_N·u_C·u_Y·u_X inputs, u_M·u_C weights and writes u_N·u_M·u_Y·u_X outputs)
 OPERANDS = {"I": (Dim.N, Dim.C, Dim.Y, Dim.X), "W": (Dim.M, Dim.C),
             "O": (Dim.N, Dim.M, Dim.Y, Dim.X)}
+# an output loop and its kernel loop: I's window (seed 002 table II)
+_PARTNER = {Dim.X: Dim.FX, Dim.FX: Dim.X, Dim.Y: Dim.FY, Dim.FY: Dim.Y}
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,15 +214,15 @@ def padding(layer: ConvLayer, blocking: Blocking) -> dict[str, tuple[int, int]]:
     return out
 
 
-Loops = Sequence[tuple[str, int]]
+Loops = Sequence[tuple[Dim, int]]  # (dimension, group) per loop; a Dim's letter reads alike
 
 
-def _counts(loops: Loops, n: Sequence, inside: set[int]) -> dict[str, int | np.ndarray]:
+def _counts(loops: Loops, n: Sequence, inside: set[int]) -> dict[Dim, int | np.ndarray]:
     """Distinct indices per dimension (and kernel loop) the inside loops touch: the product of
     their trip counts (contiguous from 0: the inside loops of a dimension are always its
     innermost groups). One pass over `inside`; Python ints stay exact ints, arrays stay
     arrays."""
-    c: dict[str, int | np.ndarray] = dict.fromkeys(GROUP0, 1)
+    c: dict[Dim, int | np.ndarray] = dict.fromkeys(GROUP0, 1)
     for j in inside:
         name = loops[j][0]
         c[name] = c[name] * n[j]
@@ -240,32 +242,31 @@ def footprint(layer: ConvLayer, loops: Loops, n: Sequence, inside: set[int],
     """F_X: distinct elements of array X the loops in `inside` (indices into `loops`, trip
     counts `n`: ints, or arrays to price many tiles at once) touch (eq. 1, exact)."""
     c = _counts(loops, n, inside)
+    x, y, ch, m, im, fx, fy = (c[d] for d in Dim)  # X Y C M N FX FY
     if array == "W":
-        return c["M"] * c["C"] * c["FX"] * c["FY"]
+        return m * ch * fx * fy
     if array == "O":
-        return c["N"] * c["M"] * c["Y"] * c["X"]
-    return c["N"] * c["C"] * _window(c["Y"], c["FY"], layer.Sy) * \
-        _window(c["X"], c["FX"], layer.Sx)
+        return im * m * y * x
+    return im * ch * _window(y, fy, layer.Sy) * _window(x, fx, layer.Sx)
 
 
-def carries(layer: ConvLayer, array: str, loop: tuple[str, int], inside_names: set) -> bool:
+def carries(layer: ConvLayer, array: str, loop: tuple[Dim, int], inside_names: set) -> bool:
     """Does `loop` carry reuse of the array (seed 002 table II), with `inside_names` the
     (loop, group) pairs nested in it? The same rules as tiling.dataflow.carries."""
     name, group = loop
     if array == "W":
-        return name in ("X", "Y", "N")
+        return name in (Dim.X, Dim.Y, Dim.N)
     if array == "O":
-        return name in ("FX", "FY", "C")
-    if name == "M":
+        return name in (Dim.FX, Dim.FY, Dim.C)
+    if name == Dim.M:
         return True
-    pairs = {"X": "FX", "FX": "X", "Y": "FY", "FY": "Y"}
-    if name in ("FX", "FY"):  # the outer loop of a (kernel, output) pair carries the window
-        return (pairs[name], 0) in inside_names
-    if name in ("X", "Y") and group == 0:
-        return (pairs[name], 0) in inside_names
-    if name in ("X", "Y"):  # blocks share a halo when the kernel overlaps the stride
-        kernel, stride = (layer.Kx, layer.Sx) if name == "X" else (layer.Ky, layer.Sy)
-        return kernel > stride and (pairs[name], 0) in inside_names
+    if name in KERNEL_LOOPS:  # the outer loop of a (kernel, output) pair carries the window
+        return (_PARTNER[name], 0) in inside_names
+    if name in (Dim.X, Dim.Y) and group == 0:
+        return (_PARTNER[name], 0) in inside_names
+    if name in (Dim.X, Dim.Y):  # blocks share a halo when the kernel overlaps the stride
+        kernel, stride = (layer.Kx, layer.Sx) if name == Dim.X else (layer.Ky, layer.Sy)
+        return kernel > stride and (_PARTNER[name], 0) in inside_names
     return False
 
 
@@ -299,7 +300,7 @@ def buffer_size(layer: ConvLayer, loops: Loops, n: Sequence, position: int,
             if array == "I" and name in KERNEL_LOOPS:
                 # a kernel loop outside its output loop: a column (row) comes back after
                 # `stride` iterations, so that many iterations' data must stay
-                stride = layer.Sx if name == "FX" else layer.Sy
+                stride = layer.Sx if name == Dim.FX else layer.Sy
                 held = list(ext_n)
                 held[j] = np.minimum(stride, n[j]) if vec else min(stride, n[j])
                 before = footprint(layer, ext_loops, held, with_lanes(inside | {j}), array)
