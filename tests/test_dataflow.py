@@ -12,6 +12,7 @@ from workbench import tiling
 from workbench.errors import WorkbenchError
 from workbench.hierarchy import convert, executor
 from workbench.layers import ConvLayer
+from workbench.layers.dims import LAYER_DIMS, SEED002_LOOP, Dim, Loop, read_loop
 from workbench.tiling import dataflow as df
 from workbench.tiling import dataflow_search
 
@@ -34,9 +35,7 @@ def schedule(draw: st.DrawFn):
     element = tuple(draw(st.permutations(df.ELEMENT_LOOPS)))
     control = tuple(draw(st.permutations(df.CONTROL_LOOPS)))
     e = df.extents(layer)
-    tiles = {"jss": draw(st.integers(1, e["Ex"])), "iss": draw(st.integers(1, e["Ey"])),
-             "css": draw(st.integers(1, e["C"])), "mss": draw(st.integers(1, e["M"])),
-             "nss": draw(st.integers(1, e["N"]))}
+    tiles = {d: draw(st.integers(1, e[d])) for d in LAYER_DIMS}
     levels = {a: draw(st.integers(-1, 11)) for a in df.ARRAYS}
     return layer, df.DataflowSchedule(element + control, tiles, levels)
 
@@ -67,16 +66,16 @@ def _executed(layer: ConvLayer, sched: df.DataflowSchedule) -> dict[str, dict[st
 
 def _seed000_as_dataflow(schedule_name: str, tile: tiling.Tile) -> df.DataflowSchedule:
     """Seed 000's schedules as loop orders and buffering levels (P = 1 byte everywhere)."""
-    tiles = {"jss": tile.TOx, "iss": tile.TOy, "css": tile.TKc, "mss": tile.TOc,
-             "nss": tile.TOn}
-    control, levels = {
-        "intra": (("TIF", "TSX", "TSY", "TOF", "TN"), {"I": 6, "W": 6, "O": 6}),
-        "inter_kc": (("TIF", "TSX", "TSY", "TOF", "TN"), {"I": 6, "W": 6, "O": 7}),
-        "inter_oc": (("TOF", "TIF", "TSX", "TSY", "TN"), {"I": 7, "W": 6, "O": 6}),
-        "inter_oxoyon": (("TSX", "TSY", "TN", "TIF", "TOF"), {"I": 6, "W": 9, "O": 6}),
-        "inter_oxoyon_dirx": (("TSX", "TSY", "TN", "TIF", "TOF"), {"I": 7, "W": 9, "O": 6}),
+    tiles = {d: tile[d] for d in LAYER_DIMS}
+    control, levels = {  # the tile loops innermost first, as dimension letters
+        "intra": ("CXYMN", {"I": 6, "W": 6, "O": 6}),
+        "inter_kc": ("CXYMN", {"I": 6, "W": 6, "O": 7}),
+        "inter_oc": ("MCXYN", {"I": 7, "W": 6, "O": 6}),
+        "inter_oxoyon": ("XYNCM", {"I": 6, "W": 9, "O": 6}),
+        "inter_oxoyon_dirx": ("XYNCM", {"I": 7, "W": 9, "O": 6}),
     }[schedule_name]
-    return df.DataflowSchedule(df.CANONICAL + control, tiles, levels)
+    return df.DataflowSchedule(df.CANONICAL + tuple(Loop(Dim(d), 1) for d in control), tiles,
+                               levels)
 
 
 @settings(max_examples=examples(300))
@@ -99,7 +98,7 @@ def test_strides_wider_than_kernels_are_where_seed000_is_not_contained() -> None
     """With S > K seed 000 moves dense input boxes (the skipped rows and columns too); the
     dataflow footprint counts only touched ones, so the same loop nest moves less."""
     layer = ConvLayer(name="s", Ox=5, Oy=4, Oc=2, Kx=1, Ky=1, Kc=3, Sx=2, Sy=3)
-    tile = tiling.Tile(TOx=5, TOy=2, TOc=2, TOn=1, TKc=3)
+    tile = tiling.Tile(X=5, Y=2, M=2, N=1, C=3)
     for name in tiling.SCHEDULES:
         seed000 = tiling.counts(layer, tile, name).ext_accesses
         general = df.evaluate(layer, _seed000_as_dataflow(name, tile), ONE)["traffic_bytes"]
@@ -206,17 +205,18 @@ def test_paper_orders_are_the_180_symmetry_reduced_orders() -> None:
     orders = dataflow_search.PAPER_ORDERS
     assert len(orders) == len(set(orders)) == 180  # 6! / (2 · 2), seed 002 §IV-C
     assert orders[:2] == [df.CANONICAL, df.HWC]
-    mirror = {"FX": "FY", "FY": "FX", "SX": "SY", "SY": "SX"}
+    fx, fy, x, y = (Loop(d, 0) for d in (Dim.FX, Dim.FY, Dim.X, Dim.Y))
+    mirror = {fx: fy, fy: fx, x: y, y: x}
     six = {o[:6] for o in orders}
     for order in orders:
-        assert order[6] == "N" and sorted(order) == sorted(df.ELEMENT_LOOPS)
+        assert order[6] == Loop(Dim.N, 0) and sorted(order) == sorted(df.ELEMENT_LOOPS)
         # swapping the two kernel loops or the two image loops leaves the reduced set
-        swapped = tuple(mirror.get(loop, loop) if loop in ("FX", "FY") else loop
+        swapped = tuple(mirror.get(loop, loop) if loop in (fx, fy) else loop
                         for loop in order[:6])
         assert swapped not in six
 
 
-def useful_levels(layer: ConvLayer, order: tuple[str, ...], array: str) -> list[int]:
+def useful_levels(layer: ConvLayer, order: tuple[Loop, ...], array: str) -> list[int]:
     """Reference rule: −1, the levels just including a loop that carries the array's reuse,
     and the top (other levels only add a loop that changes neither buffer nor traffic)."""
     levels, inside = [-1], set()
@@ -293,14 +293,14 @@ def test_dataflow_listing_moves_what_the_executor_moves(case) -> None:
     ran = _executed(layer, sched)
     n = {k: int(v) for k, v in df.trip_counts(layer, sched.tiles).items()}
     loops = re.findall(r"^ *for (\w+) in", text, flags=re.M)
-    assert loops == list(reversed(sched.order))
+    assert loops == [SEED002_LOOP[loop] for loop in reversed(sched.order)]
     enclosing: list[int] = []
     moved = {"I": 0, "W": 0, "O": 0}
     for line in text.splitlines()[1:]:
         depth = (len(line) - len(line.lstrip())) // 2
         del enclosing[depth:]
         if (m := re.match(r" *for (\w+) in", line)):
-            enclosing.append(n[m.group(1)])
+            enclosing.append(n[read_loop(m.group(1))])
         elif (m := re.match(r" *fill B_(\w) with (\d+)", line)) and m.group(1) != "O":
             moved[m.group(1)] += int(m.group(2)) * int(np.prod(enclosing))
         elif (m := re.match(r" *store (\d+) outputs", line)):

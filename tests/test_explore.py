@@ -62,7 +62,7 @@ def test_seed000_table_5_3(row: tuple) -> None:
         assert tile.as_tuple() == printed_tile and footprint == 28978
     elif (name, schedule) == ("fc3", "inter_kc"):
         # printed TKc = 7 needs 15 KB; the printed 9 KB is TKc = 1, which ties in accesses
-        assert within_print(footprint / 1024, optimal_kb) and tile.TKc == 1
+        assert within_print(footprint / 1024, optimal_kb) and tile.C == 1
         assert printed_counts.ext_accesses == accesses
     else:
         assert within_print(footprint / 1024, optimal_kb), footprint / 1024

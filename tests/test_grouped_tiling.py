@@ -83,9 +83,9 @@ def test_a_tile_of_g_groups_moves_blocks_not_groups(c) -> None:
     same loop trips: transfers and tiles scale by ⌈G/g⌉/G (the trace, literally)."""
     layer, tile, schedule = c
     ocg = layer.Oc // layer.groups
-    assume(tile.TOc >= ocg)
-    g = tile.TOc // ocg
-    one = tiling.Tile(tile.TOx, tile.TOy, ocg, tile.TOn, tile.TKc)
+    assume(tile.M >= ocg)
+    g = tile.M // ocg
+    one = tiling.Tile(tile.X, tile.Y, ocg, tile.N, tile.C)
     span = tiling.trace(layer, tile, schedule)
     alone = tiling.trace(layer, one, schedule)
     blocks = -(-layer.groups // g)

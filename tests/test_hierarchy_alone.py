@@ -31,7 +31,6 @@ def _size(a) -> int:
     return a.nbytes
 
 PREC = ElementBytes(1, 1, 1, 2)
-_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 
 
 @st.composite
@@ -70,7 +69,7 @@ def test_gathered_tables_equal_the_floors_priced_at_the_slice(paired: bool, case
     layer, hier, x_pick, y_pick = case
     monkeypatch.setattr(tuning, "SHARE", 0)  # every level's table, however small
     on_chip = len(hier.levels) - 1
-    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    extent = {d: extents(layer)[d] for d in DIMS}
     per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
     tables = alone_module.AloneTables(layer, hier, per_dim, extent, PREC, ByteLRU(1 << 30, _size))
     assert set(tables.ids) == set(range(1, on_chip + 1))
@@ -111,7 +110,7 @@ def test_compiled_class_grid_floors_equal_alone_floor(layer) -> None:
     count, capacities from 16 B to unbounded, element widths 1/2/1/4 B, with and without an
     unrolled datapath (AlexNet-like 11x11 windows at stride 4 among the layers)."""
     prec = ElementBytes(1, 2, 1, 4)
-    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    extent = {d: extents(layer)[d] for d in DIMS}
     for on_chip in (2, 3):
         per_dim = {d: nondominated_chains(extent[d], on_chip) for d in DIMS}
         for gamma in range(1, on_chip + 1):

@@ -37,7 +37,6 @@ from workbench.layers import ConvLayer
 from workbench.memo import Caches
 
 PREC = ElementBytes(1, 1, 1, 2)
-_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 
 
 @st.composite
@@ -66,7 +65,7 @@ def class_case(draw: st.DrawFn, most: int = 4):
 
 
 def _chains(layer: ConvLayer, hier: Hierarchy) -> tuple[dict, dict]:
-    extent = {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    extent = {d: extents(layer)[d] for d in DIMS}
     return {d: nondominated_chains(extent[d], len(hier.levels) - 1) for d in DIMS}, extent
 
 

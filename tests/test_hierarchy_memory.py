@@ -29,7 +29,6 @@ from workbench.memo import Caches
 
 PREC = ElementBytes(1, 2, 1, 4)
 HELD = ("I", "W", "O")
-_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 
 
 def _two_levels(rf, rf_pj: float = 0.5, sram: int = 4096, sram_pj: float = 6.0) -> Hierarchy:
@@ -41,10 +40,10 @@ def _least(layer: ConvLayer, hier: Hierarchy, coef: dict) -> tuple[tuple, np.nda
     """The grid's shape and, at every point, the innermost level's least fitting energy
     (pJ, one group) holding I, W and O under `coef`, priced placement by placement."""
     ext = extents(layer)
-    per_dim = {d: nondominated_chains(ext[_EXTENT[d]], 2) for d in DIMS}
+    per_dim = {d: nondominated_chains(ext[d], 2) for d in DIMS}
     shape = tuple(len(per_dim[d]) for d in DIMS)
     rows = np.unravel_index(np.arange(int(np.prod(shape))), shape)
-    flat = gather(grid_of(per_dim, {d: ext[_EXTENT[d]] for d in DIMS}), rows)
+    flat = gather(grid_of(per_dim, {d: ext[d] for d in DIMS}), rows)
     blocks = LevelBlocks(layer, flat, 1, 2, coef, PREC)
     return shape, best_placements(hier, 2, blocks, HELD)[0]
 
@@ -141,9 +140,9 @@ def test_kernel_lower_bounds_hold_at_every_point(rf, halves) -> None:
     hier = _two_levels(rf)
     coef = {"I": 1.3, "W": 0.4, "O": 2.2}
     ext = extents(layer)
-    per_dim = {d: nondominated_chains(ext[_EXTENT[d]], 2) for d in DIMS}
+    per_dim = {d: nondominated_chains(ext[d], 2) for d in DIMS}
     shape = tuple(len(per_dim[d]) for d in DIMS)
-    flat = gather(grid_of(per_dim, {d: ext[_EXTENT[d]] for d in DIMS}),
+    flat = gather(grid_of(per_dim, {d: ext[d] for d in DIMS}),
                   np.unravel_index(np.arange(int(np.prod(shape))), shape))
     blocks = LevelBlocks(layer, flat, 1, 2, coef, PREC)
     with halved(False):
@@ -171,9 +170,9 @@ def test_floors_under_a_cap_are_exact_below_it(rf, halves) -> None:
     hier = _two_levels(rf)
     coef = {"I": 0.9, "W": 1.7, "O": 0.6}
     ext = extents(layer)
-    per_dim = {d: nondominated_chains(ext[_EXTENT[d]], 2) for d in DIMS}
+    per_dim = {d: nondominated_chains(ext[d], 2) for d in DIMS}
     shape = tuple(len(per_dim[d]) for d in DIMS)
-    flat = gather(grid_of(per_dim, {d: ext[_EXTENT[d]] for d in DIMS}),
+    flat = gather(grid_of(per_dim, {d: ext[d] for d in DIMS}),
                   np.unravel_index(np.arange(int(np.prod(shape))), shape))
     blocks = LevelBlocks(layer, flat, 1, 2, coef, PREC)
     with halved(False):

@@ -36,6 +36,7 @@ from workbench.hierarchy import (
 )
 from workbench.hierarchy.convert import from_dataflow, from_seed000
 from workbench.layers import ConvLayer
+from workbench.layers.dims import LAYER_DIMS
 from workbench.tiling import dataflow as df
 
 ONE = df.Precision(1, 1, 1, 1)
@@ -143,9 +144,7 @@ def test_executor_refuses_large_layers() -> None:
 def seed002_schedule(draw: st.DrawFn):
     layer = draw(small_layer())
     e = df.extents(layer)
-    tiles = {"jss": draw(st.integers(1, e["Ex"])), "iss": draw(st.integers(1, e["Ey"])),
-             "css": draw(st.integers(1, e["C"])), "mss": draw(st.integers(1, e["M"])),
-             "nss": draw(st.integers(1, e["N"]))}
+    tiles = {d: draw(st.integers(1, e[d])) for d in LAYER_DIMS}
     order = tuple(draw(st.permutations(df.ELEMENT_LOOPS))) + \
         tuple(draw(st.permutations(df.CONTROL_LOOPS)))
     levels = {a: draw(st.integers(-1, 11)) for a in ARRAYS}

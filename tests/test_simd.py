@@ -40,10 +40,10 @@ def _reference(layer: ConvLayer, tile: tiling.Tile, ops: dict, bits: int, overfl
     """The layer restricted to the tile's maps, images and first TKc input maps, computed
     independently over the whole image; then the tile's outputs are cut out."""
     t = tile
-    sub = ConvLayer(name="ref", Ox=layer.Ox, Oy=layer.Oy, Oc=t.TOc, On=t.TOn, Kx=layer.Kx,
-                    Ky=layer.Ky, Kc=t.TKc, Sx=layer.Sx, Sy=layer.Sy, Px=layer.Px, Py=layer.Py)
-    q_in = ops["q_in"][:t.TOn, :t.TKc]
-    q_w, q_b = ops["q_w"][:t.TOc, :t.TKc], ops["q_b"][:t.TOc]
+    sub = ConvLayer(name="ref", Ox=layer.Ox, Oy=layer.Oy, Oc=t.M, On=t.N, Kx=layer.Kx,
+                    Ky=layer.Ky, Kc=t.C, Sx=layer.Sx, Sy=layer.Sy, Px=layer.Px, Py=layer.Py)
+    q_in = ops["q_in"][:t.N, :t.C]
+    q_w, q_b = ops["q_w"][:t.M, :t.C], ops["q_b"][:t.M]
     if overflow == "wrap":
         fmt = LayerFormat(FixedFormat(16, 0), FixedFormat(16, 0), FixedFormat(bits, 0), bits)
         full = np.swapaxes(infer.conv_fixed(sub, infer.to_channel_major(q_in), q_w, q_b, fmt),
@@ -52,7 +52,7 @@ def _reference(layer: ConvLayer, tile: tiling.Tile, ops: dict, bits: int, overfl
         full = scalar_conv(sub, q_in, q_w, q_b, bits, "saturate")
     else:
         full = _scalar_lane_tree(sub, q_in, q_w, q_b, bits, lanes)
-    return full[:, :, :t.TOy, :t.TOx]
+    return full[:, :, :t.Y, :t.X]
 
 
 def _scalar_lane_tree(layer, q_in, q_w, q_b, bits, lanes) -> np.ndarray:

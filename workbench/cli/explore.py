@@ -23,6 +23,7 @@ from workbench.cli.args import (
 from workbench.cli.tables import print_table, print_text, wide
 from workbench.errors import WorkbenchError
 from workbench.explore import composed
+from workbench.layers.dims import LAYER_DIMS
 from workbench.platforms.parts import capacity_total
 from workbench.report import output, page, summary
 from workbench.tiling import SCHEDULES
@@ -112,7 +113,7 @@ def levels_text(per_layer: pd.DataFrame, plat: platforms.Platform) -> str | None
 EXPLORE_DROP_FIRST = ("chosen by", "DMA setup", "CTC ops/B", "util", "DMA", "split",
                       "footprint", "GOps/s", "cores")
 SHORT_TILE = "tile / chunk"
-LEVEL_TILES = "blocks X×Y×C×M×N of each on-chip level, innermost first"
+LEVEL_TILES = f"blocks {'×'.join(LAYER_DIMS)} of each on-chip level, innermost first"
 
 
 def print_mapping_table(table: pd.DataFrame, args: argparse.Namespace) -> None:

@@ -117,7 +117,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--batch", type=positive_int, default=None, help="images per batch (On)")
     p.add_argument("--layer", help="one layer (default: every conv/fc layer at its best tile)")
     p.add_argument("--tile", type=positive_int, nargs=5,
-                   metavar=("TOx", "TOy", "TOc", "TOn", "TKc"),
+                   metavar=units.TILE_COLUMNS,
                    help="tile of --layer (default: the whole layer)")
     p.add_argument("--vector-dim", choices=simd.VECTOR_DIMS, help="vectorized dimension")
     p.add_argument("--unroll", type=positive_int, default=1, help="output vectors per loop body")

@@ -7,7 +7,7 @@ first. Group 0 holds FX, FY and one loop per dimension (seed 002's element loops
 holds one loop per dimension, stepping over blocks of group g−1 (seed 001's X_g, …). Each
 group's order is any permutation, innermost loop first; every loop of group g is inside every
 loop of group g+1. `tiles[g]` is the block one iteration of group g+1 covers (X, Y, C, M, N
-extents, elements): tiles[0] are seed 002's (jss, iss, css, mss, nss). Trip counts:
+extents, elements): tiles[0] are seed 002's tile sizes. Trip counts:
 n(d, 0) = tiles[0][d]; n(d, g) = tiles[g][d] / tiles[g−1][d] (each tile divides the next one
 out, 1 ≤ g ≤ G−2); the outermost group covers the layer with ⌈E_d / tiles[G−2][d]⌉ blocks of
 full size: the last block may overhang the layer edge and is counted at full size, as
@@ -56,16 +56,20 @@ import numpy as np
 
 from workbench.errors import SpecError, WorkbenchError
 from workbench.hierarchy.datapath import Datapath, fetches
+from workbench.layers import dims
+from workbench.layers.dims import KERNEL_DIMS, LAYER_DIMS, Dim
 from workbench.layers.spec import ConvLayer, as_grouped
 
-DIMS = ("X", "Y", "C", "M", "N")
-KERNEL_LOOPS = ("FX", "FY")
+DIMS = LAYER_DIMS            # the dimensions a block cuts (workbench.layers.dims)
+KERNEL_LOOPS = KERNEL_DIMS   # group 0's kernel loops
 GROUP0 = KERNEL_LOOPS + DIMS
 ARRAYS = ("I", "W", "O")
 # the dimensions of one datapath step's operands of each array (seed 001 §4: a step reads
 # u_N·u_C·u_Y·u_X inputs, u_M·u_C weights and writes u_N·u_M·u_Y·u_X outputs)
-OPERANDS = {"I": ("N", "C", "Y", "X"), "W": ("M", "C"), "O": ("N", "M", "Y", "X")}
-_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N", "FX": "Rx", "FY": "Ry"}
+OPERANDS = {"I": (Dim.N, Dim.C, Dim.Y, Dim.X), "W": (Dim.M, Dim.C),
+            "O": (Dim.N, Dim.M, Dim.Y, Dim.X)}
+# an output loop and its kernel loop: I's window (seed 002 table II)
+_PARTNER = {Dim.X: Dim.FX, Dim.FX: Dim.X, Dim.Y: Dim.FY, Dim.FY: Dim.Y}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,18 +91,19 @@ class Blocking:
         object.__setattr__(self, "tiles", tuple(tuple(int(v) for v in t) for t in self.tiles))
         object.__setattr__(self, "buffers", tuple(tuple(b) for b in self.buffers))
         if not orders or sorted(orders[0]) != sorted(GROUP0):
-            raise WorkbenchError(f"blocking: group 0 orders the loops {GROUP0} (innermost "
-                                 f"first), got {orders[0] if orders else ()}")
+            raise WorkbenchError(f"blocking: group 0 orders the loops {' '.join(GROUP0)} "
+                                 f"(innermost first), got {orders[0] if orders else ()}")
         for g, order in enumerate(orders[1:], start=1):
             if sorted(order) != sorted(DIMS):
-                raise WorkbenchError(f"blocking: group {g} orders the loops {DIMS}, got {order}")
+                raise WorkbenchError(f"blocking: group {g} orders the loops {' '.join(DIMS)}, "
+                                     f"got {' '.join(order)}")
         if len(self.tiles) != len(orders) - 1:
             raise WorkbenchError(f"blocking: {len(orders)} groups need {len(orders) - 1} tile "
                                  f"rows (one per group but the outermost), got {len(self.tiles)}")
         for g, tile in enumerate(self.tiles):
             if len(tile) != len(DIMS) or min(tile) < 1:
                 raise WorkbenchError(f"blocking: tiles[{g}] lists {len(DIMS)} positive extents "
-                                     f"{DIMS}, got {tile}")
+                                     f"{' '.join(DIMS)}, got {tile}")
             if g and any(t % s for t, s in zip(tile, self.tiles[g - 1], strict=True)):
                 raise WorkbenchError(f"blocking: tiles[{g}] {tile} must be multiples of "
                                      f"tiles[{g - 1}] {self.tiles[g - 1]}")
@@ -162,17 +167,16 @@ class Blocking:
                                    for name in order) for g, order in enumerate(self.orders))
 
 
-def extents(layer: ConvLayer) -> dict[str, int]:
-    """Iteration extents of one group of the layer (tiling.dataflow.extents' rule, restated
-    here so that this package does not import workbench.tiling): refuses dilation; padding
-    never enters (windows in padded coordinates). A connection table that is a grouped
-    convolution counts as one (`as_grouped`), another as the dense layer."""
+def extents(layer: ConvLayer) -> dict[Dim, int]:
+    """Iteration extents of one group of the layer per `Dim` (`layers.dims.extents`, as
+    tiling.dataflow.extents; this package does not import workbench.tiling): refuses
+    dilation; padding never enters (windows in padded coordinates). A connection table that
+    is a grouped convolution counts as one (`as_grouped`), another as the dense layer."""
     layer = as_grouped(layer)
     if layer.Dx != 1 or layer.Dy != 1:
         raise SpecError(f"layer {layer.name!r}: the blocking model does not cover dilation "
                         f"(Dx={layer.Dx}, Dy={layer.Dy}); use the seed 000 schedules")
-    return {"Ex": layer.Ox, "Ey": layer.Oy, "M": layer.Oc // layer.groups, "C": layer.Kc,
-            "Rx": layer.Kx, "Ry": layer.Ky, "N": layer.On}
+    return dims.extents(layer)
 
 
 def trip_counts(layer: ConvLayer, blocking: Blocking) -> tuple[int, ...]:
@@ -180,18 +184,18 @@ def trip_counts(layer: ConvLayer, blocking: Blocking) -> tuple[int, ...]:
     e = extents(layer)
     tiles = blocking.tiles
     for d, dim in enumerate(DIMS):
-        if tiles and tiles[-1][d] > e[_EXTENT[dim]]:
+        if tiles and tiles[-1][d] > e[dim]:
             raise WorkbenchError(f"blocking: the {dim} tile {tiles[-1][d]} exceeds the layer's "
-                                 f"{dim} extent {e[_EXTENT[dim]]}")
+                                 f"{dim} extent {e[dim]}")
     out = []
     outer = len(blocking.orders) - 1
     for name, g in blocking.loops:
         if name in KERNEL_LOOPS:
-            out.append(e[_EXTENT[name]])
+            out.append(e[name])
             continue
         d = DIMS.index(name)
         below = tiles[g - 1][d] if g else 1
-        out.append(-(-e[_EXTENT[name]] // below) if g == outer else tiles[g][d] // below)
+        out.append(-(-e[name] // below) if g == outer else tiles[g][d] // below)
     return tuple(out)
 
 
@@ -203,22 +207,22 @@ def padding(layer: ConvLayer, blocking: Blocking) -> dict[str, tuple[int, int]]:
     e = extents(layer)
     out = {}
     for d, dim in enumerate(DIMS):
-        extent, tile = e[_EXTENT[dim]], blocking.tiles[-1][d]
+        extent, tile = e[dim], blocking.tiles[-1][d]
         padded = -(-extent // tile) * tile
         if padded != extent:
             out[dim] = (extent, padded)
     return out
 
 
-Loops = Sequence[tuple[str, int]]
+Loops = Sequence[tuple[Dim, int]]  # (dimension, group) per loop; a Dim's letter reads alike
 
 
-def _counts(loops: Loops, n: Sequence, inside: set[int]) -> dict[str, int | np.ndarray]:
+def _counts(loops: Loops, n: Sequence, inside: set[int]) -> dict[Dim, int | np.ndarray]:
     """Distinct indices per dimension (and kernel loop) the inside loops touch: the product of
     their trip counts (contiguous from 0: the inside loops of a dimension are always its
     innermost groups). One pass over `inside`; Python ints stay exact ints, arrays stay
     arrays."""
-    c: dict[str, int | np.ndarray] = dict.fromkeys(GROUP0, 1)
+    c: dict[Dim, int | np.ndarray] = dict.fromkeys(GROUP0, 1)
     for j in inside:
         name = loops[j][0]
         c[name] = c[name] * n[j]
@@ -238,32 +242,31 @@ def footprint(layer: ConvLayer, loops: Loops, n: Sequence, inside: set[int],
     """F_X: distinct elements of array X the loops in `inside` (indices into `loops`, trip
     counts `n`: ints, or arrays to price many tiles at once) touch (eq. 1, exact)."""
     c = _counts(loops, n, inside)
+    x, y, ch, m, im, fx, fy = (c[d] for d in Dim)  # X Y C M N FX FY
     if array == "W":
-        return c["M"] * c["C"] * c["FX"] * c["FY"]
+        return m * ch * fx * fy
     if array == "O":
-        return c["N"] * c["M"] * c["Y"] * c["X"]
-    return c["N"] * c["C"] * _window(c["Y"], c["FY"], layer.Sy) * \
-        _window(c["X"], c["FX"], layer.Sx)
+        return im * m * y * x
+    return im * ch * _window(y, fy, layer.Sy) * _window(x, fx, layer.Sx)
 
 
-def carries(layer: ConvLayer, array: str, loop: tuple[str, int], inside_names: set) -> bool:
+def carries(layer: ConvLayer, array: str, loop: tuple[Dim, int], inside_names: set) -> bool:
     """Does `loop` carry reuse of the array (seed 002 table II), with `inside_names` the
     (loop, group) pairs nested in it? The same rules as tiling.dataflow.carries."""
     name, group = loop
     if array == "W":
-        return name in ("X", "Y", "N")
+        return name in (Dim.X, Dim.Y, Dim.N)
     if array == "O":
-        return name in ("FX", "FY", "C")
-    if name == "M":
+        return name in (Dim.FX, Dim.FY, Dim.C)
+    if name == Dim.M:
         return True
-    pairs = {"X": "FX", "FX": "X", "Y": "FY", "FY": "Y"}
-    if name in ("FX", "FY"):  # the outer loop of a (kernel, output) pair carries the window
-        return (pairs[name], 0) in inside_names
-    if name in ("X", "Y") and group == 0:
-        return (pairs[name], 0) in inside_names
-    if name in ("X", "Y"):  # blocks share a halo when the kernel overlaps the stride
-        kernel, stride = (layer.Kx, layer.Sx) if name == "X" else (layer.Ky, layer.Sy)
-        return kernel > stride and (pairs[name], 0) in inside_names
+    if name in KERNEL_LOOPS:  # the outer loop of a (kernel, output) pair carries the window
+        return (_PARTNER[name], 0) in inside_names
+    if name in (Dim.X, Dim.Y) and group == 0:
+        return (_PARTNER[name], 0) in inside_names
+    if name in (Dim.X, Dim.Y):  # blocks share a halo when the kernel overlaps the stride
+        kernel, stride = (layer.Kx, layer.Sx) if name == Dim.X else (layer.Ky, layer.Sy)
+        return kernel > stride and (_PARTNER[name], 0) in inside_names
     return False
 
 
@@ -297,7 +300,7 @@ def buffer_size(layer: ConvLayer, loops: Loops, n: Sequence, position: int,
             if array == "I" and name in KERNEL_LOOPS:
                 # a kernel loop outside its output loop: a column (row) comes back after
                 # `stride` iterations, so that many iterations' data must stay
-                stride = layer.Sx if name == "FX" else layer.Sy
+                stride = layer.Sx if name == Dim.FX else layer.Sy
                 held = list(ext_n)
                 held[j] = np.minimum(stride, n[j]) if vec else min(stride, n[j])
                 before = footprint(layer, ext_loops, held, with_lanes(inside | {j}), array)

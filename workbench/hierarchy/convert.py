@@ -5,7 +5,9 @@ With these, `blocking.transfers` on a DRAM + one-level hierarchy gives tiling.da
 traffic and buffers, and tiling.counts' external accesses where seed 000's dense input boxes
 are the touched rows and columns (kernel ≥ stride); tests/test_hierarchy_model.py checks both.
 The arguments are read by attribute (a tiling.dataflow.DataflowSchedule, a tiling.Tile): this
-package does not import workbench.tiling, which would tie it to workbench.platforms.
+package does not import workbench.tiling, which would tie it to workbench.platforms. Both
+speak `layers.dims.Dim`: a seed 002 loop (dim, level) is the blocking's loop of that dim in
+group `level`, its tile sizes are group 0's tiles.
 """
 
 from __future__ import annotations
@@ -13,10 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.errors import UnknownNameError
-from workbench.hierarchy.blocking import ARRAYS, GROUP0, Blocking
-
-DATAFLOW_LOOP = {"FX": "FX", "FY": "FY", "SX": "X", "SY": "Y", "IF": "C", "OF": "M", "N": "N",
-                 "TSX": "X", "TSY": "Y", "TIF": "C", "TOF": "M", "TN": "N"}
+from workbench.hierarchy.blocking import ARRAYS, DIMS, GROUP0, Blocking
 
 # seed 000 §5.2 listings: tile-loop order (innermost first) and buffering positions, the
 # element loops being FX FY X Y C M N (positions 0-6) and the tile loops 7-11
@@ -32,19 +31,17 @@ _SEED000 = {
 def from_dataflow(schedule: Any) -> Blocking:
     """A seed 002 schedule (.order, .tiles, .levels of a tiling.dataflow.DataflowSchedule) as
     a two-group blocking with one on-chip level."""
-    t = schedule.tiles
-    tiles = {"X": t["jss"], "Y": t["iss"], "C": t["css"], "M": t["mss"], "N": t["nss"]}
-    orders = [[DATAFLOW_LOOP[x] for x in schedule.order[:7]],
-              [DATAFLOW_LOOP[x] for x in schedule.order[7:]]]
+    tiles = {d: schedule.tiles[d] for d in DIMS}
+    orders = [[loop.dim for loop in schedule.order if loop.level == group] for group in (0, 1)]
     return Blocking.of(orders, [tiles], {a: [schedule.levels[a]] for a in ARRAYS})
 
 
 def from_seed000(schedule: str, tile: Any) -> Blocking:
-    """One of tiling.SCHEDULES with a tiling.Tile (TOx, TOy, TOc, TOn, TKc), as a two-group
-    blocking with one on-chip level."""
+    """One of tiling.SCHEDULES with a tiling.Tile (its size per dimension `tile[dim]`), as a
+    two-group blocking with one on-chip level."""
     if schedule not in _SEED000:
         raise UnknownNameError(f"unknown seed 000 schedule {schedule!r}; schedules: "
                                + ", ".join(_SEED000))
     control, where = _SEED000[schedule]
-    tiles = {"X": tile.TOx, "Y": tile.TOy, "C": tile.TKc, "M": tile.TOc, "N": tile.TOn}
+    tiles = {d: tile[d] for d in DIMS}
     return Blocking.of([GROUP0, tuple(control)], [tiles], {a: [where[a]] for a in ARRAYS})

@@ -36,8 +36,9 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import SpecError
+from workbench.layers.dims import LAYER_DIMS
 
-DIMS = ("X", "Y", "C", "M", "N")   # the same order as blocking.DIMS (no import: levels → here)
+DIMS = LAYER_DIMS  # blocking.DIMS (not imported from there: levels → here)
 DATAPATH_FIELDS = ("unroll", "clock_mhz")
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.errors import WorkbenchError
-from workbench.hierarchy.blocking import ARRAYS, DIMS, Blocking, holders, trip_counts
+from workbench.hierarchy.blocking import ARRAYS, DIMS, KERNEL_LOOPS, Blocking, holders, trip_counts
 from workbench.hierarchy.datapath import Datapath
 from workbench.layers.spec import ConvLayer, as_grouped
 
@@ -52,7 +52,7 @@ def _iterations(layer: ConvLayer, blocking: Blocking) -> tuple[dict, list[int]]:
 def _elements(layer: ConvLayer, blocking: Blocking, it: dict) -> dict[str, tuple]:
     """(coordinates) of the I, W and O element of every iteration."""
     coord = {}
-    for dim in DIMS + ("FX", "FY"):
+    for dim in DIMS + KERNEL_LOOPS:
         value = np.zeros_like(it[0])
         for j, (name, group) in enumerate(blocking.loops):
             if name == dim:

@@ -100,8 +100,8 @@ def _mapping(per_layer: pd.DataFrame) -> pd.Series:
             out.append("folded")
         elif isinstance(row.get("tiles"), str):  # a platform with levels: a block per level
             out.append(row["tiles"])
-        elif pd.notna(row.get("TOx", np.nan)):
-            out.append(units.fmt_tile(row[d] for d in ("TOx", "TOy", "TOc", "TOn", "TKc")))
+        elif pd.notna(row.get(units.TILE_COLUMNS[0], np.nan)):
+            out.append(units.fmt_tile(row[d] for d in units.TILE_COLUMNS))
         else:
             out.append(f"{int(row['rows'])} rows × {int(row['maps'])} maps")
     return pd.Series(out, index=per_layer.index)

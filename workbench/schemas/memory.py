@@ -15,7 +15,7 @@ from pydantic_core import PydanticCustomError
 from workbench.schemas.base import StrictModel, Text, is_int, one_of
 from workbench.schemas.capacity import capacity_banks_of
 
-DATAPATH_DIMS = ("X", "Y", "C", "M", "N")
+DATAPATH_DIMS = ("X", "Y", "C", "M", "N")  # layers.dims.LAYER_DIMS (tests/test_dims.py)
 MAX_BYTES = 2**48          # the largest memory a platform may declare (256 TiB)
 MAX_PJ = 1e6               # 1 µJ: the most one access, MAC or core cycle may cost
 MAX_RATE = 1e9             # elements or MACs per cycle

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import WorkbenchError
+from workbench.layers.dims import SIMD_LABEL, Dim
 from workbench.layers.spec import ConvLayer
 from workbench.platforms import Platform
 from workbench.simd.execute import VECTOR_DIMS, execute, tile_inputs
@@ -53,7 +54,7 @@ def _check_plan(layer: ConvLayer, tile: Tile, plat: Platform, plan: Plan) -> Non
     if plan.vector_dim not in VECTOR_DIMS:
         raise WorkbenchError(f"vector dimension must be one of {VECTOR_DIMS}, got "
                              f"{plan.vector_dim!r}")
-    if plat.simd_style == "nve" and plan.vector_dim != "ox":
+    if plat.simd_style == "nve" and plan.vector_dim != SIMD_LABEL[Dim.X]:
         raise WorkbenchError("the NVE vectorizes along ox only (image registers hold a row)")
     if isinstance(plan.unroll, bool) or not isinstance(plan.unroll, int) or plan.unroll < 1:
         raise WorkbenchError(f"unroll must be a positive integer, got {plan.unroll!r}")
@@ -66,9 +67,9 @@ def one_group(layer: ConvLayer, tile: Tile) -> tuple[Tile, int]:
     vector unit as g one-group tiles, one after the other; its lanes never mix groups, since
     each group reads its own input maps. Other tiles: (tile, 1)."""
     per_group = layer.Oc // layer.groups
-    if tile.TOc <= per_group:
+    if tile.M <= per_group:
         return tile, 1
-    return replace(tile, TOc=per_group), tile.TOc // per_group
+    return replace(tile, M=per_group), tile.M // per_group
 
 
 def _times(c: IssueCounts, g: int) -> IssueCounts:
@@ -107,7 +108,7 @@ def best_plan(layer: ConvLayer, tile: Tile, plat: Platform) -> Plan:
     """The legal plan with the fewest cycles (ties: fewest vector transfers), over vector
     dimensions and unroll factors 1…16 with accumulators live through the reduction."""
     if plat.simd_style == "nve":
-        return Plan("ox")
+        return Plan(SIMD_LABEL[Dim.X])
     best = None
     for dim in VECTOR_DIMS:
         for unroll in (1, 2, 4, 8, 16):
@@ -216,7 +217,7 @@ def plan_table(layer: ConvLayer, tile: Tile, platform: Platform,
     vector transfers and spilled vectors, one row each."""
     check_tile(layer, tile)
     rows = []
-    dims_ = ("ox",) if platform.simd_style == "nve" else VECTOR_DIMS
+    dims_ = (SIMD_LABEL[Dim.X],) if platform.simd_style == "nve" else VECTOR_DIMS
     for dim in dims_:
         for unroll in unrolls if platform.simd_style == "generic" else (1,):
             try:

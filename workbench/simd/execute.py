@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from workbench.layers.dims import SEED000_ORDER, SIMD_DIM, SIMD_LABEL, Dim
 from workbench.layers.spec import ConvLayer
 from workbench.quant.fixed import saturate, wrap
 
-VECTOR_DIMS = ("ox", "oy", "oc", "on", "kc")
+VECTOR_DIMS = tuple(SIMD_LABEL[d] for d in SEED000_ORDER)  # ox oy oc on kc, as a tile
 
 
 def _update(acc: np.ndarray, add: np.ndarray, bits: int, overflow: str) -> np.ndarray:
@@ -50,7 +51,7 @@ def execute(layer: ConvLayer, window: np.ndarray, q_w: np.ndarray, q_b: np.ndarr
     window: `tile_inputs` of the tile; q_w: (TOc, TKc, Ky, Kx) weight codes; q_b: (TOc,)."""
     tox, toy, toc, ton, tkc = tile
     sy, sx = layer.Sy, layer.Sx
-    if vector_dim != "kc":
+    if SIMD_DIM[vector_dim] != Dim.C:
         zero = np.zeros((ton, toc, toy, tox), dtype=np.int64)
         acc = _update(zero, q_b[None, :, None, None], bits, overflow)  # the register takes it
         for kc in range(tkc):

@@ -24,10 +24,11 @@ import math
 from dataclasses import dataclass, field
 
 from workbench.errors import WorkbenchError
+from workbench.layers.dims import SEED000_ORDER, SIMD_DIM, SIMD_LABEL, Dim
 from workbench.layers.spec import ConvLayer
 from workbench.platforms import Platform
 
-OUTPUT_DIMS = ("ox", "oy", "oc", "on")
+OUTPUT_DIMS = tuple(SIMD_LABEL[d] for d in SEED000_ORDER if d != Dim.C)  # ox oy oc on
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,19 +73,19 @@ class IssueCounts:
 
 
 def _extent(tile: tuple[int, ...], dim: str) -> int:
-    return dict(zip(("ox", "oy", "oc", "on", "kc"), (tile[0], tile[1], tile[2], tile[3],
-                                                    tile[4]), strict=True))[dim]
+    return tile[SEED000_ORDER.index(SIMD_DIM[dim])]
 
 
 def generic_counts(layer: ConvLayer, tile: tuple[int, ...], plat: Platform,
                    plan: Plan) -> IssueCounts:
     lanes, v = plat.simd_lanes, plan.vector_dim
+    d = SIMD_DIM[v]
     tox, toy, toc, ton, tkc = tile
     window = layer.Kx * layer.Ky
     positions = tox * toy * toc * ton
     useful = positions * window * tkc
     steps = plan.steps or window
-    if v == "kc":
+    if d == Dim.C:
         vectors = positions                       # one output per accumulator vector
         reduction = window * math.ceil(tkc / lanes)
     else:
@@ -100,15 +101,15 @@ def generic_counts(layer: ConvLayer, tile: tuple[int, ...], plat: Platform,
     u, groups, iterations = plan.unroll, math.ceil(vectors / plan.unroll), reduction // steps
     mac_instr = vectors * reduction
     # operand loads per body
-    if v in ("ox", "oy", "on"):
+    if d in (Dim.X, Dim.Y, Dim.N):
         input_loads, weight_loads = u * steps, steps       # broadcast weight shared
-    elif v == "oc":
+    elif d == Dim.M:
         input_loads, weight_loads = u * steps, steps       # broadcast pixel per accumulator
     else:
         input_loads, weight_loads = u * steps, u * steps
-    stride = {"ox": layer.Sx, "oy": layer.Sy}.get(v, 1)
-    if v in ("ox", "oy"):
-        taps = layer.Kx if v == "ox" else layer.Ky
+    stride = {Dim.X: layer.Sx, Dim.Y: layer.Sy}.get(d, 1)
+    if d in (Dim.X, Dim.Y):
+        taps = layer.Kx if d == Dim.X else layer.Ky
         misaligned = [k for k in range(taps) if (k % lanes) != 0] if stride == 1 else \
             list(range(taps))
         unaligned = input_loads * len(misaligned) // taps
@@ -132,7 +133,7 @@ def generic_counts(layer: ConvLayer, tile: tuple[int, ...], plat: Platform,
     ii = {"mac": u * steps / plat.mac_slots,
           "load": (loads_body + psum_loads / iterations) / plat.load_ports,
           "store": (spill_traffic + psum_stores / iterations) / plat.store_ports,
-          "alu": (shuffles + (u * math.log2(lanes) / iterations if v == "kc" else 0))
+          "alu": (shuffles + (u * math.log2(lanes) / iterations if d == Dim.C else 0))
           / plat.alu_slots}
     ii["recurrence"] = steps * plat.mac_latency  # each accumulator's MACs depend in a chain
     mii = max(ii.values())

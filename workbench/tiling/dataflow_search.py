@@ -26,12 +26,13 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import WorkbenchError
+from workbench.layers import dims
+from workbench.layers.dims import KERNEL_DIMS, LAYER_DIMS, SEED002_LOOP, Dim, Loop
 from workbench.layers.spec import ConvLayer
 from workbench.tiling.dataflow import (
     ARRAYS,
     CANONICAL,
     HWC,
-    TILE_KEYS,
     Precision,
     array_options,
     cache_model,
@@ -51,12 +52,13 @@ TILE_SETS = ("all", "pow2")
 DEFAULT_PRECISION = Precision()
 
 
-def paper_orders() -> list[tuple[str, ...]]:
+def paper_orders() -> list[tuple[Loop, ...]]:
     """The 180 element orders of seed 002 §IV-C: 6!/(2·2) orders of FX, FY, SX, SY, IF, OF
     with FX inside FY and SX inside SY, then N (innermost first); canonical and HWC first."""
-    six = ("FX", "FY", "SX", "SY", "IF", "OF")
-    rest = [p + ("N",) for p in permutations(six)
-            if p.index("FX") < p.index("FY") and p.index("SX") < p.index("SY")]
+    fx, fy, x, y = (Loop(d, 0) for d in (Dim.FX, Dim.FY, Dim.X, Dim.Y))
+    six = (fx, fy, x, y, Loop(Dim.C, 0), Loop(Dim.M, 0))
+    rest = [p + (Loop(Dim.N, 0),) for p in permutations(six)
+            if p.index(fx) < p.index(fy) and p.index(x) < p.index(y)]
     # canonical and HWC first: good schedules early make the lower bound skip more
     return [CANONICAL, HWC] + [o for o in rest if o not in (CANONICAL, HWC)]
 
@@ -73,12 +75,11 @@ def _sizes(extent: int, tile_set: str) -> np.ndarray:
     raise WorkbenchError(f"unknown tile set {tile_set!r}; valid: " + ", ".join(TILE_SETS))
 
 
-def candidate_tiles(layer: ConvLayer, tile_set: str = "all") -> dict[str, np.ndarray]:
-    """Flattened grid of tile sizes (jss, iss, css, mss, nss)."""
-    axes = [_sizes(d, tile_set) for d in (layer.Ox, layer.Oy, layer.Kc,
-                                          layer.Oc // layer.groups, layer.On)]
-    grid = np.meshgrid(*axes, indexing="ij")
-    return {k: g.reshape(-1) for k, g in zip(TILE_KEYS, grid, strict=True)}
+def candidate_tiles(layer: ConvLayer, tile_set: str = "all") -> dict[Dim, np.ndarray]:
+    """Flattened grid of tile sizes per dimension X, Y, C, M, N (seed 002's jss … nss)."""
+    e = dims.extents(layer)
+    grid = np.meshgrid(*(_sizes(e[d], tile_set) for d in LAYER_DIMS), indexing="ij")
+    return {d: g.reshape(-1) for d, g in zip(LAYER_DIMS, grid, strict=True)}
 
 
 class LayerCosts:
@@ -88,20 +89,20 @@ class LayerCosts:
 
     def __init__(self, layer: ConvLayer, tiles: dict, precision: Precision) -> None:
         self.layer, self.precision = layer, precision
-        self.size = len(tiles["jss"])
+        self.size = len(tiles[Dim.X])
         self.n = {k: np.broadcast_to(np.asarray(v, dtype=np.int64), (self.size,))
                   for k, v in trip_counts(layer, tiles).items()}
         self.total = np.prod(list(self.n.values()), axis=0)
         self.final = final_outputs(self.n)
         self._cache: dict = {}
 
-    def footprint(self, array: str, inside: frozenset, held: str | None = None) -> np.ndarray:
+    def footprint(self, array: str, inside: frozenset, held: Loop | None = None) -> np.ndarray:
         """F_X of the loops `inside`; held: a kernel loop kept for `stride` iterations only."""
         key = (array, inside, held)
         if key not in self._cache:
             n = self.n
             if held is not None:
-                stride = self.layer.Sx if held == "FX" else self.layer.Sy
+                stride = self.layer.Sx if held.dim == Dim.FX else self.layer.Sy
                 n = {**n, held: np.minimum(np.int64(stride), n[held])}
                 inside = inside | {held}
             self._cache[key] = np.broadcast_to(footprint(self.layer, n, set(inside), array),
@@ -116,16 +117,16 @@ class LayerCosts:
             self._cache[key] = self.footprint(array, inside) * (self.total // inner)
         return self._cache[key]
 
-    def options(self, order: tuple[str, ...], array: str) -> tuple[list, np.ndarray,
-                                                                    np.ndarray]:
+    def options(self, order: tuple[Loop, ...], array: str) -> tuple[list, np.ndarray,
+                                                                     np.ndarray]:
         """(levels, buffer bytes, traffic bytes) at the useful levels; arrays (levels, tiles)."""
         ones = np.ones(self.size, dtype=np.int64)
         levels, bufs, moved = [-1], [ones], [self.total]
-        inside: set[str] = set()
+        inside: set[Loop] = set()
         current = ones
         for index, loop in enumerate(order):
             if carries(self.layer, array, loop, inside):
-                held = loop if array == "I" and loop in ("FX", "FY") else None
+                held = loop if array == "I" and loop.dim in KERNEL_DIMS else None
                 before = self.footprint(array, frozenset(inside), held)
                 current = np.where(self.n[loop] > 1, before, current)
                 inside.add(loop)
@@ -149,7 +150,7 @@ def _fits_min(buffer: np.ndarray, traffic: np.ndarray, caps: np.ndarray) -> np.n
     return np.stack([np.where(buffer <= cap, traffic, np.inf).min(axis=0) for cap in caps])
 
 
-def _best_order(costs: LayerCosts, order: tuple[str, ...], caps: np.ndarray,
+def _best_order(costs: LayerCosts, order: tuple[Loop, ...], caps: np.ndarray,
                 best: np.ndarray) -> tuple[np.ndarray, list]:
     """Least traffic per capacity for one loop order, with (tile index, levels); inf where the
     order cannot beat `best`. Per capacity, only tiles whose lower bound (each array's least
@@ -205,9 +206,10 @@ def search(layer: ConvLayer, memory_bytes: Iterable[float], model: str = "datafl
         r = cache_model(layer, tiles, precision)
         offer(r["traffic_bytes"], r["buffer_bytes"], "cache")
     elif model == "peemen":
-        for innermost in ("TOF", "TIF", "TSY", "TSX"):
+        for innermost in (Dim.M, Dim.C, Dim.Y, Dim.X):
             r = peemen(layer, tiles, innermost, precision, peemen_o)
-            offer(r["traffic_bytes"], r["buffer_bytes"], f"peemen innermost {innermost}")
+            offer(r["traffic_bytes"], r["buffer_bytes"],
+                  f"peemen innermost {SEED002_LOOP[Loop(innermost, 1)]}")
     else:
         costs = LayerCosts(layer, tiles, precision)
         best = np.full(len(caps), np.inf)
@@ -243,8 +245,7 @@ def compulsory_bytes(layer: ConvLayer, precision: Precision = DEFAULT_PRECISION)
                                     + precision.weights * ocg * layer.Kc * layer.Kx * layer.Ky
                                     + precision.outputs * layer.On * ocg * layer.Ox * layer.Oy)
     e = extents(layer)
-    whole = {"jss": e["Ex"], "iss": e["Ey"], "css": e["C"], "mss": e["M"], "nss": e["N"]}
-    n = trip_counts(layer, whole)
+    n = trip_counts(layer, {d: e[d] for d in LAYER_DIMS})
     inside = set(ELEMENT_LOOPS)
     return layer.groups * float(precision.inputs * footprint(layer, n, inside, "I")
                                 + precision.weights * footprint(layer, n, inside, "W")
@@ -256,15 +257,16 @@ def named_schedule(layer: ConvLayer, name: str, tiles: dict):
     from workbench.tiling.dataflow import DataflowSchedule
 
     if name == "hwc":  # O buffered over the tile from LIF in, W and I over FX, SX, LOF
-        return DataflowSchedule(HWC + ("TSX", "TSY", "TIF", "TOF", "TN"), tiles,
+        return DataflowSchedule(HWC + tuple(Loop(d, 1) for d in LAYER_DIMS), tiles,
                                 {"I": 2, "W": 2, "O": 5})
     if name == "hwce":  # one input and one output map at a time; O only over the kernel
-        return DataflowSchedule(CANONICAL + ("TSY", "TIF", "TOF", "TSX", "TN"),
-                                {**tiles, "mss": 1, "css": 1}, {"I": 6, "W": 6, "O": 1})
+        control = tuple(Loop(d, 1) for d in (Dim.Y, Dim.C, Dim.M, Dim.X, Dim.N))
+        return DataflowSchedule(CANONICAL + control, {**tiles, Dim.M: 1, Dim.C: 1},
+                                {"I": 6, "W": 6, "O": 1})
     raise WorkbenchError(f"unknown named schedule {name!r}; valid: hwc, hwce")
 
 
-def schedule_traffic(layer: ConvLayer, order: tuple[str, ...], levels: dict, tiles: dict,
+def schedule_traffic(layer: ConvLayer, order: tuple[Loop, ...], levels: dict, tiles: dict,
                      precision: Precision = DEFAULT_PRECISION) -> tuple[np.ndarray, np.ndarray]:
     """(traffic bytes, buffer bytes) of a fixed order and levels, vectorized over tiles."""
     final = final_outputs(trip_counts(layer, tiles))
@@ -283,9 +285,9 @@ def best_named(layer: ConvLayer, name: str, memory_bytes: float,
     (nan, None) when no tile fits."""
     tiles = candidate_tiles(layer)
     if name == "hwce":
-        keep = (tiles["mss"] == 1) & (tiles["css"] == 1)
+        keep = (tiles[Dim.M] == 1) & (tiles[Dim.C] == 1)
         tiles = {k: v[keep] for k, v in tiles.items()}
-    sched = named_schedule(layer, name, {k: 1 for k in TILE_KEYS})
+    sched = named_schedule(layer, name, dict.fromkeys(LAYER_DIMS, 1))
     traffic, buffer = schedule_traffic(layer, sched.order, sched.levels, tiles, precision)
     masked = np.where(buffer <= memory_bytes, traffic, np.inf)
     idx = int(np.argmin(masked))

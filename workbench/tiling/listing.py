@@ -5,19 +5,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from workbench.layers.dims import (
+    LAYER_DIMS,
+    SEED000_LOOP,
+    SEED000_ORDER,
+    SEED002_LOOP,
+    SEED002_TILE,
+    Dim,
+    Loop,
+)
 from workbench.layers.spec import ConvLayer
 from workbench.tiling.model import Tile, buffers, check_schedule, check_tile, dims, oc_split
 
-_LOOPS = {
-    "intra": ["n", "c", "y", "x", "k"],
-    "inter_kc": ["n", "c", "y", "x", "k"],
-    "inter_oc": ["n", "y", "x", "k", "c"],
-    "inter_oxoyon": ["c", "k", "n", "y", "x"],
-    "inter_oxoyon_dirx": ["c", "k", "n", "y", "x"],
+_X, _Y, _C, _M, _N = Dim.X, Dim.Y, Dim.C, Dim.M, Dim.N
+_LOOPS = {  # the tile loops of each schedule, outermost first
+    "intra": [_N, _M, _Y, _X, _C],
+    "inter_kc": [_N, _M, _Y, _X, _C],
+    "inter_oc": [_N, _Y, _X, _C, _M],
+    "inter_oxoyon": [_M, _C, _N, _Y, _X],
+    "inter_oxoyon_dirx": [_M, _C, _N, _Y, _X],
 }
-_NAMES = {"x": ("o_x", "TOx", "map columns"), "y": ("o_y", "TOy", "map rows"),
-          "c": ("o_c", "TOc", "output maps"), "n": ("o_n", "TOn", "batch"),
-          "k": ("k_c", "TKc", "input maps")}
+_WHAT = {_X: "map columns", _Y: "map rows", _M: "output maps", _N: "batch", _C: "input maps"}
 
 
 def compulsory_accesses(layer: ConvLayer) -> int:
@@ -31,27 +39,27 @@ def listing(layer: ConvLayer, tile: Tile, schedule: str) -> str:
     check_schedule(schedule)
     check_tile(layer, tile)
     b_in, b_w, b_out = (int(v[0]) for v in buffers(layer, np.array([tile.as_tuple()])))
-    extent = dict(zip("xycnk", dims(layer), strict=True))
-    if tile.TOc > extent["c"]:  # a tile of whole groups: the map loop runs over all Oc maps
-        extent["c"] = layer.Oc
-    size = dict(zip("xycnk", tile.as_tuple(), strict=True))
-    ti_x = (tile.TOx - 1) * layer.Sx + layer.Kx_span
-    ti_y = (tile.TOy - 1) * layer.Sy + layer.Ky_span
-    span = int(oc_split(layer, [tile.TOc])[0][0])
-    maps = f"[k_c:{tile.TKc}]" if span == 1 else f"[g:{span}][k_c:{tile.TKc}]"
-    get_in = (f"DMA get in[o_n:{tile.TOn}]{maps}[i_y:{ti_y}][i_x:{ti_x}] to B_in;"
+    extent = dict(zip(SEED000_ORDER, dims(layer), strict=True))
+    if tile.M > extent[_M]:  # a tile of whole groups: the map loop runs over all Oc maps
+        extent[_M] = layer.Oc
+    size = dict(zip(SEED000_ORDER, tile.as_tuple(), strict=True))
+    ti_x = (tile.X - 1) * layer.Sx + layer.Kx_span
+    ti_y = (tile.Y - 1) * layer.Sy + layer.Ky_span
+    span = int(oc_split(layer, [tile.M])[0][0])
+    maps = f"[k_c:{tile.C}]" if span == 1 else f"[g:{span}][k_c:{tile.C}]"
+    get_in = (f"DMA get in[o_n:{tile.N}]{maps}[i_y:{ti_y}][i_x:{ti_x}] to B_in;"
               f"  // {b_in} elements")
-    get_w = (f"DMA get w[o_c:{tile.TOc}][k_c:{tile.TKc}][0:{layer.Ky}][0:{layer.Kx}] to B_w;"
+    get_w = (f"DMA get w[o_c:{tile.M}][k_c:{tile.C}][0:{layer.Ky}][0:{layer.Kx}] to B_w;"
              f"  // {b_w} elements")
-    out_box = f"out[o_n:{tile.TOn}][o_c:{tile.TOc}][o_y:{tile.TOy}][o_x:{tile.TOx}]"
+    out_box = f"out[o_n:{tile.N}][o_c:{tile.M}][o_y:{tile.Y}][o_x:{tile.X}]"
     get_out = f"if (k_c != 0) DMA get {out_box} to B_out;  // {b_out} elements"
     put_out = f"DMA put B_out to {out_box};  // {b_out} elements"
-    compute = (f"compute tile: {tile.TOx}x{tile.TOy}x{tile.TOc}x{tile.TOn} outputs x "
-               f"{layer.Kx}x{layer.Ky}x{tile.TKc} taps  // "
+    compute = (f"compute tile: {tile.X}x{tile.Y}x{tile.M}x{tile.N} outputs x "
+               f"{layer.Kx}x{layer.Ky}x{tile.C} taps  // "
                f"{np.prod(tile.as_tuple()) * layer.Kx * layer.Ky} MACs")
     halo = max(layer.Kx_span - layer.Sx, 0)
-    fresh = tile.TOx * layer.Sx * ti_y * tile.TKc * span * tile.TOn
-    in_box = f"in[o_n:{tile.TOn}]{maps}[i_y:{ti_y}]"
+    fresh = tile.X * layer.Sx * ti_y * tile.C * span * tile.N
+    in_box = f"in[o_n:{tile.N}]{maps}[i_y:{ti_y}]"
     body = {
         "intra": {4: [get_in, get_w, get_out, compute, put_out]},
         "inter_kc": {3: ["B_out = bias;"], 4: [get_in, get_w, compute], -3: [put_out]},
@@ -61,12 +69,12 @@ def listing(layer: ConvLayer, tile: Tile, schedule: str) -> str:
             1: [get_w],
             3: [f"DMA get {in_box}[i_x:{halo}] to B_in;  // halo, {b_in - fresh} elements"]
             if halo else [],
-            4: [f"DMA get {in_box}[i_x+{halo}:{tile.TOx * layer.Sx}] to B_in;  // {fresh} new "
+            4: [f"DMA get {in_box}[i_x+{halo}:{tile.X * layer.Sx}] to B_in;  // {fresh} new "
                 "elements", get_out, compute, put_out]},
     }[schedule]
     lines = [f"// {layer.name}, schedule {schedule}: Bin {b_in}, Bw {b_w}, Bout {b_out} elements"]
     for depth, dim in enumerate(_LOOPS[schedule]):
-        var, step, what = _NAMES[dim]
+        var, what = SEED000_LOOP[Loop(dim, 1)], _WHAT[dim]
         trips = -(-extent[dim] // size[dim])
         lines.append("  " * depth + f"for ({var} = 0; {var} < {extent[dim]}; {var} += "
                      f"{size[dim]}) {{  // {what}, {trips} tiles")
@@ -80,11 +88,13 @@ def listing(layer: ConvLayer, tile: Tile, schedule: str) -> str:
     return "\n".join(lines)
 
 
-_DATAFLOW_LOOPS = {  # loop → (what it iterates, tile key or extent key)
-    "FX": "kernel columns", "FY": "kernel rows", "SX": "output columns in a tile",
-    "SY": "output rows in a tile", "IF": "input maps in a tile", "OF": "output maps in a tile",
-    "N": "images in a tile", "TSX": "tiles along output columns", "TSY": "tiles along rows",
-    "TIF": "tiles of input maps", "TOF": "tiles of output maps", "TN": "tiles of images"}
+_DATAFLOW_LOOPS = {  # loop → what it iterates
+    Loop(Dim.FX, 0): "kernel columns", Loop(Dim.FY, 0): "kernel rows",
+    Loop(Dim.X, 0): "output columns in a tile", Loop(Dim.Y, 0): "output rows in a tile",
+    Loop(Dim.C, 0): "input maps in a tile", Loop(Dim.M, 0): "output maps in a tile",
+    Loop(Dim.N, 0): "images in a tile", Loop(Dim.X, 1): "tiles along output columns",
+    Loop(Dim.Y, 1): "tiles along rows", Loop(Dim.C, 1): "tiles of input maps",
+    Loop(Dim.M, 1): "tiles of output maps", Loop(Dim.N, 1): "tiles of images"}
 
 
 def dataflow_listing(layer: ConvLayer, schedule, precision=None) -> str:
@@ -120,7 +130,7 @@ def dataflow_listing(layer: ConvLayer, schedule, precision=None) -> str:
         for array in ARRAYS:
             if levels[array] == index:
                 fill(array, depth)
-        lines.append("  " * depth + f"for {loop} in 0..{n[loop] - 1}:  "
+        lines.append("  " * depth + f"for {SEED002_LOOP[loop]} in 0..{n[loop] - 1}:  "
                      f"// {_DATAFLOW_LOOPS[loop]}")
         block(index - 1, depth + 1)
         if levels["O"] == index:
@@ -128,8 +138,9 @@ def dataflow_listing(layer: ConvLayer, schedule, precision=None) -> str:
             lines.append("  " * depth + f"store {elems} outputs from B_O (final values at "
                          "output width, unfinished ones as partial sums)")
 
-    lines.append(f"// {layer.name}: tiles " + ", ".join(f"{k}={v}" for k, v in
-                                                        schedule.tiles.items())
+    lines.append(f"// {layer.name}: tiles " + ", ".join(f"{SEED002_TILE[d]}="
+                                                        f"{schedule.tiles[d]}"
+                                                        for d in LAYER_DIMS)
                  + f"; buffers {result['buffer_bytes']:.0f} B, traffic "
                  f"{result['traffic_bytes']:.0f} B")
     block(len(order) - 1, 0)

@@ -28,16 +28,18 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from workbench.errors import SpecError, UnknownNameError
+from workbench.layers.dims import SEED000_LABEL, SEED000_ORDER, Dim, seed000_columns
 from workbench.layers.spec import ConvLayer
 from workbench.numbers import fmt_bytes, fmt_count, fmt_si
 
 SCHEDULES = ("intra", "inter_kc", "inter_oc", "inter_oxoyon", "inter_oxoyon_dirx")
-TILE_DIMS = ("TOx", "TOy", "TOc", "TOn", "TKc")
+TILE_DIMS = seed000_columns()  # a tile's columns as users see them: TOx TOy TOc TOn TKc
 # every int64 count stays below this: 2^60 leaves room for ×8 (bytes, double buffering, sums
 # of a few layers) before the 2^63 of int64
 INT64_SAFE = 1 << 60
@@ -48,18 +50,32 @@ EXACT_ROWS = 4096  # tiles `counts_array` computes with Python integers past INT
 
 @dataclass(frozen=True, slots=True)
 class Tile:
-    """Tile sizes in elements: output columns, rows, maps, images, and input maps per group.
+    """Tile sizes in elements per `layers.dims.Dim`: output columns X, rows Y, maps M, images
+    N, and input maps per group C (positional order X, Y, M, N, C, the seed's TOx, TOy, TOc,
+    TOn, TKc; `dims.SEED000_LABEL` names the columns users see).
 
-    TOc ≤ Oc/groups stays inside one group; a multiple of Oc/groups spans that many groups."""
+    M ≤ Oc/groups stays inside one group; a multiple of Oc/groups spans that many groups."""
 
-    TOx: int
-    TOy: int
-    TOc: int
-    TOn: int
-    TKc: int
+    X: int
+    Y: int
+    M: int
+    N: int
+    C: int
 
     def as_tuple(self) -> tuple[int, int, int, int, int]:
-        return (self.TOx, self.TOy, self.TOc, self.TOn, self.TKc)
+        """Sizes in the seed's column order (`dims.SEED000_ORDER`: X, Y, M, N, C)."""
+        return (self.X, self.Y, self.M, self.N, self.C)
+
+    def __getitem__(self, dim: Dim) -> int:
+        """The size along one dimension (`layers.dims.Dim`: X, Y, C, M or N)."""
+        if dim not in SEED000_ORDER:
+            raise KeyError(f"a tile has no dimension {dim!r}; dimensions: X Y C M N")
+        return getattr(self, dim)
+
+    @classmethod
+    def of(cls, sizes: Mapping) -> Tile:
+        """A tile from sizes keyed by Dim (X, Y, C, M, N)."""
+        return cls(*(sizes[d] for d in SEED000_ORDER))
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +148,9 @@ def check_tile(layer: ConvLayer, tile: Tile) -> None:
             raise SpecError(f"layer {layer.name!r}: tile {name}={size} must be an integer in "
                             f"1..{limit}")
     ocg = layer.Oc // layer.groups
-    if tile.TOc > ocg and tile.TOc % ocg:
-        raise SpecError(f"layer {layer.name!r}: tile TOc={tile.TOc} must be at most the "
-                        f"{ocg} maps of a group or a multiple of them (whole groups)")
+    if tile.M > ocg and tile.M % ocg:
+        raise SpecError(f"layer {layer.name!r}: tile {SEED000_LABEL[Dim.M]}={tile.M} must be "
+                        f"at most the {ocg} maps of a group or a multiple of them (whole groups)")
 
 
 def valid_tiles(layer: ConvLayer, tiles: np.ndarray) -> np.ndarray:

@@ -55,7 +55,7 @@ class _Machine:
         self.real_groups = min(self.span, layer.groups - self.g0)
         self.macs = 0
         self.Ox, self.Oy, self.Oc, self.On, self.Kc = dims(layer)
-        self.toc = min(tile.TOc, self.Oc)  # output maps of a tile within each group
+        self.toc = min(tile.M, self.Oc)  # output maps of a tile within each group
         self.traffic = {"in": 0, "w": 0, "out": 0}
         self.transfers = 0
         self.b_in: Box | None = None
@@ -93,9 +93,9 @@ class _Machine:
 
     def in_box(self, on: int, kc: int, oy: int, ox: int, tx: int | None = None) -> Box:
         layer, t, (dn, _, dy) = self.full, self.tile, self.offset
-        tn, tk = self.extent(on, t.TOn, self.On), self.extent(kc, t.TKc, self.Kc)
-        ty = self.extent(oy, t.TOy, self.Oy)
-        tx = self.extent(ox, t.TOx, self.Ox) if tx is None else tx
+        tn, tk = self.extent(on, t.N, self.On), self.extent(kc, t.C, self.Kc)
+        ty = self.extent(oy, t.Y, self.Oy)
+        tx = self.extent(ox, t.X, self.Ox) if tx is None else tx
         y0, x0 = (oy + dy) * layer.Sy - layer.Py, ox * layer.Sx - layer.Px
         on = on + dn
         return ((on, on + tn), *self.groups(), (kc, kc + tk),
@@ -109,14 +109,14 @@ class _Machine:
     def w_box(self, oc: int, kc: int) -> Box:
         t, d = self.tile, self.offset[1]
         return (*self.groups(), (oc + d, oc + d + self.extent(oc, self.toc, self.Oc)),
-                (kc, kc + self.extent(kc, t.TKc, self.Kc)))
+                (kc, kc + self.extent(kc, t.C, self.Kc)))
 
     def out_box(self, on: int, oc: int, oy: int, ox: int) -> Box:
         t, (dn, dc, dy) = self.tile, self.offset
-        return ((on + dn, on + dn + self.extent(on, t.TOn, self.On)), *self.groups(),
+        return ((on + dn, on + dn + self.extent(on, t.N, self.On)), *self.groups(),
                 (oc + dc, oc + dc + self.extent(oc, self.toc, self.Oc)),
-                (oy + dy, oy + dy + self.extent(oy, t.TOy, self.Oy)),
-                (ox, ox + self.extent(ox, t.TOx, self.Ox)))
+                (oy + dy, oy + dy + self.extent(oy, t.Y, self.Oy)),
+                (ox, ox + self.extent(ox, t.X, self.Ox)))
 
     # DMA operations
     def get_in(self, box: Box) -> None:
@@ -162,7 +162,7 @@ class _Machine:
         self.n_tiles += 1
         self.macs += self.layer.Kx * self.layer.Ky * self.real_groups * _volume(tuple(
             (s, min(s + t, d)) for s, t, d in zip((on, oc, oy, ox, kc), (
-                self.tile.TOn, self.toc, self.tile.TOy, self.tile.TOx, self.tile.TKc),
+                self.tile.N, self.toc, self.tile.Y, self.tile.X, self.tile.C),
                 (self.On, self.Oc, self.Oy, self.Ox, self.Kc), strict=True)))
         live = (_volume(self.b_in), _volume(self.b_w) * self.layer.Kx * self.layer.Ky,
                 _volume(key))
@@ -170,7 +170,7 @@ class _Machine:
 
     def finish(self) -> None:
         """Every output element must have received every Kc step."""
-        all_kc = frozenset(range(0, self.Kc, self.tile.TKc))
+        all_kc = frozenset(range(0, self.Kc, self.tile.C))
         done = [key for key, state in self.stored.items() if state == all_kc]
         if self.physical and sum(_volume(key) for key in done) != _volume(self.part()):
             raise WorkbenchError("trace: some outputs were not completed")
@@ -195,8 +195,8 @@ def _inside(inner: Box, outer: Box) -> bool:
 
 def _run(m: _Machine, schedule: str) -> None:
     t = m.tile
-    xs, ys = range(0, m.Ox, t.TOx), range(0, m.Oy, t.TOy)
-    cs, ns, ks = range(0, m.Oc, m.toc), range(0, m.On, t.TOn), range(0, m.Kc, t.TKc)
+    xs, ys = range(0, m.Ox, t.X), range(0, m.Oy, t.Y)
+    cs, ns, ks = range(0, m.Oc, m.toc), range(0, m.On, t.N), range(0, m.Kc, t.C)
 
     def step(on: int, oc: int, oy: int, ox: int, kc: int, load_out: bool = True) -> None:
         key = m.out_box(on, oc, oy, ox)
@@ -244,7 +244,7 @@ def _run(m: _Machine, schedule: str) -> None:
 def _run_weight_stationary(m: _Machine, schedule: str, xs, ys, cs, ns, ks, step) -> None:
     layer = m.layer
     overlap = max(layer.Kx_span - layer.Sx, 0)
-    window = (m.tile.TOx - 1) * layer.Sx + layer.Kx_span
+    window = (m.tile.X - 1) * layer.Sx + layer.Kx_span
     for oc in cs:
         for kc in ks:
             m.get_w(oc, kc)
@@ -281,7 +281,7 @@ def _execute(layer: ConvLayer, tile: Tile, schedule: str, mode: str,
     peak = (0, 0, 0)
     machines = []
     ocg = layer.Oc // layer.groups
-    span = tile.TOc // ocg if tile.TOc > ocg else 1   # whole groups one tile covers
+    span = tile.M // ocg if tile.M > ocg else 1   # whole groups one tile covers
     for g0 in range(0, layer.groups, span):
         machine = _Machine(layer, tile, physical=(mode == "physical"), full=full, offset=base,
                            group=(g0, span), log=log, group_base=group_base)

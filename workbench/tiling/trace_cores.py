@@ -66,7 +66,7 @@ def _cover(covered: np.ndarray, machines: list, tile: Tile) -> None:
         if not _inside(part, whole):
             raise WorkbenchError(f"trace_cores: a core computes {part}, outside the layer's "
                                  f"outputs {whole}")
-        all_kc = frozenset(range(0, m.Kc, tile.TKc))
+        all_kc = frozenset(range(0, m.Kc, tile.C))
         for key, state in m.stored.items():
             if state != all_kc:
                 raise WorkbenchError(f"trace_cores: output tile {key} lacks Kc steps")

@@ -289,7 +289,7 @@ class DesignSpaceApp:
     def layer_table(self) -> pd.DataFrame:
         """The per-layer mappings of the selected size, readable (tile named in the header)."""
         return units.mapping_table(self.per_layer, (
-            "layer", "schedule", "TOx", "TOy", "TOc", "TOn", "TKc", "footprint_bytes",
+            "layer", "schedule", *units.TILE_COLUMNS, "footprint_bytes",
             "cycles", "energy_pj", "throughput_gops", "ctc"), units.has_energy(self.platform))
 
     # layout --------------------------------------------------------------------------------

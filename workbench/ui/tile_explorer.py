@@ -214,7 +214,7 @@ class TileExplorer:
         """The n best solutions under the objective, readable (tile named in the header)."""
         rows = self.solutions.sort_values(list(explore.ranking(self.objective.value))).head(n)
         return viz.units.mapping_table(rows, (
-            "schedule", "TOx", "TOy", "TOc", "TOn", "TKc", "footprint_bytes", "cycles",
+            "schedule", *tiling.TILE_DIMS, "footprint_bytes", "cycles",
             "ext_accesses", "dma_transfers", "throughput_gops", "ctc", "energy_pj"),
             has_energy(self.panel.platform()))
 

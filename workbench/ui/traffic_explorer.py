@@ -17,6 +17,13 @@ from bokeh.models import ColumnDataSource
 
 from workbench import explore, layers
 from workbench.errors import WorkbenchError
+from workbench.layers.dims import (
+    LAYER_DIMS,
+    SEED000_LABEL,
+    SEED000_LOOP,
+    SEED002_LOOP,
+    SEED002_TILE,
+)
 from workbench.tiling.dataflow import Precision
 from workbench.ui import progress
 from workbench.ui.bokeh_widget import bokeh_widget
@@ -27,10 +34,13 @@ from workbench.viz.traffic_plots import traffic_curve_data, traffic_curves
 from workbench.viz.units import fmt_bytes, readable
 
 ALL_LAYERS = "all conv layers"
-# seed 002's names in the dataflow listing -> the workbench's (DESIGN.md, notebook 03)
-_TILE_NAMES = {"jss": "TOx", "iss": "TOy", "css": "TKc", "mss": "TOc", "nss": "TOn"}
-_LOOP_NAMES = {"TN": "o_n", "TOF": "o_c", "TSY": "o_y", "TSX": "o_x", "TIF": "k_c",
-               "N": "n", "OF": "oc", "IF": "kc", "SY": "y", "SX": "x", "FY": "ky", "FX": "kx"}
+# seed 002's labels in the dataflow listing -> seed 000's, the ones the workbench shows
+# (DESIGN.md, notebook 03), both read from the label tables of `layers.dims`
+_TILE_NAMES = {SEED002_TILE[d]: SEED000_LABEL[d] for d in LAYER_DIMS}
+_LOOP_NAMES = {SEED002_LOOP[loop]: SEED000_LOOP[loop] for loop in SEED002_LOOP}
+_TILE_LABEL = re.compile(r"\b(" + "|".join(_TILE_NAMES) + r")=")
+_ELEMENT_LABEL = re.compile(r"\b(" + "|".join(
+    SEED002_LOOP[loop].lower() for loop in SEED002_LOOP if loop.level == 0) + r")\b")
 _BUFFER_NAMES = {"B_I": "B_in", "B_W": "B_w", "B_O": "B_out"}
 _WIDTH = {"description_width": "110px"}  # every control's name shown whole
 
@@ -38,14 +48,12 @@ _WIDTH = {"description_width": "110px"}  # every control's name shown whole
 def design_vocabulary(listing: str) -> str:
     """A dataflow listing in the workbench's names: tile sizes TOx, TOy, TOc, TOn, TKc, tile
     loops o_n, o_c, o_y, o_x, k_c (as `tiling.listing`), buffers B_in, B_w, B_out."""
-    text = re.sub(r"\b(jss|iss|css|mss|nss)=", lambda m: _TILE_NAMES[m.group(1)] + "=",
-                  listing)
+    text = _TILE_LABEL.sub(lambda m: _TILE_NAMES[m.group(1)] + "=", listing)
     text = text.replace("tiles TO", "tile TO")
     text = re.sub(r"\bfor (\w+) in", lambda m: f"for {_LOOP_NAMES.get(m.group(1), m.group(1))} in",
                   text)
-    text = re.sub(r"\[([^\]]*)\]", lambda m: "[" + re.sub(
-        r"\b(of|if|sy|sx|fy|fx|n)\b", lambda v: _LOOP_NAMES[v.group(1).upper()],
-        m.group(1)) + "]", text)
+    text = re.sub(r"\[([^\]]*)\]", lambda m: "[" + _ELEMENT_LABEL.sub(
+        lambda v: _LOOP_NAMES[v.group(1).upper()], m.group(1)) + "]", text)
     return re.sub(r"\bB_[IWO]\b", lambda m: _BUFFER_NAMES[m.group(0)], text)
 
 

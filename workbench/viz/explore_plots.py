@@ -18,7 +18,14 @@ from workbench.viz.common import (
     hover,
     stacked_styles,
 )
-from workbench.viz.units import TILE_HEADER, fmt_bytes, fmt_tile, human_axes, number_tooltips
+from workbench.viz.units import (
+    TILE_COLUMNS,
+    TILE_HEADER,
+    fmt_bytes,
+    fmt_tile,
+    human_axes,
+    number_tooltips,
+)
 
 LOG_SPAN = 20.0  # data spanning at least this ratio gets a log axis
 
@@ -30,7 +37,7 @@ def roofline_data(df: pd.DataFrame) -> dict[str, list]:
     """The columns the roofline draws, from an exploration DataFrame."""
     if df.empty:
         return {k: [] for k in ROOFLINE_COLUMNS}
-    dims = zip(*(df[d].tolist() for d in ("TOx", "TOy", "TOc", "TOn", "TKc")), strict=True)
+    dims = zip(*(df[d].tolist() for d in TILE_COLUMNS), strict=True)
     return {"layer": df["layer"].tolist(), "schedule": df["schedule"].tolist(),
             "tile": [fmt_tile(t) for t in dims],
             "footprint_kb": (df["footprint_bytes"] / 1024).tolist(),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from workbench.layers.dims import seed000_columns
 from workbench.numbers import (  # noqa: F401  (re-exported: the plots' and apps' units)
     NA,
     fmt_bytes,
@@ -36,7 +37,8 @@ from workbench.platforms import Platform
 if TYPE_CHECKING:
     from bokeh.models import CustomJSTicker, CustomJSTickFormatter
 
-TILE_HEADER = "tile TOx×TOy×TOc×TOn×TKc"   # the one place a tile string is named
+TILE_COLUMNS = seed000_columns()   # a tile's columns (TOx TOy TOc TOn TKc, layers.dims)
+TILE_HEADER = "tile " + "×".join(TILE_COLUMNS)   # the one place a tile string is named
 SHAPE_HEADER = "C×H×W"
 
 # Tick labels with thousands separators and no exponent, on linear and log axes alike; from a
@@ -130,8 +132,6 @@ def readable(frame: pd.DataFrame, energy_known: bool = True) -> pd.DataFrame:
     return pd.DataFrame(out, index=index)
 
 
-TILE_COLUMNS = ("TOx", "TOy", "TOc", "TOn", "TKc")
-
 
 def mapping_table(rows: pd.DataFrame, columns: Iterable[str], energy_known: bool = True
                   ) -> pd.DataFrame:
@@ -139,11 +139,12 @@ def mapping_table(rows: pd.DataFrame, columns: Iterable[str], energy_known: bool
     headed TILE_HEADER (in place of TOx), the other `columns` as `readable` shows them."""
     columns = list(columns)
     frame = rows[[c for c in columns if c not in TILE_COLUMNS[1:]]].copy()
-    if "TOx" in columns:
+    first = TILE_COLUMNS[0]
+    if first in columns:
         tiles = [fmt_tile(t) if all(_finite(v) for v in t) else "-"
                  for t in zip(*(rows[d] for d in TILE_COLUMNS), strict=True)]
-        frame["TOx"] = tiles
-        frame = frame.rename(columns={"TOx": TILE_HEADER})
+        frame[first] = tiles
+        frame = frame.rename(columns={first: TILE_HEADER})
     return readable(frame, energy_known)
 
 

@@ -24,14 +24,14 @@ import numba
 import numpy as np
 
 from workbench.hierarchy.blocking import DIMS, extents
+from workbench.layers.dims import Dim
 from workbench.layers.spec import ConvLayer
 
-_EXTENT = {"X": "Ex", "Y": "Ey", "C": "C", "M": "M", "N": "N"}
 
-
-def dim_extents(layer: ConvLayer) -> dict[str, int]:
+def dim_extents(layer: ConvLayer) -> dict[Dim, int]:
     """The layer's extent per dimension (DIMS: X, Y, C, M, N; `blocking.extents`)."""
-    return {d: extents(layer)[_EXTENT[d]] for d in DIMS}
+    e = extents(layer)
+    return {d: e[d] for d in DIMS}
 
 
 def gen_chains(extent: int, levels: int) -> np.ndarray:
