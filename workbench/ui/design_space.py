@@ -83,6 +83,7 @@ class DesignSpaceApp:
         self._build_figures()
         self._set_layers()
         self._memory_to_panel()
+        self.panel.forget_history()  # the memory asked for is where undo stops
         self._connect()
         if compute:
             self.recompute()

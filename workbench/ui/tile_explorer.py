@@ -94,6 +94,7 @@ class TileExplorer:
         self._roofs = self.roofline.select_one({"name": "roofs"}).data_source
         self._peak = self.roofline.select_one({"name": "peak"})
         self._switching = False  # a network switch replaces the layer options
+        self._syncing = False  # the memory slider follows the panel
         for control in (self.layer, self.schedules):
             control.observe(lambda change: None if self._switching else self.update(),
                             names="value")
@@ -131,10 +132,25 @@ class TileExplorer:
     def _memory_moved(self, change) -> None:
         """The slider sets the panel's memory quietly and re-prices once; the buffer-size
         sweep does not depend on it."""
+        if self._syncing:
+            return
         self.panel.set_quietly("local_mem_bytes", 1 << change["new"])
         self.update()
 
+    def _slider_from_panel(self) -> None:
+        """The memory slider at the panel's local memory (a preset, an undo) when the slider
+        has that size."""
+        size = int(self.panel.fields["local_mem_bytes"].value)
+        k = size.bit_length() - 1
+        if size == 1 << k and k in [v for _, v in self.memory_log2.options]:
+            self._syncing = True
+            try:
+                self.memory_log2.value = k
+            finally:
+                self._syncing = False
+
     def update_all(self) -> None:
+        self._slider_from_panel()
         self.update()
         self.update_sweep()
 
