@@ -249,6 +249,18 @@ class PlatformPanel:
             self._loading = False
         self._record()
 
+    def load(self, plat: platforms.Platform) -> None:
+        """Put `plat` in the panel as an edit (a session read from a file): an undo step, the
+        apps notified; the preset entry is its name when that is a preset."""
+        self._loading = True
+        try:
+            if plat.name in self.preset.options:
+                self.preset.value = plat.name
+            self._build(plat)
+        finally:
+            self._loading = False
+        self._changed()
+
     # -- the apps' interface --------------------------------------------------------------
     def set_quietly(self, name: str, value) -> None:
         """Change one field (by its single-level name) without notifying the listeners."""
