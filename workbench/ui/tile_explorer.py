@@ -25,6 +25,7 @@ from workbench.ui.controls import listing_html, memory_slider, range_slider, siz
 from workbench.ui.design_bar import DesignBar
 from workbench.ui.errors import error_html
 from workbench.ui.levels_note import LevelsNote
+from workbench.ui.live_table import LiveTable, mapping_frames
 from workbench.ui.platform_panel import PlatformPanel
 from workbench.ui.progress import busy, took
 from workbench.viz.units import (
@@ -36,6 +37,9 @@ from workbench.viz.units import (
     has_energy,
 )
 
+TOP_COLUMNS = ("schedule", "TOx", "TOy", "TOc", "TOn", "TKc", "footprint_bytes", "cycles",
+               "ext_accesses", "dma_transfers", "throughput_gops", "ctc", "energy_pj")
+TOP_ROWS = 100  # the live table: the best solutions under the objective
 MAX_POINTS = 5000  # larger candidate sets are drawn as their per-schedule Pareto fronts
 KB = 1024
 SWEEP_LOG2 = (7, 24)  # the memory sweep's range slider: 128 B .. 16 MB
@@ -103,6 +107,7 @@ class TileExplorer:
         self._syncing = False  # the memory slider follows the panel
         self._holding = False  # a session being shown: one update at the end
         self.selected_index: int | None = None  # the row of `solutions` selected
+        self.top_table = LiveTable("tiles_top")  # the best TOP_ROWS, following the controls
         self.bar = DesignBar("tiles", lambda path: tile_session.save(self, path), self.load,
                              lambda stem: tile_session.write(self, stem),
                              lambda: [self.roofline, self.sweep_figure])
@@ -185,6 +190,7 @@ class TileExplorer:
             return
         total = df.attrs["fitting"]
         self.solutions, self.selected_index = df.reset_index(drop=True), None
+        self.top_table.show(*self._top(TOP_ROWS))
         front = explore.pareto(self.solutions)
         self.points.selected.indices = []
         self.points.data = viz.roofline_data(self.solutions)
@@ -269,11 +275,11 @@ class TileExplorer:
 
     def top(self, n: int = 10) -> pd.DataFrame:
         """The n best solutions under the objective, readable (tile named in the header)."""
+        return self._top(n)[0]
+
+    def _top(self, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
         rows = self.solutions.sort_values(list(explore.ranking(self.objective.value))).head(n)
-        return viz.units.mapping_table(rows, (
-            "schedule", "TOx", "TOy", "TOc", "TOn", "TKc", "footprint_bytes", "cycles",
-            "ext_accesses", "dma_transfers", "throughput_gops", "ctc", "energy_pj"),
-            has_energy(self.panel.platform()))
+        return mapping_frames(rows, TOP_COLUMNS, has_energy(self.panel.platform()))
 
     # layout --------------------------------------------------------------------------------
     @property
@@ -285,6 +291,7 @@ class TileExplorer:
             widgets.HBox([widgets.Accordion([self.panel.view], titles=("platform",)), controls]),
             self.bar.view,
             bokeh_widget(self.roofline), widgets.HBox([self.listing, self.breakdown]),
+            self.top_table.view,
             self.sweep_box])
 
 
