@@ -19,7 +19,7 @@ from workbench.ui.errors import error_html
 from workbench.viz.units import mapping_table
 
 TILE_DIMS = ("TOx", "TOy", "TOc", "TOn", "TKc")  # a tile column is sorted as its text
-WIDTH_PX = 1180
+WIDTH_PX = 1000  # fits a 1280 px window beside JupyterLab's margins
 
 
 def mapping_frames(rows: pd.DataFrame, columns: tuple[str, ...], energy_known: bool = True
@@ -40,7 +40,7 @@ class LiveTable:
     column, others sort as text). `rows`: the raw rows shown (the filter applied)."""
 
     def __init__(self, stem: str, height: int = 260, note: str = "") -> None:
-        self.source = ColumnDataSource({})
+        self.source = ColumnDataSource({}, name=f"{stem}_table")
         self.table = DataTable(source=self.source, columns=[], sortable=True,
                                index_position=None, width=WIDTH_PX, height=height)
         self.filter = widgets.Text(description="filter", placeholder="text in any cell",
