@@ -94,6 +94,7 @@ BAD = [  # what the file holds, what the line says after the file's name
     (lambda t: _session(t, objective="speed"), "objective: must be one of cycles"),
     (lambda t: _session(t, batch=0), "batch: must be a whole number in 1..65,536, got 0"),
     (lambda t: _session(t, network="no_such_net"), "network: not in the zoo"),
+    (lambda t: _session(t, batch=4096), "batch: the plan app takes 1..1,024, got 4,096"),
     (lambda t: _session(t, colour="red"), "colour: unknown key; known: workbench"),
     (lambda t: _session(t, selections={"fusion": "always"}),
      "selections.fusion: must be one of auto, off, force, got 'always'"),

@@ -161,6 +161,9 @@ class PlanView:
         origin = f"session file {str(path)!r}"
         if s.network not in self.network.options:
             raise FileFormatError(f"{origin}: network: not in the zoo: {s.network!r}")
+        if not self.batch.min <= s.batch <= self.batch.max:
+            raise FileFormatError(f"{origin}: batch: the plan app takes {self.batch.min}.."
+                                  f"{self.batch.max:,}, got {s.batch:,}")
         unknown = sorted(set(s.selections) - {"fusion", "quantity"})
         if unknown:
             raise FileFormatError(f"{origin}: selections.{unknown[0]}: unknown; known: "
