@@ -151,6 +151,11 @@ def test_report_reads_well(browser, lenet5_report: Path) -> None:
     page.close()
 
 
+TABLE_JS = """() => { for (const d of Bokeh.documents) {
+  const m = d.get_model_by_name(NAME); if (m) return m.data.KEY; }
+  return null; }"""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -246,6 +251,11 @@ def test_jupyterlab_notebook_03_slider_changes_the_plot(browser, jupyterlab: str
     page.wait_for_function(f"() => Math.max(...({js})()) <= 8", timeout=120000)
     assert _memory_slider(page).inner_text() \
         .strip().endswith("8 KB")  # the slider reads in bytes, not 2^13
+    # the live table of the best solutions follows: its footprints (bytes, column c2) too
+    table = TABLE_JS.replace("NAME", "'tiles_top_table'").replace("KEY", "c2")
+    page.wait_for_function(f"() => {{ const v = ({table})(); "
+                           "return v && v.length > 0 && Math.max(...v) <= 8192; }",
+                           timeout=120000)
     assert errors == []
     page.close()
 
@@ -470,8 +480,15 @@ def test_jupyterlab_notebook_11_plan_fits_and_follows_the_objective(
     fit = page.evaluate(PLAN_FIT_JS)
     assert fit is not None and fit["scroll"] <= 0 and fit["right"] <= SCREEN_PX, fit
     assert page.locator("text=best by cycles").count() >= 1
+    page.locator("button", has_text=re.compile(r"^\s*pin$")).first.click()  # compare: pin
+    page.wait_for_selector("text=pinned: lenet5 on seed001_3level, best by cycles",
+                           timeout=60000)
     page.locator("select").filter(has=page.locator("option", has_text="edp")).first \
         .select_option("energy")
     page.wait_for_selector("text=best by energy", timeout=120000)
+    page.wait_for_selector("text=now: lenet5 on seed001_3level, best by energy",
+                           timeout=120000)  # the two designs side by side
+    fit = page.evaluate(PLAN_FIT_JS)
+    assert fit is not None and fit["scroll"] <= 0 and fit["right"] <= SCREEN_PX, fit
     assert errors == []
     page.close()

@@ -81,7 +81,8 @@ def test_energy_bars_follow_a_level_size_edit(app) -> None:
     assert app.energy_source.data != before
     _assert_sources_equal(app, levels_platform(32, 1))
     rows = app.designer.traffic_rows(app.design)
-    assert "<table" in app.traffic.value and str(rows[0]["I"]) in app.traffic.value.replace(",", "")
+    assert app.traffic.rows.to_dict("records") == rows  # the live table follows the edit
+    assert app.traffic.text["I"].iloc[0].replace(",", "") == str(rows[0]["I"])
     ratio = hierarchy_totals(hierarchy_plan(CONVS, levels_platform(32, 1)))["memory_to_compute"]
     assert f"memory:compute {ratio:.2f}×" in app.summary.value
 
@@ -351,10 +352,12 @@ def test_a_new_shape_says_its_grid_is_priced_until_the_summary_follows(tmp_path,
     app.sizes[1].value = 2 * KB  # the 128-bit shape's grid is priced already
     assert seen == [""] and app.status.value == ""
     rows = app.designer.traffic_rows(app.design)
-    assert "e+" not in app.traffic.value
+    cells = app.traffic.text.to_string()
+    assert "e+" not in cells
     scale = {"pJ": 1, "nJ": 1e3, "µJ": 1e6, "mJ": 1e9, "J": 1e12}
     shown = [float(v) * scale[u] for v, u in
-             re.findall(r"<td>([\d.]+) (pJ|nJ|µJ|mJ|J)</td>", app.traffic.value)]
+             (re.fullmatch(r"([\d.]+) (pJ|nJ|µJ|mJ|J)", c).groups()
+              for c in app.traffic.text["energy"])]
     assert len(shown) == len(rows)  # one energy per row, in a unit that reads well
     for row, pj in zip(rows, shown, strict=True):
         assert pj == pytest.approx(row["energy_pj"], rel=6e-3)  # three digits

@@ -94,10 +94,10 @@ class CoresExplorer:
         self.panel = PlatformPanel(platform)
         if cores is not None:
             self.panel.set_quietly("cores", cores)
+        self.panel.forget_history()  # the cores asked for are where undo stops
         self.platform: Platform = self.panel.platform()  # the last valid platform
-        # the multi-core fields, also in the full panel
-        self.cores, self.dma_channels, self.dma_broadcast, self.bus, self.memory = (
-            self.panel.fields[f] for f in QUICK_FIELDS)
+        self.quick = widgets.VBox()
+        self._quick_fields()
         self.status = widgets.HTML()
         self.summary = widgets.HTML()
         self.options = pd.DataFrame()
@@ -170,7 +170,16 @@ class CoresExplorer:
         self._set_factors(names)
         self.recompute()
 
+    def _quick_fields(self) -> None:
+        """The multi-core fields beside the controls: the panel's own widgets (a preset or an
+        undo builds them anew)."""
+        self.cores, self.dma_channels, self.dma_broadcast, self.bus, self.memory = (
+            self.panel.fields[f] for f in QUICK_FIELDS)
+        self.quick.children = [self.cores, self.dma_channels, self.dma_broadcast, self.bus,
+                               self.memory]
+
     def _platform_changed(self) -> None:
+        self._quick_fields()
         try:
             self.platform = self.panel.platform()
         except WorkbenchError as exc:
@@ -274,12 +283,10 @@ class CoresExplorer:
     def view(self) -> widgets.Widget:
         """Controls, summary line and the four figures (one bokeh document)."""
         controls = widgets.VBox([self.network, self.batch, self.layer, self.objective])
-        quick = widgets.VBox([self.cores, self.dma_channels, self.dma_broadcast, self.bus,
-                              self.memory])
         figures = cp.cores_overview(self.speedup_figure, self.chosen_figure,
                                     self.traffic_figure, self.cycles_figure)
         return widgets.VBox([
-            widgets.HBox([controls, quick,
+            widgets.HBox([controls, self.quick,
                           widgets.Accordion([self.panel.view], titles=("platform",))]),
             self.levels_note.widget, self.status, self.summary, bokeh_widget(figures)])
 

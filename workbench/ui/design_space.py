@@ -29,6 +29,7 @@ from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.controls import memory_slider
 from workbench.ui.errors import error_html
 from workbench.ui.levels_note import LevelsNote
+from workbench.ui.live_table import LiveTable, mapping_frames
 from workbench.ui.platform_panel import PlatformPanel
 from workbench.viz import design_plots as dp
 from workbench.viz import units
@@ -37,6 +38,8 @@ MEMORY_LOG2 = (7, 24)
 SIZES = tuple(1 << k for k in range(MEMORY_LOG2[0], MEMORY_LOG2[1] + 1))  # bytes
 _KEEP = 8  # memoized (layers, platform, objective) results
 _TOTALS_COLUMNS = ("cycles", "throughput_gops", "ext_accesses", "dma_transfers", "energy_pj")
+LAYER_COLUMNS = ("layer", "schedule", *units.TILE_COLUMNS, "footprint_bytes",
+                 "cycles", "energy_pj", "throughput_gops", "ctc")
 
 
 def log2_size(size_bytes: float) -> int:
@@ -80,9 +83,11 @@ class DesignSpaceApp:
         self._memo: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
         self.caches = Caches()  # what the engine keeps between this app's edits
         self._summary = ""
+        self.layer_live = LiveTable("design_layers")  # the selected size's mappings
         self._build_figures()
         self._set_layers()
         self._memory_to_panel()
+        self.panel.forget_history()  # the memory asked for is where undo stops
         self._connect()
         if compute:
             self.recompute()
@@ -255,6 +260,7 @@ class DesignSpaceApp:
         names = self.layer_names
         per_layer = self.best.iloc[self._rows.get(size, [])].reset_index(drop=True)
         self.per_layer = per_layer
+        self.layer_live.show(*self._layer_frames())
         self.cycles_source.data = dp.breakdown_data(per_layer, "cycles", names)
         self.energy_source.data = dp.breakdown_data(per_layer, "energy", names)
         self.points.data = dp.roofline_points_data(per_layer, self.roofs.data)
@@ -288,9 +294,12 @@ class DesignSpaceApp:
 
     def layer_table(self) -> pd.DataFrame:
         """The per-layer mappings of the selected size, readable (tile named in the header)."""
-        return units.mapping_table(self.per_layer, (
-            "layer", "schedule", *units.TILE_COLUMNS, "footprint_bytes",
-            "cycles", "energy_pj", "throughput_gops", "ctc"), units.has_energy(self.platform))
+        return self._layer_frames()[0]
+
+    def _layer_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        if self.per_layer.empty:
+            return pd.DataFrame(), pd.DataFrame()
+        return mapping_frames(self.per_layer, LAYER_COLUMNS, units.has_energy(self.platform))
 
     # layout --------------------------------------------------------------------------------
     @functools.cached_property
@@ -303,7 +312,7 @@ class DesignSpaceApp:
         return widgets.VBox([
             widgets.HBox([widgets.Accordion([self.panel.view], titles=("platform",)),
                           controls]),
-            self.totals, bokeh_widget(figures)])
+            self.totals, bokeh_widget(figures), self.layer_live.view])
 
 
 def design_space(**kwargs) -> DesignSpaceApp:

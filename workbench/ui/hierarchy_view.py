@@ -52,17 +52,14 @@ from workbench.ui.background import Latest
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.controls import area_steps, kb_log2, memory_slider, size_exponent
 from workbench.ui.errors import error_html
-from workbench.ui.hierarchy_controls import (
-    BUDGET_LOG2,
-    GRID_LEVELS,
-    SIZE_LOG2,
-    ahead,
-)
+from workbench.ui.hierarchy_controls import BUDGET_LOG2, GRID_LEVELS, SIZE_LOG2, ahead
 from workbench.ui.hierarchy_setup import HierarchySetup
+from workbench.ui.live_table import LiveTable
 from workbench.ui.platform_panel import PlatformPanel
 from workbench.ui.progress import busy, searching
 from workbench.viz.hierarchy_plots import (
     MAX_LEVELS,
+    TRAFFIC_NOTE,
     describe_design,
     energy_bars,
     front_data,
@@ -72,7 +69,7 @@ from workbench.viz.hierarchy_plots import (
     relabel_levels,
     show_layers,
     summary_html,
-    traffic_html,
+    traffic_frames,
 )
 
 KB = 1024
@@ -113,7 +110,8 @@ class HierarchyView:
         self.area_budget = widgets.SelectionSlider(
             options=[(f"{mm2:g} mm²", mm2) for mm2 in area_steps(area_budget_mm2)],
             value=area_budget_mm2, description="budget", style=_STYLE)
-        self.status, self.summary, self.traffic = widgets.HTML(), widgets.HTML(), widgets.HTML()
+        self.status, self.summary = widgets.HTML(), widgets.HTML()
+        self.traffic = LiveTable("hierarchy_traffic", note=TRAFFIC_NOTE)  # follows each edit
         self.status.layout.width = "300px"  # a long error wraps: the plot beside stays put
         self.design: Design | None = None
         self.best: Design | None = None
@@ -285,7 +283,7 @@ class HierarchyView:
         data = level_energy_data(rows, names)
         show_layers(self.energy_figure, data)
         self.energy_source.data = data
-        self.traffic.value = traffic_html(rows)
+        self.traffic.show(*traffic_frames(rows))
         if self._grid_space() is not None:  # a new shape: its co-design grid is priced now
             text = "pricing this shape's co-design grid (the summary and the front follow)"
             with busy(self.status, text), searching(self.status, text, self._grid_done):
@@ -387,7 +385,8 @@ class HierarchyView:
                                  self.status])
         return widgets.VBox([self.panel.memory_view, parts,
                              widgets.HBox([controls, bokeh_widget(self.energy_figure)]),
-                             bokeh_widget(self.front_figure), self.summary, self.traffic])
+                             bokeh_widget(self.front_figure), self.summary,
+                             self.traffic.view])
 
 
 def hierarchy_view(**kwargs) -> HierarchyView:

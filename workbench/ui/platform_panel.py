@@ -7,7 +7,13 @@ It starts from a preset name, a platform file or a `Platform` (the last two list
 presets as "NAME (given)"). With `capacity_steps` the on-chip capacities are sliders over
 powers of two (still in bytes): an app whose sliders set level sizes uses these, so a size is
 edited in one place. `memory_view` (preset and levels) and `parts_view` (the rest) may be laid
-out apart; `view` holds both."""
+out apart; `view` holds both.
+
+Undo and redo (buttons beside the preset, and `undo()`/`redo()`) step through the platforms
+the panel has held: every field edit, level added or removed, preset chosen and quiet change
+an app makes (`set_quietly`, `show`) is a step. Only platforms that build are steps: after an
+invalid value, undo goes back to the last valid platform. Each step restores the widgets and
+notifies the apps as an edit does."""
 
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from workbench import platforms
 from workbench.errors import WorkbenchError
 from workbench.ui.controls import bytes_slider
 from workbench.ui.errors import error_html
+from workbench.ui.history import History
 
 _CHOICES = {"overflow": platforms.OVERFLOW_MODES, "simd_style": platforms.SIMD_STYLES}
 _SCALAR_PARTS = ("datapath", "dma", "cluster", "energy")
@@ -32,6 +39,8 @@ _LEVEL_NAMES = {(0, "bandwidth"): "bus_elems_per_cycle", (0, "energy_pj"): "ext_
 _LEVEL_FIELDS = ("name", "capacity", "access_bits", "energy_pj", "bandwidth")
 _ROW = widgets.Layout(width="118px")
 GIVEN = "(given)"  # the preset list's entry of a platform given as a file or an object
+_STEP = widgets.Layout(width="80px")
+State = tuple[str, platforms.Platform]  # an undo step: the preset entry and the platform
 
 
 def _widget(name: str, value: Any, kind: type, width: str = "150px") -> widgets.Widget:
@@ -127,8 +136,19 @@ class PlatformPanel:
         self._loading = False
         self.memory_view, self.parts_view = widgets.VBox(), widgets.VBox()
         self.view = widgets.VBox([self.memory_view, self.parts_view])
+        self.undo_button = widgets.Button(description="undo", icon="undo", layout=_STEP,
+                                          tooltip="back to the platform before the last edit")
+        self.redo_button = widgets.Button(description="redo", icon="repeat", layout=_STEP,
+                                          tooltip="the edit undone last, again")
+        self.undo_button.on_click(lambda _: self.undo())
+        self.redo_button.on_click(lambda _: self.redo())
         self.preset.observe(self._load_preset, names="value")
         self._build(self._source(first))
+        start = self._state()
+        assert start is not None  # a preset, file or Platform that loaded builds again
+        self.history: History[State] = History(start)
+        self._pending = False  # the widgets hold an invalid platform (not a step)
+        self._buttons()
 
     def _source(self, choice: str) -> platforms.Platform:
         """The platform of a preset-list entry: the given one, or a shipped preset."""
@@ -171,7 +191,9 @@ class PlatformPanel:
         for part in ("platform", *_SCALAR_PARTS):
             sections.append(widgets.VBox([widgets.HTML(f"<b>{part}</b>"),
                                           *self.parts[part].values()]))
-        self.memory_view.children = [self.preset, memory, self.message]
+        self.memory_view.children = [
+            widgets.HBox([self.preset, self.undo_button, self.redo_button]), memory,
+            self.message]
         self.parts_view.children = sections
         for w in self._all_widgets():
             w.observe(lambda change: self._changed(), names="value")
@@ -210,11 +232,11 @@ class PlatformPanel:
             self._changed()
 
     def _load_preset(self, change) -> None:
-        self._loading = True
+        was, self._loading = self._loading, True  # quiet while an undo restores a step
         try:
             self._build(self._source(change["new"]))
         finally:
-            self._loading = False
+            self._loading = was
         self._changed()
 
     def show(self, plat: platforms.Platform) -> None:
@@ -225,6 +247,19 @@ class PlatformPanel:
             self._build(plat)
         finally:
             self._loading = False
+        self._record()
+
+    def load(self, plat: platforms.Platform) -> None:
+        """Put `plat` in the panel as an edit (a session read from a file): an undo step, the
+        apps notified; the preset entry is its name when that is a preset."""
+        self._loading = True
+        try:
+            if plat.name in self.preset.options:
+                self.preset.value = plat.name
+            self._build(plat)
+        finally:
+            self._loading = False
+        self._changed()
 
     # -- the apps' interface --------------------------------------------------------------
     def set_quietly(self, name: str, value) -> None:
@@ -234,11 +269,68 @@ class PlatformPanel:
             self.fields[name].value = value
         finally:
             self._loading = False
+        self._record()
 
     def _changed(self) -> None:
         if not self._loading:
-            for listener in self._listeners:
-                listener()
+            self._record()
+            self._notify()
+
+    def _notify(self) -> None:
+        for listener in self._listeners:
+            listener()
+
+    # -- undo and redo --------------------------------------------------------------------
+    def _state(self) -> State | None:
+        """The preset entry and the edited platform, or None when it does not build."""
+        try:
+            return self.preset.value, platforms.files.build(self.doc(), "the panel")
+        except WorkbenchError:
+            return None
+
+    def _record(self) -> None:
+        state = self._state()
+        self._pending = state is None
+        if state is not None:
+            self.history.record(state)
+        self._buttons()
+
+    def _buttons(self) -> None:
+        self.undo_button.disabled = not (self.history.can_back() or self._pending)
+        self.redo_button.disabled = not self.history.can_forward()
+
+    def undo(self) -> None:
+        """Back to the platform before the last edit (after an invalid value: to the last
+        valid platform); the apps are notified. Nothing to undo: nothing happens."""
+        if self._pending:
+            self._restore(self.history.current)
+        elif self.history.can_back():
+            self._restore(self.history.back())
+
+    def redo(self) -> None:
+        """The edit undone last, again (nothing after a new edit)."""
+        if self.history.can_forward():
+            self._restore(self.history.forward())
+
+    def forget_history(self) -> None:
+        """The platform shown becomes the only step (an app's own start-up settings)."""
+        state = self._state()
+        if state is not None:
+            self.history.restart(state)
+        self._buttons()
+
+    def _restore(self, state: State) -> None:
+        choice, plat = state
+        self._loading = True
+        try:
+            self.preset.value = choice  # the entry the step was made under
+            self._build(plat)
+        finally:
+            self._loading = False
+        self.message.value = ""
+        self._pending = False
+        self._buttons()
+        self._notify()
 
     def on_change(self, callback: Callable[[], None]) -> None:
         """Call `callback()` whenever the preset or a field changes."""

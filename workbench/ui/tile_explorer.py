@@ -4,6 +4,10 @@ Moving a control prices the layer's candidate sets (the tiles that can be optima
 platform, `tiling.candidates`) on the edited platform and updates the bokeh sources: no tile
 is enumerated again. Selecting a point on the roofline shows that solution's loop nest and its
 cycle and energy breakdown.
+
+The design bar saves and loads the session (network, batch, layer, schedules, objective, memory
+sweep, the selected point and the whole platform) and exports the layer's solutions as CSV and
+the chosen tile as YAML (`ui.tile_session`); its format switch makes the save tools write SVG.
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ from bokeh.models import ColumnDataSource, LogScale
 from workbench import explore, layers, perf, spelling, tiling, viz
 from workbench.errors import WorkbenchError
 from workbench.memo import Caches
+from workbench.ui import tile_session
 from workbench.ui.bokeh_widget import bokeh_widget
 from workbench.ui.controls import listing_html, memory_slider, range_slider, size_exponent
+from workbench.ui.design_bar import DesignBar
 from workbench.ui.errors import error_html
 from workbench.ui.levels_note import LevelsNote
+from workbench.ui.live_table import LiveTable, mapping_frames
 from workbench.ui.platform_panel import PlatformPanel
 from workbench.ui.progress import busy, took
 from workbench.viz.units import (
@@ -30,6 +37,9 @@ from workbench.viz.units import (
     has_energy,
 )
 
+TOP_COLUMNS = ("schedule", *tiling.TILE_DIMS, "footprint_bytes", "cycles",
+               "ext_accesses", "dma_transfers", "throughput_gops", "ctc", "energy_pj")
+TOP_ROWS = 100  # the live table: the best solutions under the objective
 MAX_POINTS = 5000  # larger candidate sets are drawn as their per-schedule Pareto fronts
 KB = 1024
 SWEEP_LOG2 = (7, 24)  # the memory sweep's range slider: 128 B .. 16 MB
@@ -94,6 +104,13 @@ class TileExplorer:
         self._roofs = self.roofline.select_one({"name": "roofs"}).data_source
         self._peak = self.roofline.select_one({"name": "peak"})
         self._switching = False  # a network switch replaces the layer options
+        self._syncing = False  # the memory slider follows the panel
+        self._holding = False  # a session being shown: one update at the end
+        self.selected_index: int | None = None  # the row of `solutions` selected
+        self.top_table = LiveTable("tiles_top")  # the best TOP_ROWS, following the controls
+        self.bar = DesignBar("tiles", lambda path: tile_session.save(self, path), self.load,
+                             lambda stem: tile_session.write(self, stem),
+                             lambda: [self.roofline, self.sweep_figure])
         for control in (self.layer, self.schedules):
             control.observe(lambda change: None if self._switching else self.update(),
                             names="value")
@@ -109,6 +126,8 @@ class TileExplorer:
     def _load_network(self, change) -> None:
         """A zoo name or a model file: reload, offer its conv/fc layers, re-explore (the
         status line says so meanwhile: a big network's candidate sets take seconds)."""
+        if self._holding:
+            return
         try:
             with busy(self.status, f"loading {change['new']} and pricing its first layer"):
                 net = layers.load_network(change["new"], batch=self.batch)
@@ -131,10 +150,27 @@ class TileExplorer:
     def _memory_moved(self, change) -> None:
         """The slider sets the panel's memory quietly and re-prices once; the buffer-size
         sweep does not depend on it."""
+        if self._syncing or self._holding:
+            return
         self.panel.set_quietly("local_mem_bytes", 1 << change["new"])
         self.update()
 
+    def _slider_from_panel(self) -> None:
+        """The memory slider at the panel's local memory (a preset, an undo) when the slider
+        has that size."""
+        size = int(self.panel.fields["local_mem_bytes"].value)
+        k = size.bit_length() - 1
+        if size == 1 << k and k in [v for _, v in self.memory_log2.options]:
+            self._syncing = True
+            try:
+                self.memory_log2.value = k
+            finally:
+                self._syncing = False
+
     def update_all(self) -> None:
+        if self._holding:
+            return
+        self._slider_from_panel()
         self.update()
         self.update_sweep()
 
@@ -153,7 +189,8 @@ class TileExplorer:
             self.status.value = error_html(exc)
             return
         total = df.attrs["fitting"]
-        self.solutions = df.reset_index(drop=True)
+        self.solutions, self.selected_index = df.reset_index(drop=True), None
+        self.top_table.show(*self._top(TOP_ROWS))
         front = explore.pareto(self.solutions)
         self.points.selected.indices = []
         self.points.data = viz.roofline_data(self.solutions)
@@ -187,6 +224,7 @@ class TileExplorer:
         summary = explore.sweep_summary(layer, best, self.objective.value)
         self.sweep_figure = viz.buffer_sweep(summary, "cycles_rel",
                                              title=f"{layer.name}: cycles vs local memory")
+        self.bar.style(self.sweep_figure)
         self.sweep_box.children = [bokeh_widget(self.sweep_figure)]
 
     def _on_select(self, attr, old, new) -> None:
@@ -196,6 +234,7 @@ class TileExplorer:
     def select(self, index: int) -> None:
         """Show the loop nest and breakdown of solution `index` (a row of `solutions`)."""
         row = self.solutions.iloc[index]
+        self.selected_index = index
         layer = self.net[self.layer.value]
         tile = tiling.Tile(*(int(row[d]) for d in tiling.TILE_DIMS))
         plat = self.panel.platform().replace(local_mem_bytes=1 << self.memory_log2.value)
@@ -210,13 +249,37 @@ class TileExplorer:
                                 f"GOps/s, CTC {fmt_number(e.ctc)} ops/B"
                                 f"<table>{parts}{energy}</table>")
 
+    def chosen_row(self) -> pd.Series:
+        """The selected solution, or the best under the objective."""
+        if self.selected_index is not None:
+            return self.solutions.iloc[self.selected_index]
+        return tile_session.ranked(self).iloc[0]
+
+    def load(self, path: str) -> None:
+        """Show the session of a file (checked whole before anything changes)."""
+        s, net, sel = tile_session.read(path, SWEEP_LOG2)
+        self._holding, self._switching = True, True
+        try:
+            self.net, self.batch = net, s.batch
+            self.network.value = s.network
+            self.layer.options = [lay.name for lay in net.tiled_layers()]
+            self.layer.value = sel["layer"]
+            self.schedules.value = sel["schedules"]
+            self.objective.value = s.objective
+            self.buffer_range.value = sel["sweep"]
+            self.panel.load(s.platform)
+        finally:
+            self._holding, self._switching = False, False
+        self.update_all()
+        tile_session.select_tile(self, sel["selected"])
+
     def top(self, n: int = 10) -> pd.DataFrame:
         """The n best solutions under the objective, readable (tile named in the header)."""
+        return self._top(n)[0]
+
+    def _top(self, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
         rows = self.solutions.sort_values(list(explore.ranking(self.objective.value))).head(n)
-        return viz.units.mapping_table(rows, (
-            "schedule", *tiling.TILE_DIMS, "footprint_bytes", "cycles",
-            "ext_accesses", "dma_transfers", "throughput_gops", "ctc", "energy_pj"),
-            has_energy(self.panel.platform()))
+        return mapping_frames(rows, TOP_COLUMNS, has_energy(self.panel.platform()))
 
     # layout --------------------------------------------------------------------------------
     @property
@@ -226,7 +289,9 @@ class TileExplorer:
                                  self.levels_note.widget])
         return widgets.VBox([
             widgets.HBox([widgets.Accordion([self.panel.view], titles=("platform",)), controls]),
+            self.bar.view,
             bokeh_widget(self.roofline), widgets.HBox([self.listing, self.breakdown]),
+            self.top_table.view,
             self.sweep_box])
 
 

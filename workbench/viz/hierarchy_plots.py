@@ -117,9 +117,12 @@ def front_plot(every: ColumnDataSource, front: ColumnDataSource, best: ColumnDat
     return human_axes(fig)  # 1-2-5 ticks, separators, no exponents
 
 
-def traffic_html(rows: list[dict]) -> str:
-    """The per-layer, per-level table: counts with separators, energies in the unit that
-    reads best, pJ per MAC without exponents."""
+TRAFFIC_NOTE = "accesses in elements (reads + writes) per layer and level"
+
+
+def traffic_text(rows: list[dict]) -> pd.DataFrame:
+    """The per-layer, per-level table as read: counts with separators, energies in the unit
+    that reads best, pJ per MAC without exponents (the columns of `rows`, in their order)."""
     table = pd.DataFrame(rows).rename(columns={"pj_per_mac": "pJ/MAC"})
     table.insert(table.columns.get_loc("energy_pj"), "energy",
                  table.pop("energy_pj").map(fmt_energy))  # in nJ, µJ, mJ as it reads best
@@ -128,8 +131,12 @@ def traffic_html(rows: list[dict]) -> str:
             table[col] = table[col].map(fmt_count)
         elif pd.api.types.is_float_dtype(table[col]):
             table[col] = table[col].map(lambda v: fmt_number(v, 4))
-    return (table.to_html(index=False)
-            + "<p><i>accesses in elements (reads + writes) per layer and level</i></p>")
+    return table
+
+
+def traffic_frames(rows: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`traffic_text` of the rows and the rows' numbers, column for column."""
+    return traffic_text(rows), pd.DataFrame(rows)
 
 
 def describe_design(design: Design) -> str:
