@@ -8,7 +8,6 @@ import copy
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import yaml
 from hypothesis import assume, given, settings
@@ -486,82 +485,3 @@ def test_planning_on_levels_shows_a_bar_per_layer(capsys) -> None:
     assert "blocking layers over levels" in err and "0/4" in err
     quiet = network_plan(net, plat, "energy", "off", caches=Caches())
     assert list(shown["energy_pj"]) == list(quiet["energy_pj"])
-
-
-def test_layers_priced_in_worker_processes_give_the_same_plan(monkeypatch, tmp_path) -> None:
-    """With workers, the layers after the first are priced in worker processes when the
-    first had to be searched (an empty disk cache): the plan is the one priced in this
-    process alone, and the workers were used; run again, every search is on disk and no
-    worker starts. Workers that die at once only cost time: their layers are priced here."""
-    import subprocess
-    import sys
-
-    from workbench.explore import levels_ahead
-
-    started, real = [], levels_ahead._start
-
-    def start(jobs):
-        started.append(len(jobs))
-        return real(jobs)
-
-    net, plat = layers.load_network("lenet5"), platforms.load_platform("shave_cmx")
-    alone = network_plan(net, plat, "cycles", caches=Caches())
-    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "a"))  # nothing on disk
-    monkeypatch.setattr(levels_ahead, "_start", start)
-    shared = network_plan(net, plat, "cycles", caches=Caches(), workers=2)
-    assert started == [2, 1]  # lenet5's conv2, fc3 and fc4 after conv1, dealt to two
-    pd.testing.assert_frame_equal(shared, alone)
-    again = network_plan(net, plat, "cycles", caches=Caches(), workers=2)
-    assert started == [2, 1]
-    pd.testing.assert_frame_equal(again, alone)
-
-    def dying(jobs):
-        started.append(0)
-        process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.buffer.read()"],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        process.stdin.close()
-        return process
-
-    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "b"))
-    monkeypatch.setattr(levels_ahead, "_start", dying)
-    alone_again = network_plan(net, plat, "cycles", caches=Caches(), workers=2)
-    assert started == [2, 1, 0, 0]
-    pd.testing.assert_frame_equal(alone_again, alone)
-
-
-def test_ctrl_c_while_workers_price_layers_is_one_line(tmp_path) -> None:
-    """`workbench explore` on levels with an empty disk cache prices layers in worker
-    processes; SIGINT then ends it with rc 130 and one line, and no worker is left."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    cli = [sys.executable, "-m", "workbench.cli", "explore", "seed002_alexnet", "--platform",
-           "seed001_3level"]
-    proc = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, WORKBENCH_CACHE_DIR=str(tmp_path)))
-    workers: list[str] = []
-    deadline = time.monotonic() + 120
-    while not workers and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)
-        workers = [pid for pid in os.listdir("/proc") if pid.isdigit() and
-                   "levels_worker" in _reads(f"/proc/{pid}/cmdline") and
-                   _reads(f"/proc/{pid}/stat").rsplit(")", 1)[-1].split()[1] == str(proc.pid)]
-    assert workers, "no worker started"
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "Traceback" not in err
-    assert err.strip().splitlines() == ["workbench explore: interrupted; what was committed "
-                                        "is kept"]
-    time.sleep(0.5)
-    assert not [pid for pid in workers if os.path.exists(f"/proc/{pid}")]
-
-
-def _reads(path: str) -> str:
-    try:
-        with open(path, "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -74,8 +73,7 @@ def best_per_layer(args: argparse.Namespace
     plat = platform_of(args)
     per_layer = explore.network_plan(net, plat, args.objective, fusion_modes(args, net),
                                      tuple(args.schedule or SCHEDULES), compare_unfused=True,
-                                     progress=not args.json and sys.stderr.isatty(),
-                                     workers=os.cpu_count() or 1)
+                                     progress=not args.json and sys.stderr.isatty())
     totals = explore.network_totals(per_layer, plat)
     totals["unfused_ext_accesses"] = per_layer.attrs["unfused_ext_accesses"]
     memory = f"{units.fmt_bytes(plat.local_mem_bytes)} local memory each"

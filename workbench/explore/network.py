@@ -34,7 +34,6 @@ from workbench.errors import WorkbenchError
 from workbench.explore import composed, pool_fold
 from workbench.explore.bands import BANDS, CHANNEL_BANDS, band_of, state_of
 from workbench.explore.cores import best_option, prebuild, share_rows
-from workbench.explore.levels_ahead import levels_row, unkept_rows
 from workbench.explore.query import OBJECTIVE_COLUMNS, check_objective, ranking
 from workbench.layers.network import Network
 from workbench.layers.spec import ActivationLayer, ConcatLayer, EltwiseLayer, Layer, map_elems
@@ -132,6 +131,26 @@ def _tiled(layer, platform, objective, schedules, local_traffic, caches: Caches)
                                                        "bus_cycles", "bound")}
 
 
+def _levels(layer, platform: Platform, objective: str, in_kept: bool, out_kept: bool,
+            caches: Caches) -> dict | None:
+    """A conv/fc layer on a platform with levels (`composed`): its best mapping's row."""
+    found = composed.best(layer, platform, objective, (in_kept, out_kept), caches)
+    if found is None:
+        return None
+    return {k: v for k, v in found[1].items() if k not in ("edp", "bus_cycles")}
+
+
+def _with_bar(items: list[int], work) -> None:
+    """`work(item)` for each item, with a progress bar on stderr (layers searched)."""
+    from tqdm import tqdm
+
+    with tqdm(total=len(items), unit="layer", desc="blocking layers over levels",
+              leave=False) as bar:
+        for item in items:
+            work(item)
+            bar.update()
+
+
 def band_kinds(layers: Sequence[Layer], i: int, cores: int) -> list[str]:
     """How the boundary after layer i may keep its map in bands across all `cores` cores
     (`bands` states), between the layer (i, or i − 1 with an activation folded into it at
@@ -220,16 +239,14 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
                  fusion: str | Mapping[str, str] = "auto",
                  schedules: Sequence[str] = SCHEDULES, local_traffic: bool = True,
                  compare_unfused: bool = False, progress: bool = False,
-                 caches: Caches | None = None, workers: int = 1) -> pd.DataFrame:
+                 caches: Caches | None = None) -> pd.DataFrame:
     """One row per layer in network order: cores, split, tile (conv/fc) or chunk (streamed),
     cycles and energy by part, external accesses, `fused_in`/`fused_out`, `folded`, `bound`
     ("compute" or "I/O"), throughput, utilization. df.attrs["unfused_ext_accesses"]: the same
     network's external accesses with fusion off (when `compare_unfused`). `progress`: a bar
     on stderr while missing candidate sets are built (on a platform with levels: while each
     conv/fc layer's shares are blocked). `caches`: what the plan keeps for later
-    ones (an app's, a command's; none: for this call). `workers`: on a platform with levels,
-    processes that may block the conv/fc layers when their searches are not on disk
-    (`levels_ahead`)."""
+    ones (an app's, a command's; none: for this call)."""
     check_objective(objective)
     caches = caches_or_new(caches)
     layers = list(net)
@@ -254,7 +271,7 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
         if (shapes[i], kin, kout) not in cache:
             layer = layers[i]
             if layer.tiled and levels:
-                row = levels_row(layer, platform, objective, (kin, kout), caches)
+                row = _levels(layer, platform, objective, kin, kout, caches)
             elif layer.tiled:
                 row = _tiled(layer, platform, objective, schedules, local_traffic, caches) \
                     if not (kin or kout) else _tiled_kept(layer, platform, objective, kin, kout,
@@ -265,11 +282,8 @@ def network_plan(net: Network, platform: Platform, objective: str = "cycles",
             cache[shapes[i], kin, kout] = row
         return cache[shapes[i], kin, kout]
 
-    if levels:  # each distinct conv/fc layer's searches first, with a bar, maybe in workers
-        first = {shapes[i]: i for i in reversed(range(n)) if layers[i].tiled}
-        unkept_rows([(i, layers[i]) for i in sorted(first.values())], platform, objective,
-                    caches, lambda i, row: cache.__setitem__((shapes[i], False, False), row),
-                    workers, progress)
+    if progress and levels:  # the searches of each conv/fc layer's shares, with a bar
+        _with_bar([i for i in range(n) if layers[i].tiled], lambda i: cost(i, False, False))
 
     def outs(i: int) -> list:
         if not ok_boundary[i]:

@@ -47,12 +47,10 @@ def code_hash() -> str:
 
 class SearchStore:
     """A session's view of the stored searches (one per `memo.Caches`): whether its folder
-    was tidied (old code's folders removed, the oldest files over FILES_KEPT deleted), and
-    how many searches it stored (`saved`: those it had to run)."""
+    was tidied (old code's folders removed, the oldest files over FILES_KEPT deleted)."""
 
     def __init__(self) -> None:
         self.folder = cache_dir() / f"searches-{code_hash()}"
-        self.saved = 0
         self._tidied = False
         self._lock = threading.Lock()
 
@@ -80,8 +78,6 @@ class SearchStore:
         """Store a finished search's answer (best effort: a full disk only loses the copy).
         A search that finds nothing fitting is not stored: its message names the layer and
         hierarchy, and it ends at the first bound."""
-        with self._lock:
-            self.saved += 1
         b = found.blocking
         doc = {"key": key, "blocking": {"orders": b.orders, "tiles": b.tiles,
                                         "buffers": b.buffers},
