@@ -3,7 +3,7 @@
 capacity no larger, never exceeds the level's least fitting energy there (priced point by
 point); none is used at a larger capacity; and searches one after another (the app's edits)
 equal searches from an empty memory, themselves equal to the brute force
-(test_hierarchy_search)."""
+(test_hierarchy_search), and of equal optima they find the same one."""
 
 from __future__ import annotations
 
@@ -104,9 +104,11 @@ def test_searches_after_searches_equal_searches_from_nothing(case, edits) -> Non
         hierarchies.append(Hierarchy(levels, mac_energy_pj=last.mac_energy_pj,
                                      datapath=last.datapath))
     caches = Caches()  # the warm searches' (no caches: a search's own, from empty memos)
-    warm = [search(layer, h, PREC, caches=caches).energy_pj for h in hierarchies]
-    for h, energy in zip(hierarchies, warm, strict=True):
-        assert energy == pytest.approx(search(layer, h, PREC).energy_pj, rel=1e-12)
+    warm = [search(layer, h, PREC, caches=caches) for h in hierarchies]
+    for h, found in zip(hierarchies, warm, strict=True):
+        cold = search(layer, h, PREC)
+        assert found.energy_pj == pytest.approx(cold.energy_pj, rel=1e-12)
+        assert found.blocking == cold.blocking  # of equal optima, the same one
 
 
 def test_app_like_edits_use_kept_bounds_and_change_no_optimum() -> None:
@@ -120,12 +122,13 @@ def test_app_like_edits_use_kept_bounds_and_change_no_optimum() -> None:
 
     sizes = ((65536, 1024), (131072, 1024), (262144, 1024), (131072, 512), (65536, 256))
     caches = Caches()
-    warm = [search(layer, _two_levels(rf, sram=sram), PREC, energy, caches=caches).energy_pj
+    warm = [search(layer, _two_levels(rf, sram=sram), PREC, energy, caches=caches)
             for sram, rf in sizes]
     assert len(SearchMemo.of(caches).inner) >= 3
     for (sram, rf), found in zip(sizes, warm, strict=True):
-        assert found == pytest.approx(
-            search(layer, _two_levels(rf, sram=sram), PREC, energy).energy_pj, rel=1e-12)
+        cold = search(layer, _two_levels(rf, sram=sram), PREC, energy)
+        assert found.energy_pj == pytest.approx(cold.energy_pj, rel=1e-12)
+        assert found.blocking == cold.blocking
 
 
 @pytest.mark.parametrize("halves", [False, True])

@@ -17,9 +17,6 @@ from workbench.designs.session import platform_doc
 from workbench.errors import WorkbenchError
 from workbench.memo import Caches
 
-# equally good tiles: which one the engine keeps can depend on its caches (see test_undo)
-TIE_COLUMNS = ["tiles", "shares"]
-
 
 def _fresh(network: str, plat: platforms.Platform, objective: str, fusion: str = "auto",
            batch: int = 1) -> pd.DataFrame:
@@ -28,10 +25,8 @@ def _fresh(network: str, plat: platforms.Platform, objective: str, fusion: str =
 
 
 def _same_plan(got: pd.DataFrame, want: pd.DataFrame) -> None:
-    pd.testing.assert_frame_equal(got.drop(columns=TIE_COLUMNS, errors="ignore")
-                                  .reset_index(drop=True),
-                                  want.drop(columns=TIE_COLUMNS, errors="ignore")
-                                  .reset_index(drop=True))
+    """Every column, tiles and shares too (test_one_answer)."""
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))
 
 
 def test_a_session_saved_and_loaded_gives_the_same_state_and_plan(tmp_path) -> None:

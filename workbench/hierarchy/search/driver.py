@@ -55,24 +55,29 @@ def search(layer: ConvLayer, hierarchy: Hierarchy, precision: PrecisionLike | No
            size_energy: SizeEnergy | None = None, bypass: bool = True,
            incumbents: Sequence[Blocking] = (), share: tuple[int, int] = (0, 1),
            merged: bool = True, caches: Caches | None = None) -> SearchResult | None:
-    """The minimum-energy blocking of the layer in S (see the module docstring); energy in pJ
-    for the whole layer (ties: any one optimum). bypass=False: only R's holders (every level
-    holds every array it can; NoFitError when no such blocking fits). `incumbents`: blockings
-    to start from (e.g. the layer's optima on other hierarchies): the least-energy one in S
-    that fits (`search.bounds.incumbent`) is an energy the optimum is at most, so only
-    blockings below it are priced; it is the answer when none is. `share` (k, n): only the
-    slices (or class combinations: `search_classes`) k, k + n, k + 2n, ... of a `sliced`
-    layer (n processes searching one layer: the least of their answers is the optimum, each
-    being its share's least or the start); None when the share has no blocking and there is
-    no start. `merged` False: the role orders only, not the merged parts (a smaller space, for
-    measuring what they add). `caches`: where searches keep what later ones reuse
-    (`search.context.SearchMemo`; none: kept for this call only)."""
+    """The minimum-energy blocking of the layer in S (see the module docstring); energy in
+    pJ for the whole layer (ties: the first in the search's own order, whatever it was given
+    or kept before: docs/search.md, "One answer among equal optima"). bypass=False: only R's
+    holders (every level holds every array it can; NoFitError when no such blocking fits).
+    `incumbents`: blockings to start from (e.g. the layer's optima on other hierarchies):
+    the least-energy one in S that fits (`search.bounds.incumbent`) is an energy the optimum
+    is at most, so only blockings below it (× `tuning.TIE`: its equals too) are priced; it is the
+    answer when none is. `share` (k, n): only the slices (or class combinations:
+    `search_classes`) k, k + n, k + 2n, ... of a `sliced` layer (n processes searching one
+    layer: the least of their answers is the optimum, each being its share's least or the
+    start); None when the share has no blocking and there is no start. `merged` False: the
+    role orders only, not the merged parts (a smaller space, for measuring what they add).
+    `caches`: where searches keep what later ones reuse (`search.context.SearchMemo`; none:
+    kept for this call only)."""
     memo = SearchMemo.of(caches_or_new(caches))
     layer = as_grouped(layer)  # a connection table's groups, if it has them
     precision = ElementBytes() if precision is None else precision
     start = incumbent(layer, hierarchy, precision, size_energy, bypass, incumbents)
-    found = _least(layer, hierarchy, precision, size_energy, bypass,
-                   math.inf if start is None else start[0], share, (0, 1), merged, memo)
+    # searched below the start's energy raised by TIE: the optima equal to it are found too,
+    # so that the one returned is the search's own first, whatever incumbents it was given
+    below = math.inf if start is None else start[0] * tuning.TIE
+    found = _least(layer, hierarchy, precision, size_energy, bypass, below, share, (0, 1),
+                   merged, memo)
     interrupt.progress(1.0)
     on_chip = len(hierarchy.levels) - 1
     chains = {d: len(nondominated_chains(e, on_chip)) for d, e in dim_extents(layer).items()}

@@ -6,6 +6,7 @@ at a time in the compiled `search.kernel.least_total`."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -199,6 +200,8 @@ def price_points(search: RoleSearch, grid: dict, rows: tuple, live: list[Pattern
         bound = outside + inner
         keep = np.nonzero(bound * layer.groups < best)[0]
         size = tuning.FIRST
+        lowers = np.full(len(sub), np.nan)
+        here = None  # (position in sub, placement) of this pattern's least point found
         while len(keep):
             interrupt.check()  # a safe point: nothing half-stored (`interrupt`)
             if len(keep) > size:
@@ -213,16 +216,62 @@ def price_points(search: RoleSearch, grid: dict, rows: tuple, live: list[Pattern
                                    precision, pattern)
             total, i, at, lower = least_total_at(hierarchy, blocks, held, outside[idx],
                                                  inner[idx], layer.groups, best)
+            lowers[idx] = lower
             if memory is not None:
                 memory.note(*variant(pattern, on_chip), _into_inner(pj_bit, pattern, on_chip),
                             points[sub[idx]], lower)
             if i >= 0:
-                best, j = total, int(sub[idx[i]])
-                found = best, ({d: int(chain_at[d][j]) for d in DIMS},
-                               {**{k: int(v[idx[i]]) for k, v in picks.items()},
-                                on_chip: at}, pattern)
+                best, here = total, (int(idx[i]), at)
             keep = keep[bound[keep] * layer.groups < best]
+        if here is not None:  # of equal optima, one chosen by what they are
+            here = _first_of_equals(PatternPoints(pattern, sub, outside, inner, lowers),
+                                    here, best, search.space, flat)
+        if here is not None:
+            j = int(sub[here[0]])
+            found = best, ({d: int(chain_at[d][j]) for d in DIMS},
+                           {**{k: int(v[here[0]]) for k, v in picks.items()},
+                            on_chip: here[1]}, pattern)
     return found
+
+
+@dataclass(frozen=True)
+class PatternPoints:
+    """One pattern's points as `price_points` priced them: positions `sub` in the slice, the
+    energy outside the innermost level (pJ, one group), the innermost level's floor there
+    (raised to the kept bounds) and its kernel lower bounds where priced (NaN: not)."""
+
+    pattern: Pattern
+    sub: np.ndarray
+    outside: np.ndarray
+    floor: np.ndarray
+    lowers: np.ndarray
+
+
+def _first_of_equals(pts: PatternPoints, here: tuple[int, int], least: float, space,
+                     flat: LazyPoints) -> tuple[int, int]:
+    """Of the pattern's points whose total is `least` (its least, found at position here[0]
+    in batches whose order the kept bounds may have set), the one with the fewest blocks at
+    the outermost on-chip level (the fewest DRAM refills), then at each level inwards, then
+    the first position: the same one whatever earlier searches kept (docs/search.md, "One
+    answer among equal optima"). Every such point is a candidate here: its floor and its
+    kernel lower bound are at most its total; candidates are priced in that order, and the
+    kernel returns the first of least total."""
+    layer, hierarchy, groups = space.layer, space.hierarchy, space.layer.groups
+    lows = np.where(np.isnan(pts.lowers), pts.floor, pts.lowers)
+    cand = np.flatnonzero(((pts.outside + pts.floor) * groups <= least)
+                          & ((pts.outside + lows) * groups <= least))
+    if len(cand) <= 1:
+        return here
+    tiles = flat.take(pts.sub[cand])
+    on_chip = len(hierarchy.levels) - 1
+    blocks_at = [np.prod([p / t[g] for t, p in tiles.values()], axis=0)
+                 for g in range(on_chip)]  # innermost level first
+    cand = cand[np.lexsort((cand, *blocks_at))]
+    blocks, held = level_blocks(layer, hierarchy, on_chip, flat.take(pts.sub[cand]),
+                                space.pj_bit, space.precision, pts.pattern)
+    total, i, at, _ = least_total_at(hierarchy, blocks, held, pts.outside[cand],
+                                     pts.floor[cand], groups, least * tuning.TIE)
+    return (int(cand[i]), at) if i >= 0 and total <= least else here
 
 
 def _into_inner(pj_bit: np.ndarray, pattern: Pattern, on_chip: int) -> np.ndarray:
@@ -232,4 +281,4 @@ def _into_inner(pj_bit: np.ndarray, pattern: Pattern, on_chip: int) -> np.ndarra
                      for a, src in zip(held, sources, strict=True)], dtype=float)
 
 
-__all__ = ["price_slice", "price_points"]
+__all__ = ["PatternPoints", "price_slice", "price_points"]

@@ -30,6 +30,9 @@ LEVEL_BYTES = 256 * 2**20  # outer levels' best placements per class
 KEPT_BYTES = 64 * 2**20    # the innermost level's kept bounds (`memory.KeptBounds`)
 PER_KEY = 24  # kept bounds per (layer, arrays held): sources and capacities remembered
 
+TIE = 1.0 + 1e-9  # above an energy by more than two pricings of it differ (a few ulps): equal
+# optima are searched below it (docs/search.md, "One answer among equal optima")
+
 __all__ = ["ALONE_BYTES", "BATCH", "CHUNK", "CLASS_LIMIT", "CPUS", "FIRST", "KEPT_BYTES",
            "LEVEL_BYTES", "PER_KEY", "SEED", "SHARE", "SMALL", "SPLIT", "TABLE_BYTES",
-           "TABLE_LIMIT", "WEAK"]
+           "TABLE_LIMIT", "TIE", "WEAK"]
