@@ -207,8 +207,8 @@ def _node_macs(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> in
 @pytest.mark.parametrize("name", NAMES)
 def test_macs_equal_the_per_node_formula(name: str) -> None:
     """The importer counts what onnxruntime's shapes multiply to; the QDQ and QOperator
-    forms import with no warning, except the QOperator ViT's GELU (its Erf is one warning
-    line: the quantized Add/Mul around it are not matched as a GELU)."""
+    forms import with no warning (the GELU is matched through Q/DQ pairs and through
+    QLinearAdd/QLinearMul)."""
     path = FILES / f"{name}.onnx"
     model = onnx.load(str(path))
     tensors = _every_tensor(model, _images(name, 1))[0]
@@ -217,11 +217,7 @@ def test_macs_equal_the_per_node_formula(name: str) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         net = layers.load_network(path)
-    lines = [str(w.message) for w in caught]
-    if name == "vit_mini_pt_qop":
-        assert len(lines) == 1 and "unknown operator 'Erf'" in lines[0]
-    else:
-        assert lines == []
+    assert [str(w.message) for w in caught] == []
     assert net.macs == _node_macs(model, shapes)
     if name.startswith("vit"):
         attention = [lay for lay in net if lay.kind == "other" and lay.macs]
@@ -229,7 +225,33 @@ def test_macs_equal_the_per_node_formula(name: str) -> None:
         assert all(lay.macs == 2 * 17 * 17 * 32 for lay in attention)  # heads × 17² × d
         assert sum(lay.kind == "layernorm" for lay in net) == 5
         gelus = [lay for lay in net if lay.kind == "activation" and lay.func == "gelu"]
-        assert len(gelus) == (2 if name.endswith("_qdq") else 0)  # through its Q/DQ pairs
+        assert len(gelus) == 2
+
+
+@pytest.mark.parametrize("name", ["vit_mini_pc_qdq", "vit_mini_pt_qop"])
+def test_gelu_with_another_constant_is_not_a_gelu(name: str, tmp_path: Path) -> None:
+    """The "1" of 1 + erf(x/√2), quantized, given twice its scale (it then dequantizes to 2):
+    not a GELU; the Erf is one warning line."""
+    model = onnx.load(str(FILES / f"{name}.onnx"))
+    adds = [n for n in model.graph.node if n.op_type in ("Add", "QLinearAdd")
+            and any("Erf" in i for i in n.input)]
+    assert len(adds) == 2
+    inits = {t.name: t for t in model.graph.initializer}
+    made_by = {o: n for n in model.graph.node for o in n.output}
+    for add in adds:
+        if add.op_type == "Add":  # QDQ: DequantizeLinear(codes, scale, zero point)
+            scale = made_by[next(i for i in add.input if "Erf" not in i)].input[1]
+        else:  # QLinearAdd: the constant's scale follows its codes
+            slot = 0 if add.input[0] in inits else 3
+            scale = add.input[slot + 1]
+        value = numpy_helper.to_array(inits[scale]) * 2
+        inits[scale].CopyFrom(numpy_helper.from_array(value, scale))
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, str(path))
+    with pytest.warns(UserWarning, match="unknown operator 'Erf'") as caught:
+        net = layers.load_network(path)
+    assert len([w for w in caught if "Erf" in str(w.message)]) == 1
+    assert not [lay for lay in net if getattr(lay, "func", None) == "gelu"]
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v3_small_025_pc_qop", "vit_mini_pc_qdq"])

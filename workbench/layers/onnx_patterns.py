@@ -1,7 +1,8 @@
 """Operator patterns that exporters write for one layer: the exact GELU of torch's exporters,
 x·½·(1 + erf(x/√2)), as Div (or Mul by 1/√2) → Erf → Add 1 → Mul by x → Mul by ½, with the
 ½ taken first (Mul(x, ½) · (1 + erf)) or last, in any operand order; in a QDQ model with a
-QuantizeLinear → DequantizeLinear pair between any two of its nodes. Every intermediate
+QuantizeLinear → DequantizeLinear pair between any two of its nodes; in a QOperator model
+with onnxruntime's QLinearAdd and QLinearMul for Add and Mul. Every intermediate
 tensor must have no reader outside the pattern, so that the pattern is one activation."""
 
 from __future__ import annotations
@@ -26,10 +27,34 @@ class Pattern:
     members: frozenset[int]
 
 
-def _const(gr: _Graph, tensor: str, want: float) -> bool:
-    """Whether `tensor` is the one-element constant `want`: a value, or a DequantizeLinear
-    of constant codes (a QDQ model's quantized constant)."""
+QLINEAR = {"QLinearAdd": "Add", "QLinearMul": "Mul"}  # onnxruntime's: A at 0, B at 3
+
+
+def _op(node: Any) -> str:
+    """The op a node computes: QLinearAdd/Mul (com.microsoft) as Add/Mul."""
+    return QLINEAR.get(node.op_type, node.op_type) if node.domain == "com.microsoft" \
+        else node.op_type
+
+
+def _operands(node: Any) -> list[str]:
+    if node.domain == "com.microsoft" and node.op_type in QLINEAR:
+        return [node.input[0], node.input[3]] if len(node.input) > 3 else []
+    return [i for i in node.input if i]
+
+
+def _const(gr: _Graph, tensor: str, want: float, reader: Any = None) -> bool:
+    """Whether `tensor` is the one-element constant `want`: a value, a DequantizeLinear of
+    constant codes (a QDQ model's quantized constant), or constant codes that `reader`, a
+    QLinearAdd/Mul, reads with its scale and zero point."""
     value = gr.g.values.get(tensor)
+    if value is not None and reader is not None and reader.op_type in QLINEAR and \
+            reader.domain == "com.microsoft":
+        slot = 0 if reader.input[0] == tensor else 3
+        scale, zero = (gr.g.values.get(reader.input[slot + i]) for i in (1, 2))
+        if scale is None or zero is None or scale.size != 1 or zero.size != 1:
+            return False
+        value = (np.asarray(value, np.float64) - float(zero.ravel()[0])) * float(
+            scale.ravel()[0])
     dq = gr.node(gr.made_by.get(tensor))
     if value is None and dq is not None and dq.op_type == "DequantizeLinear":
         ins = [gr.g.values.get(i) for i in dq.input[:3] if i]
@@ -42,7 +67,7 @@ def _const(gr: _Graph, tensor: str, want: float) -> bool:
 
 def _other(node: Any, tensor: str) -> str | None:
     """The other operand of a binary node with `tensor` as one operand."""
-    ins = [i for i in node.input if i]
+    ins = _operands(node)
     if len(ins) != 2 or tensor not in ins:
         return None
     return ins[1] if ins[0] == tensor else ins[0]
@@ -68,7 +93,8 @@ class _Graph:
 
 def _next(gr: _Graph, tensor: str) -> tuple[int, str, set[int]] | None:
     """(index of the only reader of `tensor`, the name it reads it by, the nodes passed): a
-    QuantizeLinear → DequantizeLinear pair in between (a QDQ model) is passed through."""
+    QuantizeLinear → DequantizeLinear pair in between (a QDQ model) is passed through, and
+    a QuantizeLinear whose codes a QLinearAdd/Mul reads (a QOperator model)."""
     passed: set[int] = set()
     while True:
         index = gr.only_reader(tensor)
@@ -79,6 +105,8 @@ def _next(gr: _Graph, tensor: str) -> tuple[int, str, set[int]] | None:
             return index, tensor, passed
         dq_i = gr.only_reader(node.output[0])
         dq = gr.node(dq_i)
+        if dq is not None and _op(dq) in ("Add", "Mul") and dq.op_type in QLINEAR:
+            return dq_i, node.output[0], passed | {index}
         if dq is None or dq.op_type != "DequantizeLinear":
             return None
         passed |= {index, dq_i}
@@ -126,10 +154,17 @@ def _then(gr: _Graph, tensor: str, op: str, members: set[int]) -> tuple[Any, int
     """The only reader of `tensor` (through Q/DQ pairs) if it is an `op` node: (node, index,
     the name it reads `tensor` by); its index and the pairs passed join `members`."""
     step = _next(gr, tensor)
-    if step is None or gr.node(step[0]).op_type != op:
+    if step is None or _op(gr.node(step[0])) != op:
         return None
     members |= {step[0], *step[2]}
     return gr.node(step[0]), step[0], step[1]
+
+
+def _same(gr: _Graph, y: str | None, x: str) -> bool:
+    """y is x, or the codes that x dequantizes (a QLinearMul reads x's codes)."""
+    dq = gr.node(gr.made_by.get(x))
+    return y is not None and (y == x or (dq is not None and dq.op_type == "DequantizeLinear"
+                                         and dq.input[0] == y))
 
 
 def _match(gr: _Graph, i: int) -> Pattern | None:
@@ -140,21 +175,21 @@ def _match(gr: _Graph, i: int) -> Pattern | None:
     x, first, passed = start
     members = {first, i, *passed}
     found = _then(gr, erf.output[0], "Add", members)
-    if found is None or not _const(gr, _other(found[0], found[2]) or "", 1.0):
+    if found is None or not _const(gr, _other(found[0], found[2]) or "", 1.0, found[0]):
         return None
     found = _then(gr, found[0].output[0], "Mul", members)
     if found is None:
         return None
     m1, m1_i, read = found
     y = _other(m1, read)
-    if y == x:  # x·(1 + erf) then ·½
+    if _same(gr, y, x):  # x·(1 + erf) then ·½
         found = _then(gr, m1.output[0], "Mul", members)
-        if found is None or not _const(gr, _other(found[0], found[2]) or "", 0.5):
+        if found is None or not _const(gr, _other(found[0], found[2]) or "", 0.5, found[0]):
             return None
         return Pattern(x, found[1], frozenset(members))
-    if y is not None and _const(gr, y, 0.5):  # (1 + erf)·½ then ·x
+    if y is not None and _const(gr, y, 0.5, m1):  # (1 + erf)·½ then ·x
         found = _then(gr, m1.output[0], "Mul", members)
-        if found is None or _other(found[0], found[2]) != x:
+        if found is None or not _same(gr, _other(found[0], found[2]), x):
             return None
         return Pattern(x, found[1], frozenset(members))
     y, passed = _source(gr, y) if y else ("", set())
