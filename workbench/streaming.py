@@ -114,7 +114,7 @@ def geometry(layer: Layer) -> Geometry:
         starts = tuple(int(s) for s in np.cumsum(layer.parts)[:-1]) \
             if isinstance(layer, ConcatLayer) else ()
         return Geometry(c, h, w, (1, 1, 0, c), same, cols, n, 1, 0, False, starts)
-    k = _product_k(layer)
+    k = layer.product_k if isinstance(layer, GenericLayer) else 0
     if k:  # A's rows (K columns) as the input, B's K × N block per map as the side fetch
         return Geometry(c, h, w, (1, 1, 0, c), same, cols, n, 1, layer.ops // layer.elements,
                         True, side=k * w, in_cols=k)
@@ -122,14 +122,6 @@ def geometry(layer: Layer) -> Geometry:
     return Geometry(c, h, w, (1, 1, 0, c), same, cols, n, inputs, layer.ops // layer.elements,
                     True, side=int(isinstance(layer, ScaleLayer)))
 
-
-def _product_k(layer: Layer) -> int:
-    """K of a generic layer that is a product of two data tensors laid out as G × M × K
-    (input) → G × M × N (output), with MACs = output elements × K; 0 for any other layer."""
-    if not isinstance(layer, GenericLayer) or layer.inputs != 2 or not layer.macs_per_image:
-        return 0
-    (ci, hi, k), (c, h, w) = layer.in_shape, layer.out_shape
-    return k if (ci, hi) == (c, h) and layer.macs_per_image == c * h * w * k else 0
 
 
 @dataclass(frozen=True)
