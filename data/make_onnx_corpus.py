@@ -8,7 +8,9 @@ Needs torch and torchvision (not run or test dependencies of the workbench)::
 data/onnx/transformers/ holds the attention and LayerNorm models of `TRANSFORMERS` (DeiT-S and
 a MobileViT-XXS-style network are defined here, the others come from torchvision);
 data/onnx/detection/ the whole detection models of `DETECTION` (transform, If, TopK,
-NonZero and all), which the importer cuts down to backbone and heads.
+NonZero and all), which the importer cuts down to backbone and heads; data/onnx/int8/ the
+quantized models of `INT8` (see `export_int8`: these keep their weights, since they are run).
+Besides torch and torchvision, the int8 files need onnxruntime (its quantizer).
 
 Every model is built with weights=None, put in eval mode and exported at batch 1
 (inception_v3 at 299×299, the others at 224×224) with torch's legacy (TorchScript) exporter,
@@ -65,7 +67,8 @@ def build(name: str):
         model = getattr(detection, name)(weights=None, weights_backbone=None).eval()
         return model, [torch.zeros(3, DETECTION[name], DETECTION[name])]
     if name in CUSTOM:
-        side = 256 if name == "mobilevit_xxs" else 224  # MobileViT's own input size
+        side = SIDES.get(name, 224)  # MobileViT's own input size; the small int8 models'
+        torch.manual_seed(0)  # the int8 models keep their weights: the same ones every run
         return CUSTOM[name]().eval(), torch.zeros(1, 3, side, side)
     models = _torchvision()
     kwargs = {"weights": None}
@@ -157,7 +160,32 @@ def _mobilevit_xxs():
         conv(80, 320), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(320, 1000))
 
 
-CUSTOM = {"deit_small": _deit_small, "mobilevit_xxs": _mobilevit_xxs}
+def _mobilenet_v3_small_025():
+    """torchvision's MobileNet-v3-small at width ×0.25 with 10 classes (squeeze-and-excitation,
+    hard-swish, residual adds), at 96×96."""
+    return _torchvision().mobilenet_v3_small(weights=None, width_mult=0.25, num_classes=10)
+
+
+def _vit_mini():
+    """torchvision's ViT at 32×32: 8×8 patches (16 tokens and the class token), 2 layers of 2
+    heads, 64 features, MLP 128, 10 classes. torchvision zeroes the head's weights (every
+    logit would be 0): they are drawn here like the others."""
+    import torch
+    from torchvision.models.vision_transformer import VisionTransformer
+
+    model = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                              hidden_dim=64, mlp_dim=128, num_classes=10)
+    torch.nn.init.normal_(model.heads.head.weight, std=0.02)
+    return model
+
+
+CUSTOM = {"deit_small": _deit_small, "mobilevit_xxs": _mobilevit_xxs,
+          "mobilenet_v3_small_025": _mobilenet_v3_small_025, "vit_mini": _vit_mini}
+SIDES = {"mobilevit_xxs": 256, "mobilenet_v3_small_025": 96, "vit_mini": 32}
+# data/onnx/int8/: model → the (per-channel?, format) forms written, <model>_{pt|pc}_{qdq|qop}
+INT8 = {"mobilenet_v3_small_025": ((False, "QDQ"), (True, "QOperator")),
+        "vit_mini": ((True, "QDQ"), (False, "QOperator"))}
+CALIBRATION = (8, 1)  # images, seed: standard normal calibration images for quantize_static
 # data/onnx/detection/: whole torchvision detection models, transform and post-processing
 # included (weights=None, weights_backbone=None), fed one image of this side
 DETECTION = {"ssdlite320_mobilenet_v3_large": 320, "retinanet_resnet50_fpn": 800,
@@ -220,6 +248,96 @@ def export(name: str, path: Path, dynamo: bool = False) -> None:
     print(f"{path.relative_to(OUT.parent)}: {path.stat().st_size / 1024:.1f} KiB")
 
 
+def _inline_identities(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Identity nodes of initializers (torch's exporter shares equal tensors through them)
+    replaced by copies: the quantizer looks for biases among the initializers."""
+    inits = {t.name: t for t in model.graph.initializer}
+    kept = []
+    for node in model.graph.node:
+        if node.op_type == "Identity" and node.input[0] in inits:
+            copy = onnx.TensorProto()
+            copy.CopyFrom(inits[node.input[0]])
+            copy.name = node.output[0]
+            model.graph.initializer.append(copy)
+        else:
+            kept.append(node)
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
+    return model
+
+
+def _draw_statistics(model) -> None:
+    """Seeded batch-norm statistics and affine terms, and biases, in place of the untrained
+    ones (mean 0, variance 1, scale 1, bias 0): the folded convolutions then have biases, as
+    trained ones do, and the int8 model's bias codes are not all zero."""
+    import torch
+
+    generator = torch.Generator().manual_seed(1)
+
+    def draw(t, low: float, high: float) -> None:
+        t.copy_(torch.rand(t.shape, generator=generator) * (high - low) + low)
+
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.BatchNorm2d):
+                draw(module.running_mean, -0.2, 0.2)
+                draw(module.running_var, 0.5, 1.5)
+                draw(module.weight, 0.5, 1.5)
+                draw(module.bias, -0.2, 0.2)
+            elif isinstance(module, (torch.nn.Conv2d, torch.nn.Linear)) and \
+                    module.bias is not None:
+                draw(module.bias, -0.2, 0.2)
+
+
+def export_int8(name: str, folder: Path) -> None:
+    """Export model `name` with its (seeded, untrained) weights, let onnxruntime fold its
+    shape arithmetic (quant_pre_process), and write each form of `INT8[name]` that
+    onnxruntime's quantize_static makes of it: int8 weights and activations, calibrated on
+    `CALIBRATION` standard normal images."""
+    import numpy as np
+    import torch
+    from onnxruntime import quantization as ort_q
+
+    model, x = build(name)
+    _draw_statistics(model)
+    with tempfile.TemporaryDirectory() as tmp:
+        raw, ready = Path(tmp) / "model.onnx", Path(tmp) / "ready.onnx"
+        torch.backends.mha.set_fastpath_enabled(False)
+        with torch.no_grad():
+            torch.onnx.export(model, (x,), str(raw), dynamo=False, opset_version=OPSET,
+                              input_names=["input"], output_names=["logits"])
+        onnx.save(_inline_identities(onnx.load(str(raw))), str(raw))
+        ort_q.quant_pre_process(str(raw), str(ready), skip_symbolic_shape=True)
+
+        class Reader(ort_q.CalibrationDataReader):
+            def __init__(self) -> None:
+                count, seed = CALIBRATION
+                rng = np.random.default_rng(seed)
+                self.feeds = iter([{"input": rng.standard_normal(tuple(x.shape)).astype(
+                    np.float32)} for _ in range(count)])
+
+            def get_next(self):
+                return next(self.feeds, None)
+
+        for per_channel, form in INT8[name]:
+            path = folder / f"{name}_{'pc' if per_channel else 'pt'}_" \
+                            f"{'qdq' if form == 'QDQ' else 'qop'}.onnx"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            ort_q.quantize_static(str(ready), str(path), Reader(),
+                                  quant_format=getattr(ort_q.QuantFormat, form),
+                                  per_channel=per_channel,
+                                  activation_type=ort_q.QuantType.QInt8,
+                                  weight_type=ort_q.QuantType.QInt8)
+            proto = onnx.load(str(path))
+            version = torch.__version__.split("+")[0]
+            helper.set_model_props(proto, {"source": (
+                f"{name} of data/make_onnx_corpus.py (seeded untrained weights), torch "
+                f"{version} legacy exporter, onnxruntime quantize_static: "
+                f"{'per channel' if per_channel else 'per tensor'}, {form}, int8")})
+            onnx.save(proto, str(path))
+            print(f"{path.relative_to(OUT.parent)}: {path.stat().st_size / 1024:.1f} KiB")
+
+
 def main() -> None:
     for name in MODELS:
         export(name, OUT / f"{name}.onnx")
@@ -229,6 +347,8 @@ def main() -> None:
                dynamo=dynamo)
     for name in DETECTION:
         export(name, OUT / "detection" / f"{name}.onnx")
+    for name in INT8:
+        export_int8(name, OUT / "int8")
 
 
 if __name__ == "__main__":

@@ -66,6 +66,25 @@ def test_faster_rcnn_cuts_its_box_decoding_and_second_stage() -> None:
     assert not any(lay.name.startswith("roi_heads") for lay in net)
 
 
+def test_explore_plans_ssdlite_with_input_shape(capsys: pytest.CaptureFixture) -> None:
+    """`workbench explore FILE --input-shape 3,320,320`: one warning line per cut sub-graph
+    on stderr, no traceback, and a plan of the backbone and heads with the published MACs."""
+    import json
+
+    from workbench.cli import main
+
+    path = str(FILES / "ssdlite320_mobilenet_v3_large.onnx")
+    assert main(["explore", path, "--input-shape", "3,320,320", "--platform", "idsp",
+                 "--json"]) == 0
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)["rows"]
+    cut = [line for line in captured.err.splitlines() if "cut " in line]
+    assert len(cut) == 2 and "Traceback" not in captured.err
+    assert sum(row["macs"] for row in rows) / 1e9 == pytest.approx(0.583, rel=0.01)
+    heads = [row for row in rows if row["layer"].startswith("head.") and row["kind"] == "conv"]
+    assert len(heads) >= 10 and all(row["cycles"] > 0 for row in rows)
+
+
 def test_transform_needs_the_input_shape() -> None:
     with pytest.raises(WorkbenchError) as err:
         layers.load_network(FILES / "ssdlite320_mobilenet_v3_large.onnx")

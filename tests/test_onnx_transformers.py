@@ -130,6 +130,35 @@ def test_mobilevit_plan(capsys: pytest.CaptureFixture) -> None:
     assert sum(row["macs"] for row in rows) == net.macs
 
 
+@pytest.mark.parametrize("name", ["vit_b_16", "deit_small"])
+def test_show_and_explore_plan_vit_and_deit(name: str, capsys: pytest.CaptureFixture) -> None:
+    """`workbench show` and `workbench explore` on ViT-B/16 and DeiT-S: the published MACs
+    (torchvision's 17.564 G, the paper's 4.6 G), every layer planned with cycles, and each
+    attention product priced with both operands and its output crossing memory at least once
+    (Q·Kᵀ: B has A's elements; scores·V: B has the output's)."""
+    import json
+
+    from workbench.cli import main
+
+    net = _load(name)
+    path = str(FILES / f"{name}.onnx")
+    assert main(["show", path, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["rows"]
+    assert sum(row["macs"] for row in shown) / 1e9 == pytest.approx(PUBLISHED[name][0],
+                                                                    rel=0.01)
+    assert main(["explore", path, "--platform", "idsp", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [row["layer"] for row in rows] == [row["layer"] for row in shown]
+    assert sum(row["macs"] for row in rows) / 1e9 == pytest.approx(PUBLISHED[name][0], rel=0.01)
+    assert all(row["cycles"] > 0 for row in rows)
+    attention = [row for row in rows if row["kind"] == "other" and row["macs"]]
+    assert len(attention) == 24
+    for row in attention:
+        layer = net[row["layer"]]
+        a, out = math.prod(layer.in_shape), math.prod(layer.out_shape)
+        assert row["ext_accesses"] >= a + out + min(a, out)
+
+
 # --- the MatMul counting rule on generated graphs ---------------------------------------------
 
 def _matmul_model(path: Path, a: list[int], b: list[int], b_const: bool) -> Path:

@@ -20,13 +20,15 @@ from workbench.layers.spec import (
     PoolLayer,
     SoftmaxLayer,
 )
+from workbench.layers.stream_spec import GenericLayer
 from workbench.platforms import Platform, from_fields, load_platform
 
 
 @st.composite
 def streamed_layers(draw: st.DrawFn):
     n = draw(st.integers(1, 2))
-    kind = draw(st.sampled_from(["pool", "lrn", "eltwise", "concat", "act", "softmax"]))
+    kind = draw(st.sampled_from(["pool", "lrn", "eltwise", "concat", "act", "softmax",
+                                 "product"]))
     c, h, w = draw(st.integers(1, 6)), draw(st.integers(1, 7)), draw(st.integers(1, 5))
     if kind == "pool":
         kx, ky = draw(st.integers(1, 4)), draw(st.integers(1, 4))
@@ -39,6 +41,10 @@ def streamed_layers(draw: st.DrawFn):
         return LRNLayer("l", c, h, w, n, size=draw(st.sampled_from([1, 3, 5, 7])))
     if kind == "eltwise":
         return EltwiseLayer("e", c, h, w, n, inputs=draw(st.integers(2, 4)))
+    if kind == "product":  # G × M × K times G × K × N, both data (attention)
+        k = draw(st.integers(1, 6))
+        return GenericLayer("m", "MatMul", c, h, k, c, h, w, n, inputs=2,
+                            macs_per_image=c * h * w * k)
     if kind == "concat":
         return ConcatLayer("c", tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))),
                            h, w, n)
@@ -98,6 +104,12 @@ def test_hand_counts() -> None:
     assert (c.in_elems, c.out_elems, c.chunks, c.dma_transfers) == (20, 20, 2, 5)
     assert (c.ops, c.local_accesses) == (0, 0)
     assert streaming.chunk_counts(ConcatLayer("c", (2, 3), 1, 4), 1, 2).dma_transfers == 6
+    # attention's product of 2 maps (heads): A 3 rows × K 4, B 4 × 5; chunks of 1 row × 2
+    # maps: each fetches 2 × 1 × 4 of A and both maps' 4 × 5 blocks of B (2 gets, 1 put)
+    c = streaming.chunk_counts(GenericLayer("m", "MatMul", 2, 3, 4, 2, 3, 5, inputs=2,
+                                            macs_per_image=2 * 3 * 5 * 4), 1, 2)
+    assert (c.in_elems, c.out_elems, c.chunks, c.dma_transfers) == (24 + 3 * 40, 30, 3, 9)
+    assert (c.in_buffer, c.out_buffer, c.ops_per_chunk, c.ops) == (8 + 40, 10, 80, 240)
     # softmax normalizes across maps: one unit, a row is W x C elements
     c = streaming.chunk_counts(SoftmaxLayer("s", 10, 2, 3), 1, 1)
     assert (c.in_elems, c.chunks, c.in_buffer, c.ops_per_chunk) == (60, 2, 30, 90)

@@ -23,7 +23,10 @@ shuffle or a transpose is a DMA-only copy like concat (one gather per chunk); a 
 keeps its scales and shifts local and normalizes whole W-long rows (chunks hold full rows); a
 row softmax is split over maps like an activation; a resize is chunked over its
 input grid, each point writing Fy·Fx outputs; a generic layer is element-wise on its output
-shape with `inputs` inputs of that shape.
+shape with `inputs` inputs of that shape, except a product of two data tensors (attention's
+Q·Kᵀ and scores·V: out G × M × N = A G × M × K times B G × K × N, MACs = out elements × K),
+whose chunk fetches its A rows, K columns each, and the whole K × N block of B for each of its
+maps (one more get), at 2·K ops per output element.
 """
 
 from __future__ import annotations
@@ -80,7 +83,8 @@ class Geometry:
     ops_per_output: int
     vector: bool
     boundaries: tuple[int, ...] = ()  # concat: first maps of parts 2..n
-    side: bool = False  # scale: a per-map vector fetched with each chunk
+    side: int = 0  # elements per map fetched with each chunk: scale 1, a product's B K·N
+    in_cols: int = 0  # input columns read per row when all are (a product's K), else 0
     out_scale: int = 1  # resize: output elements written per grid point
 
 
@@ -110,9 +114,14 @@ def geometry(layer: Layer) -> Geometry:
         starts = tuple(int(s) for s in np.cumsum(layer.parts)[:-1]) \
             if isinstance(layer, ConcatLayer) else ()
         return Geometry(c, h, w, (1, 1, 0, c), same, cols, n, 1, 0, False, starts)
+    k = layer.product_k if isinstance(layer, GenericLayer) else 0
+    if k:  # A's rows (K columns) as the input, B's K × N block per map as the side fetch
+        return Geometry(c, h, w, (1, 1, 0, c), same, cols, n, 1, layer.ops // layer.elements,
+                        True, side=k * w, in_cols=k)
     inputs = layer.inputs if isinstance(layer, EltwiseLayer | GenericLayer) else 1
     return Geometry(c, h, w, (1, 1, 0, c), same, cols, n, inputs, layer.ops // layer.elements,
-                    True, side=isinstance(layer, ScaleLayer))
+                    True, side=int(isinstance(layer, ScaleLayer)))
+
 
 
 @dataclass(frozen=True)
@@ -186,9 +195,9 @@ def chunk_counts(layer: Layer, rows: int | np.ndarray, maps: int | np.ndarray,
     r, m = np.broadcast_arrays(np.asarray(rows, np.int64), np.asarray(maps, np.int64))
     groups, in_maps, big_maps = _bands(a, b, m, g.map_win)
     bands, in_rows, big_rows = _bands(0, g.out_rows, r, g.row_win)
-    _, in_cols, _ = _bands(0, g.out_cols, np.int64(g.out_cols), g.col_win)
+    in_cols = g.in_cols or _bands(0, g.out_cols, np.int64(g.out_cols), g.col_win)[1]
     chunks = g.images * groups * bands
-    gets = chunks * (g.inputs + g.side)
+    gets = chunks * (g.inputs + (g.side > 0))
     for p in g.boundaries:  # concat: a group straddling a part boundary reads two blocks
         gets = gets + g.images * bands * ((a < p < b) & ((p - a) % np.minimum(m, b - a) != 0))
     out = g.images * (b - a) * g.out_rows * g.out_cols * g.out_scale
@@ -221,7 +230,7 @@ def trace_counts(layer: Layer, rows: int, maps: int,
     g = geometry(layer)
     a, b = _check_chunk(layer, g, rows, maps, share)
     written = np.zeros((g.images, g.units, g.out_rows, g.out_cols), dtype=np.int64)
-    cols = len(_block(range(g.out_cols), g.col_win))
+    cols = g.in_cols or len(_block(range(g.out_cols), g.col_win))
     part_of = np.searchsorted(np.array(g.boundaries, dtype=np.int64), np.arange(g.units), "right")
     fetched = out = dma = chunks = in_buf = out_buf = big = ops = 0
     for image in range(g.images):
@@ -232,7 +241,8 @@ def trace_counts(layer: Layer, rows: int, maps: int,
                 band = range(y0, min(y0 + rows, g.out_rows))
                 got = g.inputs * in_maps * len(_block(band, g.row_win)) * cols \
                     + g.side * len(group)
-                gets = (len(set(part_of[list(group)])) if g.boundaries else g.inputs) + g.side
+                gets = (len(set(part_of[list(group)])) if g.boundaries else g.inputs) + (
+                    g.side > 0)
                 put = len(group) * len(band) * g.out_cols * g.out_scale
                 written[image, group.start:group.stop, band.start:band.stop, :] += 1
                 fetched, out, dma, chunks = fetched + got, out + put, dma + gets + 1, chunks + 1

@@ -208,7 +208,7 @@ def give_unknown_shapes(model: Any, g: OnnxGraph) -> bool:
         shape = _ms_shape(node, g) if node.op_type in MS_SHAPES else g.shapes[source]
         if shape is None:
             continue
-        info = helper.make_tensor_value_info(node.output[0], g.dtypes.get(source, 1) or 1,
+        info = helper.make_tensor_value_info(node.output[0], _ms_dtype(node, g, source),
                                              list(shape))
         model.graph.value_info.append(info)
         g.shapes[node.output[0]] = shape
@@ -216,13 +216,31 @@ def give_unknown_shapes(model: Any, g: OnnxGraph) -> bool:
     return added
 
 
-MS_SHAPES = ("QGemm", "QLinearGlobalAveragePool", "QLinearAdd", "QLinearMul")
+MS_SHAPES = ("QGemm", "QLinearGlobalAveragePool", "QLinearAdd", "QLinearMul", "QLinearConcat")
+# onnxruntime's quantized operators: the input slot of the output's zero point (its code type)
+MS_OUT_ZERO = {"QLinearGlobalAveragePool": 4, "QLinearAdd": 7, "QLinearMul": 7, "QGemm": 8,
+               "QLinearSigmoid": 4, "QLinearLeakyRelu": 4, "QLinearSoftmax": 4,
+               "QLinearAveragePool": 4, "QLinearConcat": 1}
+
+
+def _ms_dtype(node: Any, g: OnnxGraph, source: str) -> int:
+    """The element type of an unknown operator's output: for onnxruntime's quantized ones the
+    type of the output zero point (QGemm without one writes float), else the source's."""
+    slot = MS_OUT_ZERO.get(node.op_type) if node.domain == "com.microsoft" else None
+    if slot is None:
+        return g.dtypes.get(source, 1) or 1
+    if len(node.input) > slot and node.input[slot]:
+        return g.dtypes.get(node.input[slot], 3) or 3
+    return 1 if node.op_type == "QGemm" else 2  # an omitted zero point is uint8's
 
 
 def _ms_shape(node: Any, g: OnnxGraph) -> tuple[int, ...] | None:
     """The output shape of an onnxruntime quantized operator whose shape is not its first
     input's: QGemm [M, N] (A at input 0, B at input 3, transA/transB), the NCHW global pool
-    [N, C, 1, 1], QLinearAdd/Mul the broadcast of A (input 0) and B (input 3)."""
+    [N, C, 1, 1], QLinearAdd/Mul the broadcast of A (input 0) and B (input 3), QLinearConcat
+    its inputs (2, 5, 8, …) joined along `axis`."""
+    if node.op_type == "QLinearConcat":
+        return _ms_concat(node, g)
     a = g.shapes.get(node.input[0])
     b = g.shapes.get(node.input[3]) if len(node.input) > 3 else None
     if a is None:
@@ -243,3 +261,16 @@ def _ms_shape(node: Any, g: OnnxGraph) -> tuple[int, ...] | None:
     m = a[1] if attrs.get("transA", 0) else a[0]
     n = b[0] if attrs.get("transB", 0) else b[1]
     return (m, n)
+
+
+def _ms_concat(node: Any, g: OnnxGraph) -> tuple[int, ...] | None:
+    """QLinearConcat's output shape: its inputs (slots 2, 5, 8, …) joined along `axis`."""
+    shapes = [g.shapes.get(i) for i in node.input[2::3]]
+    axis = _attrs(node).get("axis")
+    if not shapes or any(s is None or len(s) != len(shapes[0]) for s in shapes) or \
+            not isinstance(axis, int) or not -len(shapes[0]) <= axis < len(shapes[0]):
+        return None
+    axis %= len(shapes[0])
+    if any(s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:] for s in shapes):
+        return None
+    return (*shapes[0][:axis], sum(s[axis] for s in shapes), *shapes[0][axis + 1:])

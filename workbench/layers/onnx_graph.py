@@ -38,7 +38,7 @@ WEIGHT_SLOTS = {"Conv": (1, 2), "ConvTranspose": (1, 2), "QLinearConv": tuple(ra
 PASS_BACK = {"Identity", "Cast", "Transpose", "Reshape", "QuantizeLinear", "DequantizeLinear",
              "Unsqueeze", "Squeeze", "Flatten"}
 MAX_VALUE_ELEMS = 4096  # constants evaluated or kept as values (shape arithmetic)
-ROUNDS = 4  # inference ↔ folding rounds
+ROUNDS = 4  # inference ↔ folding rounds, at least (more while shapes are still being added)
 
 
 @dataclass
@@ -276,7 +276,8 @@ def read_onnx(path: str | Path,
     opset = _check_opset(model, origin)
     known = _known_ops()
     values = _initial_values(graph)
-    for _ in range(ROUNDS):
+    # each round that changes the graph adds a shape or a constant: bounded by the nodes
+    for _ in range(max(ROUNDS, len(graph.node) + 1)):
         model = _infer(model, origin)
         g = _collect(model, values, weights, data_inputs, batch, opset, known)
         changed = fold_constants(model, g) | give_unknown_shapes(model, g)

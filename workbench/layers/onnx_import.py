@@ -81,6 +81,8 @@ MS_CONVERTERS: dict[str, Callable[[ImportContext, Any, str], None]] = {
     **dict.fromkeys(("QLinearAdd", "QLinearMul"), onnx_maps.convert_arithmetic),
     **dict.fromkeys(("QLinearSigmoid", "QLinearLeakyRelu"), onnx_maps.convert_activation),
     "QLinearGlobalAveragePool": onnx_ops.convert_qlinear_global_pool,
+    "QLinearConcat": onnx_maps.convert_concat,
+    "QLinearSoftmax": onnx_maps.convert_softmax,
 }
 SUPPORTED = tuple(sorted({*CONVERTERS, *PASS_THROUGH, *SHAPE_OPS}))
 

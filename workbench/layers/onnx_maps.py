@@ -231,7 +231,9 @@ def convert_arithmetic(ctx: ImportContext, node: Any, name: str) -> None:
 
 
 def convert_concat(ctx: ImportContext, node: Any, name: str) -> None:
-    parts = [i for i in node.input if i]
+    """Concat (and onnxruntime's QLinearConcat, whose data are its inputs 2, 5, 8, …)."""
+    parts = [i for i in (node.input[2::3] if node.op_type == "QLinearConcat" else node.input)
+             if i]
     out = ctx.shape(node.output[0], node, name)
     axis = attrs_of(node).get("axis", 1)
     dims = [ctx.maps(i, node, name) for i in parts]

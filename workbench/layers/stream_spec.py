@@ -9,7 +9,8 @@ elements, counts per layer). All are streamed (`workbench.streaming`), none has 
   permutes the maps, no ops.
 - `ResizeLayer`: upsampling by integer factors (Resize/Upsample, nearest or linear).
 - `GenericLayer`: any other operator, with its inferred input and output shapes; costed as an
-  element-wise layer on its output shape.
+  element-wise layer on its output shape, or, for a product of two data tensors
+  (`product_k`), as one (see `workbench.streaming`).
 """
 
 from __future__ import annotations
@@ -192,6 +193,16 @@ class GenericLayer:
     @property
     def elements(self) -> int:
         return self.C * self.H * self.W * self.On
+
+    @property
+    def product_k(self) -> int:
+        """K when the layer is a product of two data tensors laid out as G × M × K (input)
+        → G × M × N (output) with MACs = output elements × K (attention's Q·Kᵀ and
+        scores·V); 0 otherwise."""
+        if self.inputs != 2 or not self.macs_per_image or (self.Ci, self.Hi) != (self.C,
+                                                                                 self.H):
+            return 0
+        return self.Wi if self.macs_per_image == self.C * self.H * self.W * self.Wi else 0
 
     @property
     def ops_per_output(self) -> int:

@@ -14,12 +14,12 @@ FLOAT_OPS = ("Relu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Lea
              "Sub", "Mul", "Div", "GlobalAveragePool", "GlobalMaxPool", "MaxPool",
              "AveragePool", "Flatten", "Reshape", "Transpose", "Concat", "Softmax", "Identity",
              "Squeeze", "Unsqueeze", "ReduceMean", "Dropout", "Constant", "Conv", "Gemm",
-             "MatMul")
-LAYOUT_OPS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity")
+             "MatMul", "LayerNormalization", "Erf", "Gather", "Sqrt")
+LAYOUT_OPS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Gather")
 QLINEAR_FLOAT = {"QLinearAdd": "Add", "QLinearMul": "Mul", "QLinearSigmoid": "Sigmoid",
                  "QLinearLeakyRelu": "LeakyRelu", "QLinearGlobalAveragePool":
                  "GlobalAveragePool", "QLinearAveragePool": "AveragePool",
-                 "QLinearConcat": "Concat"}
+                 "QLinearConcat": "Concat", "QLinearSoftmax": "Softmax"}
 
 
 def _attrs(node: Any) -> dict[str, Any]:
@@ -182,6 +182,7 @@ def _float(run, node: Any, ins: list) -> np.ndarray:
     x = ins[0] if ins else None
     unary = {"Relu": lambda v: np.maximum(v, 0), "Sigmoid": lambda v: 1 / (1 + np.exp(-v)),
              "Tanh": np.tanh, "Identity": lambda v: v, "Dropout": lambda v: v,
+             "Sqrt": np.sqrt, "Erf": np.vectorize(math.erf, otypes=[np.float64]),
              "HardSigmoid": lambda v: np.clip(a.get("alpha", 0.2) * v + a.get("beta", 0.5),
                                               0, 1),
              "HardSwish": lambda v: v * np.clip(v / 6 + 0.5, 0, 1),
@@ -208,6 +209,13 @@ def _float(run, node: Any, ins: list) -> np.ndarray:
         return x.reshape(shape)
     if op == "Transpose":
         return np.transpose(x, a.get("perm"))
+    if op == "Gather":
+        return np.take(x, np.asarray(ins[1]).astype(np.int64), axis=a.get("axis", 0))
+    if op == "LayerNormalization":  # over the axes from `axis` on; scale, then bias
+        axes = tuple(range(a.get("axis", -1) % x.ndim, x.ndim))
+        mean, var = x.mean(axis=axes, keepdims=True), x.var(axis=axes, keepdims=True)
+        y = (x - mean) / np.sqrt(var + a.get("epsilon", 1e-5)) * ins[1]
+        return y + ins[2] if len(ins) > 2 and ins[2] is not None else y
     if op == "Concat":
         return np.concatenate(ins, axis=a["axis"])
     if op == "Softmax":

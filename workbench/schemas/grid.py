@@ -29,7 +29,8 @@ from workbench.schemas.base import (
 )
 
 NAMES = {"schedules": "schedule", "objectives": "objective", "fusion": "fusion mode",
-         "traffic_models": "traffic model", "bounds": "bound", "hierarchy": "hierarchy"}
+         "traffic_models": "traffic model", "bounds": "bound", "hierarchy": "hierarchy",
+         "number_formats": "number format"}
 HIERARCHY_SUFFIXES = (".yaml", ".yml")
 
 
@@ -117,6 +118,7 @@ class GridDoc(StrictModel):
     data: dict[Text, Text] = {}
     bound: Annotated[str, _name_from("bounds")] = "data"
     traffic_models: _names("traffic_models", least=0) = []
+    number_formats: _names("number_formats", least=0) = []
     objectives: _names("objectives") = ["cycles"]
     fusion: _names("fusion") = ["auto"]
     hierarchy: Annotated[list[Annotated[str, PlainValidator(_hierarchy)]], Unique] = []

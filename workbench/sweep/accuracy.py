@@ -69,11 +69,15 @@ def check(network: str, weights: str | None, data: str | None) -> str:
 
 
 def accuracy(network: str, weights: str | None, data: str | None, acc_bits: int,
-             bound: str, caches: Caches | None = None) -> float | None:
-    """Held-out accuracy of the network quantized for acc_bits, None without data (kept in
-    `caches`: the cases of a batch share it). A width too narrow for any format gives NaN."""
+             bound: str, caches: Caches | None = None,
+             number_format: str | None = None) -> float | None:
+    """Held-out accuracy of the network quantized for acc_bits (or, for a float
+    `number_format`, with every layer's weights and maps in that format: `quant.floats`),
+    None without data (kept in `caches`: the cases of a batch share it). A width too narrow
+    for any fixed-point format gives NaN."""
     found = caches_or_new(caches).store("quantized accuracy", dict)
-    key = (network, weights, data, acc_bits, bound)
+    is_float = number_format not in (None, "fixed")
+    key = (network, weights, data, None if is_float else acc_bits, bound, number_format)
     if key in found:
         return found[key]
     source, _reason = data_source(network, weights, data)
@@ -88,6 +92,13 @@ def accuracy(network: str, weights: str | None, data: str | None, acc_bits: int,
         (cx, cy), (tx, ty) = mnist.load("calib"), mnist.load("test")
     else:
         cx, cy, tx, ty = load_data(source, net)
+    if is_float:
+        from workbench.quant import floats
+
+        names = {layer.name for layer in net.layers}
+        found[key] = floats.accuracy_in(net, params, tx, ty,
+                                        floats.float_format(number_format), names)
+        return found[key]
     n = CALIBRATION_IMAGES
     try:
         res = quant.search(net, params, cx[:n], cx[:n], cy[:n],

@@ -13,7 +13,7 @@ from workbench.errors import WorkbenchError
 from workbench.memo import Caches, caches_or_new
 from workbench.platforms import Platform
 from workbench.sweep import accuracy
-from workbench.sweep.grid import Case, Grid, iter_cases
+from workbench.sweep.grid import FIXED, Case, Grid, iter_cases
 from workbench.sweep.store import SweepStore
 
 
@@ -34,6 +34,10 @@ def case_platform(case: Case) -> Platform:
     if case.hierarchy is not None:
         doc, path = platforms.read_hierarchy(case.hierarchy)
         plat = platforms.with_levels(plat, doc, f"hierarchy file {path!r}")
+    if case.number_format not in (None, FIXED):  # a float format: elements of its size
+        from workbench.quant.floats import float_format
+
+        overrides["elem_bytes"] = float_format(case.number_format).bytes
     return plat.replace(local_mem_bytes=case.memory_bytes, acc_bits=case.acc_bits, **overrides)
 
 
@@ -71,6 +75,8 @@ def evaluate_case(case: Case, grid: Grid, caches: Caches | None = None) -> dict:
            "acc_bits": case.acc_bits, **{k: v for k, v in case.overrides}}
     if case.hierarchy is not None:
         row["hierarchy"] = case.hierarchy
+    if case.number_format is not None:
+        row.update(number_format=case.number_format, elem_bytes=plat.elem_bytes)
     if case.traffic_model is not None:
         from workbench.tiling.dataflow import Precision
 
@@ -101,7 +107,7 @@ def evaluate_case(case: Case, grid: Grid, caches: Caches | None = None) -> dict:
     if case.network in grid.weights or case.network in grid.data:
         value = accuracy.accuracy(case.network, grid.weights.get(case.network),
                                   grid.data.get(case.network), case.acc_bits, grid.bound,
-                                  caches)
+                                  caches, case.number_format)
         if value is not None:
             row["accuracy"] = value
     return row

@@ -23,14 +23,18 @@ from workbench.tiling import SCHEDULES
 
 BOUNDS = ("worst", "weights", "data")  # the quantizer's bounds (workbench.quant.bounds)
 OLD_KEYS = {"buffer_kb": spelling.MEMORY_KB}  # old spellings a grid is still read in
+FIXED = "fixed"  # the number format of the quantizer's dynamic fixed point (`acc_bits` wide)
 
 
 def names() -> dict[str, tuple[str, ...]]:
     """The names a grid may use, per key of `schemas.grid.NAMES`."""
+    from workbench.quant.floats import FORMATS
+
     return {"schedules": tuple(SCHEDULES), "objectives": tuple(explore.OBJECTIVES),
             "fusion": tuple(explore.FUSION_MODES),
             "traffic_models": tuple(explore.TRAFFIC_MODELS), "bounds": BOUNDS,
-            "hierarchy": tuple(platforms.list_hierarchies())}
+            "hierarchy": tuple(platforms.list_hierarchies()),
+            "number_formats": (FIXED, *FORMATS)}
 
 
 @dataclass(frozen=True)
@@ -44,8 +48,12 @@ class Grid:
     (shipped names or .yaml files) that replace each platform's levels, one case each: the
     platform's external/local memory fields follow the hierarchy, then `memory_kb` (KiB) sizes
     its outermost on-chip level (the local memory). A platform with levels, or a case with a
-    hierarchy, adds the hierarchy plan's columns to its row. `buffer_kb`, the old spelling of
-    `memory_kb`, is read as it with one notice."""
+    hierarchy, adds the hierarchy plan's columns to its row. `number_formats` ("fixed", fp16,
+    bf16, fp8-e4m3, fp8-e5m2) gives one case per format: a float format sets the platform's
+    `elem_bytes` to its size (traffic, memory and energy follow) and the accuracy is the whole
+    network's in that format (`quant.floats`); "fixed" keeps the platform's `elem_bytes` and
+    the fixed-point accuracy at `acc_bits`. `buffer_kb`, the old spelling of `memory_kb`, is
+    read as it with one notice."""
 
     networks: list[str]
     platforms: list[str]
@@ -58,6 +66,7 @@ class Grid:
     data: dict[str, str] = field(default_factory=dict)
     bound: str = "data"
     traffic_models: list[str] = field(default_factory=list)
+    number_formats: list[str] = field(default_factory=list)
     objectives: list[str] = field(default_factory=lambda: ["cycles"])
     fusion: list[str] = field(default_factory=lambda: ["auto"])
     hierarchy: list[str] = field(default_factory=list)
@@ -72,6 +81,9 @@ class Grid:
         validate_grid(doc, "grid", WorkbenchError, names())
         for hierarchy in self.hierarchy:  # a broken file fails the grid, before any case runs
             platforms.check_hierarchy(hierarchy)
+        if self.number_formats and "elem_bytes" in self.overrides:
+            raise WorkbenchError("grid: number_formats sets elem_bytes per case; do not also "
+                                 "override elem_bytes")
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Grid:
@@ -102,7 +114,8 @@ class Grid:
         names = ["network", "platform", spelling.MEMORY_KB, "acc_bits", *sorted(self.overrides),
                  "objective", "fusion"]
         return (names + (["traffic_model"] if self.traffic_models else [])
-                + (["hierarchy"] if self.hierarchy else []))
+                + (["hierarchy"] if self.hierarchy else [])
+                + (["number_format"] if self.number_formats else []))
 
 
 @dataclass(frozen=True)
@@ -118,10 +131,12 @@ class Case:
     objective: str = "cycles"
     fusion: str = "auto"
     hierarchy: str | None = None   # a hierarchy replacing the platform's levels
+    number_format: str | None = None  # "fixed" or a float format (`Grid.number_formats`)
 
     @property
     def case_id(self) -> str:
-        text = repr(self).replace(", hierarchy=None", "")  # ids without hierarchies stay put
+        text = repr(self).replace(", number_format=None", "")  # ids without formats stay put
+        text = text.replace(", hierarchy=None", "")  # ids without hierarchies stay put
         if self.objective == "cycles":  # the ids of sweeps ranked by cycles stay put
             text = text.replace(", objective='cycles'", "")
         if self.traffic_model is None:  # the ids of sweeps without traffic models stay put
@@ -132,6 +147,7 @@ class Case:
         """One line naming the case's settings (for failure messages)."""
         model = f", {self.traffic_model} traffic" if self.traffic_model else ""
         model += f", hierarchy {self.hierarchy}" if self.hierarchy else ""
+        model += f", {self.number_format}" if self.number_format else ""
         return (f"case {self.case_id} ({self.network} on {self.platform}, "
                 f"{self.memory_bytes} B, {self.acc_bits}-bit, {dict(self.overrides)}{model})")
 
@@ -143,7 +159,8 @@ def case_count(grid: Grid) -> int:
     """Cases in the grid, counted without building them."""
     return math.prod(len(axis) for axis in (
         grid.networks, grid.platforms, grid.hierarchy or [None], grid.memory_kb, grid.acc_bits,
-        *grid.overrides.values(), grid.traffic_models or [None], grid.objectives, grid.fusion))
+        *grid.overrides.values(), grid.traffic_models or [None], grid.objectives, grid.fusion,
+        grid.number_formats or [None]))
 
 
 def check_size(grid: Grid, what: str = "grid") -> int:
@@ -163,11 +180,12 @@ def iter_cases(grid: Grid) -> Iterator[Case]:
             grid.networks, grid.platforms, grid.hierarchy or [None], grid.memory_kb,
             grid.acc_bits):
         for combo in itertools.product(*(grid.overrides[n] for n in names)):
-            for model, objective, fusion in itertools.product(
-                    grid.traffic_models or [None], grid.objectives, grid.fusion):
+            for model, objective, fusion, number in itertools.product(
+                    grid.traffic_models or [None], grid.objectives, grid.fusion,
+                    grid.number_formats or [None]):
                 yield Case(net, plat, grid.batch, int(kb * 1024), bits,
                            tuple(zip(names, combo, strict=True)), tuple(grid.schedules), model,
-                           objective, fusion, hierarchy)
+                           objective, fusion, hierarchy, number)
 
 
 def cases(grid: Grid) -> list[Case]:
