@@ -4,6 +4,7 @@ a one-line refusal."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from bounded import npz_bomb, python, workbench
@@ -31,6 +32,30 @@ for n in (2000, 20000):
     assert abs(big / small - 10) < 1e-9  # alike layers cost alike: 10x the cycles
     assert run.peak_mib < IMPORTS_MIB + 200, run.peak_mib
     assert run.seconds < 45, run.seconds
+
+
+def _relus(path: Path, n: int) -> Path:
+    path.write_text("name: deep\ninput: [1, 4, 4]\nlayers:\n"
+                    + "".join(f"  - {{name: r{i}, type: relu}}\n" for i in range(n)))
+    return path
+
+
+def test_a_file_of_40k_trivial_layers_is_explored(tmp_path: Path) -> None:
+    """A 1.1 MB network file of 40k trivial layers ended in a MemoryError traceback: now the
+    command plans it, 40,000 rows costing 40,000 times what the one layer costs alone."""
+    path = _relus(tmp_path / "deep.yaml", 40_000)
+    assert 1 << 20 < path.stat().st_size < 4 << 20
+    one = workbench("explore", str(_relus(tmp_path / "one.yaml", 1)), "--json")
+    assert one.rc == 0, one.err[-2000:]
+    alone = json.loads(one.out)["totals"]
+    run = workbench("explore", str(path), "--json", timeout_s=180)
+    print(run.figures())
+    assert run.rc == 0, run.err[-2000:]
+    doc = json.loads(run.out)
+    assert len(doc["rows"]) == 40_000 and doc["rows"][-1]["layer"] == "r39999"
+    assert doc["totals"]["cycles"] == 40_000 * alone["cycles"]
+    assert doc["totals"]["unfused_ext_accesses"] == 40_000 * alone["ext_accesses"]
+    assert run.peak_mib < IMPORTS_MIB + 800, run.figures()  # 730 MiB measured
 
 
 GIB_AND_A_HALF = 1536 << 20  # bytes of zeros in each bomb
