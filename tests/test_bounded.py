@@ -177,6 +177,34 @@ def test_a_streamed_layer_must_read_the_previous_output(tmp_path: Path) -> None:
     assert agrees.rc == 0 and '"output":"8x16x16"' in agrees.out.replace(" ", "")
 
 
+def test_a_conv_or_fc_input_must_agree_with_the_previous_output() -> None:
+    """A conv or fc may restate its input (a printed table's sizes: seed 003's L2 reads one row
+    and column more than L1 writes), but not contradict it: the maps, each side within the
+    kernel, or for an fc the number of values."""
+    import pytest
+
+    from workbench.errors import SpecError
+    from workbench.layers.builder import network_from_dict
+
+    def net(second: dict) -> object:
+        return network_from_dict({"name": "t", "input": [3, 32, 32], "layers": [
+            {"name": "c1", "type": "conv", "maps": 8, "kernel": 3, "pad": 1}, second]}, "t")
+
+    conv = {"name": "c2", "type": "conv", "maps": 4, "kernel": 3}
+    for given in ([8, 34, 34], [8, 30, 31], [8, 32, 32]):  # within the kernel: read as given
+        assert net(conv | {"input": given}).layers[1].in_shape == tuple(given)
+    for given in ([5, 32, 32], [8, 35, 32], [8, 32, 29], [5, 1000000, 1000000]):
+        with pytest.raises(SpecError, match=r"layers\[1\]\.input: must have the maps of the "
+                           r"previous layer's output \[8, 32, 32\] and each side within the "
+                           r"kernel \[3, 3\] of its sides \(a conv reads it\), got "):
+            net(conv | {"input": given})
+    fc = {"name": "f", "type": "fc", "outputs": 10}
+    assert net(fc | {"input": [8192, 1, 1]}).layers[1].macs == 81920
+    with pytest.raises(SpecError, match=r"must hold as many values as the previous "
+                       r"layer's output \[8, 32, 32\] \(an fc reads it\), got \[9, 9, 9\]"):
+        net(fc | {"input": [9, 9, 9]})
+
+
 def test_a_huge_streamed_layer_is_refused_by_its_estimate(tmp_path: Path) -> None:
     """The same pool as a table's own layer (valid, 3e9 output rows): its chunk sizes are
     estimated (268 GiB) and refused before any array is allocated; a small enough one runs,
