@@ -231,3 +231,33 @@ def test_a_case_that_kills_its_worker_ends_the_sweep_naming_it() -> None:
     assert str(info.value) == ("sweep stopped: case #3 killed its Dask worker 2 times (out of "
                                f"memory or a crash); {STOPPED}")
     assert 3 not in done and took < 60
+
+
+def test_sigterm_while_every_worker_is_gone_is_one_line(tmp_path: Path) -> None:
+    """The old hang's last act: once every worker was gone a SIGTERM printed a
+    distributed.AllExit traceback. Workers killed again and again, then SIGTERM inside the
+    patience window: rc 130, one line, the rows kept."""
+    (tmp_path / "grid.yaml").write_text(json.dumps(GRID))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli", "sweep",
+                             str(tmp_path / "grid.yaml"), "--out", str(out), "--jobs", "2",
+                             "--json", "--no-worker-timeout", "120"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_env(tmp_path))
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and not _rows(out) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    start, kills = time.monotonic(), 0
+    while proc.poll() is None and time.monotonic() - start < 3:
+        for pid in _workers(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+            kills += 1
+        time.sleep(0.2)
+    kept = _rows(out)
+    proc.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    _out, err = proc.communicate(timeout=60)
+    print(f"{kills} kills, then SIGTERM: ended {time.monotonic() - sent:.1f} s later")
+    lines = err.strip().splitlines()
+    assert kills >= 2 and proc.returncode == 130 and len(lines) == 1, (kills, err[-3000:])
+    assert lines[0] == "workbench sweep: interrupted; what was committed is kept"
+    assert {k: v for k, v in _rows(out).items() if k in kept} == kept and kept

@@ -221,8 +221,12 @@ class DaskExecutor:
         logged = {} if self.worker_log is None else {
             "preload": [worker_log.__name__], "env": {worker_log.ENV: str(self.worker_log)}}
         try:
+            # saturation 1: a single-threaded worker holds only the task it runs, so a worker
+            # killed by its task (out of memory) counts against that task alone, never against
+            # tasks merely queued there (Dask counts every task a dead worker was processing)
             with _deferred_interrupts(), dask.config.set(
-                    {"distributed.scheduler.allowed-failures": self.patience.task_kills - 1}):
+                    {"distributed.scheduler.allowed-failures": self.patience.task_kills - 1,
+                     "distributed.scheduler.worker-saturation": 1.0}):
                 self.cluster = local_cluster(n_workers=self.jobs, threads_per_worker=1,
                                              processes=True, dashboard_address=":0",
                                              silence_logs=logging.CRITICAL, **logged)
