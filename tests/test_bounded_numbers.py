@@ -159,3 +159,28 @@ def test_a_grid_override_is_refused_exactly_when_the_platform_refuses_it(name: s
     assert (rule is None) == (whole is None), (rule, whole)
     if rule is not None:
         assert rule in whole, (rule, whole)
+
+
+@pytest.mark.parametrize("platform", ["seed001_3level", "shave_cmx"])
+def test_every_row_on_a_platform_with_levels_has_its_level_columns(platform: str) -> None:
+    """`make fuzz` found NaN in the plan of an untouched platform with levels: a streamed or
+    folded layer had no energy_pj_<level> or accesses_<level> (only convs priced by levels
+    did). Each row now has them, and for every row they add up as the model's parts do."""
+    from workbench import explore, layers
+
+    plat = platforms.load_platform(platform)
+    names = [level.name for level in plat.memory.levels]
+    for net in ("lenet5", "cifar10_quick"):
+        plan = explore.network_plan(layers.load_network(net), plat)
+        energy = plan[[f"energy_pj_{n}" for n in names]]
+        counts = plan[[f"accesses_{n}" for n in names]]
+        assert energy.notna().all().all() and counts.notna().all().all(), plan["schedule"]
+        assert set(plan["schedule"]) >= {"levels", "stream"}
+        parts = plan[["energy_compute_pj", "energy_dma_setup_pj", "energy_static_pj"]].sum(1)
+        assert (energy.sum(1) + parts - plan["energy_pj"]).abs().max() <= \
+            1e-9 * plan["energy_pj"].abs().max()
+        assert (counts[f"accesses_{names[0]}"] == plan["ext_accesses"]).all()
+        streamed = plan["schedule"] != "levels"
+        assert (energy.loc[streamed, [f"energy_pj_{n}" for n in names[2:]]] == 0).all().all()
+        assert (plan.loc[streamed, "energy_local_pj"]
+                == energy.loc[streamed, f"energy_pj_{names[1]}"]).all()
