@@ -4,6 +4,7 @@ a one-line refusal."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from bounded import npz_bomb, python, workbench
@@ -31,6 +32,30 @@ for n in (2000, 20000):
     assert abs(big / small - 10) < 1e-9  # alike layers cost alike: 10x the cycles
     assert run.peak_mib < IMPORTS_MIB + 200, run.peak_mib
     assert run.seconds < 45, run.seconds
+
+
+def _relus(path: Path, n: int) -> Path:
+    path.write_text("name: deep\ninput: [1, 4, 4]\nlayers:\n"
+                    + "".join(f"  - {{name: r{i}, type: relu}}\n" for i in range(n)))
+    return path
+
+
+def test_a_file_of_40k_trivial_layers_is_explored(tmp_path: Path) -> None:
+    """A 1.1 MB network file of 40k trivial layers ended in a MemoryError traceback: now the
+    command plans it, 40,000 rows costing 40,000 times what the one layer costs alone."""
+    path = _relus(tmp_path / "deep.yaml", 40_000)
+    assert 1 << 20 < path.stat().st_size < 4 << 20
+    one = workbench("explore", str(_relus(tmp_path / "one.yaml", 1)), "--json")
+    assert one.rc == 0, one.err[-2000:]
+    alone = json.loads(one.out)["totals"]
+    run = workbench("explore", str(path), "--json", timeout_s=180)
+    print(run.figures())
+    assert run.rc == 0, run.err[-2000:]
+    doc = json.loads(run.out)
+    assert len(doc["rows"]) == 40_000 and doc["rows"][-1]["layer"] == "r39999"
+    assert doc["totals"]["cycles"] == 40_000 * alone["cycles"]
+    assert doc["totals"]["unfused_ext_accesses"] == 40_000 * alone["ext_accesses"]
+    assert run.peak_mib < IMPORTS_MIB + 800, run.figures()  # 730 MiB measured
 
 
 GIB_AND_A_HALF = 1536 << 20  # bytes of zeros in each bomb
@@ -150,6 +175,34 @@ def test_a_streamed_layer_must_read_the_previous_output(tmp_path: Path) -> None:
     assert run.peak_mib < IMPORTS_MIB and run.seconds < 20, run.figures()
     agrees = workbench("show", str(_network(tmp_path / "ok.yaml", [8, 32, 32], True)), "--json")
     assert agrees.rc == 0 and '"output":"8x16x16"' in agrees.out.replace(" ", "")
+
+
+def test_a_conv_or_fc_input_must_agree_with_the_previous_output() -> None:
+    """A conv or fc may restate its input (a printed table's sizes: seed 003's L2 reads one row
+    and column more than L1 writes), but not contradict it: the maps, each side within the
+    kernel, or for an fc the number of values."""
+    import pytest
+
+    from workbench.errors import SpecError
+    from workbench.layers.builder import network_from_dict
+
+    def net(second: dict) -> object:
+        return network_from_dict({"name": "t", "input": [3, 32, 32], "layers": [
+            {"name": "c1", "type": "conv", "maps": 8, "kernel": 3, "pad": 1}, second]}, "t")
+
+    conv = {"name": "c2", "type": "conv", "maps": 4, "kernel": 3}
+    for given in ([8, 34, 34], [8, 30, 31], [8, 32, 32]):  # within the kernel: read as given
+        assert net(conv | {"input": given}).layers[1].in_shape == tuple(given)
+    for given in ([5, 32, 32], [8, 35, 32], [8, 32, 29], [5, 1000000, 1000000]):
+        with pytest.raises(SpecError, match=r"layers\[1\]\.input: must have the maps of the "
+                           r"previous layer's output \[8, 32, 32\] and each side within the "
+                           r"kernel \[3, 3\] of its sides \(a conv reads it\), got "):
+            net(conv | {"input": given})
+    fc = {"name": "f", "type": "fc", "outputs": 10}
+    assert net(fc | {"input": [8192, 1, 1]}).layers[1].macs == 81920
+    with pytest.raises(SpecError, match=r"must hold as many values as the previous "
+                       r"layer's output \[8, 32, 32\] \(an fc reads it\), got \[9, 9, 9\]"):
+        net(fc | {"input": [9, 9, 9]})
 
 
 def test_a_huge_streamed_layer_is_refused_by_its_estimate(tmp_path: Path) -> None:

@@ -424,6 +424,7 @@ class StreamChoice:
     dma_transfers: int
     chunks: int
     breakdown: dict[str, float]
+    local_accesses: int = 0  # elements the vector unit reads and writes in local memory
 
 
 def best_stream(layer: Layer, platform: Platform, objective: str = "cycles",
@@ -440,7 +441,8 @@ def best_stream(layer: Layer, platform: Platform, objective: str = "cycles",
                         int(best["ext_accesses"]), int(best["footprint_elems"]),
                         int(best["dma_transfers"]), int(best["chunks"]),
                         {key: value for key, value in best.items()
-                         if key.startswith(("cycles_", "energy_")) and key != "energy_pj"})
+                         if key.startswith(("cycles_", "energy_")) and key != "energy_pj"},
+                        int(best["local_accesses"]))
 
 
 def cores_table(layer: Layer, platform: Platform, objective: str = "cycles",

@@ -23,6 +23,8 @@ from workbench.explore.query import OBJECTIVES
 from workbench.numbers import fmt_bytes, fmt_count, fmt_seconds
 from workbench.resources import cut
 
+WORKER_LOG = "workers.log"  # in a sweep's folder: what the embedded Dask workers print
+
 
 def _parse_params(items: list[str]) -> dict:
     """key=value pairs; values read as YAML (numbers, lists, strings)."""
@@ -125,7 +127,8 @@ def cmd_sweep(args: argparse.Namespace) -> None:
                               worker_losses=args.max_worker_losses,
                               task_kills=args.max_case_kills)
     with sweep.executor(args.jobs, args.scheduler, engine="dask",
-                        connect_timeout_s=args.connect_timeout, patience=patience) as pool:
+                        connect_timeout_s=args.connect_timeout, patience=patience,
+                        worker_log=str(Path(args.out) / WORKER_LOG)) as pool:
         frame = sweep.run(grid, args.out, progress=not args.json, pool=pool, on_start=started)
         failures = sweep.run_reports(grid, args.out, progress=not args.json,
                                      pool=pool) if grid.reports else {}

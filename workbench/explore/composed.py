@@ -65,6 +65,22 @@ def applies(platform: Platform) -> bool:
     return platform.has_levels
 
 
+def single_level_columns(platform: Platform, row: dict[str, Any],
+                         local_accesses: int) -> dict[str, float]:
+    """The per-level columns (energy_pj_<level>, accesses_<level>) of a layer the single-level
+    model prices on a platform with levels (a streamed or folded layer): the external memory
+    levels[0] holds its external accesses and energy, the local memory levels[1] its local
+    ones, and the inner levels none, so the levels and compute add up to its energy as they
+    do for a conv priced here."""
+    names = [level.name for level in platform.memory.levels]
+    out: dict[str, float] = {}
+    for i, name in enumerate(names):
+        out[f"energy_pj_{name}"] = (row["energy_external_pj"], row["energy_local_pj"])[i] \
+            if i < 2 else 0.0
+        out[f"accesses_{name}"] = float((row["ext_accesses"], local_accesses)[i] if i < 2 else 0)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class ShareMapping:
     """`cores` cores computing `layer`-shaped parts (starting at `starts` along the split),

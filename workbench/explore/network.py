@@ -187,7 +187,10 @@ def _streamed(layer, platform, objective, in_kept, out_kept) -> dict | None:
            "ext_accesses": c.ext_accesses, "dma_transfers": c.dma_transfers,
            "footprint_bytes": c.footprint_elems * platform.elem_bytes
            * (2 if platform.double_buffer else 1), "compute_cycles": c.breakdown["cycles_compute"]}
-    return row | {k: v for k, v in c.breakdown.items() if k.startswith(("cycles_", "energy_"))}
+    row |= {k: v for k, v in c.breakdown.items() if k.startswith(("cycles_", "energy_"))}
+    if composed.applies(platform):  # its per-level columns, as a conv's on this platform
+        row |= composed.single_level_columns(platform, row, c.local_accesses)
+    return row
 
 
 def _folded(layer: ActivationLayer, cores: int, platform: Platform) -> dict:
@@ -203,6 +206,8 @@ def _folded(layer: ActivationLayer, cores: int, platform: Platform) -> dict:
     row |= {f"cycles_{part}": 0.0 for part in CYCLE_PARTS} | {"cycles_compute": cycles}
     row |= {f"energy_{part}_pj": 0.0 for part in ENERGY_PARTS} | {"energy_compute_pj": energy,
                                                                   "energy_static_pj": static}
+    if composed.applies(platform):  # no memory traffic on any level
+        row |= composed.single_level_columns(platform, row, 0)
     return row
 
 

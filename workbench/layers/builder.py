@@ -15,8 +15,9 @@ Format (all sizes in elements; pairs are [height, width], a single int means bot
 (parts: [maps, ...]) stacks inputs of the current height and width into sum(parts) maps.
 
 A layer's input is the previous layer's output unless it gives `input: [C, H, W]` (for tables
-of independent layers; in a network with an `input:`, only a conv or fc layer may restart from
-its own, any other layer's must equal the previous output). A conv may give `out: [H, W]`:
+of independent layers; in a network with an `input:` it must agree with the previous output:
+equal for a streamed layer, as many values for an fc, the same maps and each side within the
+kernel for a conv, see `_agrees`). A conv may give `out: [H, W]`:
 without `pad` the smallest padding that reaches it is used; with `pad` the output is cropped to
 it. `connections` is a sparse table.
 
@@ -27,6 +28,7 @@ layer. Each error is one line naming the file, the field path (`layers[3].alpha`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -123,9 +125,26 @@ _BUILDERS: dict[str, Callable[[Any, str, Shape, int], Layer]] = {
 }
 
 
-# layers whose `input:` may restart a chain (a printed table's own sizes, seed 003's L2);
-# any other layer with an `input:` in a chain must read what the layer before it wrote
-TABLE_TYPES = ("conv", "fc")
+def _agrees(doc: LayerDoc, shape: Shape, origin: str, index: int) -> None:
+    """In a chain, a layer's own `input:` must be the previous layer's output `shape`: the
+    same for a streamed layer; for an fc the same number of values; for a conv the same maps,
+    and a height and width each within its kernel of the previous output's (a printed table's
+    own sizes, as seed 003's L2 reads one row and column more than L1 writes)."""
+    given, prev = tuple(doc.input), list(shape)
+    if doc.type == "fc":
+        ok = math.prod(given) == math.prod(shape)
+        rule = f"hold as many values as the previous layer's output {prev} (an fc reads it)"
+    elif doc.type == "conv":
+        ok = given[0] == shape[0] and all(
+            abs(a - b) < k for a, b, k in zip(given[1:], shape[1:], doc.kernel, strict=True))
+        rule = (f"have the maps of the previous layer's output {prev} and each side within "
+                f"the kernel {list(doc.kernel)} of its sides (a conv reads it)")
+    else:
+        ok = given == tuple(shape)
+        rule = f"be the previous layer's output {prev} (a {doc.type} layer reads it)"
+    if not ok:
+        fail(origin, ("layers", index, "input"), f"must {rule}, got {cut(list(given))}",
+             SpecError, f"layer {doc.name or f'layer{index}'!r}")
 
 
 def _build(docs: list[LayerDoc], input_shape: Shape | None, batch: int,
@@ -139,10 +158,8 @@ def _build(docs: list[LayerDoc], input_shape: Shape | None, batch: int,
         name = doc.name or f"layer{index}"
         note = f"layer {name!r}"
         if doc.input is not None:
-            if chain and layers and doc.type not in TABLE_TYPES and tuple(doc.input) != shape:
-                fail(origin, ("layers", index, "input"), f"must be the previous layer's "
-                     f"output {list(shape)} (a {doc.type} layer reads it), got "
-                     f"{cut(list(doc.input))}", SpecError, note)
+            if chain and layers:
+                _agrees(doc, shape, origin, index)
             shape = doc.input
         if shape is None:
             fail(origin, ("layers", index, "input"), "no input shape (give the network or the "

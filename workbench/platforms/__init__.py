@@ -32,7 +32,13 @@ from workbench.platforms.parts import (
     Memory,
     MemoryLevel,
 )
-from workbench.platforms.platform import FIELD_NAMES, LEVEL_RULES, Platform, flat_type
+from workbench.platforms.platform import (
+    FIELD_NAMES,
+    LEVEL_RULES,
+    Platform,
+    field_rule,
+    flat_type,
+)
 
 
 def field_names() -> list[str]:
@@ -43,7 +49,7 @@ def field_names() -> list[str]:
 __all__ = [
     "FIELD_NAMES", "LEVEL_RULES", "OVERFLOW_MODES", "SIMD_STYLES", "Cluster", "Datapath", "Dma",
     "Energy", "EnergyTable", "FlatFieldsNotice", "Memory", "MemoryLevel", "Platform",
-    "check_hierarchy", "energy_table", "field_names", "flat_type", "from_fields",
+    "check_hierarchy", "energy_table", "field_names", "field_rule", "flat_type", "from_fields",
     "list_hierarchies", "list_platforms", "load_platform", "memory_energy_pj_per_16b",
     "platform_from_dict", "read_hierarchy", "validate_hierarchy", "with_levels",
 ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any
 
-from pydantic import ValidationError, model_validator
+from pydantic import TypeAdapter, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from workbench.errors import WorkbenchError
@@ -27,11 +27,13 @@ from workbench.platforms.parts import (
     Dma,
     Energy,
     Memory,
+    MemoryLevel,
     level_rules,
     number,
     scaled_parts,
 )
-from workbench.schemas.base import StrictModel, Text, message, rule_of
+from workbench.resources import cut
+from workbench.schemas.base import StrictModel, Text, is_int, message, rule_of
 
 PARTS = ("memory", "datapath", "dma", "cluster", "energy")
 # single-level name → (part, field) it is
@@ -77,6 +79,34 @@ def flat_type(name: str) -> type:
     kinds = {"local_mem_bytes": int, "local_access_bytes": int, "ext_access_bytes": int,
              "size_aware_energy": bool, "clock_mhz": float}
     return kinds.get(name, str if name in ("name", "title", "source") else float)
+
+
+def field_rule(name: str, value: Any) -> str | None:
+    """The rule a value of the single-level name `name` breaks on its own (an unknown name,
+    its type or its physical range; rules across fields are the platform's), else None: what
+    a sweep grid's `overrides` are checked with before any case runs."""
+    if name not in FIELD_NAMES:
+        return "unknown platform field; fields: " + ", ".join(FIELD_NAMES)
+    if name in ("name", "title", "source", "size_aware_energy"):
+        return None if isinstance(value, bool if name == "size_aware_energy" else str) \
+            else f"must be {'true or false' if name == 'size_aware_energy' else 'a text'}"
+    if name in FLAT:
+        part, key = FLAT[name]
+        info = Platform.model_fields[part].annotation.model_fields[key]
+    elif name in ("ext_access_bytes", "local_access_bytes"):  # a level's access_bits / 8
+        return None if is_int(value) and 1 <= value <= 8192 else \
+            f"must be a whole number of bytes in 1..8,192, got {cut(value)}"
+    elif name in LEVEL_RULES:
+        info = MemoryLevel.model_fields[LEVEL_RULES[name][1]]
+    else:
+        info = (Platform.model_fields if name == "clock_mhz"
+                else Energy.model_fields)[name]
+    try:
+        kind = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
+        TypeAdapter(kind, config=StrictModel.model_config).validate_python(value)
+    except ValidationError as exc:
+        return rule_of(exc.errors(include_url=False)[0])
+    return None
 
 
 def renamed(loc: tuple, renames: dict[tuple, tuple]) -> tuple:

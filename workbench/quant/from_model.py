@@ -37,9 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from workbench.errors import FileFormatError, SpecError
+from workbench.errors import SpecError
 from workbench.layers import load_network
 from workbench.layers.network import Network
+from workbench.layers.onnx_external import load_model
 from workbench.layers.onnx_names import short_name
 from workbench.quant.fixed import FixedFormat
 from workbench.quant.graph import Graph, graph_of
@@ -233,14 +234,8 @@ def read_layers(net: Network, model: Any, reader: Reader, acc_bits: int = 32,
 def read_model(path: str | Path) -> Any:
     """The ONNX model of a quantized file (FileFormatError when unreadable; SpecError for a
     float model or dynamic quantization)."""
-    import onnx
-
     path = Path(path)
-    try:
-        model = onnx.load(str(path))
-    except Exception as exc:  # noqa: BLE001 - onnx raises several unrelated types
-        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise FileFormatError(f"ONNX file {str(path)!r}: cannot load ({text})") from None
+    model = load_model(path)  # external data under the project's own guard
     dynamic = sorted({n.op_type for n in model.graph.node if n.op_type in DYNAMIC})
     if dynamic:
         raise SpecError(f"ONNX file {str(path)!r}: {', '.join(dynamic)} (dynamic "

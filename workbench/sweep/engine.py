@@ -164,6 +164,7 @@ class DaskExecutor:
     client: Any = None  # an open dask Client to use (left open): one client per process
     connect_timeout_s: float = 20.0  # how long to keep trying an external scheduler
     patience: Patience = field(default_factory=Patience)  # when to give up on lost workers
+    worker_log: str | None = None  # a file for the embedded workers' stderr (`worker_log`)
 
     def __post_init__(self) -> None:
         if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
@@ -172,17 +173,18 @@ class DaskExecutor:
         self.cluster = None
         if not self._own:
             return
-        # the client's own log lines (a lost worker's keys rescheduled, a scheduler gone at
-        # exit) are not ours to print: what matters reaches us through futures and `Patience`
-        logging.getLogger("distributed.client").setLevel(logging.CRITICAL + 1)
-        quiet = logging.getLogger("asyncio")
-        if not any(isinstance(f, _NoAllExit) for f in quiet.filters):
-            quiet.addFilter(_NoAllExit())
         try:
             from dask.distributed import Client, LocalCluster
         except ImportError:
             raise WorkbenchError("sweeps run on Dask: pip install 'dask[distributed]' "
                                  "(the 'batch' extra)") from None
+        # the client's own log lines (a lost worker's keys rescheduled, a scheduler gone at
+        # exit) are not ours to print: what matters reaches us through futures and `Patience`.
+        # Set after the import: importing distributed sets its loggers' levels from its config
+        logging.getLogger("distributed.client").setLevel(logging.CRITICAL + 1)
+        quiet = logging.getLogger("asyncio")
+        if not any(isinstance(f, _NoAllExit) for f in quiet.filters):
+            quiet.addFilter(_NoAllExit())
         if self.scheduler:
             try:
                 self.client = Client(self.scheduler, timeout=f"{self.connect_timeout_s}s")
@@ -214,12 +216,20 @@ class DaskExecutor:
         if quiet not in os.environ.get("PYTHONWARNINGS", ""):
             os.environ["PYTHONWARNINGS"] = ",".join(
                 w for w in (os.environ.get("PYTHONWARNINGS", ""), quiet) if w)
+        from workbench.sweep import worker_log
+
+        logged = {} if self.worker_log is None else {
+            "preload": [worker_log.__name__], "env": {worker_log.ENV: str(self.worker_log)}}
         try:
+            # saturation 1: a single-threaded worker holds only the task it runs, so a worker
+            # killed by its task (out of memory) counts against that task alone, never against
+            # tasks merely queued there (Dask counts every task a dead worker was processing)
             with _deferred_interrupts(), dask.config.set(
-                    {"distributed.scheduler.allowed-failures": self.patience.task_kills - 1}):
+                    {"distributed.scheduler.allowed-failures": self.patience.task_kills - 1,
+                     "distributed.scheduler.worker-saturation": 1.0}):
                 self.cluster = local_cluster(n_workers=self.jobs, threads_per_worker=1,
                                              processes=True, dashboard_address=":0",
-                                             silence_logs=logging.CRITICAL)
+                                             silence_logs=logging.CRITICAL, **logged)
                 self.client = client(self.cluster)
         except KeyboardInterrupt:
             self.close()
@@ -302,6 +312,11 @@ class DaskExecutor:
             return
         with _deferred_interrupts():
             try:
+                if self.cluster is not None:  # a worker lost from now on is not restarted
+                    self.cluster.sync(_no_restarts, self.cluster)
+            except Exception:  # noqa: BLE001 - a cluster already closing
+                pass
+            try:
                 if self.client is not None:
                     self.client.close()
                 if self.cluster is not None:
@@ -316,23 +331,31 @@ class DaskExecutor:
         self.close()
 
 
+async def _no_restarts(cluster: Any) -> None:
+    """Tell every nanny of `cluster` not to restart its worker any more (the cluster closes)."""
+    for nanny in list(cluster.workers.values()):
+        if hasattr(nanny, "close_gracefully"):
+            nanny.close_gracefully(reason="workbench-sweep-closing")
+
+
 def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else ""
 
 
 def executor(jobs: int = 1, scheduler: str | None = None, engine: str = "auto",
-             connect_timeout_s: float = 20.0,
-             patience: Patience | None = None) -> LocalExecutor | DaskExecutor:
+             connect_timeout_s: float = 20.0, patience: Patience | None = None,
+             worker_log: str | None = None) -> LocalExecutor | DaskExecutor:
     """engine "local" (this process), "dask", or "auto": Dask when a scheduler is given
     (argument or DASK_SCHEDULER_ADDRESS) or jobs > 1, else local; connect_timeout_s: seconds
     to keep trying an external scheduler before a one-line refusal; `patience`: when a Dask
-    sweep gives up on lost workers (`Patience`)."""
+    sweep gives up on lost workers (`Patience`); `worker_log`: a file the embedded cluster's
+    workers write their stderr to (default: the command's)."""
     scheduler = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
     if engine not in ("auto", "local", "dask"):
         raise WorkbenchError(f"unknown sweep engine {engine!r}; valid: auto, local, dask")
     if engine == "dask" or (engine == "auto" and (scheduler or jobs > 1)):
         return DaskExecutor(jobs, scheduler, connect_timeout_s=connect_timeout_s,
-                            patience=patience or Patience())
+                            patience=patience or Patience(), worker_log=worker_log)
     return LocalExecutor()
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from workbench import explore, platforms, resources, spelling
 from workbench.errors import FileFormatError, WorkbenchError
 from workbench.numbers import fmt_bytes
+from workbench.schemas.base import message
 from workbench.schemas.grid import validate_grid
 from workbench.tiling import SCHEDULES
 
@@ -35,6 +36,20 @@ def names() -> dict[str, tuple[str, ...]]:
             "traffic_models": tuple(explore.TRAFFIC_MODELS), "bounds": BOUNDS,
             "hierarchy": tuple(platforms.list_hierarchies()),
             "number_formats": (FIXED, *FORMATS)}
+
+
+def check_overrides(overrides: dict[str, list], origin: str, error: type[WorkbenchError]) -> None:
+    """Refuse, in one line naming the value (`overrides.clock_mhz[1]`), an override that is
+    no platform field or lies outside its field's type and physical range on its own, before
+    any case runs (rules across fields are each case's)."""
+    for key, values in overrides.items():
+        if key not in platforms.FIELD_NAMES:
+            raise error(message(origin, ("overrides", key), "unknown platform field; fields: "
+                                + ", ".join(platforms.FIELD_NAMES)))
+        for i, value in enumerate(values):
+            rule = platforms.field_rule(key, value)
+            if rule is not None:
+                raise error(message(origin, ("overrides", key, i), rule))
 
 
 @dataclass(frozen=True)
@@ -79,6 +94,7 @@ class Grid:
         spelling.old_keyword(self, "buffer_kb", "memory_kb", buffer_kb, "grid")
         doc = {f.name: getattr(self, f.name) for f in fields(self)}
         validate_grid(doc, "grid", WorkbenchError, names())
+        check_overrides(self.overrides, "grid", WorkbenchError)
         for hierarchy in self.hierarchy:  # a broken file fails the grid, before any case runs
             platforms.check_hierarchy(hierarchy)
         if self.number_formats and "elem_bytes" in self.overrides:
@@ -104,6 +120,7 @@ class Grid:
             except WorkbenchError as exc:
                 raise FileFormatError(str(exc)) from None
         validate_grid(doc, origin, FileFormatError, names())
+        check_overrides(doc.get("overrides") or {}, origin, FileFormatError)
         try:
             return cls(**doc)
         except WorkbenchError as exc:  # not expected after the schema; kept one line
