@@ -85,16 +85,17 @@ class LayerRun:
     seconds: dict[str, float] = field(default_factory=dict)  # write, compile, run
 
     def table(self) -> pd.DataFrame:
-        """Per array: measured and traced elements and transfers in both modes."""
+        """Per array and count mode: elements and transfers the program measured beside the
+        trace's (summed over cores)."""
         rows = []
         for a in ARRAYS:
-            row = {"array": a}
             for mode in MODES:
-                for who, src in (("measured", self.measured), ("trace", self.modelled)):
-                    got = [v for (arr, _), v in src[mode].items() if arr == a]
-                    row[f"{who} {mode} elements"] = sum(e for e, _ in got)
-                    row[f"{who} {mode} transfers"] = sum(t for _, t in got)
-            rows.append(row)
+                row = {"array": a, "counts": mode}
+                for what, k in (("elements", 0), ("transfers", 1)):
+                    for who, src in (("measured", self.measured), ("trace", self.modelled)):
+                        row[f"{who} {what}"] = sum(v[k] for (arr, _), v in src[mode].items()
+                                                   if arr == a)
+                rows.append(row)
         return pd.DataFrame(rows)
 
     @property

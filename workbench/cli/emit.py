@@ -1,0 +1,106 @@
+"""`workbench emit`: the mappings `workbench explore` picks, written as C programs; with
+--run compiled, run and set beside the model's counts and the bit-true reference."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from workbench import explore, layers
+from workbench.cli.args import add_network, memory_kb, output_dir, positive_int
+from workbench.cli.explore import platform_of
+from workbench.cli.tables import print_table, print_text
+from workbench.emit import plan_mappings, run_mapping, write_layer_program
+from workbench.emit.c_layer import c_name
+from workbench.emit.mapping import LayerMapping
+from workbench.errors import WorkbenchError
+from workbench.numbers import fmt_count
+
+
+def _formats(path: str | None) -> dict | None:
+    if path is None:
+        return None
+    from workbench.quant import config_from_yaml
+
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise WorkbenchError(f"--formats {path}: cannot read ({exc.strerror})") from None
+    return config_from_yaml(text, path)
+
+
+def describe(m: LayerMapping) -> str:
+    """One line: the layer's split and each share's schedule and tile."""
+    parts = "; ".join(f"{s.cores} core(s) {s.schedule} TOx={s.tile.X} TOy={s.tile.Y} "
+                      f"TOc={s.tile.M} TOn={s.tile.N} TKc={s.tile.C}" for s in m.shares)
+    return (f"{m.layer.name}: split {m.split} over {m.cores} core(s): {parts}; "
+            f"{m.fmt.acc_bits}-bit {m.fmt.overflow} accumulator"
+            f"{', double buffered' if m.double_buffer else ''}")
+
+
+def cmd_emit(args: argparse.Namespace) -> None:
+    net = layers.load_network(args.network, batch=args.batch, input_shape=args.input_shape)
+    plat = platform_of(args)
+    mappings = plan_mappings(net, plat, args.objective, _formats(args.formats))
+    if args.layer:
+        names = [m.layer.name for m in mappings]
+        unknown = [n for n in args.layer if n not in names]
+        if unknown:
+            raise WorkbenchError(f"--layer {unknown[0]!r}: not a conv/fc layer of "
+                                 f"{net.name!r}; those are " + ", ".join(names))
+        mappings = [m for m in mappings if m.layer.name in args.layer]
+    out = Path(args.out)
+    failed = []
+    for m in mappings:
+        folder = out / c_name(m.layer.name)
+        print_text(describe(m))
+        if not args.run:
+            write_layer_program(m, folder)
+            print_text(f"  wrote {folder}/ (make -C {folder}; ./layer model|physical DIR)")
+            continue
+        run = run_mapping(m, folder, seed=args.seed)
+        if run.warnings:
+            print_text("  compiler warnings:\n" + run.warnings.strip())
+        table = run.table()
+        shown = table.map(lambda v: fmt_count(v) if isinstance(v, int) else v)
+        print_table(shown, args)
+        exact = ", ".join(f"{mode} {'bit-exact' if ok else 'DIFFERS'}"
+                          for mode, ok in run.exact.items())
+        s = run.seconds
+        print_text(f"  output vs quant.infer (random codes, seed {args.seed}): {exact}; "
+                   f"counts {'equal the trace' if run.agrees else 'DIFFER from the trace'}"
+                   f" core by core; write {s['write']:.2f} s, compile {s['compile']:.2f} s, "
+                   f"run both modes {s['run']:.2f} s")
+        if not run.agrees or run.warnings:
+            failed.append(m.layer.name)
+    sys.stdout.flush()
+    if failed:
+        raise WorkbenchError("emitted program differs from the model or the reference on "
+                             + ", ".join(failed))
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("emit", parents=[common],
+                       help="write the chosen layer mappings as C (and run them with --run)")
+    add_network(p)
+    p.add_argument("--platform", default="idsp", help="preset name or platform .yaml "
+                                                      "(single-level)")
+    p.add_argument("--memory-kb", type=memory_kb, metavar="KB",
+                   help="local memory size in KB (default: the platform's)")
+    p.add_argument("--cores", type=positive_int, help="cores (default: the platform's)")
+    p.add_argument("--batch", type=positive_int, default=None, help="images per batch (On)")
+    p.add_argument("--objective", choices=explore.OBJECTIVES, default="cycles",
+                   help="what 'best' means when explore picks each mapping")
+    p.add_argument("--layer", action="append", metavar="LAYER",
+                   help="emit only this conv/fc layer (repeat)")
+    p.add_argument("--formats", metavar="FORMATS.yaml",
+                   help="per-layer fixed-point formats (`workbench quantize --out`); default: "
+                        "the platform's operand and accumulator widths")
+    p.add_argument("--run", action="store_true",
+                   help="compile with cc, run in model and physical count modes, and print "
+                        "measured counts beside the trace's and the output check")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random operand codes "
+                                                       "--run uses (default: %(default)s)")
+    p.add_argument("--out", type=output_dir, required=True, help="folder to write into")
+    p.set_defaults(func=cmd_emit)
