@@ -36,9 +36,17 @@ def array_dims(layer: ConvLayer) -> dict[str, tuple[int, ...]]:
             "out": (layer.On, g, ocg, layer.Oy, layer.Ox)}
 
 
-def _acc_step(fmt) -> str:
-    op = "wb_saturate" if fmt.overflow == "saturate" else "wb_wrap"
-    return f"{op}(acc + (int64_t)ib[ii] * (int64_t)wbuf[wi], {fmt.acc_bits})"
+def _accumulator(fmt, ring: str) -> dict[str, str]:
+    """The register's C type, one MAC step and its final value: a wrapping register adds in
+    unsigned arithmetic (exact modulo 2^64, which 2^bits divides) and wraps once; a
+    saturating one clips after every product, in the order (input map, kernel row, kernel
+    column) of the reference."""
+    product = f"(int64_t)irow[{ring}] * wrow[kx]"
+    if fmt.overflow == "saturate":
+        return {"acc_type": "int64_t", "step": f"acc = wb_saturate(acc + {product}, "
+                                                f"{fmt.acc_bits})", "read": "acc"}
+    return {"acc_type": "uint64_t", "step": f"acc += (uint64_t)({product})",
+            "read": f"wb_wrap_u(acc, {fmt.acc_bits})"}
 
 
 def _share_code(m: LayerMapping, index: int, part: Share) -> str:
@@ -57,6 +65,8 @@ def _share_code(m: LayerMapping, index: int, part: Share) -> str:
     fmt = m.fmt
     shift = fmt.acc_fmt.fl - fmt.out_fmt.fl
     full_ocg = full.Oc // full.groups
+    acc = _accumulator(fmt, ring)
+    acc_type, step, read = acc["acc_type"], acc["step"], acc["read"]
     return f"""
 /* share {index}: {share.cores} core(s) of {sh.name}, schedule {sched}, tile
  * TOx={t.X} TOy={t.Y} TOc={t.M} TOn={t.N} TKc={t.C} */
@@ -174,27 +184,31 @@ static void {p}_compute({p}_ctx *c, long on, long oc, long oy, long ox, long kc)
     long nn = {p}_min({t.N}, {on} - on), nm = {p}_min({toc}, {ocg} - oc);
     long ny = {p}_min({t.Y}, {oy} - oy), nx = {p}_min({t.X}, {ox} - ox);
     long nk = {p}_min({t.C}, {kc} - kc);
+    int last = kc + {t.C} >= {kc};
     for (n = 0; n < nn; n++)
         for (g = 0; g < c->real_g; g++)
             for (mm = 0; mm < nm; mm++)
                 for (y = 0; y < ny; y++)
                     for (x = 0; x < nx; x++) {{
                         long oi = (((n * {span} + g) * {toc} + mm) * {t.Y} + y) * {t.X} + x;
-                        int64_t acc = ob[oi];
+                        long X0 = (ox + x) * {full.Sx} - {full.Px};
+                        int64_t v;
+                        {acc_type} acc = ({acc_type})ob[oi];
                         for (k = 0; k < nk; k++)
-                            for (ky = 0; ky < {full.Ky}; ky++)
+                            for (ky = 0; ky < {full.Ky}; ky++) {{
+                                long Y = (oy + c->dy + y) * {full.Sy} - {full.Py}
+                                         + ky * {full.Dy};
+                                const int32_t *irow = ib + (((n * {span} + g) * {t.C} + k) * BY
+                                                            + (Y - c->in_lo[3])) * BX;
+                                const int32_t *wrow = wbuf + ((g * {toc} + mm) * {t.C} + k)
+                                                      * {kk} + ky * {full.Kx};
                                 for (kx = 0; kx < {full.Kx}; kx++) {{
-                                    long Y = (oy + c->dy + y) * {full.Sy} - {full.Py}
-                                             + ky * {full.Dy};
-                                    long X = (ox + x) * {full.Sx} - {full.Px} + kx * {full.Dx};
-                                    long ii = (((n * {span} + g) * {t.C} + k) * BY
-                                               + (Y - c->in_lo[3])) * BX + {ring};
-                                    long wi = ((g * {toc} + mm) * {t.C} + k) * {kk}
-                                              + ky * {full.Kx} + kx;
-                                    acc = {_acc_step(fmt)};
+                                    long X = X0 + kx * {full.Dx};
+                                    {step};
                                 }}
-                        ob[oi] = kc + {t.C} >= {kc} ? wb_requantize(acc, {shift}, {fmt.out_fmt.bw})
-                                                  : acc;
+                            }}
+                        v = {read};
+                        ob[oi] = last ? wb_requantize(v, {shift}, {fmt.out_fmt.bw}) : v;
                     }}
 }}
 

@@ -94,9 +94,9 @@ int main(int argc, char **argv)
         return 2;
     }}
     fclose(f);
-    wb_report(stdout, &a_in, {m.cores});
-    wb_report(stdout, &a_w, {m.cores});
-    wb_report(stdout, &a_out, {m.cores});
+    wb_report(stdout, "{name}", &a_in, {m.cores});
+    wb_report(stdout, "{name}", &a_w, {m.cores});
+    wb_report(stdout, "{name}", &a_out, {m.cores});
     free(a_in.data);
     free(a_w.data);
     free(bias);
@@ -146,6 +146,17 @@ def write_operands(folder: Path, q_in: np.ndarray, q_w: np.ndarray, q_b: np.ndar
     np.ascontiguousarray(q_b, dtype="<i8").tofile(folder / "bias.bin")
 
 
+def parse_counts(text: str) -> dict[tuple[str, str, int], tuple[int, int]]:
+    """{(layer, array, core): (elements, transfers)} from a program's count lines."""
+    counts = {}
+    for line in text.splitlines():
+        word, *rest = line.split()
+        if word == "count":
+            layer, array, core, elements, transfers = rest
+            counts[layer, array, int(core)] = (int(elements), int(transfers))
+    return counts
+
+
 def run_layer(folder: Path, mode: str, shape: tuple[int, ...],
               program: str = "layer") -> tuple[np.ndarray, dict[tuple[str, int], tuple[int, int]]]:
     """Run a built layer program in `mode`: its output codes (reshaped to `shape`) and its
@@ -156,10 +167,6 @@ def run_layer(folder: Path, mode: str, shape: tuple[int, ...],
     if done.returncode:
         raise WorkbenchError(f"emitted program failed ({done.returncode}): "
                              f"{done.stderr.strip()}")
-    counts = {}
-    for line in done.stdout.splitlines():
-        word, array, core, elements, transfers = line.split()
-        if word == "count":
-            counts[array, int(core)] = (int(elements), int(transfers))
+    counts = {(array, core): v for (_, array, core), v in parse_counts(done.stdout).items()}
     out = np.fromfile(folder / "out.bin", dtype="<i8").reshape(shape)
     return out, counts

@@ -44,60 +44,56 @@ static inline long wb_mod(long a, long m)
     return r < 0 ? r + m : r;
 }
 
-static inline int wb_inside(const wb_array *a, const long p[5])
-{
-    int d;
-    for (d = 0; d < 5; d++)
-        if (p[d] < 0 || p[d] >= a->dim[d])
-            return 0;
-    return 1;
-}
-
-static inline long wb_offset(const long p[5], const long lo[5], const long dim[5])
-{
-    long off = 0;
-    int d;
-    for (d = 0; d < 5; d++)
-        off = off * dim[d] + wb_mod(p[d] - lo[d], dim[d]);
-    return off;
-}
-
 /* Copy box [lo, hi) between array `a` and `buf` (extents buf_dim, origin buf_lo);
- * put = 0: DRAM -> buffer, put = 1: buffer -> DRAM. Counts one transfer for `core`. */
+ * put = 0: DRAM -> buffer, put = 1: buffer -> DRAM. Counts one transfer for `core`.
+ * Row by row: the rows of the box along its last (column) dimension. */
 static inline void wb_move(wb_array *a, int core, void *buf, const long buf_lo[5],
-                    const long buf_dim[5], const long lo[5], const long hi[5], int put)
+                           const long buf_dim[5], const long lo[5], const long hi[5], int put)
 {
-    long p[5];
+    long p[5], x, bx, bbase, sbase, x0, x1;
     long long moved = 0;
-    int d;
+    int d, row_in;
     for (d = 0; d < 5; d++)
         if (hi[d] <= lo[d])
             goto done;
-    p[0] = lo[0];
-    p[1] = lo[1];
-    p[2] = lo[2];
-    p[3] = lo[3];
-    p[4] = lo[4];
+    for (d = 0; d < 4; d++)
+        p[d] = lo[d];
     for (;;) {
-        long b = wb_offset(p, buf_lo, buf_dim);
-        int in = wb_inside(a, p);
-        long s = in ? (((p[0] * a->dim[1] + p[1]) * a->dim[2] + p[2]) * a->dim[3] + p[3])
-                          * a->dim[4] + p[4] : 0;
-        if (in || !wb_physical)
-            moved++;
-        if (put) {
-            if (in) {
-                if (a->wide)
-                    ((int64_t *)a->data)[s] = ((int64_t *)buf)[b];
-                else
-                    ((int32_t *)a->data)[s] = (int32_t)((int64_t *)buf)[b];
-            }
-        } else if (a->wide) {
-            ((int64_t *)buf)[b] = in ? ((int64_t *)a->data)[s] : 0;
-        } else {
-            ((int32_t *)buf)[b] = in ? ((int32_t *)a->data)[s] : 0;
+        row_in = 1;
+        bbase = 0;
+        sbase = 0;
+        for (d = 0; d < 4; d++) {
+            if (p[d] < 0 || p[d] >= a->dim[d])
+                row_in = 0;
+            bbase = bbase * buf_dim[d] + wb_mod(p[d] - buf_lo[d], buf_dim[d]);
+            sbase = sbase * a->dim[d] + p[d];
         }
-        for (d = 4; d >= 0; d--) {
+        bbase *= buf_dim[4];
+        sbase *= a->dim[4];
+        x0 = row_in ? (lo[4] > 0 ? lo[4] : 0) : hi[4];
+        x1 = row_in ? (hi[4] < a->dim[4] ? hi[4] : a->dim[4]) : hi[4];
+        if (x1 < x0)
+            x1 = x0;
+        moved += wb_physical ? x1 - x0 : hi[4] - lo[4];
+        bx = wb_mod(lo[4] - buf_lo[4], buf_dim[4]);
+        for (x = lo[4]; x < hi[4]; x++) {
+            int in = x >= x0 && x < x1;
+            if (put) {
+                if (in) {
+                    if (a->wide)
+                        ((int64_t *)a->data)[sbase + x] = ((int64_t *)buf)[bbase + bx];
+                    else
+                        ((int32_t *)a->data)[sbase + x] = (int32_t)((int64_t *)buf)[bbase + bx];
+                }
+            } else if (a->wide) {
+                ((int64_t *)buf)[bbase + bx] = in ? ((int64_t *)a->data)[sbase + x] : 0;
+            } else {
+                ((int32_t *)buf)[bbase + bx] = in ? ((int32_t *)a->data)[sbase + x] : 0;
+            }
+            if (++bx == buf_dim[4])
+                bx = 0;
+        }
+        for (d = 3; d >= 0; d--) {
             if (++p[d] < hi[d])
                 break;
             p[d] = lo[d];
@@ -123,12 +119,13 @@ static inline void wb_put(wb_array *a, int core, void *buf, const long buf_lo[5]
     wb_move(a, core, buf, buf_lo, buf_dim, lo, hi, 1);
 }
 
-/* One line per array and core: "count ARRAY CORE ELEMENTS TRANSFERS". */
-static inline void wb_report(FILE *f, const wb_array *a, int cores)
+/* One line per array and core: "count LAYER ARRAY CORE ELEMENTS TRANSFERS". */
+static inline void wb_report(FILE *f, const char *layer, const wb_array *a, int cores)
 {
     int c;
     for (c = 0; c < cores; c++)
-        fprintf(f, "count %s %d %lld %lld\n", a->name, c, a->elements[c], a->transfers[c]);
+        fprintf(f, "count %s %s %d %lld %lld\n", layer, a->name, c, a->elements[c],
+                a->transfers[c]);
 }
 
 /* Fixed-point arithmetic: two's-complement registers of `bits` bits (2..62). */
@@ -137,6 +134,14 @@ static inline int64_t wb_wrap(int64_t v, int bits)
     uint64_t half = (uint64_t)1 << (bits - 1);
     uint64_t u = ((uint64_t)v + half) & (((uint64_t)1 << bits) - 1);
     return (int64_t)u - (int64_t)half;
+}
+
+/* A wrapping register accumulated in unsigned arithmetic (wrapping is exact modulo 2^64,
+ * which 2^bits divides), read back as its `bits`-bit two's-complement value. */
+static inline int64_t wb_wrap_u(uint64_t u, int bits)
+{
+    uint64_t half = (uint64_t)1 << (bits - 1);
+    return (int64_t)((u + half) & (((uint64_t)1 << bits) - 1)) - (int64_t)half;
 }
 
 static inline int64_t wb_saturate(int64_t v, int bits)
