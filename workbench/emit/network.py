@@ -38,7 +38,7 @@ def _bounds(layer, fmt: FixedFormat) -> tuple[int | None, int | None]:
 def check_network(net: Network, mappings: list[LayerMapping]) -> None:
     """One-line refusal of a network the program cannot run."""
     if net.inputs is not None:
-        raise WorkbenchError(f"network {net.name!r} branches; emit writes chains only")
+        raise WorkbenchError(f"network {net.name!r} is a layer graph; emit writes chains only")
     if not net.layers[0].tiled:
         raise WorkbenchError(f"network {net.name!r}: the first layer must be conv or fc")
     mapped = {m.layer.name for m in mappings}
