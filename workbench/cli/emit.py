@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from workbench import explore, layers
 from workbench.cli.args import add_network, memory_kb, output_dir, positive_int
 from workbench.cli.explore import platform_of
@@ -39,7 +41,59 @@ def describe(m: LayerMapping) -> str:
             f"{', double buffered' if m.double_buffer else ''}")
 
 
+def _network(args: argparse.Namespace, net, mappings: list[LayerMapping], out: Path
+             ) -> list[str]:
+    """Write the network program (when the network is a chain the program can run); with
+    --images run it on that many held-out MNIST digits beside quant.infer. The names of
+    what failed."""
+    from workbench.cli.quant import shipped_weights
+    from workbench.emit.network import check_network, write_network_program
+    from workbench.quant import load_weights
+
+    try:
+        check_network(net, mappings)
+    except WorkbenchError as exc:
+        print_text(f"network program not written: {exc}")
+        return []
+    try:
+        weights = args.weights or shipped_weights(net)
+    except WorkbenchError:
+        weights = None
+    params = load_weights(weights, net) if weights else None
+    folder = out / "network"
+    if not (args.run and args.images):
+        write_network_program(net, mappings, params, folder)
+        print_text(f"network program: wrote {folder}/ (make -C {folder}; ./network DIR "
+                   f"IMAGES model|physical)" + ("" if params else "; no weights given, "
+                                                "write weights/NAME.w.bin and .b.bin"))
+        return []
+    if params is None:
+        raise WorkbenchError(f"--images: network {net.name!r} has no shipped weights; give "
+                             "--weights")
+    from workbench.emit.network_run import run_network
+    from workbench.quant import mnist
+
+    if tuple(net.layers[0].in_shape) != (1, 28, 28):
+        raise WorkbenchError(f"--images runs MNIST digits; {net.name!r} reads "
+                             f"{net.layers[0].in_shape}, not (1, 28, 28)")
+    x, y = mnist.load("test")
+    run = run_network(net, mappings, params, x[:args.images], folder, args.counts)
+    same = bool(np.array_equal(run.codes, run.reference))
+    acc = float((run.predictions == y[:args.images]).mean())
+    agree = float((run.predictions == run.reference_predictions).mean())
+    counts = run.measured == run.modelled
+    s = run.seconds
+    print_text(f"network program on {args.images} held-out digits ({args.counts} counts): "
+               f"output codes {'bit-exact with' if same else 'DIFFER from'} quant.infer, "
+               f"predictions agree on {agree:.2%}, accuracy {acc:.2%}; counts of every layer "
+               f"{'equal' if counts else 'DIFFER from'} the trace's; compile "
+               f"{s['compile']:.2f} s, run {s['run']:.2f} s")
+    return [] if same and counts else ["network"]
+
+
 def cmd_emit(args: argparse.Namespace) -> None:
+    if args.images and (args.layer or not args.run):
+        raise WorkbenchError("--images runs the network program: give --run, without --layer")
     net = layers.load_network(args.network, batch=args.batch, input_shape=args.input_shape)
     plat = platform_of(args)
     mappings = plan_mappings(net, plat, args.objective, _formats(args.formats))
@@ -74,6 +128,8 @@ def cmd_emit(args: argparse.Namespace) -> None:
                    f"run both modes {s['run']:.2f} s")
         if not run.agrees or run.warnings:
             failed.append(m.layer.name)
+    if not args.layer:
+        failed += _network(args, net, mappings, out)
     sys.stdout.flush()
     if failed:
         raise WorkbenchError("emitted program differs from the model or the reference on "
@@ -100,6 +156,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--run", action="store_true",
                    help="compile with cc, run in model and physical count modes, and print "
                         "measured counts beside the trace's and the output check")
+    p.add_argument("--weights", default=None,
+                   help="weights of the network program (.npz; default: the shipped ones)")
+    p.add_argument("--images", type=positive_int, default=None,
+                   help="with --run: also run the network program on this many held-out "
+                        "MNIST digits (a multiple of the batch)")
+    p.add_argument("--counts", choices=("model", "physical"), default="physical",
+                   help="count mode of the network run (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random operand codes "
                                                        "--run uses (default: %(default)s)")
     p.add_argument("--out", type=output_dir, required=True, help="folder to write into")
