@@ -4,6 +4,7 @@ and the output check; bad input and a missing compiler end in one line."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -83,3 +84,14 @@ def test_errors_are_one_line(tmp_path: Path) -> None:
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.strip() == ("workbench emit: error: no C compiler: emit --run needs "
                                   "`cc` (gcc) on PATH")
+
+
+def test_json_document(tmp_path: Path) -> None:
+    out = run("lenet5", "--layer", "fc4", "--out", str(tmp_path), "--run", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    (layer,) = doc["layers"]
+    assert layer["layer"] == "fc4" and layer["bit_exact"] == {"model": True, "physical": True}
+    assert {r["array"] for r in layer["counts"]} == {"in", "w", "out"}
+    w = next(r for r in layer["counts"] if r["array"] == "w" and r["counts"] == "model")
+    assert w["measured elements"] >= 512 * 10  # every weight of fc4 fetched at least once

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from workbench.emit.c_layer import c_name
 from workbench.emit.mapping import LayerMapping
 from workbench.errors import WorkbenchError
 from workbench.numbers import fmt_count
+from workbench.tiling.model import TILE_DIMS
 
 
 def _formats(path: str | None) -> dict | None:
@@ -34,15 +36,16 @@ def _formats(path: str | None) -> dict | None:
 
 def describe(m: LayerMapping) -> str:
     """One line: the layer's split and each share's schedule and tile."""
-    parts = "; ".join(f"{s.cores} core(s) {s.schedule} TOx={s.tile.X} TOy={s.tile.Y} "
-                      f"TOc={s.tile.M} TOn={s.tile.N} TKc={s.tile.C}" for s in m.shares)
+    parts = "; ".join(f"{s.cores} core(s) {s.schedule} " + " ".join(
+        f"{label}={size}" for label, size in zip(TILE_DIMS, s.tile.as_tuple(), strict=True))
+        for s in m.shares)
     return (f"{m.layer.name}: split {m.split} over {m.cores} core(s): {parts}; "
             f"{m.fmt.acc_bits}-bit {m.fmt.overflow} accumulator"
             f"{', double buffered' if m.double_buffer else ''}")
 
 
-def _network(args: argparse.Namespace, net, mappings: list[LayerMapping], out: Path
-             ) -> list[str]:
+def _network(args: argparse.Namespace, net, mappings: list[LayerMapping], out: Path,
+             doc: dict) -> list[str]:
     """Write the network program (when the network is a chain the program can run); with
     --images run it on that many held-out MNIST digits beside quant.infer. The names of
     what failed."""
@@ -53,7 +56,8 @@ def _network(args: argparse.Namespace, net, mappings: list[LayerMapping], out: P
     try:
         check_network(net, mappings)
     except WorkbenchError as exc:
-        print_text(f"network program not written: {exc}")
+        _say(args, f"network program not written: {exc}")
+        doc["network"] = {"written": False, "reason": str(exc)}
         return []
     try:
         weights = args.weights or shipped_weights(net)
@@ -63,7 +67,8 @@ def _network(args: argparse.Namespace, net, mappings: list[LayerMapping], out: P
     folder = out / "network"
     if not (args.run and args.images):
         write_network_program(net, mappings, params, folder)
-        print_text(f"network program: wrote {folder}/ (make -C {folder}; ./network DIR "
+        doc["network"] = {"written": True, "folder": str(folder), "weights": bool(params)}
+        _say(args, f"network program: wrote {folder}/ (make -C {folder}; ./network DIR "
                    f"IMAGES model|physical)" + ("" if params else "; no weights given, "
                                                 "write weights/NAME.w.bin and .b.bin"))
         return []
@@ -83,12 +88,20 @@ def _network(args: argparse.Namespace, net, mappings: list[LayerMapping], out: P
     agree = float((run.predictions == run.reference_predictions).mean())
     counts = run.measured == run.modelled
     s = run.seconds
-    print_text(f"network program on {args.images} held-out digits ({args.counts} counts): "
+    doc["network"] = {"written": True, "folder": str(folder), "images": args.images,
+                      "counts": args.counts, "bit_exact": same, "predictions_agree": agree,
+                      "accuracy": acc, "counts_equal_trace": counts, "seconds": s}
+    _say(args, f"network program on {args.images} held-out digits ({args.counts} counts): "
                f"output codes {'bit-exact with' if same else 'DIFFER from'} quant.infer, "
                f"predictions agree on {agree:.2%}, accuracy {acc:.2%}; counts of every layer "
                f"{'equal' if counts else 'DIFFER from'} the trace's; compile "
                f"{s['compile']:.2f} s, run {s['run']:.2f} s")
     return [] if same and counts else ["network"]
+
+
+def _say(args: argparse.Namespace, text: str) -> None:
+    if not getattr(args, "json", False):
+        print_text(text)
 
 
 def cmd_emit(args: argparse.Namespace) -> None:
@@ -105,31 +118,42 @@ def cmd_emit(args: argparse.Namespace) -> None:
                                  f"{net.name!r}; those are " + ", ".join(names))
         mappings = [m for m in mappings if m.layer.name in args.layer]
     out = Path(args.out)
-    failed = []
+    failed: list[str] = []
+    doc: dict = {"network": None, "layers": []}
     for m in mappings:
         folder = out / c_name(m.layer.name)
-        print_text(describe(m))
+        _say(args, describe(m))
+        entry = {"layer": m.layer.name, "split": m.split, "folder": str(folder),
+                 "shares": [{"cores": s.cores, "schedule": s.schedule,
+                             "tile": dict(zip(TILE_DIMS, s.tile.as_tuple(), strict=True))}
+                            for s in m.shares]}
+        doc["layers"].append(entry)
         if not args.run:
             write_layer_program(m, folder)
-            print_text(f"  wrote {folder}/ (make -C {folder}; ./layer model|physical DIR)")
+            _say(args, f"  wrote {folder}/ (make -C {folder}; ./layer model|physical DIR)")
             continue
         run = run_mapping(m, folder, seed=args.seed)
-        if run.warnings:
-            print_text("  compiler warnings:\n" + run.warnings.strip())
         table = run.table()
-        shown = table.map(lambda v: fmt_count(v) if isinstance(v, int) else v)
-        print_table(shown, args)
+        entry |= {"counts": table.to_dict(orient="records"), "bit_exact": run.exact,
+                  "counts_equal_trace": run.agrees, "warnings": run.warnings,
+                  "seconds": run.seconds}
+        if not getattr(args, "json", False):
+            if run.warnings:
+                print_text("  compiler warnings:\n" + run.warnings.strip())
+            print_table(table.map(lambda v: fmt_count(v) if isinstance(v, int) else v), args)
         exact = ", ".join(f"{mode} {'bit-exact' if ok else 'DIFFERS'}"
                           for mode, ok in run.exact.items())
         s = run.seconds
-        print_text(f"  output vs quant.infer (random codes, seed {args.seed}): {exact}; "
+        _say(args, f"  output vs quant.infer (random codes, seed {args.seed}): {exact}; "
                    f"counts {'equal the trace' if run.agrees else 'DIFFER from the trace'}"
                    f" core by core; write {s['write']:.2f} s, compile {s['compile']:.2f} s, "
                    f"run both modes {s['run']:.2f} s")
         if not run.agrees or run.warnings:
             failed.append(m.layer.name)
     if not args.layer:
-        failed += _network(args, net, mappings, out)
+        failed += _network(args, net, mappings, out, doc)
+    if getattr(args, "json", False):
+        print(json.dumps(doc, indent=1, default=int))
     sys.stdout.flush()
     if failed:
         raise WorkbenchError("emitted program differs from the model or the reference on "

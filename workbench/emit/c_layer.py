@@ -16,6 +16,7 @@ import re
 
 from workbench.emit.mapping import LayerMapping, check_mapping
 from workbench.layers.spec import ConvLayer
+from workbench.tiling.model import TILE_DIMS
 from workbench.tiling.partition import Share, shares
 
 C_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-O2")
@@ -65,11 +66,12 @@ def _share_code(m: LayerMapping, index: int, part: Share) -> str:
     fmt = m.fmt
     shift = fmt.acc_fmt.fl - fmt.out_fmt.fl
     full_ocg = full.Oc // full.groups
+    labels = " ".join(f"{k}={v}" for k, v in zip(TILE_DIMS, t.as_tuple(), strict=True))
     acc = _accumulator(fmt, ring)
     acc_type, step, read = acc["acc_type"], acc["step"], acc["read"]
     return f"""
 /* share {index}: {share.cores} core(s) of {sh.name}, schedule {sched}, tile
- * TOx={t.X} TOy={t.Y} TOc={t.M} TOn={t.N} TKc={t.C} */
+ * {labels} */
 #define BY {by}
 #define BX {bx}
 static int32_t {p}_in[{nbuf}][{t.N * span * t.C * by * bx}];
