@@ -95,3 +95,15 @@ def test_json_document(tmp_path: Path) -> None:
     assert {r["array"] for r in layer["counts"]} == {"in", "w", "out"}
     w = next(r for r in layer["counts"] if r["array"] == "w" and r["counts"] == "model")
     assert w["measured elements"] >= 512 * 10  # every weight of fc4 fetched at least once
+
+
+def test_halide_schedule_run_and_refusal(tmp_path: Path) -> None:
+    pytest.importorskip("halide")
+    out = run("lenet5", "--layer", "fc4", "--out", str(tmp_path), "--run", "--halide")
+    assert out.returncode == 0, out.stderr
+    assert "Halide" in out.stdout and "output bit-exact" in out.stdout
+    assert "equal the model's input and weight counts" in " ".join(out.stdout.split())
+    assert ".split(" in (tmp_path / "fc4" / "halide_schedule.txt").read_text()
+    out = run("lenet5", "--layer", "conv2", "--cores", "2", "--out", str(tmp_path),
+              "--halide")
+    assert out.returncode == 0 and "Halide: not expressed" in out.stdout

@@ -99,6 +99,39 @@ def _network(args: argparse.Namespace, net, mappings: list[LayerMapping], out: P
     return [] if same and counts else ["network"]
 
 
+def _halide(args: argparse.Namespace, m: LayerMapping, folder: Path, entry: dict) -> list[str]:
+    """The layer as a Halide pipeline: its schedule written to halide_schedule.txt; with
+    --run, run on the same codes and checked. The layer's name when a check fails."""
+    from workbench.emit.compare import random_operands, reference, trace_counts
+    from workbench.emit.halide_path import HalideRefusal, build, check_halide, run_halide
+
+    try:
+        check_halide(m)
+    except HalideRefusal as exc:
+        _say(args, f"  Halide: not expressed: {exc}")
+        entry["halide"] = {"expressed": False, "reason": str(exc)}
+        return []
+    operands = random_operands(m, args.seed)
+    if not args.run:
+        text = build(m, *operands).schedule
+        (folder / "halide_schedule.txt").write_text("\n".join(text) + "\n")
+        _say(args, f"  Halide schedule: {folder / 'halide_schedule.txt'}")
+        entry["halide"] = {"expressed": True, "schedule": text}
+        return []
+    codes, text, counts = run_halide(m, *operands, traced=True)
+    (folder / "halide_schedule.txt").write_text("\n".join(text) + "\n")
+    exact = bool(np.array_equal(codes, reference(m, *operands)))
+    model = trace_counts(m, "model")
+    same = counts == {"B_in": model["in", 0][0], "B_w": model["w", 0][0]}
+    entry["halide"] = {"expressed": True, "schedule": text, "bit_exact": exact,
+                       "traced_stores": counts, "equal_model_counts": same}
+    _say(args, f"  Halide ({folder / 'halide_schedule.txt'}): output "
+               f"{'bit-exact' if exact else 'DIFFERS'}; traced stores into B_in "
+               f"{fmt_count(counts.get('B_in', 0))}, B_w {fmt_count(counts.get('B_w', 0))} "
+               f"{'equal' if same else 'DIFFER from'} the model's input and weight counts")
+    return [] if exact and same else [f"{m.layer.name} (Halide)"]
+
+
 def _say(args: argparse.Namespace, text: str) -> None:
     if not getattr(args, "json", False):
         print_text(text)
@@ -131,6 +164,8 @@ def cmd_emit(args: argparse.Namespace) -> None:
         if not args.run:
             write_layer_program(m, folder)
             _say(args, f"  wrote {folder}/ (make -C {folder}; ./layer model|physical DIR)")
+            if args.halide:
+                _halide(args, m, folder, entry)
             continue
         run = run_mapping(m, folder, seed=args.seed)
         table = run.table()
@@ -150,6 +185,8 @@ def cmd_emit(args: argparse.Namespace) -> None:
                    f"run both modes {s['run']:.2f} s")
         if not run.agrees or run.warnings:
             failed.append(m.layer.name)
+        if args.halide:
+            failed += _halide(args, m, folder, entry)
     if not args.layer:
         failed += _network(args, net, mappings, out, doc)
     if getattr(args, "json", False):
@@ -187,6 +224,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         "MNIST digits (a multiple of the batch)")
     p.add_argument("--counts", choices=("model", "physical"), default="physical",
                    help="count mode of the network run (default: %(default)s)")
+    p.add_argument("--halide", action="store_true",
+                   help="also express each single-core mapping as a Halide schedule "
+                        "(halide_schedule.txt); with --run, run it and check it")
     p.add_argument("--seed", type=int, default=0, help="seed of the random operand codes "
                                                        "--run uses (default: %(default)s)")
     p.add_argument("--out", type=output_dir, required=True, help="folder to write into")
