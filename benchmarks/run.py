@@ -15,7 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ORDER = ("explore", "composed", "cores", "fusion", "grouped", "sweep", "sweep_browser",
-         "quant", "simd", "codegen",
+         "quant", "simd", "codegen", "emit",
          "dataflow", "seed001_energy", "hierarchy", "torchvision_import", "hierarchy_reach",
          "hierarchy_gaps", "seed001_figs", "peers")  # peers: how to install ZigZag if absent
 

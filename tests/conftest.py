@@ -50,7 +50,8 @@ BROWSER = {"test_browser", "test_browser_sweep"}
 E2E = {"test_bounded", "test_onnx_external", "test_sweep_patience", "test_cli", "test_cli_args",
        "test_notebooks", "test_readme_commands", "test_wheel", "test_sweep", "test_sweep_dask",
        "test_sweep_faults", "test_onnx_corpus", "test_fuzz_yaml", "test_import_fuzz",
-       "test_fuzz_harness", "test_fuzz_extremes", "test_hierarchy_prefetch"}
+       "test_fuzz_harness", "test_fuzz_extremes", "test_hierarchy_prefetch", "test_emit",
+       "test_emit_cli", "test_emit_halide", "test_emit_network"}
 ORACLE = re.compile(r"brute|every_blocking|_s_blockings\(|_r_plus_blockings\(")
 PROCESS = re.compile(r"subprocess\.")
 

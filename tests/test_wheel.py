@@ -85,6 +85,8 @@ def test_the_wheel_holds_code_data_and_notebooks_and_nothing_else(wheel: Path) -
             if p.is_file() and p.suffix != ".py" and "__pycache__" not in p.parts}
     notebooks = {f"workbench/notebooks/{p.name}" for p in (ROOT / "notebooks").glob("*.ipynb")}
     code = {str(p.relative_to(ROOT)) for p in (ROOT / "workbench").rglob("*.py")}
+    code |= {str(p.relative_to(ROOT)) for p in (ROOT / "workbench").rglob("*.h")}  # C runtime
+    assert "workbench/emit/wb_dma.h" in code
     assert data and data <= names, sorted(data - names)  # every data file of the tree ships
     assert notebooks <= names and code <= names, sorted((notebooks | code) - names)
     assert "workbench/data/networks/lenet5.yaml" in names

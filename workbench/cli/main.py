@@ -148,9 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction,
                                        argparse.ArgumentParser], None]]:
-    from workbench.cli import batch, explore, hierarchy, quant, simd
+    from workbench.cli import batch, emit, explore, hierarchy, quant, simd
 
-    return [explore.register, quant.register, simd.register, batch.register, hierarchy.register]
+    return [explore.register, quant.register, simd.register, batch.register, hierarchy.register,
+            emit.register]
 
 
 def _terminate(command_pid: int, signum: int, frame: object) -> None:
