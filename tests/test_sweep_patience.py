@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -156,8 +157,10 @@ def test_no_worker_left_ends_the_sweep_after_the_timeout(tmp_path: Path,
     print(f"the sweep ended {took:.1f} s after its only worker was killed")
     lines = err.strip().splitlines()  # the external worker's own output is its own
     assert proc.returncode == 2 and len(lines) == 1, err[-3000:]
-    assert lines[0].startswith("workbench sweep: error: sweep stopped: no Dask worker stayed "
-                               "up for 3 s (1 lost) "), lines[0]
+    # "(1 lost)" once the scheduler has dropped the killed worker; on a loaded machine its
+    # heartbeat can outlast the 3 s, and the sweep rightly stops with "(0 lost)"
+    assert re.match(r"workbench sweep: error: sweep stopped: no Dask worker stayed up for 3 s "
+                    r"\([01] lost\) ", lines[0]), lines[0]
     assert " running case " in lines[0] or " waiting" in lines[0]
     assert lines[0].endswith(STOPPED)
     assert took < 15  # 3 s after the last sign of a working cluster
